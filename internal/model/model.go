@@ -1,0 +1,237 @@
+// Package model holds the resolved nodegen source: the cluster, its node
+// groups, and everything nodegen derives from them (labels, taints, names).
+package model
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Node group kinds.
+const (
+	KindGCE       = "gce"        // MIGs sized by the autoscaler
+	KindGCEStatic = "gce-static" // MIGs of a fixed size
+	KindOnPrem    = "onprem"     // declared only; never rendered into cloud artifacts
+)
+
+// Well-known label and taint keys.
+const (
+	// GroupLabel is the node-group identity label nodegen puts on every node.
+	GroupLabel = "nodegen.dev/node-group"
+	// GPULabel is the Cluster Autoscaler's GCE GPU label.
+	GPULabel = "cloud.google.com/gke-accelerator"
+	// ZoneLabel, RegionLabel and InstanceTypeLabel are set by the join script
+	// and added by the autoscaler to every GCE template node.
+	ZoneLabel         = "topology.kubernetes.io/zone"
+	RegionLabel       = "topology.kubernetes.io/region"
+	InstanceTypeLabel = "node.kubernetes.io/instance-type"
+	// StartupTaintPrefix marks a taint the autoscaler treats as a startup taint.
+	StartupTaintPrefix = "startup-taint.cluster-autoscaler.kubernetes.io/"
+	// DefaultGPUStartupTaintKey is the startup taint GPU groups get by default.
+	DefaultGPUStartupTaintKey = StartupTaintPrefix + "gpu-not-ready"
+	// GPUResource is the extended resource the NVIDIA device plugin publishes.
+	GPUResource = "nvidia.com/gpu"
+)
+
+// Source is a whole nodegen source after CUE evaluation.
+type Source struct {
+	Cluster    Cluster               `json:"cluster"`
+	NodeGroups map[string]*NodeGroup `json:"nodeGroups"`
+}
+
+// Cluster describes the hybrid cluster.
+type Cluster struct {
+	Name                 string     `json:"name"`
+	KubernetesVersion    string     `json:"kubernetesVersion"`
+	ControlPlaneEndpoint string     `json:"controlPlaneEndpoint"`
+	CACertHashes         []string   `json:"caCertHashes"`
+	JoinToken            JoinToken  `json:"joinToken"`
+	GCP                  GCP        `json:"gcp"`
+	Autoscaler           Autoscaler `json:"autoscaler"`
+}
+
+// JoinToken says where the bootstrap token is read at boot.
+type JoinToken struct {
+	SecretManager *SecretRef `json:"secretManager,omitempty"`
+	MetadataKey   string     `json:"metadataKey,omitempty"`
+}
+
+// SecretRef names a Secret Manager secret version.
+type SecretRef struct {
+	Secret  string `json:"secret"`
+	Version string `json:"version"`
+}
+
+// GCP is the project and region of the cloud node groups.
+type GCP struct {
+	Project string `json:"project"`
+	Region  string `json:"region"`
+}
+
+// Autoscaler holds the Cluster Autoscaler's global settings.
+type Autoscaler struct {
+	NodeGroup                        string  `json:"nodeGroup"`
+	Version                          string  `json:"version,omitempty"`
+	Namespace                        string  `json:"namespace"`
+	Expander                         string  `json:"expander"`
+	BalanceSimilarNodeGroups         bool    `json:"balanceSimilarNodeGroups"`
+	ScaleDownUtilizationThreshold    float64 `json:"scaleDownUtilizationThreshold"`
+	ScaleDownGpuUtilizationThreshold float64 `json:"scaleDownGpuUtilizationThreshold"`
+	ScaleDownUnneededTime            string  `json:"scaleDownUnneededTime"`
+	ScaleDownUnreadyTime             string  `json:"scaleDownUnreadyTime"`
+	MaxNodeProvisionTime             string  `json:"maxNodeProvisionTime"`
+}
+
+// NodeGroup is one group of identical nodes.
+type NodeGroup struct {
+	Name           string             `json:"name"`
+	Kind           string             `json:"kind"`
+	Description    string             `json:"description,omitempty"`
+	Labels         map[string]string  `json:"labels"`
+	Taints         []Taint            `json:"taints"`
+	GPU            *GPU               `json:"gpu,omitempty"`
+	Zones          []string           `json:"zones,omitempty"`
+	MachineType    string             `json:"machineType,omitempty"`
+	Arch           string             `json:"arch,omitempty"`
+	Image          string             `json:"image,omitempty"`
+	OSDistribution string             `json:"osDistribution,omitempty"`
+	BootDiskSizeGb int                `json:"bootDiskSizeGb,omitempty"`
+	BootDiskType   string             `json:"bootDiskType,omitempty"`
+	Spot           bool               `json:"spot,omitempty"`
+	Min            int                `json:"min"`
+	Max            int                `json:"max"`
+	Kubelet        *Kubelet           `json:"kubelet,omitempty"`
+	Autoscaling    AutoscalingOptions `json:"autoscaling"`
+	StartupTaint   *Taint             `json:"startupTaint,omitempty"`
+
+	// Derived by Resolve.
+
+	// NodeLabels are the labels every node of the group carries from the
+	// moment it registers and that the autoscaler's template declares:
+	// Labels plus the identity label and, for GPU groups, the GPU label.
+	NodeLabels map[string]string `json:"nodeLabels"`
+}
+
+// Taint is a node taint.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Effect string `json:"effect"`
+}
+
+// String renders the taint as key=value:Effect, the form kube-env needs
+// (an empty value stays "key=:Effect").
+func (t Taint) String() string { return t.Key + "=" + t.Value + ":" + t.Effect }
+
+// GPU describes the GPUs of each node.
+type GPU struct {
+	Type  string `json:"type"`
+	Count int    `json:"count"`
+}
+
+// Kubelet holds kubelet reservations.
+type Kubelet struct {
+	KubeReserved   map[string]string `json:"kubeReserved"`
+	SystemReserved map[string]string `json:"systemReserved"`
+	EvictionHard   map[string]string `json:"evictionHard"`
+}
+
+// AutoscalingOptions are per-group autoscaler overrides.
+type AutoscalingOptions struct {
+	ScaleDownUtilizationThreshold    *float64 `json:"scaleDownUtilizationThreshold,omitempty"`
+	ScaleDownGpuUtilizationThreshold *float64 `json:"scaleDownGpuUtilizationThreshold,omitempty"`
+	ScaleDownUnneededTime            string   `json:"scaleDownUnneededTime,omitempty"`
+	ScaleDownUnreadyTime             string   `json:"scaleDownUnreadyTime,omitempty"`
+	MaxNodeProvisionTime             string   `json:"maxNodeProvisionTime,omitempty"`
+}
+
+// Resolve fills in what nodegen derives from the source: the GPU groups'
+// default startup taint and every group's NodeLabels.
+func (s *Source) Resolve() {
+	for _, g := range s.NodeGroups {
+		if g.Labels == nil {
+			g.Labels = map[string]string{}
+		}
+		if g.Taints == nil {
+			g.Taints = []Taint{}
+		}
+		if g.GPU != nil && g.StartupTaint == nil && g.Kind != KindOnPrem {
+			g.StartupTaint = &Taint{Key: DefaultGPUStartupTaintKey, Value: "true", Effect: "NoSchedule"}
+		}
+		g.NodeLabels = make(map[string]string, len(g.Labels)+2)
+		for k, v := range g.Labels {
+			g.NodeLabels[k] = v
+		}
+		g.NodeLabels[GroupLabel] = g.Name
+		if g.GPU != nil && g.Cloud() {
+			g.NodeLabels[GPULabel] = g.GPU.Type
+		}
+	}
+}
+
+// Groups returns the node groups sorted by name.
+func (s *Source) Groups() []*NodeGroup {
+	out := make([]*NodeGroup, 0, len(s.NodeGroups))
+	for _, g := range s.NodeGroups {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b *NodeGroup) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Cloud reports whether the group is rendered into GCE artifacts.
+func (g *NodeGroup) Cloud() bool { return g.Kind == KindGCE || g.Kind == KindGCEStatic }
+
+// Autoscaled reports whether the Cluster Autoscaler sizes the group.
+func (g *NodeGroup) Autoscaled() bool { return g.Kind == KindGCE }
+
+// JoinTaints are the taints the node registers with: the group's taints,
+// then its startup taint.
+func (g *NodeGroup) JoinTaints() []Taint {
+	out := slices.Clone(g.Taints)
+	if g.StartupTaint != nil {
+		out = append(out, *g.StartupTaint)
+	}
+	return out
+}
+
+// BaseInstanceName is the prefix of the group's VM names ("<cluster>-<group>").
+func (c *Cluster) BaseInstanceName(g *NodeGroup) string { return c.Name + "-" + g.Name }
+
+// TemplatePrefix is the name_prefix of the group's instance templates.
+func (c *Cluster) TemplatePrefix(g *NodeGroup) string { return c.Name + "-" + g.Name + "-" }
+
+// MIGName is the name of the group's zonal MIG in zone.
+func (c *Cluster) MIGName(g *NodeGroup, zone string) string {
+	return c.Name + "-" + g.Name + "-" + zone
+}
+
+// MIGURL is the instance-group URL the autoscaler's --nodes flag takes.
+func (c *Cluster) MIGURL(g *NodeGroup, zone string) string {
+	return fmt.Sprintf("https://www.googleapis.com/compute/v1/projects/%s/zones/%s/instanceGroups/%s",
+		c.GCP.Project, zone, c.MIGName(g, zone))
+}
+
+// AutoscalerImageTag is the Cluster Autoscaler image tag: the configured
+// version, or v<minor>.0 of the cluster's Kubernetes version.
+func (c *Cluster) AutoscalerImageTag() string {
+	if c.Autoscaler.Version != "" {
+		return c.Autoscaler.Version
+	}
+	parts := strings.SplitN(c.KubernetesVersion, ".", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return "v" + parts[0] + "." + parts[1] + ".0"
+}
+
+// SortedKeys returns the keys of m in order.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
