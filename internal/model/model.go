@@ -38,6 +38,13 @@ const (
 type Source struct {
 	Cluster    Cluster               `json:"cluster"`
 	NodeGroups map[string]*NodeGroup `json:"nodeGroups"`
+
+	// Name is the source directory's base name ("nodegroups"), used in
+	// generated headers.
+	Name string `json:"-"`
+	// Origins maps a node group to the source file that defines it,
+	// relative to the source's parent ("nodegroups/gpu-t4.cue").
+	Origins map[string]string `json:"-"`
 }
 
 // Cluster describes the hybrid cluster.

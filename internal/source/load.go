@@ -86,6 +86,13 @@ func Load(dir string) (*Loaded, error) {
 		return nil, toList(err, l)
 	}
 	src.Resolve()
+	src.Name = filepath.Base(absDir)
+	src.Origins = map[string]string{}
+	for name := range src.NodeGroups {
+		if p := l.Pos(cue.Str("nodeGroups"), cue.Str(name)); p.IsValid() {
+			src.Origins[name] = src.Name + "/" + filepath.Base(p.Filename())
+		}
+	}
 	l.Source = src
 	return l, nil
 }

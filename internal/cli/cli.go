@@ -1,0 +1,154 @@
+// Package cli implements the nodegen command line.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/source"
+	"github.com/nodegen/nodegen/internal/validate"
+	"github.com/nodegen/nodegen/internal/verify"
+)
+
+// Exit codes.
+const (
+	ExitOK       = 0
+	ExitFindings = 1 // invalid input, stale output, failed check
+	ExitUsage    = 2
+)
+
+// errFindings says the findings were already printed.
+var errFindings = errors.New("findings reported")
+
+// usageError is a usage mistake: exit 2.
+type usageError struct{ error }
+
+// streams are a command's standard streams.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// Main runs nodegen with args (without the program name) and returns the
+// exit code. It never calls os.Exit.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	s := &streams{in: stdin, out: stdout, err: stderr}
+	app := &cli.App{
+		Name:  "nodegen",
+		Usage: "render hybrid-cluster node groups into kube-env, join scripts, manifests and autoscaler config",
+		Description: "nodegen reads CUE definitions of node groups and renders every artifact that must agree\n" +
+			"with them: the MIG kube-env, the kubeadm join script, the GPU taint remover, the GPU\n" +
+			"Operator values and the Cluster Autoscaler's flags and Helm values.",
+		Reader:          stdin,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideVersion:     true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError:    onUsageError,
+		CommandNotFound: func(c *cli.Context, name string) {},
+		Commands: []*cli.Command{
+			genCommand(s),
+			checkCommand(s),
+			vetCommand(s),
+			exportCommand(s),
+		},
+	}
+	err := app.Run(append([]string{"nodegen"}, args...))
+	return exitCode(s, err, args)
+}
+
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	return usageError{err}
+}
+
+func exitCode(s *streams, err error, args []string) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		if len(args) > 0 && !isKnownCommand(args[0]) && args[0] != "" && args[0][0] != '-' {
+			fmt.Fprintf(s.err, "nodegen: unknown command %q; see nodegen help\n", args[0])
+			return ExitUsage
+		}
+		return ExitOK
+	case errors.Is(err, errFindings):
+		return ExitFindings
+	case errors.As(err, &ue):
+		fmt.Fprintf(s.err, "nodegen: %v\n", ue.error)
+		return ExitUsage
+	default:
+		fmt.Fprintf(s.err, "nodegen: %v\n", err)
+		return ExitFindings
+	}
+}
+
+func isKnownCommand(name string) bool {
+	switch name {
+	case "gen", "check", "vet", "export", "help", "h":
+		return true
+	}
+	return false
+}
+
+// ioFlags are the flags every command shares.
+type ioFlags struct {
+	Source string
+	Out    string
+}
+
+func sourceFlag(f *ioFlags) cli.Flag {
+	return &cli.StringFlag{Name: "source", Aliases: []string{"s"}, Value: "nodegroups", Usage: "source `DIR` of .cue files", Destination: &f.Source}
+}
+
+func outFlag(f *ioFlags) cli.Flag {
+	return &cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "out", Usage: "output `DIR`", Destination: &f.Out}
+}
+
+func noArgs(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q", c.Command.Name, c.Args().First())}
+	}
+	return nil
+}
+
+// loadAndRender loads, validates, renders and verifies; findings are
+// printed to s.err and reported as errFindings.
+func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) {
+	src, err := loadValid(s, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, err := render.All(src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("render: %w", err)
+	}
+	if err := verify.All(src, files); err != nil {
+		return nil, nil, fmt.Errorf("internal error: a rendered artifact failed verification: %w", err)
+	}
+	return src, files, nil
+}
+
+// loadValid loads and validates the source.
+func loadValid(s *streams, dir string) (*model.Source, error) {
+	cwd, _ := os.Getwd()
+	l, err := source.Load(dir)
+	if err != nil {
+		var list diag.List
+		if errors.As(err, &list) {
+			list.Print(s.err, cwd)
+			return nil, errFindings
+		}
+		return nil, err
+	}
+	if list := validate.Source(l.Source, l); len(list) > 0 {
+		list.Print(s.err, cwd)
+		return nil, errFindings
+	}
+	return l.Source, nil
+}

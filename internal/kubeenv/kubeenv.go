@@ -1,0 +1,233 @@
+// Package kubeenv writes the kube-env instance-template metadata value and
+// reads it back the way the Cluster Autoscaler's GCE provider does.
+//
+// The reading side follows the autoscaler's behaviour as documented in
+// shared/docs/facts.md (section A): a YAML map of strings; the
+// AUTOSCALER_ENV_VARS value split on ';' into name=value segments (trimmed,
+// split at the first '=', values trimmed of spaces and quotes, a segment
+// without '=' an error for every variable not found before it); lists split
+// on ',' without trimming, items split at the first '='; taint values split
+// into value and effect at the first ':'.
+package kubeenv
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Key is the instance-template metadata key the autoscaler reads.
+const Key = "kube-env"
+
+// AutoscalerEnvVars is the kube-env key holding the autoscaler's variables.
+const AutoscalerEnvVars = "AUTOSCALER_ENV_VARS"
+
+// Var is one name=value variable of AUTOSCALER_ENV_VARS.
+type Var struct{ Name, Value string }
+
+// Marshal renders a kube-env value holding AUTOSCALER_ENV_VARS built from
+// vars in order, preceded by header (comment lines, each starting with '#').
+// It refuses anything the autoscaler could not read back: an empty name or
+// value, or a name or value containing ';', or a name containing '='.
+func Marshal(header string, vars []Var) ([]byte, error) {
+	segs := make([]string, 0, len(vars))
+	for _, v := range vars {
+		if v.Name == "" || strings.ContainsAny(v.Name, ";= \"'") {
+			return nil, fmt.Errorf("kube-env: invalid variable name %q", v.Name)
+		}
+		if v.Value == "" {
+			return nil, fmt.Errorf("kube-env: variable %s is empty", v.Name)
+		}
+		if strings.Contains(v.Value, ";") {
+			return nil, fmt.Errorf("kube-env: variable %s contains ';': %q", v.Name, v.Value)
+		}
+		if strings.TrimSpace(v.Value) != v.Value || strings.Trim(v.Value, `"'`) != v.Value {
+			return nil, fmt.Errorf("kube-env: variable %s starts or ends with a space or quote: %q", v.Name, v.Value)
+		}
+		segs = append(segs, v.Name+"="+v.Value)
+	}
+	body, err := yaml.Marshal(map[string]string{AutoscalerEnvVars: strings.Join(segs, ";")})
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(header), body...), nil
+}
+
+// Parse reads a kube-env value as the autoscaler does: a flat YAML map
+// whose scalar values are taken as strings.
+func Parse(data []byte) (map[string]string, error) {
+	env := map[string]string{}
+	if err := yaml.Unmarshal(data, &env); err != nil {
+		return nil, fmt.Errorf("error unmarshalling kubeEnv: %w", err)
+	}
+	return env, nil
+}
+
+// LookupVar finds name in AUTOSCALER_ENV_VARS the way the autoscaler does.
+// Segments are scanned in order; a malformed segment reached before name is
+// found is an error.
+func LookupVar(env map[string]string, name string) (string, bool, error) {
+	all, ok := env[AutoscalerEnvVars]
+	if !ok {
+		return "", false, nil
+	}
+	for _, seg := range strings.Split(all, ";") {
+		seg = strings.TrimSpace(seg)
+		n, v, found := strings.Cut(seg, "=")
+		if !found {
+			return "", false, fmt.Errorf("malformed autoscaler var: %s", seg)
+		}
+		if strings.TrimSpace(n) == name {
+			return strings.Trim(v, ` "'`), true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// ParseList splits a k=v,k2=v2 list as the autoscaler does: no trimming,
+// items split at the first '=', an empty or '='-less item an error.
+// Duplicate keys: the last one wins.
+func ParseList(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, item := range strings.Split(s, ",") {
+		k, v, found := strings.Cut(item, "=")
+		if !found {
+			return nil, fmt.Errorf("error while parsing key-value list, val: %s", item)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// Taint is a taint as the autoscaler reads it from kube-env.
+type Taint struct{ Key, Value, Effect string }
+
+// Template is what the autoscaler takes from a kube-env for its template node.
+type Template struct {
+	Labels            map[string]string
+	Taints            []Taint // sorted by key; startup taints not yet removed
+	KubeReserved      map[string]string
+	EvictionHard      map[string]string
+	ExtendedResources map[string]string
+	AutoscalingOpts   map[string]string
+	OS                string
+	OSDistribution    string
+	Arch              string
+}
+
+// ReadTemplate parses a kube-env value into what the autoscaler uses:
+// node_labels (fallback NODE_LABELS), node_taints (fallback NODE_TAINTS),
+// kube_reserved, evictionHard, extended_resources, autoscaling_options, os,
+// os_distribution and arch, applying the autoscaler's defaults for os
+// ("linux"), os_distribution ("cos") and arch ("amd64").
+func ReadTemplate(data []byte) (*Template, error) {
+	env, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	t := &Template{}
+	list := func(name, fallback string) (map[string]string, error) {
+		v, ok, err := LookupVar(env, name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			if fallback == "" {
+				return nil, nil
+			}
+			fv, fok := env[fallback]
+			if !fok {
+				return nil, nil
+			}
+			v = fv
+		}
+		m, err := ParseList(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return m, nil
+	}
+	if t.Labels, err = list("node_labels", "NODE_LABELS"); err != nil {
+		return nil, err
+	}
+	taints, err := list("node_taints", "NODE_TAINTS")
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range sortedKeys(taints) {
+		value, effect, _ := strings.Cut(taints[k], ":")
+		t.Taints = append(t.Taints, Taint{Key: k, Value: value, Effect: effect})
+	}
+	if t.KubeReserved, err = list("kube_reserved", ""); err != nil {
+		return nil, err
+	}
+	if t.EvictionHard, err = list("evictionHard", ""); err != nil {
+		return nil, err
+	}
+	if t.ExtendedResources, err = list("extended_resources", ""); err != nil {
+		return nil, err
+	}
+	if t.AutoscalingOpts, err = list("autoscaling_options", ""); err != nil {
+		return nil, err
+	}
+	scalar := func(name, def string, allowed ...string) (string, error) {
+		v, ok, err := LookupVar(env, name)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return def, nil
+		}
+		for _, a := range allowed {
+			if v == a {
+				return v, nil
+			}
+		}
+		return "", fmt.Errorf("%s: unsupported value %q", name, v)
+	}
+	if t.OS, err = scalar("os", "linux", "linux", "windows"); err != nil {
+		return nil, err
+	}
+	if t.OSDistribution, err = scalar("os_distribution", "cos", "cos", "ubuntu", "windows_ltsc", "windows_sac", "cos_containerd", "ubuntu_containerd"); err != nil {
+		return nil, err
+	}
+	if t.Arch, err = scalar("arch", "amd64", "amd64", "arm64"); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// IsStartupTaint reports whether the autoscaler treats key as a startup
+// taint: a key with the startup-taint or (deprecated) ignore-taint prefix,
+// or one named with --startup-taint.
+func IsStartupTaint(key string, flagged ...string) bool {
+	if strings.HasPrefix(key, "startup-taint.cluster-autoscaler.kubernetes.io/") ||
+		strings.HasPrefix(key, "ignore-taint.cluster-autoscaler.kubernetes.io/") {
+		return true
+	}
+	for _, f := range flagged {
+		if f == key {
+			return true
+		}
+	}
+	return false
+}
+
+// SanitizedTaints returns the template taints without startup taints, as
+// the autoscaler's template node carries them.
+func (t *Template) SanitizedTaints(flagged ...string) []Taint {
+	var out []Taint
+	for _, tt := range t.Taints {
+		if !IsStartupTaint(tt.Key, flagged...) {
+			out = append(out, tt)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	return slices.Sorted(maps.Keys(m))
+}

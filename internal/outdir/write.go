@@ -1,0 +1,183 @@
+package outdir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nodegen/nodegen/internal/render"
+)
+
+// FailPoint, when set, is called at named stages of Write; an error it
+// returns aborts Write there, as a crash would. Tests use it; so does the
+// NODEGEN_FAILPOINT environment variable of the CLI.
+var FailPoint func(stage string) error
+
+func failAt(stage string) error {
+	if FailPoint == nil {
+		return nil
+	}
+	return FailPoint(stage)
+}
+
+// Write makes dir hold exactly files plus the foreign files it already has.
+// It holds an exclusive lock on dir's parent while it works, so two runs
+// cannot interleave. When nothing changed it touches nothing. Otherwise it
+// builds the complete new tree next to dir (unchanged and foreign files
+// hard-linked, so their mtimes stay), then swaps the two trees in one
+// atomic rename and removes the old one. Leftovers of an interrupted run
+// are removed first.
+func Write(dir string, files render.Files) (Report, error) {
+	dir = filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return Report{}, err
+	}
+	unlock, err := lock(parent)
+	if err != nil {
+		return Report{}, err
+	}
+	defer unlock()
+
+	staging := sibling(dir, "new")
+	retired := sibling(dir, "old")
+	for _, p := range []string{staging, retired} {
+		if err := os.RemoveAll(p); err != nil {
+			return Report{}, fmt.Errorf("removing leftovers of an interrupted run: %w", err)
+		}
+	}
+
+	r, err := Compare(dir, files)
+	if err != nil {
+		return r, err
+	}
+	if r.Clean() {
+		return r, nil
+	}
+	if err := buildTree(dir, staging, files, r); err != nil {
+		os.RemoveAll(staging)
+		return r, err
+	}
+	if err := failAt("before-swap"); err != nil {
+		return r, err
+	}
+	if err := swap(staging, dir, retired); err != nil {
+		os.RemoveAll(staging)
+		return r, err
+	}
+	if err := failAt("after-swap"); err != nil {
+		return r, err
+	}
+	if err := syncDir(parent); err != nil {
+		return r, err
+	}
+	return r, os.RemoveAll(retired)
+}
+
+// sibling names a hidden working directory next to dir.
+func sibling(dir, what string) string {
+	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".nodegen-"+what)
+}
+
+// buildTree creates the new tree at staging.
+func buildTree(dir, staging string, files render.Files, r Report) error {
+	changed := map[string]bool{}
+	for _, c := range r.Changes {
+		changed[c.Path] = true
+	}
+	if err := os.MkdirAll(staging, 0o755); err != nil {
+		return err
+	}
+	keep := append(files.Paths(), r.Foreign...)
+	for i, p := range keep {
+		dst := filepath.Join(staging, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		src := filepath.Join(dir, filepath.FromSlash(p))
+		if content, ok := files[p]; ok && changed[p] {
+			if err := writeFile(dst, content, mode(p)); err != nil {
+				return err
+			}
+		} else if err := os.Link(src, dst); err != nil {
+			return fmt.Errorf("keeping %s: %w", src, err)
+		}
+		if i == len(keep)/2 {
+			if err := failAt("mid-tree"); err != nil {
+				return err
+			}
+		}
+	}
+	return syncDir(staging)
+}
+
+// mode is the file mode of a generated file: scripts are executable.
+func mode(p string) os.FileMode {
+	if filepath.Ext(p) == ".sh" {
+		return 0o755
+	}
+	return 0o644
+}
+
+func writeFile(path string, content []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil { // not subject to the umask
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// swap puts staging in dir's place. With dir present, one renameat2
+// RENAME_EXCHANGE swaps them atomically and the old tree ends up at
+// retired.
+func swap(staging, dir, retired string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return os.Rename(staging, dir)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, staging, unix.AT_FDCWD, dir, unix.RENAME_EXCHANGE); err != nil {
+		return fmt.Errorf("replacing %s: %w", dir, err)
+	}
+	return os.Rename(staging, retired)
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// lock takes an exclusive flock on dir (a directory: no lock file is left
+// behind) and returns its release.
+func lock(dir string) (func(), error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	return func() {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
+}

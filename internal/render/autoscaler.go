@@ -1,0 +1,117 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// MIG is one zonal MIG the autoscaler sizes.
+type MIG struct {
+	Group    *model.NodeGroup
+	Zone     string
+	URL      string
+	Min, Max int
+}
+
+// AutoscaledMIGs returns the MIGs of every autoscaled group, by group then zone.
+func AutoscaledMIGs(src *model.Source) []MIG {
+	var out []MIG
+	for _, g := range src.Groups() {
+		if !g.Autoscaled() {
+			continue
+		}
+		for _, z := range g.Zones {
+			out = append(out, MIG{Group: g, Zone: z, URL: src.Cluster.MIGURL(g, z), Min: g.Min, Max: g.Max})
+		}
+	}
+	return out
+}
+
+// ExtraStartupTaints are the autoscaled groups' startup-taint keys that the
+// autoscaler does not recognise by prefix: each needs --startup-taint.
+func ExtraStartupTaints(src *model.Source) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, g := range src.Groups() {
+		if !g.Cloud() || g.StartupTaint == nil || kubeenv.IsStartupTaint(g.StartupTaint.Key) || seen[g.StartupTaint.Key] {
+			continue
+		}
+		seen[g.StartupTaint.Key] = true
+		out = append(out, g.StartupTaint.Key)
+	}
+	return out
+}
+
+// AutoscalerOptions returns the autoscaler's global options as flag name
+// (without dashes) and value, sorted by name.
+func AutoscalerOptions(c *model.Cluster) [][2]string {
+	a := c.Autoscaler
+	return [][2]string{
+		{"balance-similar-node-groups", strconv.FormatBool(a.BalanceSimilarNodeGroups)},
+		{"expander", a.Expander},
+		{"max-node-provision-time", a.MaxNodeProvisionTime},
+		{"scale-down-gpu-utilization-threshold", formatFloat(a.ScaleDownGpuUtilizationThreshold)},
+		{"scale-down-unneeded-time", a.ScaleDownUnneededTime},
+		{"scale-down-unready-time", a.ScaleDownUnreadyTime},
+		{"scale-down-utilization-threshold", formatFloat(a.ScaleDownUtilizationThreshold)},
+	}
+}
+
+// AutoscalerFlags renders the autoscaler's command-line flags, one a line.
+func AutoscalerFlags(src *model.Source, header string) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(header)
+	b.WriteString("--cloud-provider=gce\n")
+	for _, m := range AutoscaledMIGs(src) {
+		fmt.Fprintf(&b, "--nodes=%d:%d:%s\n", m.Min, m.Max, m.URL)
+	}
+	for _, k := range ExtraStartupTaints(src) {
+		fmt.Fprintf(&b, "--startup-taint=%s\n", k)
+	}
+	for _, o := range AutoscalerOptions(&src.Cluster) {
+		fmt.Fprintf(&b, "--%s=%s\n", o[0], o[1])
+	}
+	return b.Bytes(), nil
+}
+
+// AutoscalerValues renders values for the official cluster-autoscaler Helm
+// chart: the same MIGs and options as the flags, and a nodeSelector and
+// tolerations that pin the autoscaler to its dedicated node group.
+func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
+	c := &src.Cluster
+	groups := []map[string]any{}
+	for _, m := range AutoscaledMIGs(src) {
+		groups = append(groups, map[string]any{"name": m.URL, "minSize": m.Min, "maxSize": m.Max})
+	}
+	extra := map[string]any{}
+	for _, o := range AutoscalerOptions(c) {
+		extra[o[0]] = o[1]
+	}
+	for i, k := range ExtraStartupTaints(src) {
+		// The chart drops everything after the first '_' of a key, so
+		// repeated flags get distinct keys.
+		extra[fmt.Sprintf("startup-taint_%d", i+1)] = k
+	}
+	var nodeSelector map[string]string
+	var tolerations []corev1.Toleration
+	if g, ok := src.NodeGroups[c.Autoscaler.NodeGroup]; ok {
+		nodeSelector = map[string]string{model.GroupLabel: g.Name}
+		tolerations = Tolerations(g.Taints)
+	}
+	values := map[string]any{
+		"cloudProvider":     "gce",
+		"autoscalingGroups": groups,
+		"extraArgs":         extra,
+		"image":             map[string]any{"tag": c.AutoscalerImageTag()},
+		"nodeSelector":      nodeSelector,
+		"tolerations":       tolerations,
+		"fullnameOverride":  "cluster-autoscaler",
+	}
+	return marshalValues(header, values)
+}

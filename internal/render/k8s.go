@@ -1,0 +1,249 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/templates"
+)
+
+// Taint remover names.
+const (
+	TaintRemoverNamespace = "kube-system"
+	TaintRemoverName      = "nodegen-taint-remover"
+	// DefaultTaintRemoverImage has bash and kubectl (docker.io/alpine/k8s,
+	// rebuilt for the newest Kubernetes minors).
+	DefaultTaintRemoverImage = "docker.io/alpine/k8s:1.34.2"
+	// ValidationsDir is where the GPU Operator's validator writes its status files.
+	ValidationsDir = "/run/nvidia/validations"
+)
+
+// GPUGroups returns the cloud groups with GPUs and a startup taint, sorted.
+func GPUGroups(src *model.Source) []*model.NodeGroup {
+	var out []*model.NodeGroup
+	for _, g := range src.Groups() {
+		if g.Cloud() && g.GPU != nil && g.StartupTaint != nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// TaintRemoverScript returns the script the taint remover runs.
+func TaintRemoverScript() []byte {
+	b, err := templates.FS.ReadFile("taint-remover.sh")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return b
+}
+
+// TaintRemoverObjects returns the taint remover's objects: a ServiceAccount,
+// a ClusterRole allowed only to get and patch nodes, its binding, the
+// ConfigMap holding the script, and one DaemonSet per GPU group.
+func TaintRemoverObjects(src *model.Source) []runtime.Object {
+	labels := map[string]string{"app.kubernetes.io/name": TaintRemoverName, "app.kubernetes.io/managed-by": "nodegen"}
+	meta := func(name string, namespaced bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: name, Labels: labels}
+		if namespaced {
+			m.Namespace = TaintRemoverNamespace
+		}
+		return m
+	}
+	objs := []runtime.Object{
+		&corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta(TaintRemoverName, true),
+		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: meta(TaintRemoverName, false),
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{""},
+				Resources: []string{"nodes"},
+				Verbs:     []string{"get", "patch"},
+			}},
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: meta(TaintRemoverName, false),
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: TaintRemoverName},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: TaintRemoverName, Namespace: TaintRemoverNamespace}},
+		},
+		&corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: meta(TaintRemoverName, true),
+			Data:       map[string]string{"taint-remover.sh": string(TaintRemoverScript())},
+		},
+	}
+	for _, g := range GPUGroups(src) {
+		objs = append(objs, taintRemoverDaemonSet(g, labels))
+	}
+	return objs
+}
+
+// TaintRemoverDaemonSetName is the name of a group's taint-remover DaemonSet.
+func TaintRemoverDaemonSetName(g *model.NodeGroup) string { return TaintRemoverName + "-" + g.Name }
+
+// Tolerations returns tolerations that tolerate exactly the given taints.
+func Tolerations(taints []model.Taint) []corev1.Toleration {
+	out := make([]corev1.Toleration, 0, len(taints))
+	for _, t := range taints {
+		out = append(out, corev1.Toleration{
+			Key:      t.Key,
+			Operator: corev1.TolerationOpEqual,
+			Value:    t.Value,
+			Effect:   corev1.TaintEffect(t.Effect),
+		})
+	}
+	return out
+}
+
+func taintRemoverDaemonSet(g *model.NodeGroup, common map[string]string) *appsv1.DaemonSet {
+	name := TaintRemoverDaemonSetName(g)
+	podLabels := map[string]string{"app.kubernetes.io/name": TaintRemoverName, "app.kubernetes.io/instance": name}
+	labels := map[string]string{"app.kubernetes.io/instance": name}
+	for k, v := range common {
+		labels[k] = v
+	}
+	no, yes := false, true
+	nobody := int64(65534)
+	dirOrCreate := corev1.HostPathDirectoryOrCreate
+	mode := int32(0o555)
+	return &appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: TaintRemoverNamespace, Labels: labels},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: TaintRemoverName,
+					PriorityClassName:  "system-node-critical",
+					NodeSelector:       map[string]string{model.GroupLabel: g.Name},
+					Tolerations:        Tolerations(g.JoinTaints()),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   &yes,
+						RunAsUser:      &nobody,
+						RunAsGroup:     &nobody,
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:    "taint-remover",
+						Image:   DefaultTaintRemoverImage,
+						Command: []string{"bash", "/nodegen/taint-remover.sh"},
+						Env: []corev1.EnvVar{
+							{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+							{Name: "STARTUP_TAINT_KEY", Value: g.StartupTaint.Key},
+							{Name: "GPU_COUNT", Value: strconv.Itoa(g.GPU.Count)},
+							{Name: "VALIDATIONS_DIR", Value: ValidationsDir},
+							{Name: "HOME", Value: "/tmp"},
+						},
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+							Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+						},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: &no,
+							ReadOnlyRootFilesystem:   &yes,
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "script", MountPath: "/nodegen", ReadOnly: true},
+							{Name: "validations", MountPath: ValidationsDir, ReadOnly: true},
+							{Name: "tmp", MountPath: "/tmp"},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "script", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: TaintRemoverName}, DefaultMode: &mode}}},
+						{Name: "validations", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: ValidationsDir, Type: &dirOrCreate}}},
+						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// TaintRemover renders the taint remover's manifests.
+func TaintRemover(src *model.Source, header string) ([]byte, error) {
+	return MarshalObjects(header, TaintRemoverObjects(src))
+}
+
+// MarshalObjects renders objects as a multi-document YAML stream, each
+// without its status.
+func MarshalObjects(header string, objs []runtime.Object) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(header)
+	for _, o := range objs {
+		j, err := json.Marshal(o)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := json.Unmarshal(j, &m); err != nil {
+			return nil, err
+		}
+		delete(m, "status")
+		y, err := yaml.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	return b.Bytes(), nil
+}
+
+// GPUOperatorTolerations are the tolerations the GPU Operator's operands
+// and NFD workers need on the GPU groups' nodes: the operator's default
+// nvidia.com/gpu toleration plus every taint of every GPU group, the
+// startup taints included. Without them the operator never validates a
+// tainted node and its startup taint is never removed.
+func GPUOperatorTolerations(src *model.Source) []corev1.Toleration {
+	out := []corev1.Toleration{{Key: model.GPUResource, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	for _, g := range GPUGroups(src) {
+		for _, t := range g.JoinTaints() {
+			taint := &corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
+			if !corev1helpers.TolerationsTolerateTaint(klog.Background(), out, taint, false) {
+				out = append(out, Tolerations([]model.Taint{t})...)
+			}
+		}
+	}
+	return out
+}
+
+// GPUOperatorValues renders the GPU Operator Helm values.
+func GPUOperatorValues(src *model.Source, header string) ([]byte, error) {
+	tols := GPUOperatorTolerations(src)
+	nfd := append([]corev1.Toleration{{
+		Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpEqual, Value: "", Effect: corev1.TaintEffectNoSchedule,
+	}}, tols...)
+	values := map[string]any{
+		"daemonsets":             map[string]any{"tolerations": tols},
+		"node-feature-discovery": map[string]any{"worker": map[string]any{"tolerations": nfd}},
+	}
+	return marshalValues(header, values)
+}
+
+func marshalValues(header string, v any) ([]byte, error) {
+	y, err := yaml.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("marshal values: %w", err)
+	}
+	return append([]byte(header), y...), nil
+}

@@ -1,0 +1,112 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// KubeEnvVars returns the AUTOSCALER_ENV_VARS of a cloud group, in the
+// order they are written. os, os_distribution and arch come first so that
+// no later variable can make the autoscaler lose the OS.
+func KubeEnvVars(g *model.NodeGroup) ([]kubeenv.Var, error) {
+	vars := []kubeenv.Var{
+		{Name: "os", Value: "linux"},
+		{Name: "os_distribution", Value: g.OSDistribution},
+		{Name: "arch", Value: g.Arch},
+		{Name: "node_labels", Value: joinPairs(g.NodeLabels, "=")},
+	}
+	if len(g.Taints) > 0 {
+		taints := make([]string, len(g.Taints))
+		for i, t := range g.Taints {
+			taints[i] = t.String()
+		}
+		vars = append(vars, kubeenv.Var{Name: "node_taints", Value: strings.Join(taints, ",")})
+	}
+	reserved, err := TotalReserved(g)
+	if err != nil {
+		return nil, err
+	}
+	vars = append(vars,
+		kubeenv.Var{Name: "kube_reserved", Value: joinPairs(reserved, "=")},
+		kubeenv.Var{Name: "evictionHard", Value: joinPairs(g.Kubelet.EvictionHard, "=")},
+	)
+	if g.GPU != nil {
+		// The autoscaler counts only guestAccelerators; this also covers
+		// machine types with built-in GPUs.
+		vars = append(vars, kubeenv.Var{Name: "extended_resources", Value: fmt.Sprintf("%s=%d", model.GPUResource, g.GPU.Count)})
+	}
+	if opts := AutoscalingOptions(g.Autoscaling); len(opts) > 0 {
+		vars = append(vars, kubeenv.Var{Name: "autoscaling_options", Value: joinPairs(opts, "=")})
+	}
+	return vars, nil
+}
+
+// KubeEnv renders a cloud group's kube-env value.
+func KubeEnv(_ *model.Source, g *model.NodeGroup, header string) ([]byte, error) {
+	vars, err := KubeEnvVars(g)
+	if err != nil {
+		return nil, err
+	}
+	return kubeenv.Marshal(header, vars)
+}
+
+// TotalReserved adds kubeReserved and systemReserved per resource: the
+// autoscaler takes both from kube-env's kube_reserved.
+func TotalReserved(g *model.NodeGroup) (map[string]string, error) {
+	sum := map[string]resource.Quantity{}
+	for _, m := range []map[string]string{g.Kubelet.KubeReserved, g.Kubelet.SystemReserved} {
+		for k, v := range m {
+			q, err := resource.ParseQuantity(v)
+			if err != nil {
+				return nil, fmt.Errorf("kubelet reservation %s=%q: %w", k, v, err)
+			}
+			total := sum[k]
+			total.Add(q)
+			sum[k] = total
+		}
+	}
+	out := make(map[string]string, len(sum))
+	for k, q := range sum {
+		out[k] = q.String()
+	}
+	return out, nil
+}
+
+// AutoscalingOptions returns a group's per-MIG autoscaler options under
+// the keys the autoscaler reads from kube-env.
+func AutoscalingOptions(o model.AutoscalingOptions) map[string]string {
+	out := map[string]string{}
+	if o.ScaleDownUtilizationThreshold != nil {
+		out["scaledownutilizationthreshold"] = formatFloat(*o.ScaleDownUtilizationThreshold)
+	}
+	if o.ScaleDownGpuUtilizationThreshold != nil {
+		out["scaledowngpuutilizationthreshold"] = formatFloat(*o.ScaleDownGpuUtilizationThreshold)
+	}
+	if o.ScaleDownUnneededTime != "" {
+		out["scaledownunneededtime"] = o.ScaleDownUnneededTime
+	}
+	if o.ScaleDownUnreadyTime != "" {
+		out["scaledownunreadytime"] = o.ScaleDownUnreadyTime
+	}
+	if o.MaxNodeProvisionTime != "" {
+		out["maxnodeprovisiontime"] = o.MaxNodeProvisionTime
+	}
+	return out
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// joinPairs renders a map as k<sep>v pairs joined by ',', sorted by key.
+func joinPairs(m map[string]string, sep string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range model.SortedKeys(m) {
+		parts = append(parts, k+sep+m[k])
+	}
+	return strings.Join(parts, ",")
+}
