@@ -1,0 +1,112 @@
+// Package agree checks nodegen's central promise: the labels and taints the
+// Cluster Autoscaler reads from a group's kube-env are the labels and taints
+// its nodes register with at join (the startup taint aside), and both are
+// the source's.
+package agree
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// Joined is a node as its JoinConfiguration registers it.
+type Joined struct {
+	Name       string
+	Labels     map[string]string
+	Taints     []model.Taint
+	ProviderID string
+}
+
+// FromJoinConfiguration reads the node's registration from a
+// JoinConfiguration: the taints, and node-labels parsed as the kubelet
+// parses --node-labels (split on ',', then at the first '=', trimmed).
+func FromJoinConfiguration(c *kubeadm.JoinConfiguration) (Joined, error) {
+	j := Joined{Name: c.NodeRegistration.Name, Labels: map[string]string{}}
+	if s, ok := c.ExtraArg("node-labels"); ok && s != "" {
+		for _, item := range strings.Split(s, ",") {
+			k, v, found := strings.Cut(item, "=")
+			if !found {
+				return j, fmt.Errorf("node-labels: %q has no '='", item)
+			}
+			j.Labels[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	j.ProviderID, _ = c.ExtraArg("provider-id")
+	for _, t := range c.NodeRegistration.Taints {
+		j.Taints = append(j.Taints, model.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
+	return j, nil
+}
+
+// Check compares a group's kube-env (read the autoscaler's way, startup
+// taints dropped; flagged are the keys given to --startup-taint) with a
+// node that joined in zone of project, and both with the source.
+func Check(cl *model.Cluster, g *model.NodeGroup, kubeEnv []byte, flagged []string, node Joined, zone string) error {
+	tmpl, err := kubeenv.ReadTemplate(kubeEnv)
+	if err != nil {
+		return fmt.Errorf("kube-env: %w", err)
+	}
+	var errs []string
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+
+	// The labels the script adds at boot are the ones the autoscaler adds
+	// to every template itself: check them against the group's facts.
+	region := zone[:strings.LastIndex(zone, "-")]
+	for k, want := range map[string]string{model.ZoneLabel: zone, model.RegionLabel: region, model.InstanceTypeLabel: g.MachineType} {
+		if got, ok := node.Labels[k]; !ok || got != want {
+			fail("node label %s=%q, want %q", k, got, want)
+		}
+	}
+	nodeLabels := maps.Clone(node.Labels)
+	delete(nodeLabels, model.ZoneLabel)
+	delete(nodeLabels, model.RegionLabel)
+	delete(nodeLabels, model.InstanceTypeLabel)
+	if !maps.Equal(tmpl.Labels, nodeLabels) {
+		fail("labels differ: kube-env %v, join %v", tmpl.Labels, nodeLabels)
+	}
+	if !maps.Equal(tmpl.Labels, g.NodeLabels) {
+		fail("labels differ: kube-env %v, source %v", tmpl.Labels, g.NodeLabels)
+	}
+
+	var tmplTaints []string
+	for _, t := range tmpl.SanitizedTaints(flagged...) {
+		tmplTaints = append(tmplTaints, t.Key+"="+t.Value+":"+t.Effect)
+	}
+	var joinTaints []string
+	startup := 0
+	for _, t := range node.Taints {
+		if g.StartupTaint != nil && t == *g.StartupTaint {
+			startup++
+			continue
+		}
+		joinTaints = append(joinTaints, t.String())
+	}
+	var srcTaints []string
+	for _, t := range g.Taints {
+		srcTaints = append(srcTaints, t.String())
+	}
+	slices.Sort(joinTaints)
+	slices.Sort(srcTaints)
+	if !slices.Equal(tmplTaints, joinTaints) {
+		fail("taints differ: kube-env %v, join %v", tmplTaints, joinTaints)
+	}
+	if !slices.Equal(tmplTaints, srcTaints) {
+		fail("taints differ: kube-env %v, source %v", tmplTaints, srcTaints)
+	}
+	if g.StartupTaint != nil && startup != 1 {
+		fail("the node joins with its startup taint %s %d times, want once", g.StartupTaint, startup)
+	}
+	if want := fmt.Sprintf("gce://%s/%s/%s", cl.GCP.Project, zone, node.Name); node.ProviderID != want {
+		fail("provider-id %q, want %q", node.ProviderID, want)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("group %s: %s", g.Name, strings.Join(errs, "; "))
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+// Package scripttest runs a generated startup script for real under bash,
+// against local fakes of the GCE metadata server and Secret Manager, with a
+// stub kubeadm on PATH that keeps the configuration it is given.
+package scripttest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// VM is what the fake metadata server says about the VM and its project.
+type VM struct {
+	Project       string
+	NumericID     string
+	Zone          string
+	Instance      string
+	JoinToken     string // served by Secret Manager and project metadata
+	MetadataKey   string // project metadata key holding JoinToken, if any
+	Secret        string // Secret Manager secret holding JoinToken, if any
+	SecretVersion string
+}
+
+// Options change a run.
+type Options struct {
+	// FailJoins makes the stub kubeadm fail its first N joins.
+	FailJoins int
+	// JoinAttempts overrides NODEGEN_JOIN_ATTEMPTS.
+	JoinAttempts int
+	// MetadataOutage makes the metadata server answer 503 to its first N requests.
+	MetadataOutage int
+	// StateDir and KubernetesDir reuse directories of an earlier run (a reboot).
+	StateDir, KubernetesDir string
+}
+
+// Result is what a run left behind.
+type Result struct {
+	ExitCode      int
+	Stderr        string
+	JoinConfigs   [][]byte // one per kubeadm join call, in order
+	KubeletPatch  []byte   // the patch file present at the last join
+	KubeadmCalls  []string // argv of every kubeadm call
+	StateDir      string
+	KubernetesDir string
+	// Requests lists the paths the fakes served, in order.
+	Requests []string
+}
+
+// fakes serves the metadata server and Secret Manager.
+type fakes struct {
+	t        testing.TB
+	vm       VM
+	outage   int
+	mu       sync.Mutex
+	requests []string
+}
+
+const accessToken = "ya29.fake-access-token"
+
+func (f *fakes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.requests = append(f.requests, r.URL.Path)
+	outage := f.outage > 0
+	if outage {
+		f.outage--
+	}
+	f.mu.Unlock()
+	if strings.HasPrefix(r.URL.Path, "/computeMetadata/v1/") {
+		if r.Header.Get("Metadata-Flavor") != "Google" {
+			http.Error(w, "missing Metadata-Flavor: Google", http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Metadata-Flavor", "Google")
+		if outage {
+			http.Error(w, "maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		p := strings.TrimPrefix(r.URL.Path, "/computeMetadata/v1/")
+		switch {
+		case p == "instance/name":
+			fmt.Fprint(w, f.vm.Instance)
+		case p == "instance/zone":
+			fmt.Fprintf(w, "projects/%s/zones/%s", f.vm.NumericID, f.vm.Zone)
+		case p == "project/project-id":
+			fmt.Fprint(w, f.vm.Project)
+		case p == "instance/service-accounts/default/token":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"access_token":"%s","expires_in":3599,"token_type":"Bearer"}`, accessToken)
+		case f.vm.MetadataKey != "" && p == "project/attributes/"+f.vm.MetadataKey:
+			fmt.Fprint(w, f.vm.JoinToken)
+		default:
+			http.NotFound(w, r)
+		}
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/projects/") && strings.HasSuffix(r.URL.Path, ":access") {
+		want := fmt.Sprintf("/v1/projects/%s/secrets/%s/versions/%s:access", f.vm.Project, f.vm.Secret, f.vm.SecretVersion)
+		if r.URL.Path != want {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer "+accessToken {
+			http.Error(w, "unauthenticated", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		resp := map[string]any{
+			"name":    strings.TrimPrefix(strings.TrimSuffix(want, ":access"), "/v1/"),
+			"payload": map[string]string{"data": base64.StdEncoding.EncodeToString([]byte(f.vm.JoinToken + "\n")), "dataCrc32c": "0"},
+		}
+		json.NewEncoder(w).Encode(resp)
+		return
+	}
+	http.NotFound(w, r)
+}
+
+// stubKubeadm records each call; join copies the --config file and the
+// patches directory it names, fails while a countdown lasts, and on
+// success writes kubelet.conf as a real join would.
+const stubKubeadm = `#!/usr/bin/env bash
+set -euo pipefail
+printf '%s\n' "$*" >>"${STUB_DIR}/calls"
+case "$1" in
+join)
+	[[ "$2" == --config ]] || { echo "stub kubeadm: want join --config FILE" >&2; exit 64; }
+	n=$(ls "${STUB_DIR}" | grep -c '^join-config-' || true)
+	cp "$3" "${STUB_DIR}/join-config-${n}.yaml"
+	dir=$(sed -n 's/^  directory: "\(.*\)"$/\1/p' "$3")
+	cp "${dir}/kubeletconfiguration+merge.yaml" "${STUB_DIR}/kubelet-patch.yaml"
+	left=$(cat "${STUB_DIR}/fail-joins")
+	if ((left > 0)); then
+		echo $((left - 1)) >"${STUB_DIR}/fail-joins"
+		echo "stub kubeadm: discovery timed out" >&2
+		exit 1
+	fi
+	mkdir -p "${NODEGEN_KUBERNETES_DIR}"
+	echo "kubeconfig" >"${NODEGEN_KUBERNETES_DIR}/kubelet.conf"
+	;;
+reset) ;;
+*) echo "stub kubeadm: unexpected call: $*" >&2; exit 64 ;;
+esac
+`
+
+// Run runs script under bash as GCE would at boot, against fakes serving vm.
+func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
+	t.Helper()
+	f := &fakes{t: t, vm: vm, outage: opt.MetadataOutage}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "bin")
+	stub := filepath.Join(tmp, "stub")
+	for _, d := range []string{bin, stub} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(bin, "kubeadm"), []byte(stubKubeadm), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stub, "fail-joins"), []byte(fmt.Sprint(opt.FailJoins)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDir, kubeDir := opt.StateDir, opt.KubernetesDir
+	if stateDir == "" {
+		stateDir = filepath.Join(tmp, "var-lib-nodegen")
+	}
+	if kubeDir == "" {
+		kubeDir = filepath.Join(tmp, "etc-kubernetes")
+	}
+	scriptPath := filepath.Join(tmp, "startup-script.sh")
+	if err := os.WriteFile(scriptPath, script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	attempts := opt.JoinAttempts
+	if attempts == 0 {
+		attempts = 3
+	}
+	cmd := exec.Command("bash", scriptPath)
+	cmd.Env = []string{
+		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + tmp,
+		"STUB_DIR=" + stub,
+		"NODEGEN_METADATA_URL=" + srv.URL + "/computeMetadata/v1",
+		"NODEGEN_SECRET_MANAGER_URL=" + srv.URL + "/v1",
+		"NODEGEN_KUBERNETES_DIR=" + kubeDir,
+		"NODEGEN_STATE_DIR=" + stateDir,
+		"NODEGEN_RETRY_DELAY=0",
+		fmt.Sprintf("NODEGEN_JOIN_ATTEMPTS=%d", attempts),
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Stdout = &stderr
+	err := cmd.Run()
+	res := Result{Stderr: stderr.String(), StateDir: stateDir, KubernetesDir: kubeDir}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("running the startup script: %v", err)
+		}
+		res.ExitCode = ee.ExitCode()
+	}
+	for i := 0; ; i++ {
+		b, err := os.ReadFile(filepath.Join(stub, fmt.Sprintf("join-config-%d.yaml", i)))
+		if err != nil {
+			break
+		}
+		res.JoinConfigs = append(res.JoinConfigs, b)
+	}
+	res.KubeletPatch, _ = os.ReadFile(filepath.Join(stub, "kubelet-patch.yaml"))
+	if calls, err := os.ReadFile(filepath.Join(stub, "calls")); err == nil {
+		res.KubeadmCalls = strings.Split(strings.TrimSpace(string(calls)), "\n")
+	}
+	f.mu.Lock()
+	res.Requests = append(res.Requests, f.requests...)
+	f.mu.Unlock()
+	return res
+}
