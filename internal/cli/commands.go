@@ -23,10 +23,11 @@ replaces the old one in a single atomic rename.`
 func genCommand(s *streams) *cli.Command {
 	f := &ioFlags{}
 	return &cli.Command{
-		Name:        "gen",
-		Usage:       "render the source into the output directory",
-		Description: genDoc,
-		Flags:       []cli.Flag{sourceFlag(f), outFlag(f)},
+		Name:         "gen",
+		Usage:        "render the source into the output directory",
+		Description:  genDoc,
+		Flags:        []cli.Flag{sourceFlag(f), outFlag(f)},
+		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
@@ -65,10 +66,11 @@ prints each stale file with a unified diff and exits 1.`
 func checkCommand(s *streams) *cli.Command {
 	f := &ioFlags{}
 	return &cli.Command{
-		Name:        "check",
-		Usage:       "fail with a diff when the output directory is not what gen would write",
-		Description: checkDoc,
-		Flags:       []cli.Flag{sourceFlag(f), outFlag(f)},
+		Name:         "check",
+		Usage:        "fail with a diff when the output directory is not what gen would write",
+		Description:  checkDoc,
+		Flags:        []cli.Flag{sourceFlag(f), outFlag(f)},
+		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
@@ -111,10 +113,11 @@ func staleReason(k outdir.Kind) string {
 func vetCommand(s *streams) *cli.Command {
 	f := &ioFlags{}
 	return &cli.Command{
-		Name:        "vet",
-		Usage:       "validate the source; silent when it is valid",
-		Description: "vet loads and validates the source and renders it in memory, writing nothing.",
-		Flags:       []cli.Flag{sourceFlag(f)},
+		Name:         "vet",
+		Usage:        "validate the source; silent when it is valid",
+		Description:  "vet loads and validates the source and renders it in memory, writing nothing.",
+		Flags:        []cli.Flag{sourceFlag(f)},
+		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err
@@ -128,10 +131,11 @@ func vetCommand(s *streams) *cli.Command {
 func exportCommand(s *streams) *cli.Command {
 	f := &ioFlags{}
 	return &cli.Command{
-		Name:        "export",
-		Usage:       "print the resolved model, derived labels and taints included, as JSON",
-		Description: "export prints the source as nodegen resolved it: defaults applied, derived labels added.",
-		Flags:       []cli.Flag{sourceFlag(f)},
+		Name:         "export",
+		Usage:        "print the resolved model, derived labels and taints included, as JSON",
+		Description:  "export prints the source as nodegen resolved it: defaults applied, derived labels added.",
+		Flags:        []cli.Flag{sourceFlag(f)},
+		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
 				return err

@@ -1,0 +1,56 @@
+package cli_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/testsrc"
+)
+
+var update = flag.Bool("update", false, "update testscript golden files")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"nodegen": func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScript runs testdata/script/*.txtar. Each script starts in a work
+// directory holding a copy of the shipped example in nodegroups/ (unless
+// the script brings its own files there).
+func TestScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			dst := filepath.Join(env.WorkDir, "nodegroups")
+			if _, err := os.Stat(dst); err == nil {
+				return nil
+			}
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+			entries, err := os.ReadDir(testsrc.Dir())
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				b, err := os.ReadFile(filepath.Join(testsrc.Dir(), e.Name()))
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+}
