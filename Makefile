@@ -1,0 +1,37 @@
+# nodegen developer targets. Everything also works with plain `go` commands;
+# see README.md.
+
+GO ?= go
+
+.PHONY: all build gen check vet test fuzz bench testcp lint ci
+
+all: vet test check
+
+build:
+	$(GO) build -o bin/nodegen ./cmd/nodegen
+
+gen:
+	$(GO) run ./cmd/nodegen gen
+
+check:
+	$(GO) run ./cmd/nodegen check
+
+vet:
+	gofmt -l . | (! grep .) || (echo "gofmt needed" && exit 1)
+	$(GO) vet ./...
+
+test:
+	$(GO) test ./...
+
+# Builds kube-apiserver and etcd for the real-API-server tests into a cache
+# outside the repository (reused when present).
+testcp:
+	bash hack/testcp/build.sh
+
+# Runs every fuzz target for a short, fixed time.
+FUZZTIME ?= 10s
+fuzz:
+	bash hack/fuzz.sh $(FUZZTIME)
+
+bench:
+	$(GO) run ./hack/bench

@@ -1,0 +1,228 @@
+package render_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/scripttest"
+	"github.com/nodegen/nodegen/internal/testsrc"
+)
+
+const joinToken = "abcdef.0123456789abcdef"
+
+func gpuVM(src *model.Source, g *model.NodeGroup) scripttest.VM {
+	vm := scripttest.VM{
+		Project:   src.Cluster.GCP.Project,
+		NumericID: "123456789012",
+		Zone:      g.Zones[0],
+		Instance:  src.Cluster.BaseInstanceName(g) + "-b9q1",
+		JoinToken: joinToken,
+	}
+	if sm := src.Cluster.JoinToken.SecretManager; sm != nil {
+		vm.Secret, vm.SecretVersion = sm.Secret, sm.Version
+	}
+	return vm
+}
+
+func TestStartupScriptJoinsOnceAndKeepsNoSecret(t *testing.T) {
+	src, files := testsrc.Example(t)
+	g := src.NodeGroups["gpu-t4"]
+	script := files[render.StartupScriptPath(g.Name)]
+	vm := gpuVM(src, g)
+	res := scripttest.Run(t, script, vm, scripttest.Options{})
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+	if got := strings.Join(res.KubeadmCalls, "|"); !strings.HasPrefix(got, "join --config ") || strings.Contains(got, "|") {
+		t.Errorf("kubeadm calls = %q, want one join --config", got)
+	}
+	if strings.Contains(res.Stderr, joinToken) || strings.Contains(res.Stderr, "fake-access-token") {
+		t.Errorf("the log shows a secret:\n%s", res.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(res.StateDir, "join-configuration.yaml")); !os.IsNotExist(err) {
+		t.Errorf("the join configuration (with the token) is left on disk: %v", err)
+	}
+	wantReq := "/v1/projects/acme-hybrid-ai/secrets/kubeadm-join-token/versions/latest:access"
+	if !contains(res.Requests, wantReq) {
+		t.Errorf("Secret Manager was not asked for %s; requests: %v", wantReq, res.Requests)
+	}
+	cfg, err := kubeadm.DecodeJoinConfiguration(res.JoinConfigs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Patches == nil || cfg.Patches.Directory != filepath.Join(res.StateDir, "patches") {
+		t.Errorf("patches = %+v", cfg.Patches)
+	}
+
+	// The kubelet patch is a strict KubeletConfiguration with the group's reservations.
+	var kc kubeletv1beta1.KubeletConfiguration
+	if err := yaml.UnmarshalStrict(res.KubeletPatch, &kc); err != nil {
+		t.Fatalf("kubelet patch: %v\n%s", err, res.KubeletPatch)
+	}
+	if kc.Kind != "KubeletConfiguration" || kc.KubeReserved["memory"] != "1Gi" || kc.SystemReserved["memory"] != "512Mi" ||
+		kc.EvictionHard["memory.available"] != "100Mi" || kc.EvictionHard["nodefs.available"] != "10%" {
+		t.Errorf("kubelet patch = %+v", kc)
+	}
+
+	// GCE runs the script at every boot: the second boot does not join again.
+	again := scripttest.Run(t, script, vm, scripttest.Options{StateDir: res.StateDir, KubernetesDir: res.KubernetesDir})
+	if again.ExitCode != 0 || len(again.KubeadmCalls) != 0 || !strings.Contains(again.Stderr, "already joined") {
+		t.Errorf("second boot: exit %d, kubeadm calls %v\n%s", again.ExitCode, again.KubeadmCalls, again.Stderr)
+	}
+}
+
+func TestStartupScriptRetries(t *testing.T) {
+	src, files := testsrc.Example(t)
+	g := src.NodeGroups["gpu-t4"]
+	script := files[render.StartupScriptPath(g.Name)]
+	vm := gpuVM(src, g)
+
+	t.Run("flapping VPN: two failed joins, then success", func(t *testing.T) {
+		res := scripttest.Run(t, script, vm, scripttest.Options{FailJoins: 2, JoinAttempts: 3})
+		if res.ExitCode != 0 {
+			t.Fatalf("exit %d\n%s", res.ExitCode, res.Stderr)
+		}
+		want := []string{"join", "reset --force", "join", "reset --force", "join"}
+		if len(res.KubeadmCalls) != len(want) {
+			t.Fatalf("kubeadm calls %q, want %q", res.KubeadmCalls, want)
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(res.KubeadmCalls[i], w) {
+				t.Errorf("call %d = %q, want %s...", i, res.KubeadmCalls[i], w)
+			}
+		}
+		if !strings.Contains(res.Stderr, "attempt 3 of 3") || !strings.Contains(res.Stderr, "retrying") {
+			t.Errorf("the log does not tell the retries:\n%s", res.Stderr)
+		}
+	})
+	t.Run("control plane unreachable: gives up with a clear error", func(t *testing.T) {
+		res := scripttest.Run(t, script, vm, scripttest.Options{FailJoins: 5, JoinAttempts: 3})
+		if res.ExitCode == 0 || !strings.Contains(res.Stderr, "kubeadm join failed 3 times; giving up") {
+			t.Errorf("exit %d\n%s", res.ExitCode, res.Stderr)
+		}
+	})
+	t.Run("metadata server outage is retried", func(t *testing.T) {
+		res := scripttest.Run(t, script, vm, scripttest.Options{MetadataOutage: 3})
+		if res.ExitCode != 0 || len(res.JoinConfigs) != 1 {
+			t.Errorf("exit %d, joins %d\n%s", res.ExitCode, len(res.JoinConfigs), res.Stderr)
+		}
+	})
+}
+
+func TestStartupScriptRefusesBadInput(t *testing.T) {
+	src, files := testsrc.Example(t)
+	g := src.NodeGroups["gpu-t4"]
+	script := files[render.StartupScriptPath(g.Name)]
+	cases := []struct {
+		name string
+		edit func(*scripttest.VM)
+		want string
+	}{
+		{"not a bootstrap token", func(vm *scripttest.VM) { vm.JoinToken = "hunter2" }, "is not a kubeadm bootstrap token"},
+		{"zone outside the region", func(vm *scripttest.VM) { vm.Zone = "europe-west4-a" }, "is not in region us-central1"},
+		{"another project", func(vm *scripttest.VM) { vm.Project = "someone-else" }, "is not acme-hybrid-ai"},
+		{"secret not found", func(vm *scripttest.VM) { vm.Secret = "other" }, "could not read the join token"},
+		{"odd instance name", func(vm *scripttest.VM) { vm.Instance = "Bad_Name" }, "unexpected instance name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			vm := gpuVM(src, g)
+			c.edit(&vm)
+			res := scripttest.Run(t, script, vm, scripttest.Options{})
+			if res.ExitCode == 0 || len(res.KubeadmCalls) != 0 || !strings.Contains(res.Stderr, c.want) {
+				t.Errorf("exit %d, kubeadm calls %v, want an error containing %q\n%s", res.ExitCode, res.KubeadmCalls, c.want, res.Stderr)
+			}
+			if strings.Contains(res.Stderr, "hunter2") {
+				t.Errorf("the log shows the token")
+			}
+		})
+	}
+}
+
+func TestStartupScriptFromProjectMetadata(t *testing.T) {
+	src, _ := testsrc.Example(t)
+	src.Cluster.JoinToken = model.JoinToken{MetadataKey: "kubeadm-join-token"}
+	g := src.NodeGroups["cpu-burst"]
+	script, err := render.StartupScript(src, g, "# header\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := gpuVM(src, g)
+	vm.Secret, vm.MetadataKey = "", "kubeadm-join-token"
+	res := scripttest.Run(t, script, vm, scripttest.Options{})
+	if res.ExitCode != 0 || len(res.JoinConfigs) != 1 {
+		t.Fatalf("exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+	if !contains(res.Requests, "/computeMetadata/v1/project/attributes/kubeadm-join-token") {
+		t.Errorf("requests %v", res.Requests)
+	}
+	cfg, err := kubeadm.DecodeJoinConfiguration(res.JoinConfigs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Discovery.BootstrapToken.Token != joinToken {
+		t.Errorf("token %q", cfg.Discovery.BootstrapToken.Token)
+	}
+	if len(cfg.NodeRegistration.Taints) != 0 {
+		t.Errorf("cpu-burst joins with taints %v", cfg.NodeRegistration.Taints)
+	}
+}
+
+// TestScriptsPassShellcheck runs bash -n and shellcheck on every script
+// nodegen ships. CI installs shellcheck; without it (and outside CI) only
+// bash -n runs.
+func TestScriptsPassShellcheck(t *testing.T) {
+	_, files := testsrc.Example(t)
+	dir := t.TempDir()
+	var paths []string
+	for _, p := range files.Paths() {
+		if strings.HasSuffix(p, ".sh") {
+			path := filepath.Join(dir, strings.ReplaceAll(p, "/", "_"))
+			if err := os.WriteFile(path, files[p], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			paths = append(paths, path)
+		}
+	}
+	remover := filepath.Join(dir, "taint-remover.sh")
+	if err := os.WriteFile(remover, render.TaintRemoverScript(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, remover)
+	if len(paths) < 4 {
+		t.Fatalf("only %d scripts", len(paths))
+	}
+	for _, p := range paths {
+		if out, err := exec.Command("bash", "-n", p).CombinedOutput(); err != nil {
+			t.Errorf("bash -n %s: %v\n%s", filepath.Base(p), err, out)
+		}
+	}
+	if _, err := exec.LookPath("shellcheck"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("shellcheck is not installed; .ci/run installs it")
+		}
+		t.Skip("shellcheck not installed")
+	}
+	out, err := exec.Command("shellcheck", append([]string{"--shell=bash", "--severity=style"}, paths...)...).CombinedOutput()
+	if err != nil {
+		t.Errorf("shellcheck: %v\n%s", err, out)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,57 @@
+package scripttest
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
+)
+
+// JoinNode runs group g's generated startup script for a VM in zone and
+// returns the Node the kubelet would register from the JoinConfiguration
+// it wrote: the node-labels (parsed as the kubelet parses them) plus the
+// kubelet's own well-known labels, the registration taints, the providerID.
+func JoinNode(t testing.TB, src *model.Source, files render.Files, g *model.NodeGroup, zone string) *corev1.Node {
+	t.Helper()
+	vm := VM{
+		Project:   src.Cluster.GCP.Project,
+		NumericID: "123456789012",
+		Zone:      zone,
+		Instance:  src.Cluster.BaseInstanceName(g) + "-q4z8",
+		JoinToken: "abcdef.0123456789abcdef",
+	}
+	if sm := src.Cluster.JoinToken.SecretManager; sm != nil {
+		vm.Secret, vm.SecretVersion = sm.Secret, sm.Version
+	} else {
+		vm.MetadataKey = src.Cluster.JoinToken.MetadataKey
+	}
+	res := Run(t, files[render.StartupScriptPath(g.Name)], vm, Options{})
+	if res.ExitCode != 0 || len(res.JoinConfigs) != 1 {
+		t.Fatalf("startup script of %s: exit %d, %d joins\n%s", g.Name, res.ExitCode, len(res.JoinConfigs), res.Stderr)
+	}
+	cfg, err := kubeadm.DecodeJoinConfiguration(res.JoinConfigs[0])
+	if err != nil {
+		t.Fatalf("JoinConfiguration of %s: %v", g.Name, err)
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: cfg.NodeRegistration.Name, Labels: map[string]string{
+			corev1.LabelHostname:   cfg.NodeRegistration.Name,
+			corev1.LabelOSStable:   "linux",
+			corev1.LabelArchStable: g.Arch,
+		}},
+		Spec: corev1.NodeSpec{Taints: cfg.NodeRegistration.Taints},
+	}
+	if v, ok := cfg.ExtraArg("node-labels"); ok {
+		for _, item := range strings.Split(v, ",") {
+			k, val, _ := strings.Cut(item, "=")
+			node.Labels[strings.TrimSpace(k)] = strings.TrimSpace(val)
+		}
+	}
+	node.Spec.ProviderID, _ = cfg.ExtraArg("provider-id")
+	return node
+}
