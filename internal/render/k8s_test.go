@@ -117,11 +117,11 @@ type chartValues struct {
 		MinSize int    `json:"minSize"`
 		MaxSize int    `json:"maxSize"`
 	} `json:"autoscalingGroups"`
-	ExtraArgs        map[string]string   `json:"extraArgs"`
+	ExtraArgs        map[string]string    `json:"extraArgs"`
 	Image            struct{ Tag string } `json:"image"`
-	NodeSelector     map[string]string   `json:"nodeSelector"`
-	Tolerations      []corev1.Toleration `json:"tolerations"`
-	FullnameOverride string              `json:"fullnameOverride"`
+	NodeSelector     map[string]string    `json:"nodeSelector"`
+	Tolerations      []corev1.Toleration  `json:"tolerations"`
+	FullnameOverride string               `json:"fullnameOverride"`
 }
 
 func TestAutoscalerPinnedToItsNode(t *testing.T) {
