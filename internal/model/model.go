@@ -100,6 +100,7 @@ type NodeGroup struct {
 	GPU            *GPU               `json:"gpu,omitempty"`
 	Zones          []string           `json:"zones,omitempty"`
 	MachineType    string             `json:"machineType,omitempty"`
+	Capacity       *Capacity          `json:"capacity,omitempty"`
 	Arch           string             `json:"arch,omitempty"`
 	Image          string             `json:"image,omitempty"`
 	OSDistribution string             `json:"osDistribution,omitempty"`
@@ -135,6 +136,13 @@ func (t Taint) String() string { return t.Key + "=" + t.Value + ":" + t.Effect }
 type GPU struct {
 	Type  string `json:"type"`
 	Count int    `json:"count"`
+}
+
+// Capacity overrides the vCPUs and memory nodegen's machine-type table
+// gives a group's machine type (used by explain only).
+type Capacity struct {
+	CPU    int    `json:"cpu"`
+	Memory string `json:"memory"` // a binary-unit quantity, e.g. "30Gi"
 }
 
 // Kubelet holds kubelet reservations.

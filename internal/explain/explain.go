@@ -1,0 +1,454 @@
+// Package explain answers, offline, why a pod would or would not make the
+// Cluster Autoscaler scale up each node group from zero: it builds the
+// template node the autoscaler builds for every zonal MIG (TemplateNode),
+// adds the pods every fresh node runs, and checks the pod against it with
+// the scheduler's own helpers from k8s.io/component-helpers (taints and
+// tolerations, nodeSelector and required node affinity, resource fit).
+//
+// Not evaluated: inter-pod affinity and topology spread (they depend on
+// the pods already running), host ports, volumes and PersistentVolume
+// topology, DRA claims, PriorityClass and the autoscaler's own limits
+// (--max-nodes-total, resource limits, backoff after failed scale-ups).
+package explain
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/verify"
+)
+
+// Verdicts.
+const (
+	Fits          = "fits"
+	NoFit         = "no-fit"
+	NotAutoscaled = "not-autoscaled"
+	Unknown       = "unknown" // the template node could not be built
+)
+
+// Reason kinds.
+const (
+	ReasonTaint        = "taint"
+	ReasonNodeSelector = "nodeSelector"
+	ReasonNodeAffinity = "nodeAffinity"
+	ReasonResource     = "resource"
+	ReasonMaxSize      = "maxSize"
+	ReasonTemplate     = "template"
+)
+
+// Report is the answer for every workload.
+type Report struct {
+	Workloads []WorkloadResult `json:"workloads"`
+	// AllFit is true when every workload fits at least one autoscaled group.
+	AllFit bool `json:"allFit"`
+	// Skipped are documents without a pod template.
+	Skipped []Skipped `json:"skipped,omitempty"`
+}
+
+// WorkloadResult is the answer for one workload.
+type WorkloadResult struct {
+	Workload  string        `json:"workload"` // Kind [namespace/]name
+	Kind      string        `json:"kind"`
+	Namespace string        `json:"namespace,omitempty"`
+	Name      string        `json:"name"`
+	Source    string        `json:"source"` // file:line
+	Fits      bool          `json:"fits"`   // fits at least one autoscaled group
+	Groups    []GroupResult `json:"groups"`
+}
+
+// GroupResult is the verdict for one workload and one node group.
+type GroupResult struct {
+	Group   string `json:"group"`
+	Kind    string `json:"kind"` // gce, gce-static, onprem
+	Verdict string `json:"verdict"`
+	// Zones are the zones whose MIG's template node the pod fits.
+	Zones []string `json:"zones,omitempty"`
+	// Reasons are every reason the pod does not fit, when it fits no zone.
+	Reasons []Reason `json:"reasons,omitempty"`
+}
+
+// Reason is one reason a pod does not fit a template node.
+type Reason struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// Zone is set when the reason holds in that zone only.
+	Zone string `json:"zone,omitempty"`
+	// For resource reasons: the resource, the pod's request, what is free on
+	// a fresh node (allocatable minus the pods every new node runs), and the
+	// allocatable, as exact quantities.
+	Resource    string `json:"resource,omitempty"`
+	Requested   string `json:"requested,omitempty"`
+	Free        string `json:"free,omitempty"`
+	Allocatable string `json:"allocatable,omitempty"`
+}
+
+// Template is one zonal MIG's template node with the pods a fresh node runs.
+type Template struct {
+	Zone string
+	Node *corev1.Node
+	// Fresh are the pods every new node runs: kube-proxy, then the
+	// DaemonSets whose pods the node admits.
+	Fresh []FreshPod
+}
+
+// FreshPod is a pod every new node of a group runs.
+type FreshPod struct {
+	Name     string // "kube-proxy" or "DaemonSet <ns>/<name>"
+	Requests corev1.ResourceList
+	ds       *Workload // the DaemonSet it comes from, if from the workloads
+}
+
+// Explainer holds the template nodes of a source's node groups.
+type Explainer struct {
+	groups    []*model.NodeGroup
+	templates map[string][]*Template
+	errs      map[string]error
+}
+
+// New builds the template node of every autoscaled group's zonal MIGs from
+// the rendered kube-env values in files, with the pods a fresh node runs:
+// kube-proxy, the DaemonSets nodegen renders (the taint remover) and the
+// DaemonSets among workloads whose pods the node admits.
+func New(src *model.Source, files render.Files, workloads []*Workload) (*Explainer, error) {
+	objs, err := verify.DecodeObjects(files[render.TaintRemoverPath])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", render.TaintRemoverPath, err)
+	}
+	var daemonSets []*Workload
+	for _, o := range objs {
+		if ds, ok := o.(*appsv1.DaemonSet); ok {
+			w := workloadOf(ds)
+			w.File = render.TaintRemoverPath
+			DefaultRequests(&w.Pod.Spec)
+			daemonSets = append(daemonSets, w)
+		}
+	}
+	for _, w := range workloads {
+		if w.Kind == "DaemonSet" {
+			daemonSets = append(daemonSets, w)
+		}
+	}
+	flagged := render.ExtraStartupTaints(src)
+	e := &Explainer{templates: map[string][]*Template{}, errs: map[string]error{}}
+	for _, g := range src.Groups() {
+		e.groups = append(e.groups, g)
+		if !g.Autoscaled() {
+			continue
+		}
+		for _, z := range g.Zones {
+			node, err := TemplateNode(&src.Cluster, g, z, files[render.KubeEnvPath(g.Name)], flagged)
+			if err != nil {
+				e.errs[g.Name] = err
+				break
+			}
+			t := &Template{Zone: z, Node: node, Fresh: []FreshPod{{
+				Name:     "kube-proxy",
+				Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(KubeProxyMilliCPU, resource.DecimalSI)},
+			}}}
+			for _, ds := range daemonSets {
+				if admits(node, ds.Pod) {
+					t.Fresh = append(t.Fresh, FreshPod{Name: ds.ID(), Requests: resourcehelper.PodRequests(ds.Pod, resourcehelper.PodResourcesOptions{}), ds: ds})
+				}
+			}
+			e.templates[g.Name] = append(e.templates[g.Name], t)
+		}
+	}
+	return e, nil
+}
+
+// Templates returns the template nodes of an autoscaled group, one per zone.
+func (e *Explainer) Templates(group string) []*Template { return e.templates[group] }
+
+// Explain checks every workload against every group.
+func (e *Explainer) Explain(workloads []*Workload) *Report {
+	r := &Report{AllFit: true, Workloads: []WorkloadResult{}}
+	for _, w := range workloads {
+		wr := e.Workload(w)
+		r.AllFit = r.AllFit && wr.Fits
+		r.Workloads = append(r.Workloads, wr)
+	}
+	return r
+}
+
+// Workload checks one workload against every group: autoscaled groups
+// first, then the others, each by name.
+func (e *Explainer) Workload(w *Workload) WorkloadResult {
+	wr := WorkloadResult{Workload: w.ID(), Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Source: w.Pos(), Groups: []GroupResult{}}
+	var rest []GroupResult
+	for _, g := range e.groups {
+		gr := GroupResult{Group: g.Name, Kind: g.Kind}
+		if !g.Autoscaled() {
+			gr.Verdict = NotAutoscaled
+			rest = append(rest, gr)
+			continue
+		}
+		if err := e.errs[g.Name]; err != nil {
+			gr.Verdict = Unknown
+			gr.Reasons = []Reason{{Kind: ReasonTemplate, Message: "no template node: " + err.Error()}}
+			wr.Groups = append(wr.Groups, gr)
+			continue
+		}
+		e.group(g, w, &gr)
+		wr.Fits = wr.Fits || gr.Verdict == Fits
+		wr.Groups = append(wr.Groups, gr)
+	}
+	wr.Groups = append(wr.Groups, rest...)
+	return wr
+}
+
+// group evaluates w against each zonal template of g. The pod fits the
+// group if it fits any zone; otherwise every reason is reported, with the
+// zone when it does not hold in every zone.
+func (e *Explainer) group(g *model.NodeGroup, w *Workload, gr *GroupResult) {
+	tmpls := e.templates[g.Name]
+	perZone := make([][]Reason, len(tmpls))
+	for i, t := range tmpls {
+		rs := Check(w, t)
+		if g.Max == 0 {
+			rs = append(rs, Reason{Kind: ReasonMaxSize, Message: "max size is 0: the autoscaler never adds a node"})
+		}
+		if len(rs) == 0 {
+			gr.Zones = append(gr.Zones, t.Zone)
+		}
+		perZone[i] = rs
+	}
+	if len(gr.Zones) > 0 {
+		gr.Verdict = Fits
+		return
+	}
+	gr.Verdict = NoFit
+	count := map[string]int{}
+	for _, rs := range perZone {
+		for _, r := range rs {
+			count[r.Message]++
+		}
+	}
+	seen := map[string]bool{}
+	for i, rs := range perZone {
+		for _, r := range rs {
+			if count[r.Message] == len(perZone) {
+				if seen[r.Message] {
+					continue
+				}
+				seen[r.Message] = true
+			} else {
+				r.Zone = tmpls[i].Zone
+			}
+			gr.Reasons = append(gr.Reasons, r)
+		}
+	}
+}
+
+// Check returns every reason w's pod does not fit a fresh node made from t;
+// none when it fits.
+func Check(w *Workload, t *Template) []Reason {
+	node, pod := t.Node, w.Pod
+	var out []Reason
+	logger := klog.Background()
+	for i := range node.Spec.Taints {
+		taint := &node.Spec.Taints[i]
+		if taint.Effect != corev1.TaintEffectNoSchedule && taint.Effect != corev1.TaintEffectNoExecute {
+			continue // PreferNoSchedule only scores
+		}
+		if !corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, taint, false) {
+			out = append(out, Reason{Kind: ReasonTaint, Message: fmt.Sprintf("taint %s not tolerated", taintString(taint))})
+		}
+	}
+	out = append(out, affinityReasons(pod, node)...)
+	out = append(out, resourceReasons(w, t)...)
+	return out
+}
+
+// admits reports whether a fresh node admits a DaemonSet's pod: the pod
+// tolerates its NoSchedule and NoExecute taints and its required node
+// affinity matches.
+func admits(node *corev1.Node, pod *corev1.Pod) bool {
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, false)
+	if untolerated {
+		return false
+	}
+	ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
+	return err == nil && ok
+}
+
+// affinityReasons reports each nodeSelector entry and each required
+// node-affinity term the node does not meet. The verdict is the
+// scheduler's (nodeaffinity.GetRequiredNodeAffinity); the breakdown
+// evaluates each entry, term and requirement alone with the same helpers.
+func affinityReasons(pod *corev1.Pod, node *corev1.Node) []Reason {
+	ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
+	if err != nil {
+		return []Reason{{Kind: ReasonNodeAffinity, Message: "invalid required node affinity: " + err.Error()}}
+	}
+	if ok {
+		return nil
+	}
+	var out []Reason
+	for _, k := range model.SortedKeys(pod.Spec.NodeSelector) {
+		v := pod.Spec.NodeSelector[k]
+		if m, _ := nodeaffinity.NewRequiredNodeAffinity(map[string]string{k: v}, nil).Match(node); !m {
+			out = append(out, Reason{Kind: ReasonNodeSelector, Message: fmt.Sprintf("nodeSelector %s=%s not met (%s)", k, v, nodeHas(node, k))})
+		}
+	}
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		ns := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		if sel, err := nodeaffinity.NewNodeSelector(ns); err == nil && !sel.Match(node) {
+			if len(ns.NodeSelectorTerms) == 0 {
+				out = append(out, Reason{Kind: ReasonNodeAffinity, Message: "required node affinity has no terms: no node matches"})
+			}
+			for i, term := range ns.NodeSelectorTerms {
+				out = append(out, Reason{Kind: ReasonNodeAffinity, Message: termMessage(i, len(ns.NodeSelectorTerms), term, node)})
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, Reason{Kind: ReasonNodeAffinity, Message: "required node affinity or nodeSelector not met"})
+	}
+	return out
+}
+
+// termMessage says which requirements of one node-selector term fail.
+func termMessage(i, n int, term corev1.NodeSelectorTerm, node *corev1.Node) string {
+	var failed []string
+	one := func(t corev1.NodeSelectorTerm, desc, key string, isLabel bool) {
+		sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{t}})
+		if err != nil {
+			failed = append(failed, desc+" (invalid: "+err.Error()+")")
+			return
+		}
+		if !sel.Match(node) {
+			if isLabel {
+				desc += " (" + nodeHas(node, key) + ")"
+			}
+			failed = append(failed, desc)
+		}
+	}
+	for _, r := range term.MatchExpressions {
+		one(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{r}}, requirementString(r), r.Key, true)
+	}
+	for _, r := range term.MatchFields {
+		one(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{r}}, "field "+requirementString(r), r.Key, false)
+	}
+	prefix := "required node affinity"
+	if n > 1 {
+		prefix = fmt.Sprintf("required node affinity term %d of %d", i+1, n)
+	}
+	if len(failed) == 0 {
+		return prefix + " not met (an empty term matches no node)"
+	}
+	return prefix + " not met: " + strings.Join(failed, "; ")
+}
+
+func requirementString(r corev1.NodeSelectorRequirement) string {
+	switch r.Operator {
+	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+		return r.Key + " " + string(r.Operator)
+	}
+	return r.Key + " " + string(r.Operator) + " [" + strings.Join(r.Values, ", ") + "]"
+}
+
+func nodeHas(node *corev1.Node, key string) string {
+	if v, ok := node.Labels[key]; ok {
+		return "node has " + labels.Set{key: v}.String()
+	}
+	return "node has no label " + key
+}
+
+func taintString(t *corev1.Taint) string { return t.Key + "=" + t.Value + ":" + string(t.Effect) }
+
+// resourceReasons reports each resource the pod requests beyond what a
+// fresh node has free: its allocatable minus the requests of the pods
+// every new node runs (the scheduler's NodeResourcesFit; requests as
+// k8s.io/component-helpers/resource computes them: init containers,
+// sidecars, pod-level resources and overhead included).
+func resourceReasons(w *Workload, t *Template) []Reason {
+	req := resourcehelper.PodRequests(w.Pod, resourcehelper.PodResourcesOptions{})
+	used := corev1.ResourceList{}
+	for _, f := range t.Fresh {
+		if f.ds == w {
+			continue // a DaemonSet does not wait for itself
+		}
+		for k, q := range f.Requests {
+			u := used[k]
+			u.Add(q)
+			used[k] = u
+		}
+	}
+	var out []Reason
+	for _, name := range slices.Sorted(maps.Keys(req)) {
+		q, k := req[name], string(name)
+		if q.IsZero() {
+			continue
+		}
+		alloc := t.Node.Status.Allocatable[name]
+		free := alloc.DeepCopy()
+		if u, ok := used[name]; ok {
+			free.Sub(u)
+		}
+		if q.Cmp(free) <= 0 {
+			continue
+		}
+		msg := fmt.Sprintf("insufficient %s: requests %s, a new node has %s free (allocatable %s)",
+			k, q.String(), human(name, free), human(name, alloc))
+		if alloc.IsZero() {
+			msg = fmt.Sprintf("insufficient %s: requests %s, the node has none", k, q.String())
+		}
+		out = append(out, Reason{Kind: ReasonResource, Message: msg, Resource: k,
+			Requested: q.String(), Free: exact(name, free), Allocatable: exact(name, alloc)})
+	}
+	return out
+}
+
+// exact writes a quantity canonically: CPU in cores or millicores, byte
+// quantities in bytes.
+func exact(name corev1.ResourceName, q resource.Quantity) string {
+	if name == corev1.ResourceCPU {
+		return resource.NewMilliQuantity(q.MilliValue(), resource.DecimalSI).String()
+	}
+	return q.String()
+}
+
+// human writes a quantity for people: byte quantities in Gi/Mi/Ki with up
+// to two decimals (rounded down, so free space is never overstated).
+func human(name corev1.ResourceName, q resource.Quantity) string {
+	switch name {
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+	default:
+		if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+			break
+		}
+		return exact(name, q)
+	}
+	v := q.Value()
+	sign := ""
+	if v < 0 {
+		sign, v = "-", -v
+	}
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"Gi", gib}, {"Mi", mib}, {"Ki", kib}} {
+		if v >= u.size {
+			hundredths := v * 100 / u.size
+			s := fmt.Sprintf("%d.%02d", hundredths/100, hundredths%100)
+			s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+			return sign + s + u.suffix
+		}
+	}
+	return fmt.Sprintf("%s%d", sign, v)
+}

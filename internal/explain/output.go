@@ -1,0 +1,80 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable writes the report as a table: one row per workload and group,
+// one more row per further reason, then a summary line.
+func WriteTable(w io.Writer, r *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKLOAD\tGROUP\tVERDICT\tDETAIL")
+	for _, wr := range r.Workloads {
+		first := wr.Workload + " (" + wr.Source + ")"
+		for _, gr := range wr.Groups {
+			details := groupDetails(gr)
+			for i, d := range details {
+				wl, group, verdict := "", "", ""
+				if i == 0 {
+					wl, group, verdict = first, gr.Group, verdictText(gr.Verdict)
+					first = ""
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", wl, group, verdict, d)
+			}
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var none []string
+	for _, wr := range r.Workloads {
+		if !wr.Fits {
+			none = append(none, wr.Workload)
+		}
+	}
+	switch {
+	case len(r.Workloads) == 0:
+		_, err := fmt.Fprintln(w, "\nno workloads found")
+		return err
+	case len(none) == 0:
+		_, err := fmt.Fprintf(w, "\nevery workload fits an autoscaled node group (%d)\n", len(r.Workloads))
+		return err
+	default:
+		_, err := fmt.Fprintf(w, "\n%d of %d workloads fit no autoscaled node group: %s\n", len(none), len(r.Workloads), strings.Join(none, ", "))
+		return err
+	}
+}
+
+func groupDetails(gr GroupResult) []string {
+	switch gr.Verdict {
+	case Fits:
+		return []string{"zones " + strings.Join(gr.Zones, ", ")}
+	case NotAutoscaled:
+		return []string{"kind " + gr.Kind}
+	}
+	var out []string
+	for _, r := range gr.Reasons {
+		m := r.Message
+		if r.Zone != "" {
+			m = r.Zone + ": " + m
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		out = []string{""}
+	}
+	return out
+}
+
+func verdictText(v string) string {
+	switch v {
+	case NoFit:
+		return "does not fit"
+	case NotAutoscaled:
+		return "not autoscaled"
+	}
+	return v
+}
