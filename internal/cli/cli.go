@@ -59,6 +59,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			vetCommand(s),
 			exportCommand(s),
 			explainCommand(s),
+			driftCommand(s),
 		},
 	}
 	err := app.Run(append([]string{"nodegen"}, args...))
@@ -91,7 +92,7 @@ func exitCode(s *streams, err error, args []string) int {
 
 func isKnownCommand(name string) bool {
 	switch name {
-	case "gen", "check", "vet", "export", "explain", "help", "h":
+	case "gen", "check", "vet", "export", "explain", "drift", "help", "h":
 		return true
 	}
 	return false

@@ -1,0 +1,323 @@
+// Package drift compares the real world with a nodegen source: the Nodes
+// of a cluster (kubectl get nodes -o json, or live through client-go) and
+// the MIGs' instance templates (gcloud compute instance-templates describe
+// --format=json) against the groups' labels, taints, GPUs and rendered
+// kube-env and startup script.
+package drift
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
+
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// Finding kinds.
+const (
+	LabelMissing      = "label-missing"
+	LabelExtra        = "label-extra"
+	LabelDifferent    = "label-different"
+	TaintMissing      = "taint-missing"
+	TaintExtra        = "taint-extra"
+	TaintDifferent    = "taint-different"
+	StartupTaintStuck = "startup-taint-stuck"
+	GPUAllocatable    = "gpu-allocatable"
+	GroupRemoved      = "group-removed"
+	UnknownCloudNode  = "unknown-cloud-node"
+	NotInMIG          = "not-in-mig"
+
+	UnknownTemplate = "unknown-template"
+	KubeEnv         = "kube-env"
+	StartupScript   = "startup-script"
+	GuestGPU        = "guest-accelerators"
+	MachineType     = "machine-type"
+	BootDisk        = "boot-disk"
+)
+
+// Finding is one difference between the world and the source.
+type Finding struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Key     string `json:"key,omitempty"`
+	Want    string `json:"want,omitempty"`
+	Got     string `json:"got,omitempty"`
+	// Diff is a unified diff (startup scripts), generated side second.
+	Diff string `json:"diff,omitempty"`
+}
+
+// NodeResult is what drift found on one node nodegen manages.
+type NodeResult struct {
+	Name string `json:"name"`
+	// Group is the node group the node belongs to; empty when none does.
+	Group string `json:"group,omitempty"`
+	// MatchedBy is how: "providerID" (an instance of the group's MIG, as the
+	// autoscaler maps it) or "label" (the node-group identity label).
+	MatchedBy  string    `json:"matchedBy,omitempty"`
+	ProviderID string    `json:"providerID,omitempty"`
+	Findings   []Finding `json:"findings"`
+}
+
+// Options tune the node checks.
+type Options struct {
+	// Now is the time node ages are measured at.
+	Now time.Time
+	// StuckAfter is how long a node may keep its startup taint.
+	StuckAfter time.Duration
+}
+
+// Labels of a node that drift never reports as extra: the node's own,
+// which the kubelet sets on itself (kubelet's well-known set:
+// kubernetes.io/hostname, /os, /arch, their beta forms, instance type,
+// zone and region, old and new), and the labels of node agents a GPU
+// cluster runs: Node Feature Discovery (feature.node.kubernetes.io/…) and
+// the GPU Operator and its feature discovery (nvidia.com/…). Zone, region,
+// instance type, os and arch are still compared on cloud nodes.
+var ownLabels = sets.New(kubeletapis.KubeletLabels()...)
+
+var agentLabelPrefixes = []string{"feature.node.kubernetes.io/", "nvidia.com/"}
+
+// Taints of a node that drift never reports as extra: conditions the node
+// lifecycle controller sets and lifts (node.kubernetes.io/not-ready, …) and
+// the autoscaler's own scale-down marks. node.cloudprovider.kubernetes.io/
+// uninitialized is reported: without a cloud-controller-manager nothing
+// ever removes it.
+var transientTaints = sets.New(
+	corev1.TaintNodeNotReady,
+	corev1.TaintNodeUnreachable,
+	corev1.TaintNodeUnschedulable,
+	corev1.TaintNodeMemoryPressure,
+	corev1.TaintNodeDiskPressure,
+	corev1.TaintNodeNetworkUnavailable,
+	corev1.TaintNodePIDPressure,
+	corev1.TaintNodeOutOfService,
+	"node.cloudprovider.kubernetes.io/shutdown",
+	"ToBeDeletedByClusterAutoscaler",
+	"DeletionCandidateOfClusterAutoscaler",
+)
+
+// GCERef is a parsed GCE providerID, gce://<project>/<zone>/<instance>.
+type GCERef struct{ Project, Zone, Instance string }
+
+// ParseProviderID parses a gce:// providerID; ok is false for any other.
+func ParseProviderID(id string) (GCERef, bool) {
+	rest, ok := strings.CutPrefix(id, "gce://")
+	if !ok {
+		return GCERef{}, false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return GCERef{}, false
+	}
+	return GCERef{parts[0], parts[1], parts[2]}, true
+}
+
+// instanceSuffix is what a MIG appends to its base instance name.
+var instanceSuffix = regexp.MustCompile(`^-[a-z0-9]{4}$`)
+
+// GroupOfInstance finds the cloud group whose MIG owns a GCE instance: the
+// cluster's project, one of the group's zones, and a name made of the
+// group's base instance name, '-' and four characters.
+func GroupOfInstance(src *model.Source, ref GCERef) *model.NodeGroup {
+	if ref.Project != src.Cluster.GCP.Project {
+		return nil
+	}
+	for _, g := range src.Groups() {
+		if !g.Cloud() || !slices.Contains(g.Zones, ref.Zone) {
+			continue
+		}
+		rest, ok := strings.CutPrefix(ref.Instance, src.Cluster.BaseInstanceName(g))
+		if ok && instanceSuffix.MatchString(rest) {
+			return g
+		}
+	}
+	return nil
+}
+
+// CheckNodes compares nodes with the source. Nodes of no group that carry
+// neither the identity label nor a gce:// providerID (the control plane,
+// on-prem machines nodegen does not describe) are returned as unmanaged.
+func CheckNodes(src *model.Source, nodes []corev1.Node, opts Options) (results []NodeResult, unmanaged []string) {
+	results = []NodeResult{}
+	sorted := slices.Clone(nodes)
+	slices.SortFunc(sorted, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	for i := range sorted {
+		n := &sorted[i]
+		r := NodeResult{Name: n.Name, ProviderID: n.Spec.ProviderID, Findings: []Finding{}}
+		ref, isGCE := ParseProviderID(n.Spec.ProviderID)
+		label, hasLabel := n.Labels[model.GroupLabel]
+		var g *model.NodeGroup
+		if isGCE {
+			if g = GroupOfInstance(src, ref); g != nil {
+				r.MatchedBy = "providerID"
+			}
+		}
+		if g == nil && hasLabel {
+			if g = src.NodeGroups[label]; g != nil {
+				r.MatchedBy = "label"
+			}
+		}
+		switch {
+		case g != nil:
+			r.Group = g.Name
+			r.Findings = checkNode(src, g, n, ref, isGCE, opts)
+		case hasLabel:
+			r.Findings = []Finding{{Kind: GroupRemoved, Key: model.GroupLabel, Got: label,
+				Message: fmt.Sprintf("labelled %s=%s, but the source has no node group %s (removed?)", model.GroupLabel, label, label)}}
+		case isGCE:
+			r.Findings = []Finding{{Kind: UnknownCloudNode, Got: n.Spec.ProviderID,
+				Message: fmt.Sprintf("cloud node %s is an instance of no node group's MIG and has no %s label", n.Spec.ProviderID, model.GroupLabel)}}
+		default:
+			unmanaged = append(unmanaged, n.Name)
+			continue
+		}
+		results = append(results, r)
+	}
+	return results, unmanaged
+}
+
+func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref GCERef, isGCE bool, opts Options) []Finding {
+	var out []Finding
+	want := cloneMap(g.NodeLabels)
+	if g.Cloud() {
+		if !isGCE || GroupOfInstance(src, ref) != g {
+			out = append(out, Finding{Kind: NotInMIG, Got: n.Spec.ProviderID,
+				Message: fmt.Sprintf("providerID %q is not an instance of the group's MIGs (%s-xxxx in %s of project %s)",
+					n.Spec.ProviderID, src.Cluster.BaseInstanceName(g), strings.Join(g.Zones, ", "), src.Cluster.GCP.Project)})
+		}
+		// The join adds these; the autoscaler's template has them too.
+		want[model.RegionLabel] = src.Cluster.GCP.Region
+		want[model.InstanceTypeLabel] = g.MachineType
+		want[corev1.LabelArchStable] = g.Arch
+		want[corev1.LabelOSStable] = "linux"
+		if isGCE && slices.Contains(g.Zones, ref.Zone) {
+			want[model.ZoneLabel] = ref.Zone
+		} else if z, ok := n.Labels[model.ZoneLabel]; ok && !slices.Contains(g.Zones, z) {
+			out = append(out, Finding{Kind: LabelDifferent, Key: model.ZoneLabel, Got: z, Want: strings.Join(g.Zones, " or "),
+				Message: fmt.Sprintf("label %s is %s, not one of the group's zones (%s)", model.ZoneLabel, z, strings.Join(g.Zones, ", "))})
+		} else if !ok {
+			out = append(out, Finding{Kind: LabelMissing, Key: model.ZoneLabel, Want: strings.Join(g.Zones, " or "),
+				Message: fmt.Sprintf("label %s missing (want one of %s)", model.ZoneLabel, strings.Join(g.Zones, ", "))})
+		}
+	}
+	out = append(out, compareLabels(want, n.Labels)...)
+	out = append(out, compareTaints(g, n, opts)...)
+	return out
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func compareLabels(want, got map[string]string) []Finding {
+	var out []Finding
+	for _, k := range model.SortedKeys(want) {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			out = append(out, Finding{Kind: LabelMissing, Key: k, Want: want[k], Message: fmt.Sprintf("label %s missing (want %s)", k, want[k])})
+		case g != want[k]:
+			out = append(out, Finding{Kind: LabelDifferent, Key: k, Want: want[k], Got: g, Message: fmt.Sprintf("label %s is %s, the source says %s", k, g, want[k])})
+		}
+	}
+	for _, k := range model.SortedKeys(got) {
+		if _, ok := want[k]; ok || ownLabels.Has(k) || hasAnyPrefix(k, agentLabelPrefixes) || k == model.ZoneLabel {
+			continue
+		}
+		out = append(out, Finding{Kind: LabelExtra, Key: k, Got: got[k], Message: fmt.Sprintf("label %s=%s is not in the source", k, got[k])})
+	}
+	return out
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func taintString(key, value string, effect corev1.TaintEffect) string {
+	return key + "=" + value + ":" + string(effect)
+}
+
+// compareTaints compares a node's taints with the group's, handles its
+// startup taint and checks its GPU allocatable.
+func compareTaints(g *model.NodeGroup, n *corev1.Node, opts Options) []Finding {
+	var out []Finding
+	byKey := map[string][]corev1.Taint{}
+	for _, t := range n.Spec.Taints {
+		byKey[t.Key] = append(byKey[t.Key], t)
+	}
+	wantKeys := map[string]bool{}
+	for _, w := range g.Taints {
+		wantKeys[w.Key] = true
+		ws := taintString(w.Key, w.Value, corev1.TaintEffect(w.Effect))
+		got := byKey[w.Key]
+		if len(got) == 0 {
+			out = append(out, Finding{Kind: TaintMissing, Key: w.Key, Want: ws, Message: "taint " + ws + " missing"})
+			continue
+		}
+		if slices.ContainsFunc(got, func(t corev1.Taint) bool { return t.Value == w.Value && string(t.Effect) == w.Effect }) {
+			continue
+		}
+		gs := taintString(got[0].Key, got[0].Value, got[0].Effect)
+		out = append(out, Finding{Kind: TaintDifferent, Key: w.Key, Want: ws, Got: gs, Message: fmt.Sprintf("taint %s, the source says %s", gs, ws)})
+	}
+	startupPresent := false
+	age := time.Duration(-1)
+	if !n.CreationTimestamp.IsZero() && !opts.Now.IsZero() {
+		age = opts.Now.Sub(n.CreationTimestamp.Time)
+	}
+	stuck := false
+	for _, t := range n.Spec.Taints {
+		if wantKeys[t.Key] {
+			continue
+		}
+		if st := g.StartupTaint; st != nil && t.Key == st.Key {
+			startupPresent = true
+			if age > opts.StuckAfter {
+				stuck = true
+				out = append(out, Finding{Kind: StartupTaintStuck, Key: t.Key, Got: taintString(t.Key, t.Value, t.Effect),
+					Message: fmt.Sprintf("startup taint %s still present %s after the node was created (limit %s): GPU initialisation stuck?", t.Key, shortDuration(age), shortDuration(opts.StuckAfter))})
+			}
+			continue
+		}
+		if transientTaints.Has(t.Key) {
+			continue
+		}
+		ts := taintString(t.Key, t.Value, t.Effect)
+		out = append(out, Finding{Kind: TaintExtra, Key: t.Key, Got: ts, Message: "taint " + ts + " is not in the source"})
+	}
+	wantGPU := int64(0)
+	if g.GPU != nil {
+		wantGPU = int64(g.GPU.Count)
+	}
+	q := n.Status.Allocatable[model.GPUResource]
+	if got := q.Value(); got != wantGPU && (!startupPresent || stuck) {
+		out = append(out, Finding{Kind: GPUAllocatable, Key: model.GPUResource, Want: fmt.Sprint(wantGPU), Got: fmt.Sprint(got),
+			Message: fmt.Sprintf("%s allocatable is %d, the group has %d per node", model.GPUResource, got, wantGPU)})
+	}
+	return out
+}
+
+// shortDuration writes a duration to the minute ("2h5m", "30m", "45s"
+// below a minute).
+func shortDuration(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(time.Second).String()
+	}
+	s := d.Round(time.Minute).String()
+	return strings.TrimSuffix(s, "0s")
+}

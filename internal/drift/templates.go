@@ -1,0 +1,372 @@
+package drift
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/diff"
+
+	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
+)
+
+// InstanceTemplate is the part of a Compute Engine instance template
+// (compute/v1 InstanceTemplate, as `gcloud compute instance-templates
+// describe --format=json` prints it) that drift compares. Other fields
+// are ignored.
+type InstanceTemplate struct {
+	Kind       string              `json:"kind"`
+	Name       string              `json:"name"`
+	SelfLink   string              `json:"selfLink"`
+	Properties *InstanceProperties `json:"properties"`
+
+	// File is where the template was read from.
+	File string `json:"-"`
+}
+
+// InstanceProperties are an instance template's properties.
+type InstanceProperties struct {
+	MachineType       string              `json:"machineType"`
+	Metadata          *Metadata           `json:"metadata"`
+	GuestAccelerators []AcceleratorConfig `json:"guestAccelerators"`
+	Disks             []AttachedDisk      `json:"disks"`
+}
+
+// Metadata holds instance metadata items.
+type Metadata struct {
+	Items []MetadataItem `json:"items"`
+}
+
+// MetadataItem is one metadata key and value.
+type MetadataItem struct {
+	Key   string  `json:"key"`
+	Value *string `json:"value"`
+}
+
+// AcceleratorConfig is one entry of guestAccelerators.
+type AcceleratorConfig struct {
+	AcceleratorType  string `json:"acceleratorType"`
+	AcceleratorCount int64  `json:"acceleratorCount"`
+}
+
+// AttachedDisk is one disk of the template.
+type AttachedDisk struct {
+	Boot             bool                  `json:"boot"`
+	Type             string                `json:"type"`
+	InitializeParams *DiskInitializeParams `json:"initializeParams"`
+}
+
+// DiskInitializeParams are a disk's creation parameters.
+type DiskInitializeParams struct {
+	// DiskSizeGb is an int64, which the Compute API writes as a JSON string.
+	DiskSizeGb int64String `json:"diskSizeGb"`
+	DiskType   string      `json:"diskType"`
+}
+
+// int64String reads the Compute API's int64 fields, written as JSON strings
+// ("200"); a plain number is accepted too.
+type int64String int64
+
+func (n *int64String) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	if s == "" || s == "null" {
+		*n = 0
+		return nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("not an int64: %s", b)
+	}
+	*n = int64String(v)
+	return nil
+}
+
+// ReadTemplates reads the output of `gcloud compute instance-templates
+// describe --format=json` (one object) or of `… list --format=json` (a
+// list of them).
+func ReadTemplates(file string, data []byte) ([]*InstanceTemplate, error) {
+	trimmed := bytes.TrimSpace(data)
+	var out []*InstanceTemplate
+	var err error
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		err = json.Unmarshal(trimmed, &out)
+	} else {
+		var t InstanceTemplate
+		err = json.Unmarshal(trimmed, &t)
+		out = []*InstanceTemplate{&t}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", positioned(file, data, err), "not gcloud instance-template JSON")
+	}
+	for i, t := range out {
+		if t == nil || t.Name == "" || t.Properties == nil {
+			return nil, fmt.Errorf("%s: item %d: not an instance template (no name or properties)", file, i)
+		}
+		if t.Kind != "" && t.Kind != "compute#instanceTemplate" {
+			return nil, fmt.Errorf("%s: %s is a %s, not an instance template", file, t.Name, t.Kind)
+		}
+		t.File = file
+	}
+	return out, nil
+}
+
+// positioned prefixes a JSON error with file:line:col when it has an offset.
+func positioned(file string, data []byte, err error) string {
+	var off int64 = -1
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		off = e.Offset
+	case *json.UnmarshalTypeError:
+		off = e.Offset
+	}
+	if off < 0 {
+		return fmt.Sprintf("%s: %v", file, err)
+	}
+	// Offsets count from the trimmed input; add the leading space back.
+	off += int64(len(data) - len(bytes.TrimLeft(data, " \t\r\n")))
+	off = min(off, int64(len(data)))
+	line := bytes.Count(data[:off], []byte("\n")) + 1
+	col := int(off) - bytes.LastIndexByte(data[:off], '\n')
+	return fmt.Sprintf("%s:%d:%d: %v", file, line, col, err)
+}
+
+// TemplateResult is what drift found in one instance template.
+type TemplateResult struct {
+	Name     string    `json:"name"`
+	File     string    `json:"file"`
+	Group    string    `json:"group,omitempty"`
+	Findings []Finding `json:"findings"`
+}
+
+// GroupOfTemplate finds the cloud group whose instance templates are named
+// like the template (the longest matching Cluster.TemplatePrefix).
+func GroupOfTemplate(src *model.Source, name string) *model.NodeGroup {
+	var best *model.NodeGroup
+	for _, g := range src.Groups() {
+		p := src.Cluster.TemplatePrefix(g)
+		if g.Cloud() && strings.HasPrefix(name, p) && len(name) > len(p) &&
+			(best == nil || len(p) > len(src.Cluster.TemplatePrefix(best))) {
+			best = g
+		}
+	}
+	return best
+}
+
+// CheckTemplates compares instance templates with the rendered artifacts
+// in files: the kube-env and startup-script metadata, the guest
+// accelerators, the machine type and the boot disk size.
+func CheckTemplates(src *model.Source, files render.Files, tmpls []*InstanceTemplate) []TemplateResult {
+	out := []TemplateResult{}
+	for _, t := range tmpls {
+		r := TemplateResult{Name: t.Name, File: t.File, Findings: []Finding{}}
+		g := GroupOfTemplate(src, t.Name)
+		if g == nil {
+			var prefixes []string
+			for _, g := range src.Groups() {
+				if g.Cloud() {
+					prefixes = append(prefixes, src.Cluster.TemplatePrefix(g))
+				}
+			}
+			r.Findings = append(r.Findings, Finding{Kind: UnknownTemplate, Got: t.Name,
+				Message: fmt.Sprintf("template %s belongs to no node group (names start with %s)", t.Name, strings.Join(prefixes, ", "))})
+			out = append(out, r)
+			continue
+		}
+		r.Group = g.Name
+		p := t.Properties
+		r.Findings = append(r.Findings, checkKubeEnv(metadataValue(p, kubeenv.Key), files[render.KubeEnvPath(g.Name)], render.KubeEnvPath(g.Name))...)
+		r.Findings = append(r.Findings, checkScript(metadataValue(p, "startup-script"), files[render.StartupScriptPath(g.Name)], render.StartupScriptPath(g.Name))...)
+		r.Findings = append(r.Findings, checkAccelerators(g, p.GuestAccelerators)...)
+		if mt := lastSegment(p.MachineType); mt != g.MachineType {
+			r.Findings = append(r.Findings, Finding{Kind: MachineType, Want: g.MachineType, Got: mt,
+				Message: fmt.Sprintf("machine type %s, the source says %s", mt, g.MachineType)})
+		}
+		r.Findings = append(r.Findings, checkBootDisk(g, p.Disks)...)
+		out = append(out, r)
+	}
+	return out
+}
+
+func metadataValue(p *InstanceProperties, key string) *string {
+	if p.Metadata == nil {
+		return nil
+	}
+	for _, it := range p.Metadata.Items {
+		if it.Key == key {
+			if it.Value == nil {
+				empty := ""
+				return &empty
+			}
+			return it.Value
+		}
+	}
+	return nil
+}
+
+func lastSegment(s string) string {
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// checkKubeEnv compares a template's kube-env with the rendered one the
+// way the autoscaler reads both; a difference in comments or layout only
+// is reported as such.
+func checkKubeEnv(got *string, want []byte, path string) []Finding {
+	if got == nil {
+		return []Finding{{Kind: KubeEnv, Message: "no kube-env metadata: the autoscaler gets no labels, taints or reservations for scale-from-zero"}}
+	}
+	if *got == string(want) {
+		return nil
+	}
+	wt, err := kubeenv.ReadTemplate(want)
+	if err != nil {
+		return []Finding{{Kind: KubeEnv, Message: "internal error: rendered kube-env unreadable: " + err.Error()}}
+	}
+	gt, err := kubeenv.ReadTemplate([]byte(*got))
+	if err != nil {
+		return []Finding{{Kind: KubeEnv, Message: "kube-env unreadable by the autoscaler (no scale-from-zero): " + err.Error()}}
+	}
+	var out []Finding
+	add := func(key, want, got, msg string) {
+		out = append(out, Finding{Kind: KubeEnv, Key: key, Want: want, Got: got, Message: "kube-env: " + msg})
+	}
+	listDiff := func(name string, w, g map[string]string) {
+		for _, k := range model.SortedKeys(w) {
+			gv, ok := g[k]
+			switch {
+			case !ok:
+				add(k, w[k], "", fmt.Sprintf("%s %s missing (want %s)", name, k, w[k]))
+			case gv != w[k]:
+				add(k, w[k], gv, fmt.Sprintf("%s %s is %s, the source says %s", name, k, gv, w[k]))
+			}
+		}
+		for _, k := range model.SortedKeys(g) {
+			if _, ok := w[k]; !ok {
+				add(k, "", g[k], fmt.Sprintf("%s %s=%s is not in the source", name, k, g[k]))
+			}
+		}
+	}
+	listDiff("label", wt.Labels, gt.Labels)
+	taints := func(ts []kubeenv.Taint) map[string]string {
+		m := map[string]string{}
+		for _, t := range ts {
+			m[t.Key] = t.Value + ":" + t.Effect
+		}
+		return m
+	}
+	wTaints, gTaints := taints(wt.Taints), taints(gt.Taints)
+	for _, k := range model.SortedKeys(wTaints) {
+		gv, ok := gTaints[k]
+		switch {
+		case !ok:
+			add(k, k+"="+wTaints[k], "", fmt.Sprintf("taint %s=%s missing", k, wTaints[k]))
+		case gv != wTaints[k]:
+			add(k, k+"="+wTaints[k], k+"="+gv, fmt.Sprintf("taint %s=%s, the source says %s=%s", k, gv, k, wTaints[k]))
+		}
+	}
+	for _, k := range model.SortedKeys(gTaints) {
+		if _, ok := wTaints[k]; !ok {
+			add(k, "", k+"="+gTaints[k], fmt.Sprintf("taint %s=%s is not in the source", k, gTaints[k]))
+		}
+	}
+	for _, v := range []struct {
+		name string
+		w, g map[string]string
+	}{
+		{"kube_reserved", wt.KubeReserved, gt.KubeReserved},
+		{"evictionHard", wt.EvictionHard, gt.EvictionHard},
+		{"extended_resources", wt.ExtendedResources, gt.ExtendedResources},
+		{"autoscaling_options", wt.AutoscalingOpts, gt.AutoscalingOpts},
+	} {
+		if !maps.Equal(v.w, v.g) {
+			add(v.name, pairs(v.w), pairs(v.g), fmt.Sprintf("%s is %q, the source says %q", v.name, pairs(v.g), pairs(v.w)))
+		}
+	}
+	for _, v := range [][3]string{{"os", wt.OS, gt.OS}, {"os_distribution", wt.OSDistribution, gt.OSDistribution}, {"arch", wt.Arch, gt.Arch}} {
+		if v[1] != v[2] {
+			add(v[0], v[1], v[2], fmt.Sprintf("%s is %s, the source says %s", v[0], v[2], v[1]))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, Finding{Kind: KubeEnv, Message: "kube-env differs from what gen renders (" + path + ") in comments or layout only: the autoscaler reads the same"})
+	}
+	return out
+}
+
+func pairs(m map[string]string) string {
+	var s []string
+	for _, k := range model.SortedKeys(m) {
+		s = append(s, k+"="+m[k])
+	}
+	return strings.Join(s, ",")
+}
+
+func checkScript(got *string, want []byte, path string) []Finding {
+	if got == nil {
+		return []Finding{{Kind: StartupScript, Message: "no startup-script metadata: new VMs never join"}}
+	}
+	if *got == string(want) {
+		return nil
+	}
+	d := diff.Diff("template startup-script", []byte(*got), path+" (generated)", want)
+	return []Finding{{Kind: StartupScript, Message: "startup-script differs from what gen renders (" + path + ")", Diff: string(d)}}
+}
+
+// checkAccelerators compares guestAccelerators with the group's GPU. The
+// autoscaler counts the nvidia-* entries as the template's nvidia.com/gpu.
+// Accelerator-optimized machine types come with their GPUs: an empty list
+// is fine there (nodegen declares them in kube-env's extended_resources).
+func checkAccelerators(g *model.NodeGroup, accs []AcceleratorConfig) []Finding {
+	got := map[string]int64{}
+	for _, a := range accs {
+		got[lastSegment(a.AcceleratorType)] += a.AcceleratorCount
+	}
+	want := map[string]int64{}
+	if g.GPU != nil {
+		want[g.GPU.Type] = int64(g.GPU.Count)
+		if info, ok := gce.Accelerator(g.GPU.Type); ok && info.Attach == gce.BuiltIn && len(got) == 0 {
+			return nil
+		}
+	}
+	if maps.Equal(got, want) {
+		return nil
+	}
+	str := func(m map[string]int64) string {
+		if len(m) == 0 {
+			return "none"
+		}
+		var s []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			s = append(s, fmt.Sprintf("%d × %s", m[k], k))
+		}
+		return strings.Join(s, ", ")
+	}
+	return []Finding{{Kind: GuestGPU, Want: str(want), Got: str(got),
+		Message: fmt.Sprintf("guestAccelerators %s, the source says %s", str(got), str(want))}}
+}
+
+// checkBootDisk compares the boot disk size: the autoscaler derives the
+// template node's ephemeral storage from it, and gives none without it.
+func checkBootDisk(g *model.NodeGroup, disks []AttachedDisk) []Finding {
+	for _, d := range disks {
+		if !d.Boot || d.InitializeParams == nil {
+			continue
+		}
+		if got := int64(d.InitializeParams.DiskSizeGb); got != int64(g.BootDiskSizeGb) {
+			return []Finding{{Kind: BootDisk, Want: strconv.Itoa(g.BootDiskSizeGb), Got: strconv.FormatInt(got, 10),
+				Message: fmt.Sprintf("boot disk %d GB, the source says %d GB", got, g.BootDiskSizeGb)}}
+		}
+		return nil
+	}
+	return []Finding{{Kind: BootDisk, Want: strconv.Itoa(g.BootDiskSizeGb),
+		Message: "no boot disk with initializeParams.diskSizeGb: the autoscaler gives the template node no ephemeral-storage"}}
+}
