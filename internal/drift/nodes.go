@@ -166,7 +166,7 @@ func CheckNodes(src *model.Source, nodes []corev1.Node, opts Options) (results [
 		switch {
 		case g != nil:
 			r.Group = g.Name
-			r.Findings = checkNode(src, g, n, ref, isGCE, opts)
+			r.Findings = append(r.Findings, checkNode(src, g, n, ref, isGCE, opts)...)
 		case hasLabel:
 			r.Findings = []Finding{{Kind: GroupRemoved, Key: model.GroupLabel, Got: label,
 				Message: fmt.Sprintf("labelled %s=%s, but the source has no node group %s (removed?)", model.GroupLabel, label, label)}}

@@ -74,6 +74,9 @@ func TestCheckNodesFixture(t *testing.T) {
 		t.Errorf("%d results, want %d", len(results), len(expectedFixture))
 	}
 	for _, r := range results {
+		if r.Findings == nil {
+			t.Errorf("%s: findings nil, want a list (JSON [])", r.Name)
+		}
 		want, ok := expectedFixture[r.Name]
 		if !ok {
 			t.Errorf("unexpected node %s", r.Name)

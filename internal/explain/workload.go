@@ -47,7 +47,9 @@ func (w *Workload) Pos() string { return w.File + ":" + strconv.Itoa(w.Line) }
 
 // Skipped is a document that holds no pod template (a Service, a ConfigMap…).
 type Skipped struct {
-	Kind, Name, Pos string
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	Pos  string `json:"source"` // file:line
 }
 
 // DecodeError is a problem with one document, positioned file:line:col.
