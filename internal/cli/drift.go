@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodegen/nodegen/internal/drift"
@@ -94,7 +94,7 @@ func driftCommand(s *streams) *cli.Command {
 				}
 				tmpls = append(tmpls, ts...)
 			}
-			var cs kubernetes.Interface
+			var cs *corev1client.CoreV1Client
 			var nodesData []byte
 			switch {
 			case kubeconfig != "":
@@ -102,7 +102,7 @@ func driftCommand(s *streams) *cli.Command {
 				if err != nil {
 					return fmt.Errorf("kubeconfig: %w", err)
 				}
-				if cs, err = kubernetes.NewForConfig(cfg); err != nil {
+				if cs, err = corev1client.NewForConfig(cfg); err != nil {
 					return fmt.Errorf("kubeconfig: %w", err)
 				}
 			case nodesFile != "":
@@ -121,7 +121,7 @@ func driftCommand(s *streams) *cli.Command {
 			)
 			switch {
 			case cs != nil:
-				if nodes, unmanaged, err = drift.CheckCluster(c.Context, model, cs, opts); err != nil {
+				if nodes, unmanaged, err = drift.CheckNodesOf(c.Context, model, cs, opts); err != nil {
 					return err
 				}
 			case nodesData != nil:

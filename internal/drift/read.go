@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	sigsjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -63,12 +64,13 @@ func ReadNodes(file string, data []byte) ([]corev1.Node, error) {
 // listPageSize is how many nodes ListNodes asks for at a time.
 var listPageSize int64 = 500
 
-// ListNodes lists every node of a cluster, page by page.
-func ListNodes(ctx context.Context, cs kubernetes.Interface) ([]corev1.Node, error) {
+// ListNodes lists every node of a cluster, page by page. It takes the
+// clientset's core/v1 client (cs.CoreV1()) or any other NodesGetter.
+func ListNodes(ctx context.Context, nodes corev1client.NodesGetter) ([]corev1.Node, error) {
 	var out []corev1.Node
 	opts := metav1.ListOptions{Limit: listPageSize}
 	for {
-		l, err := cs.CoreV1().Nodes().List(ctx, opts)
+		l, err := nodes.Nodes().List(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("listing nodes: %w", err)
 		}
@@ -83,10 +85,16 @@ func ListNodes(ctx context.Context, cs kubernetes.Interface) ([]corev1.Node, err
 // CheckCluster lists the nodes of a live cluster and compares them with the
 // source: ListNodes, then the same CheckNodes the --nodes file goes through.
 func CheckCluster(ctx context.Context, src *model.Source, cs kubernetes.Interface, opts Options) (results []NodeResult, unmanaged []string, err error) {
-	nodes, err := ListNodes(ctx, cs)
+	return CheckNodesOf(ctx, src, cs.CoreV1(), opts)
+}
+
+// CheckNodesOf is CheckCluster for a core/v1 client alone (the nodegen
+// binary uses it, to link no other API group's client).
+func CheckNodesOf(ctx context.Context, src *model.Source, nodes corev1client.NodesGetter, opts Options) (results []NodeResult, unmanaged []string, err error) {
+	list, err := ListNodes(ctx, nodes)
 	if err != nil {
 		return nil, nil, err
 	}
-	results, unmanaged = CheckNodes(src, nodes, opts)
+	results, unmanaged = CheckNodes(src, list, opts)
 	return results, unmanaged, nil
 }
