@@ -56,6 +56,9 @@ type Cluster struct {
 	JoinToken            JoinToken  `json:"joinToken"`
 	GCP                  GCP        `json:"gcp"`
 	Autoscaler           Autoscaler `json:"autoscaler"`
+	TaintRemover         struct {
+		Image string `json:"image"`
+	} `json:"taintRemover"`
 }
 
 // JoinToken says where the bootstrap token is read at boot.
