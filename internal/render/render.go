@@ -94,5 +94,8 @@ func All(src *model.Source) (Files, error) {
 	if err := Terraform(src, files); err != nil {
 		return nil, err
 	}
+	if err := Docs(src, files); err != nil {
+		return nil, err
+	}
 	return files, nil
 }
