@@ -58,6 +58,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			checkCommand(s),
 			vetCommand(s),
 			exportCommand(s),
+			docsCommand(s),
 		},
 	}
 	err := app.Run(append([]string{"nodegen"}, args...))
@@ -90,7 +91,7 @@ func exitCode(s *streams, err error, args []string) int {
 
 func isKnownCommand(name string) bool {
 	switch name {
-	case "gen", "check", "vet", "export", "help", "h":
+	case "gen", "check", "vet", "export", "docs", "help", "h":
 		return true
 	}
 	return false

@@ -45,6 +45,8 @@ type Source struct {
 	// Origins maps a node group to the source file that defines it,
 	// relative to the source's parent ("nodegroups/gpu-t4.cue").
 	Origins map[string]string `json:"-"`
+	// ClusterOrigin is the source file that defines the cluster, like Origins.
+	ClusterOrigin string `json:"-"`
 }
 
 // Cluster describes the hybrid cluster.
