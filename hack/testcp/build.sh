@@ -56,14 +56,23 @@ command -v go >/dev/null || die "go is not on PATH"
 
 work=""  # temporary wrapper modules
 stage="" # binaries being built; renamed to $final when complete
-child="" # PID of the go command running now
+child="" # PID and process group of the go command running now
+
+# Job control gives each background command its own process group, so that
+# cleanup can stop a go command together with the compilers it started.
+set -m
 
 cleanup() {
 	local rc=$?
 	if [[ -n $child ]]; then
-		# SIGINT lets the go command stop its compilers and remove its $WORK.
-		kill -INT "$child" 2>/dev/null || true
-		wait "$child" 2>/dev/null || true
+		# SIGTERM, as go build keeps building on SIGINT. Its $WORK folder is
+		# under $work (GOTMPDIR), so it is removed below.
+		kill -TERM -- "-$child" 2>/dev/null || true
+		for _ in {1..50}; do
+			kill -0 -- "-$child" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -KILL -- "-$child" 2>/dev/null || true
 	fi
 	[[ -z $work ]] || rm -rf "$work"
 	[[ -z $stage ]] || rm -rf "$stage"
@@ -91,6 +100,8 @@ mkdir -p "$cache_root"
 find "$cache_root" -mindepth 1 -maxdepth 1 -name '.tmp-*' -mmin +720 -exec rm -rf {} + 2>/dev/null || true
 stage="$(mktemp -d "$cache_root/.tmp-$name.XXXXXX")"
 work="$(mktemp -d "${TMPDIR:-/tmp}/nodegen-testcp.XXXXXX")"
+mkdir "$work/gotmp"
+export GOTMPDIR="$work/gotmp"
 
 log "building kube-apiserver $K8S_VERSION and etcd $ETCD_VERSION into $final ($(go env GOVERSION))"
 
@@ -150,10 +161,13 @@ got="$("$stage/etcd" --version)"
 [[ $got == *"etcd Version: ${ETCD_VERSION#v}"* ]] || die "etcd --version says '$got', want version ${ETCD_VERSION#v}"
 
 chmod 755 "$stage"
-rm -rf "$final"
-mv "$stage" "$final"
-stage=""
-[[ -x $final/kube-apiserver && -x $final/etcd ]] || die "$final is incomplete after the rename (another build running at the same time?)"
+if [[ ! -x $final/kube-apiserver || ! -x $final/etcd ]]; then
+	rm -rf "$final" # an incomplete folder left by hand, if any
+	# -T: fail rather than move into a folder that a concurrent build just made.
+	mv -T "$stage" "$final" 2>/dev/null && stage=""
+fi
+[[ -x $final/kube-apiserver && -x $final/etcd ]] || die "cannot rename $stage to $final"
+[[ -z $stage ]] || log "another build finished first; using its binaries"
 
 log "done in ${SECONDS}s: $(du -h "$final/kube-apiserver" | cut -f1) kube-apiserver, $(du -h "$final/etcd" | cut -f1) etcd"
 printf '%s\n' "$final"

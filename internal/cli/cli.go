@@ -58,6 +58,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			checkCommand(s),
 			vetCommand(s),
 			exportCommand(s),
+			docsCommand(s),
 			explainCommand(s),
 			driftCommand(s),
 		},
@@ -92,7 +93,7 @@ func exitCode(s *streams, err error, args []string) int {
 
 func isKnownCommand(name string) bool {
 	switch name {
-	case "gen", "check", "vet", "export", "explain", "drift", "help", "h":
+	case "gen", "check", "vet", "export", "docs", "explain", "drift", "help", "h":
 		return true
 	}
 	return false

@@ -45,6 +45,8 @@ type Source struct {
 	// Origins maps a node group to the source file that defines it,
 	// relative to the source's parent ("nodegroups/gpu-t4.cue").
 	Origins map[string]string `json:"-"`
+	// ClusterOrigin is the source file that defines the cluster, like Origins.
+	ClusterOrigin string `json:"-"`
 }
 
 // Cluster describes the hybrid cluster.
@@ -56,6 +58,9 @@ type Cluster struct {
 	JoinToken            JoinToken  `json:"joinToken"`
 	GCP                  GCP        `json:"gcp"`
 	Autoscaler           Autoscaler `json:"autoscaler"`
+	TaintRemover         struct {
+		Image string `json:"image"`
+	} `json:"taintRemover"`
 }
 
 // JoinToken says where the bootstrap token is read at boot.

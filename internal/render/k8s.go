@@ -24,9 +24,6 @@ import (
 const (
 	TaintRemoverNamespace = "kube-system"
 	TaintRemoverName      = "nodegen-taint-remover"
-	// DefaultTaintRemoverImage has bash and kubectl (docker.io/alpine/k8s,
-	// rebuilt for the newest Kubernetes minors).
-	DefaultTaintRemoverImage = "docker.io/alpine/k8s:1.34.2"
 	// ValidationsDir is where the GPU Operator's validator writes its status files.
 	ValidationsDir = "/run/nvidia/validations"
 )
@@ -90,7 +87,7 @@ func TaintRemoverObjects(src *model.Source) []runtime.Object {
 		},
 	}
 	for _, g := range GPUGroups(src) {
-		objs = append(objs, taintRemoverDaemonSet(g, labels))
+		objs = append(objs, taintRemoverDaemonSet(src.Cluster.TaintRemover.Image, g, labels))
 	}
 	return objs
 }
@@ -112,7 +109,7 @@ func Tolerations(taints []model.Taint) []corev1.Toleration {
 	return out
 }
 
-func taintRemoverDaemonSet(g *model.NodeGroup, common map[string]string) *appsv1.DaemonSet {
+func taintRemoverDaemonSet(image string, g *model.NodeGroup, common map[string]string) *appsv1.DaemonSet {
 	name := TaintRemoverDaemonSetName(g)
 	podLabels := map[string]string{"app.kubernetes.io/name": TaintRemoverName, "app.kubernetes.io/instance": name}
 	labels := map[string]string{"app.kubernetes.io/instance": name}
@@ -143,7 +140,7 @@ func taintRemoverDaemonSet(g *model.NodeGroup, common map[string]string) *appsv1
 					},
 					Containers: []corev1.Container{{
 						Name:    "taint-remover",
-						Image:   DefaultTaintRemoverImage,
+						Image:   image,
 						Command: []string{"bash", "/nodegen/taint-remover.sh"},
 						Env: []corev1.EnvVar{
 							{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},

@@ -91,5 +91,11 @@ func All(src *model.Source) (Files, error) {
 	if files[AutoscalerValuesPath], err = AutoscalerValues(src, header); err != nil {
 		return nil, err
 	}
+	if err := Terraform(src, files); err != nil {
+		return nil, err
+	}
+	if err := Docs(src, files); err != nil {
+		return nil, err
+	}
 	return files, nil
 }

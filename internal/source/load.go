@@ -93,6 +93,9 @@ func Load(dir string) (*Loaded, error) {
 			src.Origins[name] = src.Name + "/" + filepath.Base(p.Filename())
 		}
 	}
+	if p := l.Pos(cue.Str("cluster")); p.IsValid() {
+		src.ClusterOrigin = src.Name + "/" + filepath.Base(p.Filename())
+	}
 	l.Source = src
 	return l, nil
 }

@@ -81,7 +81,7 @@ type ControlPlane struct {
 	// APIServerLog and EtcdLog are the paths of the processes' output.
 	APIServerLog, EtcdLog string
 
-	admin     *User
+	admin     *User // set once the control plane is ready
 	client    *http.Client
 	kubeCache string
 	apiserver *process
@@ -534,7 +534,7 @@ func (cp *ControlPlane) get(rawURL string, auth bool) (int, string, error) {
 }
 
 func (cp *ControlPlane) cleanup(t testing.TB) {
-	if t.Failed() {
+	if t.Failed() && cp.admin != nil { // a failed Start already showed the logs
 		for _, p := range []*process{cp.apiserver, cp.etcd} {
 			if p != nil {
 				t.Logf("testcp: the test failed; last %d lines of %s:\n%s", logTailLines, p.log, p.tail(logTailLines))

@@ -48,6 +48,7 @@ func All(src *model.Source, files render.Files) error {
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 		}
 	}
+	errs = append(errs, Terraform(files))
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/schemadoc"
+)
+
+const docsDoc = `docs prints documentation as Markdown.
+
+With --schema it prints the reference of the source format: every field
+with its type, default and comment, read from the schema built into
+nodegen, so it always matches the binary. Without --schema it prints the
+node-group documentation of the source: what gen writes to
+out/docs/nodegroups.md.`
+
+func docsCommand(s *streams) *cli.Command {
+	f := &ioFlags{}
+	var schemaRef bool
+	return &cli.Command{
+		Name:        "docs",
+		Usage:       "print the source format reference (--schema) or the node-group docs",
+		Description: docsDoc,
+		Flags: []cli.Flag{
+			sourceFlag(f),
+			&cli.BoolFlag{Name: "schema", Usage: "print the reference of the source format (no source needed)", Destination: &schemaRef},
+		},
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			if schemaRef {
+				sch, err := schemadoc.Load()
+				if err != nil {
+					return err
+				}
+				_, err = s.out.Write(sch.Reference())
+				return err
+			}
+			_, files, err := loadAndRender(s, f.Source)
+			if err != nil {
+				return err
+			}
+			_, err = s.out.Write(files[render.DocsPath])
+			return err
+		},
+	}
+}

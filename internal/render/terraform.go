@@ -1,0 +1,451 @@
+package render
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// Terraform module paths, relative to the output directory. The module is
+// out/terraform; its metadata reads the kube-env and startup script from
+// out/gce/<group>/ with file(), so it must stay next to out/gce.
+const (
+	TerraformDir           = "terraform"
+	TerraformMainPath      = TerraformDir + "/main.tf"
+	TerraformVariablesPath = TerraformDir + "/variables.tf"
+	TerraformOutputsPath   = TerraformDir + "/outputs.tf"
+	TerraformVersionsPath  = TerraformDir + "/versions.tf"
+)
+
+// Terraform resource types nodegen writes.
+const (
+	TFInstanceTemplate = "google_compute_instance_template"
+	TFGroupManager     = "google_compute_instance_group_manager"
+)
+
+// TerraformGroupPath is the file holding a cloud group's instance template
+// and zonal MIGs.
+func TerraformGroupPath(group string) string { return TerraformDir + "/nodegroup-" + group + ".tf" }
+
+// TFName turns a GCE-style name (lower case, digits, '-') into a Terraform
+// resource name. Group names and zones contain no '_', so the result is
+// unique per input.
+func TFName(parts ...string) string {
+	return strings.ReplaceAll(strings.Join(parts, "_"), "-", "_")
+}
+
+// TerraformProviderConstraint is the google provider version constraint:
+// 5.0 is the first major release with the self_link_unique attribute and
+// the labels model nodegen relies on.
+const TerraformProviderConstraint = ">= 5.0"
+
+// DefaultServiceAccountScopes are the scopes the node VMs get unless the
+// module user sets service_account_scopes: Google recommends cloud-platform
+// with permissions granted through IAM roles.
+var DefaultServiceAccountScopes = []string{"cloud-platform"}
+
+// Terraform renders out/terraform into files: a module with one file per
+// cloud node group (instance template and zonal MIGs), the cluster's
+// project and region, its variables, outputs and provider requirements.
+// It writes nothing for onprem groups.
+func Terraform(src *model.Source, files Files) error {
+	header := func(origin string) string { return hashHeader(origin) }
+	main, err := terraformMain(src, header(src.Name))
+	if err != nil {
+		return err
+	}
+	files[TerraformMainPath] = main
+	files[TerraformVersionsPath] = terraformVersions(header(src.Name))
+	files[TerraformVariablesPath] = terraformVariables(src, header(src.Name))
+	files[TerraformOutputsPath] = terraformOutputs(src, header(src.Name))
+	for _, g := range src.Groups() {
+		if !g.Cloud() {
+			continue
+		}
+		origin := src.Origins[g.Name]
+		if origin == "" {
+			origin = src.Name
+		}
+		b, err := terraformGroup(src, g, header(origin))
+		if err != nil {
+			return fmt.Errorf("node group %s: terraform: %w", g.Name, err)
+		}
+		files[TerraformGroupPath(g.Name)] = b
+	}
+	return nil
+}
+
+// hclFile finishes a file: header, body, canonical formatting.
+func hclFile(header string, f *hclwrite.File) []byte {
+	return hclwrite.Format(append([]byte(header+"\n"), f.Bytes()...))
+}
+
+func comment(body *hclwrite.Body, lines ...string) {
+	for _, l := range lines {
+		body.AppendUnstructuredTokens(hclwrite.Tokens{{Type: hclsyntax.TokenComment, Bytes: []byte("# " + l + "\n")}})
+	}
+}
+
+func traversal(root string, attrs ...string) hcl.Traversal {
+	t := hcl.Traversal{hcl.TraverseRoot{Name: root}}
+	for _, a := range attrs {
+		t = append(t, hcl.TraverseAttr{Name: a})
+	}
+	return t
+}
+
+func ref(root string, attrs ...string) hclwrite.Tokens {
+	return hclwrite.TokensForTraversal(traversal(root, attrs...))
+}
+
+func strs(list []string) cty.Value {
+	if len(list) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	vals := make([]cty.Value, len(list))
+	for i, s := range list {
+		vals[i] = cty.StringVal(s)
+	}
+	return cty.ListVal(vals)
+}
+
+func terraformMain(src *model.Source, header string) ([]byte, error) {
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	comment(body,
+		"The project and region come from the source: the Cluster Autoscaler's",
+		"--nodes flags name these MIGs by project, zone and name, so they are",
+		"fixed here and not variables.")
+	locals := body.AppendNewBlock("locals", nil).Body()
+	locals.SetAttributeValue("project", cty.StringVal(src.Cluster.GCP.Project))
+	locals.SetAttributeValue("region", cty.StringVal(src.Cluster.GCP.Region))
+	return hclFile(header, f), nil
+}
+
+func terraformVersions(header string) []byte {
+	f := hclwrite.NewEmptyFile()
+	tf := f.Body().AppendNewBlock("terraform", nil).Body()
+	rp := tf.AppendNewBlock("required_providers", nil).Body()
+	rp.SetAttributeValue("google", cty.ObjectVal(map[string]cty.Value{
+		"source":  cty.StringVal("hashicorp/google"),
+		"version": cty.StringVal(TerraformProviderConstraint),
+	}))
+	return hclFile(header, f)
+}
+
+// terraformVariable is one input of the module.
+type terraformVariable struct {
+	name, doc string
+	typ       hclwrite.Tokens
+	def       *cty.Value // nil: required
+}
+
+func terraformVariables(src *model.Source, header string) []byte {
+	str := hclwrite.TokensForIdentifier("string")
+	listStr := hclwrite.TokensForFunctionCall("list", hclwrite.TokensForIdentifier("string"))
+	null := cty.NullVal(cty.String)
+	scopes := strs(DefaultServiceAccountScopes)
+	empty := cty.ListValEmpty(cty.String)
+	saDoc := "Email of the service account the node VMs run as."
+	if src.Cluster.JoinToken.SecretManager != nil {
+		saDoc += fmt.Sprintf(" The join script reads the bootstrap token with it: grant it roles/secretmanager.secretAccessor on the secret %s.", src.Cluster.JoinToken.SecretManager.Secret)
+	}
+	vars := []terraformVariable{
+		{name: "subnetwork", typ: str, doc: fmt.Sprintf("Subnetwork (name or self link) in %s for the nodes' network interface. It must reach the control plane %s over the VPN.", src.Cluster.GCP.Region, src.Cluster.ControlPlaneEndpoint)},
+		{name: "subnetwork_project", typ: str, def: &null, doc: fmt.Sprintf("Project of the subnetwork, for a Shared VPC; null means %s.", src.Cluster.GCP.Project)},
+		{name: "network", typ: str, def: &null, doc: "Network of the subnetwork; null lets Compute Engine infer it from the subnetwork."},
+		{name: "service_account_email", typ: str, doc: saDoc},
+		{name: "service_account_scopes", typ: listStr, def: &scopes, doc: "OAuth scopes of the node VMs' service account; grant permissions with IAM roles instead of narrowing scopes."},
+		{name: "network_tags", typ: listStr, def: &empty, doc: "Network tags of the node VMs, for firewall rules (e.g. the ones that let the VPN reach the kubelet)."},
+	}
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	for i, v := range vars {
+		if i > 0 {
+			body.AppendNewline()
+		}
+		b := body.AppendNewBlock("variable", []string{v.name}).Body()
+		b.SetAttributeValue("description", cty.StringVal(v.doc))
+		b.SetAttributeRaw("type", v.typ)
+		if v.def != nil {
+			b.SetAttributeValue("default", *v.def)
+		}
+	}
+	return hclFile(header, f)
+}
+
+func terraformOutputs(src *model.Source, header string) []byte {
+	var migs, templates []hclwrite.ObjectAttrTokens
+	for _, g := range src.Groups() {
+		if !g.Cloud() {
+			continue
+		}
+		templates = append(templates, hclwrite.ObjectAttrTokens{
+			Name:  hclwrite.TokensForValue(cty.StringVal(g.Name)),
+			Value: ref(TFInstanceTemplate, TFName(g.Name), "self_link_unique"),
+		})
+		for _, z := range g.Zones {
+			migs = append(migs, hclwrite.ObjectAttrTokens{
+				Name:  hclwrite.TokensForValue(cty.StringVal(src.Cluster.MIGName(g, z))),
+				Value: ref(TFGroupManager, TFName(g.Name, z), "instance_group"),
+			})
+		}
+	}
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	o := body.AppendNewBlock("output", []string{"instance_groups"}).Body()
+	o.SetAttributeValue("description", cty.StringVal("Instance-group URL of every MIG, by MIG name: the URLs the Cluster Autoscaler's --nodes flags name."))
+	o.SetAttributeRaw("value", hclwrite.TokensForObject(migs))
+	body.AppendNewline()
+	o = body.AppendNewBlock("output", []string{"instance_templates"}).Body()
+	o.SetAttributeValue("description", cty.StringVal("Current instance template of every cloud node group, by group name."))
+	o.SetAttributeRaw("value", hclwrite.TokensForObject(templates))
+	return hclFile(header, f)
+}
+
+// moduleFile is the expression file("${path.module}/<rel>").
+func moduleFile(rel string) hclwrite.Tokens {
+	tmpl := hclwrite.Tokens{
+		{Type: hclsyntax.TokenOQuote, Bytes: []byte(`"`)},
+		{Type: hclsyntax.TokenTemplateInterp, Bytes: []byte(`${`)},
+	}
+	tmpl = append(tmpl, ref("path", "module")...)
+	tmpl = append(tmpl,
+		&hclwrite.Token{Type: hclsyntax.TokenTemplateSeqEnd, Bytes: []byte(`}`)},
+		&hclwrite.Token{Type: hclsyntax.TokenQuotedLit, Bytes: []byte("/" + rel)},
+		&hclwrite.Token{Type: hclsyntax.TokenCQuote, Bytes: []byte(`"`)},
+	)
+	return hclwrite.TokensForFunctionCall("file", tmpl)
+}
+
+// safePathRE matches the artifact paths moduleFile may embed without
+// escaping (no quote, backslash, '$' or '%').
+var safePathRE = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
+
+// TerraformMetadataFiles maps each instance-template metadata key to the
+// generated file (relative to the output directory) it is read from.
+func TerraformMetadataFiles(g *model.NodeGroup) map[string]string {
+	return map[string]string{
+		"kube-env":       KubeEnvPath(g.Name),
+		"startup-script": StartupScriptPath(g.Name),
+	}
+}
+
+func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byte, error) {
+	c := &src.Cluster
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	what := g.Kind
+	if g.Description != "" {
+		what += ": " + g.Description
+	}
+	comment(body, fmt.Sprintf("Node group %s (%s).", g.Name, what))
+	if g.Autoscaled() {
+		comment(body, "The Cluster Autoscaler sizes its MIGs; Terraform only creates them.")
+	}
+
+	tmplName := TFName(g.Name)
+	t := body.AppendNewBlock("resource", []string{TFInstanceTemplate, tmplName}).Body()
+	t.SetAttributeRaw("project", ref("local", "project"))
+	t.SetAttributeRaw("region", ref("local", "region"))
+	t.SetAttributeValue("name_prefix", cty.StringVal(c.TemplatePrefix(g)))
+	t.SetAttributeValue("description", cty.StringVal(fmt.Sprintf("nodegen node group %s of cluster %s", g.Name, c.Name)))
+	t.SetAttributeValue("machine_type", cty.StringVal(g.MachineType))
+	t.SetAttributeValue("labels", cty.MapVal(stringMap(GCELabels(src, g))))
+	var meta []hclwrite.ObjectAttrTokens
+	for _, key := range model.SortedKeys(TerraformMetadataFiles(g)) {
+		p := TerraformMetadataFiles(g)[key]
+		if !safePathRE.MatchString(p) {
+			return nil, fmt.Errorf("artifact path %q cannot be embedded in HCL", p)
+		}
+		meta = append(meta, hclwrite.ObjectAttrTokens{
+			Name:  hclwrite.TokensForValue(cty.StringVal(key)),
+			Value: moduleFile("../" + p),
+		})
+	}
+	t.SetAttributeRaw("metadata", hclwrite.TokensForObject(meta))
+	t.SetAttributeRaw("tags", ref("var", "network_tags"))
+
+	t.AppendNewline()
+	disk := t.AppendNewBlock("disk", nil).Body()
+	disk.SetAttributeValue("source_image", cty.StringVal(g.Image))
+	disk.SetAttributeValue("disk_size_gb", cty.NumberIntVal(int64(g.BootDiskSizeGb)))
+	disk.SetAttributeValue("disk_type", cty.StringVal(g.BootDiskType))
+	disk.SetAttributeValue("boot", cty.True)
+	disk.SetAttributeValue("auto_delete", cty.True)
+
+	t.AppendNewline()
+	nic := t.AppendNewBlock("network_interface", nil).Body()
+	nic.SetAttributeRaw("network", ref("var", "network"))
+	nic.SetAttributeRaw("subnetwork", ref("var", "subnetwork"))
+	nic.SetAttributeRaw("subnetwork_project", hclwrite.TokensForFunctionCall("coalesce", ref("var", "subnetwork_project"), ref("local", "project")))
+
+	t.AppendNewline()
+	sa := t.AppendNewBlock("service_account", nil).Body()
+	sa.SetAttributeRaw("email", ref("var", "service_account_email"))
+	sa.SetAttributeRaw("scopes", ref("var", "service_account_scopes"))
+
+	if g.GPU != nil {
+		t.AppendNewline()
+		acc := t.AppendNewBlock("guest_accelerator", nil).Body()
+		acc.SetAttributeValue("type", cty.StringVal(g.GPU.Type))
+		acc.SetAttributeValue("count", cty.NumberIntVal(int64(g.GPU.Count)))
+	}
+	if s := schedulingOf(g); len(s) > 0 {
+		t.AppendNewline()
+		sb := t.AppendNewBlock("scheduling", nil).Body()
+		for _, kv := range s {
+			sb.SetAttributeValue(kv.name, kv.val)
+		}
+	}
+
+	t.AppendNewline()
+	lc := t.AppendNewBlock("lifecycle", nil).Body()
+	lc.SetAttributeValue("create_before_destroy", cty.True)
+
+	for _, z := range g.Zones {
+		body.AppendNewline()
+		m := body.AppendNewBlock("resource", []string{TFGroupManager, TFName(g.Name, z)}).Body()
+		m.SetAttributeRaw("project", ref("local", "project"))
+		m.SetAttributeValue("zone", cty.StringVal(z))
+		m.SetAttributeValue("name", cty.StringVal(c.MIGName(g, z)))
+		m.SetAttributeValue("base_instance_name", cty.StringVal(c.BaseInstanceName(g)))
+		size := g.Min
+		if !g.Autoscaled() {
+			size = g.Max
+		}
+		m.SetAttributeValue("target_size", cty.NumberIntVal(int64(size)))
+
+		m.AppendNewline()
+		v := m.AppendNewBlock("version", nil).Body()
+		v.SetAttributeValue("name", cty.StringVal(g.Name))
+		v.SetAttributeRaw("instance_template", ref(TFInstanceTemplate, tmplName, "self_link_unique"))
+
+		m.AppendNewline()
+		comment(m, "A new template applies to new VMs only: replacing a running node",
+			"would not drain it. Roll nodes deliberately (drain, then delete).")
+		up := m.AppendNewBlock("update_policy", nil).Body()
+		up.SetAttributeValue("type", cty.StringVal("OPPORTUNISTIC"))
+		up.SetAttributeValue("minimal_action", cty.StringVal("REPLACE"))
+
+		if g.Autoscaled() {
+			m.AppendNewline()
+			comment(m, "target_size is the initial size (min); the autoscaler owns it afterwards.")
+			lc := m.AppendNewBlock("lifecycle", nil).Body()
+			lc.SetAttributeRaw("ignore_changes", hclwrite.TokensForTuple([]hclwrite.Tokens{hclwrite.TokensForIdentifier("target_size")}))
+		}
+	}
+	return hclFile(header, f), nil
+}
+
+type hclAttr struct {
+	name string
+	val  cty.Value
+}
+
+// schedulingOf returns the scheduling block's attributes: GPU VMs cannot
+// live-migrate and must stop for host maintenance; Spot VMs must not
+// restart automatically.
+func schedulingOf(g *model.NodeGroup) []hclAttr {
+	gpu := g.GPU != nil
+	if m, ok := gce.MachineType(g.MachineType); ok && (m.HasBuiltInGPUs() || m.GPUFraction != "") {
+		gpu = true
+	}
+	switch {
+	case g.Spot:
+		return []hclAttr{
+			{"provisioning_model", cty.StringVal("SPOT")},
+			{"preemptible", cty.True},
+			{"automatic_restart", cty.False},
+			{"on_host_maintenance", cty.StringVal("TERMINATE")},
+		}
+	case gpu:
+		return []hclAttr{
+			{"on_host_maintenance", cty.StringVal("TERMINATE")},
+			{"automatic_restart", cty.True},
+		}
+	}
+	return nil
+}
+
+func stringMap(m map[string]string) map[string]cty.Value {
+	out := make(map[string]cty.Value, len(m))
+	for k, v := range m {
+		out[k] = cty.StringVal(v)
+	}
+	return out
+}
+
+// GCE label keys nodegen sets on every instance template.
+const (
+	GCELabelCluster   = "nodegen-cluster"
+	GCELabelNodeGroup = "nodegen-node-group"
+)
+
+// GCELabels returns the GCE labels of a group's instance template: the
+// cluster and group names, then the group's Kubernetes labels made valid
+// GCE labels (lower case; characters other than letters, digits, '_' and
+// '-' become '_'; keys start with a letter; at most 63 characters). A
+// Kubernetes label whose GCE key collides with one already taken is left
+// out. GCE labels are for billing and inventory: the autoscaler does not
+// read them, and the node's Kubernetes labels come from kube-env and the
+// join script.
+func GCELabels(src *model.Source, g *model.NodeGroup) map[string]string {
+	out := map[string]string{
+		GCELabelCluster:   GCELabelValue(src.Cluster.Name),
+		GCELabelNodeGroup: GCELabelValue(g.Name),
+	}
+	for _, k := range model.SortedKeys(g.Labels) {
+		key := GCELabelKey(k)
+		if _, taken := out[key]; taken {
+			continue
+		}
+		out[key] = GCELabelValue(g.Labels[k])
+	}
+	return out
+}
+
+// GCELabelMax is the longest GCE label key or value.
+const GCELabelMax = 63
+
+func gceLabelChars(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// GCELabelKey turns a Kubernetes label key into a GCE label key.
+func GCELabelKey(k string) string {
+	s := gceLabelChars(k)
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		s = "k" + s
+	}
+	if len(s) > GCELabelMax {
+		s = s[:GCELabelMax]
+	}
+	return s
+}
+
+// GCELabelValue turns a Kubernetes label value into a GCE label value.
+func GCELabelValue(v string) string {
+	s := gceLabelChars(v)
+	if len(s) > GCELabelMax {
+		s = s[:GCELabelMax]
+	}
+	return s
+}

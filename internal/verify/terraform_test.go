@@ -1,0 +1,28 @@
+package verify_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/verify"
+)
+
+func TestTerraform(t *testing.T) {
+	_, files := testsrc.Example(t)
+	if err := verify.Terraform(files); err != nil {
+		t.Fatalf("the example's module: %v", err)
+	}
+	cases := map[string]string{
+		"invalid HCL":   "locals {\n  a = \n}\n",
+		"non-canonical": "locals {\n  a=1\n}\n",
+	}
+	for name, body := range cases {
+		bad := render.Files{render.TerraformMainPath: []byte(body)}
+		err := verify.Terraform(bad)
+		if err == nil || !strings.Contains(err.Error(), render.TerraformMainPath) {
+			t.Errorf("%s: error %v, want one naming %s", name, err, render.TerraformMainPath)
+		}
+	}
+}
