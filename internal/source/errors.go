@@ -33,6 +33,7 @@ const (
 	fmtNotAllowed  = "field not allowed"
 	fmtUnresolved  = "unresolved disjunction %v (type %s)"
 	fmtMismatch    = "conflicting values %s and %s (mismatched types %s and %s)"
+	fmtBound       = "invalid value %v (out of bound %s)"
 )
 
 // addErr turns CUE errors into findings. Errors about one value are
@@ -226,6 +227,21 @@ func (l *Loaded) addFinding(e cueErr) {
 				}
 			}
 		}
+	case e.format == fmtBound && len(e.path) == 3 && e.path[0] == "nodeGroups" && e.path[2] == "name" &&
+		!l.user.LookupPath(cue.MakePath(sels...)).Exists():
+		// The name comes from the key: report the key.
+		e.path = e.path[:2]
+		msg = fmt.Sprintf("invalid node group name %v: it must be a lower-case RFC 1035 label (a-z, 0-9 and '-', starting with a letter), since it becomes part of GCE names", e.args[0])
+		pos = l.KeyPos(sels[:2]...)
+	case e.format == fmtBound && len(e.args) == 2 && strings.HasPrefix(fmt.Sprint(e.args[1]), "=~"):
+		// A pattern says little to a person: add what the field is.
+		field := sels
+		if n := len(field); n > 0 && field[n-1].Type() == cue.IndexLabel {
+			field = field[:n-1]
+		}
+		if doc := l.doc(field); doc != "" {
+			msg += "; expected: " + doc
+		}
 	case len(e.path) == 3 && e.path[0] == "nodeGroups" && e.path[2] == "name" && e.pos.IsValid():
 		msg = fmt.Sprintf("a node group's name is its key in nodeGroups (%s); remove this field", e.path[1])
 	case e.format == fmtIncomplete && !pos.IsValid() && l.user.Exists():
@@ -244,6 +260,16 @@ func (l *Loaded) addFinding(e cueErr) {
 		if n > 1 {
 			pos = l.KeyPos(sels[:n-1]...)
 		}
+	case e.format == fmtNotAllowed && len(sels) > 0 && l.kindMissing(sels[:len(sels)-1]) &&
+		l.schemaAt(sels[:len(sels)-1]).Allows(sels[len(sels)-1]):
+		// A field of a kind the user did not name: the kind is missing.
+		parent := sels[:len(sels)-1]
+		e.path = append(e.path[:len(parent):len(parent)], "kind")
+		msg = "required field is missing"
+		if doc := l.doc(append(parent[:len(parent):len(parent)], cue.Str("kind"))); doc != "" {
+			msg += " (" + doc + ")"
+		}
+		pos = l.KeyPos(parent...)
 	case e.format == fmtNotAllowed:
 		if len(sels) > 0 {
 			msg = l.notAllowed(sels[:len(sels)-1], sels[len(sels)-1])

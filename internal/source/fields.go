@@ -44,20 +44,42 @@ func (l *Loaded) schemaAt(path []cue.Selector) cue.Value {
 }
 
 // withKind resolves a schema struct that has a kind discriminator with the
-// kind the user wrote at path, when it is one the schema accepts.
+// kind the user wrote at path. When the user wrote none, or one the schema
+// does not accept, it resolves it with the kind that declares the most
+// fields, so that no field the user may have meant is taken for unknown.
 func (l *Loaded) withKind(s cue.Value, path []cue.Selector) cue.Value {
 	kp := cue.MakePath(cue.Str("kind"))
-	if !s.LookupPath(kp).Exists() || !l.user.Exists() {
+	kv := s.LookupPath(kp)
+	if !kv.Exists() || !l.user.Exists() {
 		return s
 	}
 	kind := l.user.LookupPath(cue.MakePath(append(path[:len(path):len(path)], cue.Str("kind"))...))
-	if _, err := kind.String(); err != nil {
-		return s
+	if _, err := kind.String(); err == nil {
+		if r := s.FillPath(kp, kind); r.LookupPath(kp).Err() == nil {
+			return r
+		}
 	}
-	if r := s.FillPath(kp, kind); r.LookupPath(kp).Err() == nil {
-		return r
+	best, most := s, len(fieldNames(s))
+	if op, alts := kv.Expr(); op == cue.OrOp {
+		for _, alt := range alts {
+			if _, err := alt.String(); err != nil {
+				continue
+			}
+			r := s.FillPath(kp, alt)
+			if n := len(fieldNames(r)); n > most {
+				best, most = r, n
+			}
+		}
 	}
-	return s
+	return best
+}
+
+// kindMissing reports whether the struct at path has a kind discriminator
+// the user did not write.
+func (l *Loaded) kindMissing(path []cue.Selector) bool {
+	kind := cue.Str("kind")
+	return l.user.Exists() && l.schemaAt(path).LookupPath(cue.MakePath(kind)).Exists() &&
+		!l.user.LookupPath(cue.MakePath(append(path[:len(path):len(path)], kind)...)).Exists()
 }
 
 // fieldNames lists the fields a schema struct declares, optional ones
