@@ -317,15 +317,24 @@ func (c *checker) names(g *model.NodeGroup, base []cue.Selector) {
 			c.at(join(base, "zones", i), "zone %s is not in region %s", z, region)
 		}
 	}
-	// GCE names: MIG <cluster>-<group>-<zone> ≤ 63; base instance name ≤ 58.
+	// GCE names: MIG <cluster>-<group>-<zone> ≤ 63; base instance name ≤ 58;
+	// instance template name_prefix <cluster>-<group>- ≤ 54. One finding
+	// for all: the fix is the same.
+	var long []string
 	for _, z := range g.Zones {
 		if n := cl.MIGName(g, z); len(n) > 63 {
-			c.atKey(base, "MIG name %s is %d characters; GCE allows 63: shorten the cluster or group name", n, len(n))
+			long = append(long, fmt.Sprintf("MIG name %s is %d characters (GCE allows 63)", n, len(n)))
 			break
 		}
 	}
 	if n := cl.BaseInstanceName(g); len(n) > 58 {
-		c.atKey(base, "base instance name %s is %d characters; GCE allows 58", n, len(n))
+		long = append(long, fmt.Sprintf("base instance name %s is %d characters (GCE allows 58)", n, len(n)))
+	}
+	if n := cl.TemplatePrefix(g); len(n) > 54 {
+		long = append(long, fmt.Sprintf("instance template name prefix %s is %d characters (Terraform's name_prefix allows 54)", n, len(n)))
+	}
+	if len(long) > 0 {
+		c.atKey(base, "%s: shorten the cluster or group name", strings.Join(long, "; "))
 	}
 }
 
