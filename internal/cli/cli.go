@@ -123,13 +123,17 @@ func noArgs(c *cli.Context) error {
 // loadAndRender loads, validates, renders and verifies; findings are
 // printed to s.err and reported as errFindings.
 func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) {
-	src, err := loadValid(s, dir)
+	l, err := loadValid(s, dir)
 	if err != nil {
 		return nil, nil, err
 	}
+	src := l.Source
 	files, err := render.All(src)
 	if err != nil {
 		return nil, nil, fmt.Errorf("render: %w", err)
+	}
+	if list := validate.Artifacts(src, files, l); len(list) > 0 {
+		return nil, nil, printFindings(s, list)
 	}
 	if err := verify.All(src, files); err != nil {
 		return nil, nil, fmt.Errorf("internal error: a rendered artifact failed verification: %w", err)
@@ -137,21 +141,23 @@ func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) 
 	return src, files, nil
 }
 
-// loadValid loads and validates the source.
-func loadValid(s *streams, dir string) (*model.Source, error) {
-	cwd, _ := os.Getwd()
-	l, err := source.Load(dir)
+// loadValid loads and validates the source, reporting every problem.
+func loadValid(s *streams, dir string) (*source.Loaded, error) {
+	l, err := validate.Load(dir)
 	if err != nil {
 		var list diag.List
 		if errors.As(err, &list) {
-			list.Print(s.err, cwd)
-			return nil, errFindings
+			return nil, printFindings(s, list)
 		}
 		return nil, err
 	}
-	if list := validate.Source(l.Source, l); len(list) > 0 {
-		list.Print(s.err, cwd)
-		return nil, errFindings
-	}
-	return l.Source, nil
+	return l, nil
+}
+
+// printFindings prints findings with paths relative to the working
+// directory and returns errFindings.
+func printFindings(s *streams, list diag.List) error {
+	cwd, _ := os.Getwd()
+	list.Print(s.err, cwd)
+	return errFindings
 }

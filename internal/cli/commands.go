@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/urfave/cli/v2"
@@ -36,14 +37,7 @@ func genCommand(s *streams) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if stage := os.Getenv("NODEGEN_FAILPOINT"); stage != "" {
-				outdir.FailPoint = func(at string) error {
-					if at == stage {
-						return fmt.Errorf("failpoint %s", at)
-					}
-					return nil
-				}
-			}
+			setFailPoint(os.Getenv("NODEGEN_FAILPOINT"))
 			r, err := outdir.Write(f.Out, files)
 			if err != nil {
 				return err
@@ -56,6 +50,29 @@ func genCommand(s *streams) *cli.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// setFailPoint arms outdir's failure injection for tests: spec is a stage
+// of outdir.Write ("mid-tree", "before-swap", "after-swap") where the
+// write fails, or "<stage>:kill" to have the process SIGKILL itself
+// there, as a crash would.
+func setFailPoint(spec string) {
+	if spec == "" {
+		return
+	}
+	stage, kill := strings.CutSuffix(spec, ":kill")
+	outdir.FailPoint = func(at string) error {
+		if at != stage {
+			return nil
+		}
+		if kill {
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				p.Kill()
+				select {} // wait for the signal
+			}
+		}
+		return fmt.Errorf("failpoint %s", at)
 	}
 }
 

@@ -1,9 +1,12 @@
 package cli_test
 
 import (
+	"errors"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -29,6 +32,7 @@ func TestScript(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode},
 		Setup: func(env *testscript.Env) error {
 			dst := filepath.Join(env.WorkDir, "nodegroups")
 			if _, err := os.Stat(dst); err == nil {
@@ -53,4 +57,28 @@ func TestScript(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// exitCode implements "exitcode CODE program [args...]": run the program
+// like exec does (its stdout and stderr are then checked as usual) and
+// fail unless it exits with CODE.
+func exitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode CODE program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: bad code %q", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
 }

@@ -97,13 +97,27 @@ func Path(labels ...string) string {
 		if i > 0 {
 			b.WriteByte('.')
 		}
-		if isIdent(l) || strings.HasPrefix(l, "\"") || strings.HasPrefix(l, "[") {
+		if isIdent(l) || isIndex(l) || strings.HasPrefix(l, "\"") || strings.HasPrefix(l, "[") {
 			b.WriteString(l)
 		} else {
 			fmt.Fprintf(&b, "%q", l)
 		}
 	}
 	return b.String()
+}
+
+// isIndex reports whether a label is a list index, written bare as CUE
+// writes it in error paths (taints.0.key).
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func isIdent(s string) bool {

@@ -47,14 +47,30 @@ type Report struct {
 func (r Report) Clean() bool { return len(r.Changes) == 0 }
 
 // Compare reads dir and compares it with files. A missing dir is empty.
+// It holds a shared lock on dir's parent while it reads, so that it sees
+// the tree before or after a concurrent Write, never a mix.
 func Compare(dir string, files render.Files) (Report, error) {
+	dir = filepath.Clean(dir)
+	unlock, err := lock(filepath.Dir(dir), false)
+	switch {
+	case err == nil:
+		defer unlock()
+	case !errors.Is(err, fs.ErrNotExist): // no parent: nothing to read
+		return Report{}, err
+	}
+	r, _, err := compareTree(dir, files)
+	return r, err
+}
+
+// compareTree is Compare without the lock; it also returns the tree read.
+func compareTree(dir string, files render.Files) (Report, *tree, error) {
 	var r Report
-	onDisk, err := scan(dir)
+	t, err := scan(dir)
 	if err != nil {
-		return r, err
+		return r, nil, err
 	}
 	for _, p := range files.Paths() {
-		old, ok := onDisk[p]
+		old, ok := t.files[p]
 		switch {
 		case !ok:
 			r.Changes = append(r.Changes, Change{Path: p, Kind: Added, New: files[p]})
@@ -62,23 +78,36 @@ func Compare(dir string, files render.Files) (Report, error) {
 			r.Changes = append(r.Changes, Change{Path: p, Kind: Modified, Old: old, New: files[p]})
 		}
 	}
-	for _, p := range sortedKeys(onDisk) {
+	for _, p := range sortedKeys(t.files) {
 		if _, ok := files[p]; ok {
 			continue
 		}
-		if render.IsGenerated(onDisk[p]) {
-			r.Changes = append(r.Changes, Change{Path: p, Kind: Removed, Old: onDisk[p]})
+		if render.IsGenerated(t.files[p]) {
+			r.Changes = append(r.Changes, Change{Path: p, Kind: Removed, Old: t.files[p]})
 		} else {
 			r.Foreign = append(r.Foreign, p)
 		}
 	}
+	r.Foreign = append(r.Foreign, t.special...)
+	slices.Sort(r.Foreign)
 	slices.SortFunc(r.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
-	return r, nil
+	return r, t, nil
 }
 
-// scan reads every regular file below dir.
-func scan(dir string) (map[string][]byte, error) {
-	out := map[string][]byte{}
+// tree is what scan finds in a directory.
+type tree struct {
+	files map[string][]byte // regular files
+	// special are entries that are neither regular files nor directories
+	// (symbolic links, ...): never nodegen's, always kept.
+	special []string
+	// emptyDirs are directories without entries, with their modes: kept,
+	// since a person made them.
+	emptyDirs map[string]fs.FileMode
+}
+
+// scan reads every entry below dir.
+func scan(dir string) (*tree, error) {
+	t := &tree{files: map[string][]byte{}, emptyDirs: map[string]fs.FileMode{}}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path == dir {
@@ -86,24 +115,42 @@ func scan(dir string) (map[string][]byte, error) {
 			}
 			return err
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
 		rel, err := filepath.Rel(dir, path)
 		if err != nil {
 			return err
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			if path == dir {
+				return nil
+			}
+			entries, err := os.ReadDir(path)
+			if err != nil {
+				return err
+			}
+			if len(entries) == 0 {
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				t.emptyDirs[rel] = info.Mode().Perm()
+			}
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			t.files[rel] = b
+		default:
+			t.special = append(t.special, rel)
 		}
-		out[filepath.ToSlash(rel)] = b
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", dir, err)
 	}
-	return out, nil
+	return t, nil
 }
 
 func sortedKeys(m map[string][]byte) []string {

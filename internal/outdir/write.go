@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -37,7 +38,7 @@ func Write(dir string, files render.Files) (Report, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return Report{}, err
 	}
-	unlock, err := lock(parent)
+	unlock, err := lock(parent, true)
 	if err != nil {
 		return Report{}, err
 	}
@@ -51,14 +52,14 @@ func Write(dir string, files render.Files) (Report, error) {
 		}
 	}
 
-	r, err := Compare(dir, files)
+	r, old, err := compareTree(dir, files)
 	if err != nil {
 		return r, err
 	}
 	if r.Clean() {
 		return r, nil
 	}
-	if err := buildTree(dir, staging, files, r); err != nil {
+	if err := buildTree(dir, staging, files, r, old); err != nil {
 		os.RemoveAll(staging)
 		return r, err
 	}
@@ -83,8 +84,10 @@ func sibling(dir, what string) string {
 	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".nodegen-"+what)
 }
 
-// buildTree creates the new tree at staging.
-func buildTree(dir, staging string, files render.Files, r Report) error {
+// buildTree creates the new tree at staging: the rendered files, and
+// everything of the old tree that is not nodegen's (foreign files, links,
+// empty directories).
+func buildTree(dir, staging string, files render.Files, r Report, old *tree) error {
 	changed := map[string]bool{}
 	for _, c := range r.Changes {
 		changed[c.Path] = true
@@ -110,6 +113,14 @@ func buildTree(dir, staging string, files render.Files, r Report) error {
 			if err := failAt("mid-tree"); err != nil {
 				return err
 			}
+		}
+	}
+	for _, p := range model.SortedKeys(old.emptyDirs) {
+		if err := os.MkdirAll(filepath.Join(staging, filepath.FromSlash(p)), 0o755); err != nil {
+			return err
+		}
+		if err := os.Chmod(filepath.Join(staging, filepath.FromSlash(p)), old.emptyDirs[p]); err != nil {
+			return err
 		}
 	}
 	return syncDir(staging)
@@ -165,14 +176,18 @@ func syncDir(dir string) error {
 	return f.Sync()
 }
 
-// lock takes an exclusive flock on dir (a directory: no lock file is left
-// behind) and returns its release.
-func lock(dir string) (func(), error) {
+// lock takes a flock on dir (a directory: no lock file is left behind),
+// exclusive for a writer, shared for a reader, and returns its release.
+func lock(dir string, exclusive bool) (func(), error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", dir, err)
 	}

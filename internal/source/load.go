@@ -14,8 +14,8 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
-	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
 
 	"github.com/nodegen/nodegen/internal/diag"
@@ -25,24 +25,67 @@ import (
 
 // Loaded is an evaluated source.
 type Loaded struct {
-	// Source is the decoded and resolved model.
+	// Source is the decoded and resolved model. When the source has
+	// problems (Findings is not empty), it holds only what decoded: see
+	// Broken for what is missing.
 	Source *model.Source
 	// Dir is the source directory as given.
 	Dir string
 	// Files are the .cue files of the source, relative to Dir, sorted.
 	Files []string
+	// Syntax holds the parsed files (those that parse), with comments, for
+	// checks on what the user wrote rather than on what it evaluates to.
+	Syntax []*ast.File
 	// Value is the unified value (schema and data).
 	Value cue.Value
+	// Findings are the problems CUE found: syntax errors, values the
+	// schema rejects, unknown fields, missing fields.
+	Findings diag.List
+	// Broken says which parts of the source did not decode because of
+	// Findings; checks on the decoded model must skip them.
+	Broken Broken
+
 	// user is the value of the user's files alone; its positions point at
 	// what the user wrote.
 	user cue.Value
+	// schema is the schema's #Source.
+	schema cue.Value
 }
+
+// Broken lists the parts of a source that did not decode.
+type Broken struct {
+	// All is set when nothing could be evaluated (a syntax error, an
+	// unresolved reference): Source is empty.
+	All bool
+	// Cluster is set when the cluster did not decode.
+	Cluster bool
+	// Groups are the node groups that did not decode.
+	Groups map[string]bool
+}
+
+// Any reports whether any part of the source is missing from the model.
+func (b Broken) Any() bool { return b.All || b.Cluster || len(b.Groups) > 0 }
 
 // Load reads every .cue file in dir (not its subdirectories), unifies the
 // files with the schema's #Source, checks that the result is concrete and
 // decodes it. Problems in the source are returned as a diag.List; other
 // errors (an unreadable directory) as plain errors.
 func Load(dir string) (*Loaded, error) {
+	l, err := Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.Findings) > 0 {
+		return nil, l.Findings.Sorted()
+	}
+	return l, nil
+}
+
+// Open is Load without giving up at the first problem: it reports every
+// problem CUE finds in l.Findings and decodes what it can (the cluster and
+// each node group on their own), so that further checks can run on the
+// parts that are valid. Only I/O errors are returned as errors.
+func Open(dir string) (*Loaded, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading source: %w", err)
@@ -61,32 +104,96 @@ func Load(dir string) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	l := &Loaded{Dir: dir, Files: files, Source: &model.Source{NodeGroups: map[string]*model.NodeGroup{}}}
+	l.Source.Name = filepath.Base(absDir)
+
+	// Parse every file on its own, so that a syntax error in one file
+	// does not hide the others from the checks that read the syntax.
+	for _, name := range files {
+		b, err := os.ReadFile(filepath.Join(absDir, name))
+		if err != nil {
+			return nil, fmt.Errorf("reading source: %w", err)
+		}
+		f, err := parser.ParseFile(filepath.Join(absDir, name), b, parser.ParseComments)
+		if err != nil {
+			l.addErr(err)
+			continue
+		}
+		l.Syntax = append(l.Syntax, f)
+	}
+	if len(l.Findings) > 0 {
+		l.Broken.All = true
+		return l, nil
+	}
 
 	ctx := cuecontext.New()
-	insts := load.Instances(files, &load.Config{Dir: absDir})
-	inst := insts[0]
-	if inst.Err != nil {
-		return nil, toList(inst.Err, nil)
-	}
-	user := ctx.BuildInstance(inst)
-	if err := user.Err(); err != nil {
-		return nil, toList(err, nil)
-	}
 	sch := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
 	if err := sch.Err(); err != nil {
 		return nil, fmt.Errorf("internal error: schema: %w", err)
 	}
-	v := sch.LookupPath(cue.MakePath(cue.Def("Source"))).Unify(user)
-	l := &Loaded{Dir: dir, Files: files, Value: v, user: user}
-	if err := v.Validate(cue.Concrete(true), cue.Final()); err != nil {
-		return nil, toList(err, l)
+	l.schema = sch.LookupPath(cue.MakePath(cue.Def("Source")))
+
+	inst := load.Instances(files, &load.Config{Dir: absDir})[0]
+	if inst.Err != nil {
+		l.addErr(inst.Err)
+		l.Broken.All = true
+		return l, nil
 	}
-	src := &model.Source{}
-	if err := v.Decode(src); err != nil {
-		return nil, toList(err, l)
+	l.user = ctx.BuildInstance(inst)
+	if err := l.user.Err(); err != nil {
+		l.addErr(err)
+		l.Broken.All = true
+		return l, nil
+	}
+	l.Value = l.schema.Unify(l.user)
+	if err := l.Value.Validate(cue.Concrete(true), cue.Final()); err != nil {
+		l.addErr(err)
+	}
+	l.addUnknownFields()
+	l.decode()
+	return l, nil
+}
+
+// decode fills l.Source: all of it when CUE found no problem, otherwise
+// the cluster and each node group that has no problem of its own.
+func (l *Loaded) decode() {
+	src := l.Source
+	if len(l.Findings) == 0 {
+		if err := l.Value.Decode(src); err != nil {
+			l.addErr(err)
+			l.Broken.All = true
+			return
+		}
+	} else {
+		l.Broken.Groups = map[string]bool{}
+		broken := map[string]bool{}
+		for _, f := range l.Findings {
+			broken[f.Path] = true
+		}
+		under := func(prefix string) bool {
+			for p := range broken {
+				if p == prefix || strings.HasPrefix(p, prefix+".") {
+					return true
+				}
+			}
+			return false
+		}
+		if under("cluster") || l.Value.LookupPath(cue.ParsePath("cluster")).Decode(&src.Cluster) != nil {
+			l.Broken.Cluster = true
+		}
+		iter, err := l.user.LookupPath(cue.ParsePath("nodeGroups")).Fields()
+		for err == nil && iter.Next() {
+			name := iter.Selector().Unquoted()
+			p := cue.MakePath(cue.Str("nodeGroups"), cue.Str(name))
+			g := &model.NodeGroup{}
+			if under(diag.Path("nodeGroups", name)) || l.Value.LookupPath(p).Decode(g) != nil {
+				l.Broken.Groups[name] = true
+				continue
+			}
+			src.NodeGroups[name] = g
+		}
 	}
 	src.Resolve()
-	src.Name = filepath.Base(absDir)
 	src.Origins = map[string]string{}
 	for name := range src.NodeGroups {
 		if p := l.Pos(cue.Str("nodeGroups"), cue.Str(name)); p.IsValid() {
@@ -96,14 +203,15 @@ func Load(dir string) (*Loaded, error) {
 	if p := l.Pos(cue.Str("cluster")); p.IsValid() {
 		src.ClusterOrigin = src.Name + "/" + filepath.Base(p.Filename())
 	}
-	l.Source = src
-	return l, nil
 }
 
 // Pos returns the position of the value at path (CUE selectors) in the
 // user's files, walking up to the nearest ancestor the user wrote when
 // the value itself comes from the schema (a default).
 func (l *Loaded) Pos(sels ...cue.Selector) token.Pos {
+	if !l.user.Exists() {
+		return token.NoPos
+	}
 	for n := len(sels); n >= 0; n-- {
 		v := l.user.LookupPath(cue.MakePath(sels[:n]...))
 		if !v.Exists() {
@@ -119,6 +227,9 @@ func (l *Loaded) Pos(sels ...cue.Selector) token.Pos {
 // KeyPos returns the position of the label of the field at path, for
 // findings about a key (a label key, a group name).
 func (l *Loaded) KeyPos(sels ...cue.Selector) token.Pos {
+	if !l.user.Exists() {
+		return token.NoPos
+	}
 	v := l.user.LookupPath(cue.MakePath(sels...))
 	if !v.Exists() {
 		return l.Pos(sels...)
@@ -136,56 +247,6 @@ func userPos(v cue.Value) token.Pos {
 		return f.Value.Pos()
 	}
 	return v.Pos()
-}
-
-// toList turns CUE errors into findings, preferring a position in the
-// user's files over one in the schema.
-func toList(err error, l *Loaded) diag.List {
-	var out diag.List
-	for _, e := range cueerrors.Errors(err) {
-		format, args := e.Msg()
-		path := e.Path()
-		pos := pickPos(e)
-		if !pos.IsValid() && l != nil && len(path) > 0 {
-			pos = l.Pos(selectors(path)...)
-		}
-		out = append(out, diag.Finding{Pos: pos, Path: diag.Path(path...), Msg: fmt.Sprintf(format, args...)})
-	}
-	if len(out) == 0 {
-		out = append(out, diag.Finding{Msg: err.Error()})
-	}
-	return out
-}
-
-func pickPos(e cueerrors.Error) token.Pos {
-	var all []token.Pos
-	if p := e.Position(); p.IsValid() {
-		all = append(all, p)
-	}
-	all = append(all, e.InputPositions()...)
-	for _, p := range all {
-		if p.IsValid() && p.Filename() != schema.Filename {
-			return p
-		}
-	}
-	if len(all) > 0 {
-		return all[0]
-	}
-	return token.NoPos
-}
-
-// selectors turns error path labels back into selectors.
-func selectors(path []string) []cue.Selector {
-	var out []cue.Selector
-	for _, p := range path {
-		s := cue.ParsePath(p).Selectors()
-		if len(s) == 1 {
-			out = append(out, s[0])
-		} else {
-			out = append(out, cue.Str(p))
-		}
-	}
-	return out
 }
 
 // IsSourceError reports whether err is a list of findings about the source

@@ -5,16 +5,25 @@
 package validate
 
 import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/source"
 )
 
 // Positioner finds where a value was written.
@@ -23,19 +32,64 @@ type Positioner interface {
 	KeyPos(sels ...cue.Selector) token.Pos
 }
 
-type checker struct {
-	src  *model.Source
-	pos  Positioner
-	list diag.List
+// Load loads the source in dir and checks it completely: every problem
+// CUE finds, secrets and duplicate node groups in the files, and the Go
+// rules on every part of the source that decoded. Problems come back as
+// one sorted diag.List; only I/O errors are plain errors.
+func Load(dir string) (*source.Loaded, error) {
+	l, err := source.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	// A secret is the problem to report about the value that holds it,
+	// whatever else is wrong with that value.
+	secrets := Secrets(l.Syntax)
+	hasSecret := map[string]bool{}
+	for _, f := range secrets {
+		hasSecret[f.Path] = true
+	}
+	var list diag.List
+	for _, f := range l.Findings {
+		if !hasSecret[f.Path] {
+			list = append(list, f)
+		}
+	}
+	list = append(list, secrets...)
+	list = append(list, DuplicateGroups(l.Syntax)...)
+	if !l.Broken.All {
+		list = append(list, check(l.Source, l, l.Broken)...)
+	}
+	if len(list) > 0 {
+		return nil, list.Sorted()
+	}
+	return l, nil
 }
 
-// Source checks src and returns every finding.
+type checker struct {
+	src    *model.Source
+	pos    Positioner
+	broken source.Broken
+	list   diag.List
+}
+
+// Source checks a complete, decoded source and returns every finding.
 func Source(src *model.Source, pos Positioner) diag.List {
-	c := &checker{src: src, pos: pos}
-	c.cluster()
+	return check(src, pos, source.Broken{})
+}
+
+// check checks src, skipping what broken says did not decode.
+func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
+	c := &checker{src: src, pos: pos, broken: broken}
+	if !broken.Cluster {
+		c.cluster()
+	}
 	for _, g := range src.Groups() {
 		c.group(g)
 	}
+	if !broken.Cluster {
+		c.instanceNamePrefixes()
+	}
+	c.startupTaintFlags()
 	return c.list.Sorted()
 }
 
@@ -72,43 +126,80 @@ func sel(parts ...any) []cue.Selector {
 	return out
 }
 
+// join appends selectors to a copy of path.
+func join(path []cue.Selector, parts ...any) []cue.Selector {
+	return append(slices.Clone(path), sel(parts...)...)
+}
+
 func (c *checker) cluster() {
 	cl := &c.src.Cluster
 	jt := cl.JoinToken
 	if (jt.SecretManager == nil) == (jt.MetadataKey == "") {
 		c.at(sel("cluster", "joinToken"), "set exactly one of secretManager or metadataKey")
 	}
+	c.endpoint(cl.ControlPlaneEndpoint)
+
 	name := cl.Autoscaler.NodeGroup
 	g, ok := c.src.NodeGroups[name]
 	p := sel("cluster", "autoscaler", "nodeGroup")
 	switch {
+	case c.broken.Groups[name]:
+		// Its own findings say what is wrong with it.
 	case !ok:
-		c.at(p, "no node group %q: the autoscaler needs a dedicated gce-static node group", name)
+		if s := diag.Suggest(name, model.SortedKeys(c.src.NodeGroups)); s != "" {
+			c.at(p, "no node group %q; did you mean %q?", name, s)
+		} else {
+			c.at(p, "no node group %q: the autoscaler needs a dedicated gce-static node group", name)
+		}
 	case g.Kind != model.KindGCEStatic:
 		c.at(p, "node group %q is %s; the autoscaler must run on a gce-static group (fixed size, never scaled away, with the GCE metadata server in reach)", name, g.Kind)
 	case g.GPU != nil:
 		c.at(p, "node group %q has GPUs; the autoscaler must run on a CPU-only group", name)
+	case g.Max < 1:
+		c.at(p, "node group %q has size 0: the autoscaler would never run", name)
 	case len(g.Taints) == 0:
 		c.at(p, "node group %q has no taint; taint it so that no other pod lands on the autoscaler's node", name)
+	}
+}
+
+// endpoint checks controlPlaneEndpoint: host:port, the host an IP address
+// or a DNS name.
+func (c *checker) endpoint(ep string) {
+	p := sel("cluster", "controlPlaneEndpoint")
+	host, port, err := net.SplitHostPort(ep)
+	if err != nil {
+		c.at(p, "%q is not host:port: %v", ep, err)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		c.at(p, "port %s is not between 1 and 65535", port)
+	}
+	if net.ParseIP(host) == nil {
+		if msgs := validation.IsDNS1123Subdomain(host); len(msgs) > 0 {
+			c.at(p, "host %q is neither an IP address nor a DNS name: %s", host, strings.Join(msgs, "; "))
+		}
 	}
 }
 
 func (c *checker) group(g *model.NodeGroup) {
 	base := sel("nodeGroups", g.Name)
 	for _, k := range model.SortedKeys(g.Labels) {
-		c.label(g, append(base, cue.Str("labels"), cue.Str(k)), k, g.Labels[k])
+		c.label(join(base, "labels", k), k, g.Labels[k])
 	}
 	keys := map[string]int{}
 	for i, t := range g.Taints {
-		p := append(sel("nodeGroups", g.Name, "taints"), cue.Index(i))
+		p := join(base, "taints", i)
 		c.taint(p, t)
 		if j, dup := keys[t.Key]; dup {
-			c.at(append(p, cue.Str("key")), "taint key %q repeats taints[%d]: kube-env's node_taints holds one taint per key (the autoscaler keeps the last), so the template would differ from the node", t.Key, j)
+			c.at(join(p, "key"), "taint key %q repeats taints[%d]: kube-env's node_taints holds one taint per key (the autoscaler keeps the last), so the template would differ from the node", t.Key, j)
 		} else {
 			keys[t.Key] = i
 		}
-		if strings.HasPrefix(t.Key, model.StartupTaintPrefix) {
-			c.at(append(p, cue.Str("key")), "taint %q has the autoscaler's startup-taint prefix; declare it as startupTaint instead", t.Key)
+		switch fix, near := nearMissStartupPrefix(t.Key); {
+		case strings.HasPrefix(t.Key, model.StartupTaintPrefix):
+			c.at(join(p, "key"), "taint %q has the autoscaler's startup-taint prefix; declare it as startupTaint instead", t.Key)
+		case near:
+			c.at(join(p, "key"), "taint %q looks like a startup taint with a misspelt prefix; did you mean startupTaint: {key: %q}?", t.Key, fix)
 		}
 	}
 	if g.Cloud() {
@@ -116,13 +207,17 @@ func (c *checker) group(g *model.NodeGroup) {
 	}
 }
 
+// kubeEnvSeparators are the characters kube-env splits its variables,
+// lists, pairs and taint values at.
+const kubeEnvSeparators = ",;=:"
+
 // label checks a user label.
-func (c *checker) label(g *model.NodeGroup, p []cue.Selector, k, v string) {
-	for _, msg := range validation.IsQualifiedName(k) {
-		c.atKey(p, "label key %q: %s", k, msg)
+func (c *checker) label(p []cue.Selector, k, v string) {
+	if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+		c.atKey(p, "label key %q: %s%s", k, strings.Join(msgs, "; "), kubeEnvNote(k))
 	}
-	for _, msg := range validation.IsValidLabelValue(v) {
-		c.at(p, "label value %q: %s", v, msg)
+	if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+		c.at(p, "label value %q: %s%s", v, strings.Join(msgs, "; "), kubeEnvNote(v))
 	}
 	switch k {
 	case model.GroupLabel, model.GPULabel, model.ZoneLabel, model.RegionLabel, model.InstanceTypeLabel:
@@ -132,9 +227,16 @@ func (c *checker) label(g *model.NodeGroup, p []cue.Selector, k, v string) {
 	if isKubernetesLabel(k) && !kubeletapis.IsKubeletLabel(k) {
 		c.atKey(p, "label %q is in a kubernetes.io/k8s.io namespace the kubelet may not set on itself: the kubelet refuses to start with it (and NodeRestriction rejects it); use your own prefix, e.g. %q", k, suggestPrefix(k))
 	}
-	if strings.ContainsAny(v, ",;") || strings.ContainsAny(k, ",;=") {
-		c.at(p, "label %s=%s cannot be carried by kube-env (',' and ';' split its lists)", k, v)
+}
+
+// kubeEnvNote explains, for a value that has one, why a kube-env separator
+// cannot be carried.
+func kubeEnvNote(s string) string {
+	i := strings.IndexAny(s, kubeEnvSeparators)
+	if i < 0 {
+		return ""
 	}
+	return fmt.Sprintf(" (kube-env cannot carry %q: the autoscaler splits node_labels and node_taints at ';', ',', '=' and ':')", s[i:i+1])
 }
 
 // isKubernetesLabel reports whether a label key's namespace is kubernetes.io,
@@ -158,56 +260,208 @@ func suggestPrefix(key string) string {
 }
 
 func (c *checker) taint(p []cue.Selector, t model.Taint) {
-	for _, msg := range validation.IsQualifiedName(t.Key) {
-		c.at(append(p, cue.Str("key")), "taint key %q: %s", t.Key, msg)
+	if msgs := validation.IsQualifiedName(t.Key); len(msgs) > 0 {
+		c.at(join(p, "key"), "taint key %q: %s%s", t.Key, strings.Join(msgs, "; "), kubeEnvNote(t.Key))
 	}
-	for _, msg := range validation.IsValidLabelValue(t.Value) {
-		c.at(append(p, cue.Str("value")), "taint value %q: %s", t.Value, msg)
+	if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
+		c.at(join(p, "value"), "taint value %q: %s%s", t.Value, strings.Join(msgs, "; "), kubeEnvNote(t.Value))
 	}
 }
 
 func (c *checker) cloudGroup(g *model.NodeGroup, base []cue.Selector, taintKeys map[string]int) {
-	cl := &c.src.Cluster
-	region := cl.GCP.Region
-	for i, z := range g.Zones {
-		if zoneRegion(z) != region {
-			c.at(append(sel("nodeGroups", g.Name, "zones"), cue.Index(i)), "zone %s is not in region %s", z, region)
-		}
-	}
 	switch {
 	case g.Min > g.Max:
-		c.at(append(base, cue.Str("min")), "min %d is greater than max %d", g.Min, g.Max)
+		c.at(join(base, "min"), "min %d is greater than max %d", g.Min, g.Max)
 	case g.Kind == model.KindGCE && g.Max < 1:
-		c.at(append(base, cue.Str("max")), "max must be at least 1 for an autoscaled group (the autoscaler rejects max 0)")
+		c.at(join(base, "max"), "max must be at least 1 for an autoscaled group (the autoscaler rejects max 0)")
 	case g.Kind == model.KindGCEStatic && g.Min != g.Max:
-		c.at(append(base, cue.Str("max")), "a gce-static group has a fixed size: min (%d) and max (%d) must be equal", g.Min, g.Max)
+		c.at(join(base, "max"), "a gce-static group has a fixed size: min (%d) and max (%d) must be equal", g.Min, g.Max)
 	}
-	// GCE names: MIG <cluster>-<group>-<zone> ≤ 63; base instance name ≤ 58.
-	for _, z := range g.Zones {
-		if n := cl.MIGName(g, z); len(n) > 63 {
-			c.atKey(base, "MIG name %s is %d characters; GCE allows 63: shorten the cluster or group name", n, len(n))
-			break
+	seen := map[string]int{}
+	for i, z := range g.Zones {
+		if j, dup := seen[z]; dup {
+			c.at(join(base, "zones", i), "zone %s repeats zones[%d]: one zonal MIG per zone", z, j)
 		}
+		seen[z] = i
 	}
-	if n := cl.BaseInstanceName(g); len(n) > 58 {
-		c.atKey(base, "base instance name %s is %d characters; GCE allows 58", n, len(n))
+	if !c.broken.Cluster {
+		c.names(g, base)
 	}
+	c.gpu(g, base)
+	c.kubelet(g, base)
 	if st := g.StartupTaint; st != nil {
-		p := append(base, cue.Str("startupTaint"))
+		p := join(base, "startupTaint")
 		c.taint(p, *st)
 		if _, dup := taintKeys[st.Key]; dup {
-			c.at(append(p, cue.Str("key")), "startup taint %q is also a regular taint of the group; the remover would delete a taint the group must keep", st.Key)
+			c.at(join(p, "key"), "startup taint %q is also a regular taint of the group; the remover would delete a taint the group must keep", st.Key)
 		}
 		if fix, ok := nearMissStartupPrefix(st.Key); ok {
-			c.at(append(p, cue.Str("key")), "the autoscaler would not treat %q as a startup taint; did you mean %q?", st.Key, fix)
+			c.at(join(p, "key"), "the autoscaler would not treat %q as a startup taint; did you mean %q?", st.Key, fix)
+		}
+		if st.Effect == "PreferNoSchedule" {
+			c.at(join(p, "effect"), "a PreferNoSchedule startup taint does not keep pods off the node until its GPUs are ready; use NoSchedule")
 		}
 		if g.GPU == nil {
 			c.at(p, "a startup taint needs a GPU group: the taint remover removes it once the GPU Operator has validated the GPUs")
 		}
 	}
+}
+
+// names checks the GCE names nodegen derives from the cluster and group
+// names, and that the group's zones lie in the cluster's region.
+func (c *checker) names(g *model.NodeGroup, base []cue.Selector) {
+	cl := &c.src.Cluster
+	region := cl.GCP.Region
+	for i, z := range g.Zones {
+		if gce.ZoneRegion(z) != region {
+			c.at(join(base, "zones", i), "zone %s is not in region %s", z, region)
+		}
+	}
+	// GCE names: MIG <cluster>-<group>-<zone> ≤ 63; base instance name ≤ 58;
+	// instance template name_prefix <cluster>-<group>- ≤ 54. One finding
+	// for all: the fix is the same.
+	var long []string
+	for _, z := range g.Zones {
+		if n := cl.MIGName(g, z); len(n) > 63 {
+			long = append(long, fmt.Sprintf("MIG name %s is %d characters (GCE allows 63)", n, len(n)))
+			break
+		}
+	}
+	if n := cl.BaseInstanceName(g); len(n) > 58 {
+		long = append(long, fmt.Sprintf("base instance name %s is %d characters (GCE allows 58)", n, len(n)))
+	}
+	if n := cl.TemplatePrefix(g); len(n) > 54 {
+		long = append(long, fmt.Sprintf("instance template name prefix %s is %d characters (Terraform's name_prefix allows 54)", n, len(n)))
+	}
+	if len(long) > 0 {
+		c.atKey(base, "%s: shorten the cluster or group name", strings.Join(long, "; "))
+	}
+}
+
+// gpu checks a cloud group's GPUs against its machine type.
+func (c *checker) gpu(g *model.NodeGroup, base []cue.Selector) {
+	m, known := gce.MachineType(g.MachineType)
+	if g.GPU == nil {
+		if known && m.HasBuiltInGPUs() {
+			c.at(join(base, "machineType"), "machine type %s comes with %d %s GPU(s); declare them with gpu: {type: %q, count: %d} so that the autoscaler, the GPU label and the startup taint know about them",
+				m.Name, m.GPUCount, m.GPUType, m.GPUType, m.GPUCount)
+		}
+		return
+	}
+	if _, ok := gce.Accelerator(g.GPU.Type); !ok {
+		if s := diag.Suggest(g.GPU.Type, gce.AcceleratorNames()); s != "" {
+			c.at(join(base, "gpu", "type"), "unknown accelerator type %q; did you mean %q?", g.GPU.Type, s)
+		} else {
+			c.at(join(base, "gpu", "type"), "unknown accelerator type %q; known: %s", g.GPU.Type, strings.Join(gce.AcceleratorNames(), ", "))
+		}
+		return
+	}
+	err := gce.CheckGPU(g.MachineType, g.GPU.Type, g.GPU.Count)
+	switch {
+	case err == nil:
+		return
+	case errors.Is(err, gce.ErrUnknownMachineType):
+		c.at(join(base, "machineType"), "unknown machine type %q for a GPU group: GPUs attach to N1 machine types (e.g. n1-standard-8) or come with accelerator-optimized ones (A2, A3, A4, G2, G4)", g.MachineType)
+		return
+	}
+	// When another count would do on this machine type, the count is wrong;
+	// otherwise the type does not fit the machine.
+	field := "type"
+	for n := 1; n <= 16; n++ {
+		if gce.CheckGPU(g.MachineType, g.GPU.Type, n) == nil {
+			field = "count"
+			break
+		}
+	}
+	c.at(join(base, "gpu", field), "%v", err)
+}
+
+// percentage matches a kubelet eviction threshold given as a percentage.
+var percentage = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?%$`)
+
+// kubelet checks that the reservations are quantities: they go into the
+// kubelet's configuration and, summed, into kube-env's kube_reserved.
+func (c *checker) kubelet(g *model.NodeGroup, base []cue.Selector) {
+	if g.Kubelet == nil {
+		return
+	}
+	for _, part := range []struct {
+		name string
+		m    map[string]string
+	}{{"kubeReserved", g.Kubelet.KubeReserved}, {"systemReserved", g.Kubelet.SystemReserved}} {
+		for _, k := range model.SortedKeys(part.m) {
+			v := part.m[k]
+			q, err := resource.ParseQuantity(v)
+			switch {
+			case err != nil:
+				c.at(join(base, "kubelet", part.name, k), "%q is not a Kubernetes quantity (e.g. 100m, 512Mi, 1Gi)", v)
+			case q.Sign() < 0:
+				c.at(join(base, "kubelet", part.name, k), "a reservation cannot be negative: %s", v)
+			}
+		}
+	}
 	for _, k := range model.SortedKeys(g.Kubelet.EvictionHard) {
+		v := g.Kubelet.EvictionHard[k]
+		p := join(base, "kubelet", "evictionHard", k)
 		if k != "memory.available" && k != "nodefs.available" {
-			c.at(append(base, cue.Str("kubelet"), cue.Str("evictionHard"), cue.Str(k)), "the autoscaler reads only memory.available and nodefs.available from evictionHard")
+			c.at(p, "the autoscaler reads only memory.available and nodefs.available from evictionHard")
+			continue
+		}
+		if _, err := resource.ParseQuantity(v); err != nil && !percentage.MatchString(v) {
+			c.at(p, "%q is neither a quantity (e.g. 100Mi) nor a percentage (e.g. 10%%)", v)
+		}
+	}
+}
+
+// instanceNamePrefixes reports two groups sharing a zone where one's base
+// instance name is a prefix of the other's. The autoscaler finds the MIG
+// of a VM it has not cached by that prefix (GceCache.GetMigForInstance:
+// same project and zone, strings.HasPrefix(instance, baseInstanceName)),
+// so it could take one group's VMs for the other's.
+func (c *checker) instanceNamePrefixes() {
+	cl := &c.src.Cluster
+	groups := c.src.Groups()
+	for _, a := range groups {
+		for _, b := range groups {
+			if a == b || !a.Cloud() || !b.Cloud() {
+				continue
+			}
+			an, bn := cl.BaseInstanceName(a), cl.BaseInstanceName(b)
+			if !strings.HasPrefix(bn, an) {
+				continue
+			}
+			var shared []string
+			for _, z := range b.Zones {
+				if slices.Contains(a.Zones, z) && !slices.Contains(shared, z) {
+					shared = append(shared, z)
+				}
+			}
+			if len(shared) == 0 {
+				continue
+			}
+			c.atKey(sel("nodeGroups", b.Name), "the VMs of this group (%s-xxxx) start with %s, the base instance name of node group %s, in %s: the autoscaler maps VMs to MIGs by that prefix and could count them in %s's MIG; rename one of the groups so neither name is a prefix of the other",
+				bn, an, a.Name, andList(shared), a.Name)
+		}
+	}
+}
+
+// startupTaintFlags reports a startup taint that needs the autoscaler's
+// --startup-taint flag when another group has a regular taint with the
+// same key: the flag applies to every group, so the autoscaler would drop
+// that regular taint from the other group's template node.
+func (c *checker) startupTaintFlags() {
+	for _, g := range c.src.Groups() {
+		st := g.StartupTaint
+		if !g.Cloud() || st == nil || kubeenv.IsStartupTaint(st.Key) {
+			continue
+		}
+		for _, o := range c.src.Groups() {
+			for i, t := range o.Taints {
+				if o != g && t.Key == st.Key {
+					c.at(sel("nodeGroups", g.Name, "startupTaint", "key"),
+						"startup taint %q needs the autoscaler's --startup-taint flag, which applies to every node: the nodes of group %s, whose taints[%d] has that key, would count as not ready; use a key under %s", st.Key, o.Name, i, model.StartupTaintPrefix)
+				}
+			}
 		}
 	}
 }
@@ -216,40 +470,21 @@ func (c *checker) cloudGroup(g *model.NodeGroup, base []cue.Selector, taintKeys 
 // the autoscaler's startup-taint prefix, and the corrected key.
 func nearMissStartupPrefix(key string) (string, bool) {
 	prefix, name, ok := strings.Cut(key, "/")
-	if !ok || kubeenv.IsStartupTaint(key) {
+	if !ok || kubeenv.IsStartupTaint(key) || strings.HasPrefix(prefix, "status-taint.") {
 		return "", false
 	}
 	want := strings.TrimSuffix(model.StartupTaintPrefix, "/")
 	if strings.HasPrefix(prefix, "startup-taint.") || strings.Contains(prefix, "cluster-autoscaler") ||
-		levenshtein(prefix, want) <= 3 {
+		diag.Distance(prefix, want) <= 3 {
 		return model.StartupTaintPrefix + name, true
 	}
 	return "", false
 }
 
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+// andList formats "a", "a and b", "a, b and c".
+func andList(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
 	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-func zoneRegion(zone string) string {
-	if i := strings.LastIndex(zone, "-"); i > 0 {
-		return zone[:i]
-	}
-	return zone
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
