@@ -16,6 +16,7 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
 	"k8s.io/apimachinery/pkg/api/resource"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 
@@ -265,6 +266,13 @@ func (c *checker) taint(p []cue.Selector, t model.Taint) {
 	}
 	if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
 		c.at(join(p, "value"), "taint value %q: %s%s", t.Value, strings.Join(msgs, "; "), kubeEnvNote(t.Value))
+	}
+	// The schema allows only these effects; checked here too so that a
+	// source built in Go (tests, fuzzing, other callers) is held to it.
+	switch corev1.TaintEffect(t.Effect) {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		c.at(join(p, "effect"), "taint effect %q: must be NoSchedule, PreferNoSchedule or NoExecute", t.Effect)
 	}
 }
 
