@@ -33,12 +33,19 @@ readonly VALIDATION_FILES=(driver-ready toolkit-ready cuda-ready plugin-ready)
 
 log() { printf '%s taint-remover node=%s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${NODE_NAME}" "$*"; }
 
+# summary prints the last line of kubectl's error output: its own one-line
+# summary, after any client-go log lines (a refused connection logs five).
+summary() {
+	local s="${1%$'\n'}"
+	printf '%s' "${s##*$'\n'}"
+}
+
 # round does one check; its status is that of ONCE above.
 round() {
 	local out rv alloc idx=-1 i=0 f
 	if ! out="$(kubectl get node "${NODE_NAME}" --request-timeout=20s \
 		-o 'jsonpath={.metadata.resourceVersion}{"\n"}{.status.allocatable.nvidia\.com/gpu}{"\n"}{range .spec.taints[*]}{.key}{"\n"}{end}' 2>&1)"; then
-		log "cannot read the node (will retry): ${out}"
+		log "cannot read the node (will retry): $(summary "${out}")"
 		return 4
 	fi
 	local -a lines
@@ -69,7 +76,7 @@ round() {
 	patch="$(printf '[{"op":"test","path":"/metadata/resourceVersion","value":"%s"},{"op":"test","path":"/spec/taints/%d/key","value":"%s"},{"op":"remove","path":"/spec/taints/%d"}]' \
 		"${rv}" "${idx}" "${STARTUP_TAINT_KEY}" "${idx}")"
 	if ! out="$(kubectl patch node "${NODE_NAME}" --request-timeout=20s --type=json -p "${patch}" 2>&1)"; then
-		log "removing ${STARTUP_TAINT_KEY} failed (will read the node again): ${out}"
+		log "removing ${STARTUP_TAINT_KEY} failed (will read the node again): $(summary "${out}")"
 		return 4
 	fi
 	log "GPUs validated (${alloc} allocatable); removed taint ${STARTUP_TAINT_KEY}"

@@ -50,7 +50,9 @@ func TaintRemoverScript() []byte {
 
 // TaintRemoverObjects returns the taint remover's objects: a ServiceAccount,
 // a ClusterRole allowed only to get and patch nodes, its binding, the
-// ConfigMap holding the script, and one DaemonSet per GPU group.
+// ConfigMap holding the script, one DaemonSet per GPU group, and the
+// ValidatingAdmissionPolicy and binding that narrow what the ServiceAccount
+// may do to a node down to removing that node's startup taint.
 func TaintRemoverObjects(src *model.Source) []runtime.Object {
 	labels := map[string]string{"app.kubernetes.io/name": TaintRemoverName, "app.kubernetes.io/managed-by": "nodegen"}
 	meta := func(name string, namespaced bool) metav1.ObjectMeta {
@@ -89,7 +91,7 @@ func TaintRemoverObjects(src *model.Source) []runtime.Object {
 	for _, g := range GPUGroups(src) {
 		objs = append(objs, taintRemoverDaemonSet(src.Cluster.TaintRemover.Image, g, labels))
 	}
-	return objs
+	return append(objs, taintRemoverPolicy(src, meta(TaintRemoverName, false))...)
 }
 
 // TaintRemoverDaemonSetName is the name of a group's taint-remover DaemonSet.

@@ -357,10 +357,38 @@ func (cp *ControlPlane) Admin() *User { return cp.admin }
 // Any error fails the test.
 func (cp *ControlPlane) ServiceAccount(t testing.TB, namespace, name string) *User {
 	t.Helper()
-	body := `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":86400}}`
+	return cp.serviceAccount(t, namespace, name, "")
+}
+
+// PodServiceAccount is like ServiceAccount, but the token is bound to the
+// Pod pod in the same namespace (TokenRequest boundObjectRef), like the
+// tokens the kubelet projects into a pod's containers. The Pod must exist
+// and run as the ServiceAccount (spec.serviceAccountName). If it is bound
+// to a Node that exists (spec.nodeName; without a scheduler, set it when
+// creating the Pod), the server adds the node's name and UID to the token,
+// and to the user's extra info as authentication.kubernetes.io/node-name
+// and node-uid. The token stops working once the Pod (or its Node) is
+// deleted.
+func (cp *ControlPlane) PodServiceAccount(t testing.TB, namespace, name, pod string) *User {
+	t.Helper()
+	return cp.serviceAccount(t, namespace, name, pod)
+}
+
+func (cp *ControlPlane) serviceAccount(t testing.TB, namespace, name, pod string) *User {
+	t.Helper()
+	what := "ServiceAccount " + namespace + "/" + name
+	spec := map[string]any{"expirationSeconds": 86400}
+	if pod != "" {
+		what += " bound to Pod " + pod
+		spec["boundObjectRef"] = map[string]string{"apiVersion": "v1", "kind": "Pod", "name": pod}
+	}
+	body, err := json.Marshal(map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+	if err != nil {
+		t.Fatalf("testcp: %v", err)
+	}
 	u := cp.URL + "/api/v1/namespaces/" + url.PathEscape(namespace) +
 		"/serviceaccounts/" + url.PathEscape(name) + "/token"
-	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("testcp: %v", err)
 	}
@@ -368,20 +396,19 @@ func (cp *ControlPlane) ServiceAccount(t testing.TB, namespace, name string) *Us
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := cp.client.Do(req)
 	if err != nil {
-		t.Fatalf("testcp: TokenRequest for ServiceAccount %s/%s: %v", namespace, name, err)
+		t.Fatalf("testcp: TokenRequest for %s: %v", what, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("testcp: TokenRequest for ServiceAccount %s/%s: %v", namespace, name, err)
+		t.Fatalf("testcp: TokenRequest for %s: %v", what, err)
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
 		hint := ""
 		if resp.StatusCode == http.StatusNotFound {
-			hint = " (create the ServiceAccount first, e.g. kubectl create serviceaccount)"
+			hint = " (create the ServiceAccount, and the Pod, first)"
 		}
-		t.Fatalf("testcp: TokenRequest for ServiceAccount %s/%s: %s: %s%s",
-			namespace, name, resp.Status, bytes.TrimSpace(b), hint)
+		t.Fatalf("testcp: TokenRequest for %s: %s: %s%s", what, resp.Status, bytes.TrimSpace(b), hint)
 	}
 	var tr struct {
 		Status struct {
@@ -389,7 +416,7 @@ func (cp *ControlPlane) ServiceAccount(t testing.TB, namespace, name string) *Us
 		} `json:"status"`
 	}
 	if err := json.Unmarshal(b, &tr); err != nil || tr.Status.Token == "" {
-		t.Fatalf("testcp: TokenRequest for ServiceAccount %s/%s: no token in %s (%v)", namespace, name, b, err)
+		t.Fatalf("testcp: TokenRequest for %s: no token in %s (%v)", what, b, err)
 	}
 	path, err := cp.newKubeconfig("sa-"+namespace+"-"+name, tr.Status.Token, "", nil)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -147,6 +148,10 @@ func newObject(apiVersion, kind string) (runtime.Object, error) {
 		return &rbacv1.ClusterRole{}, nil
 	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
 		return &rbacv1.ClusterRoleBinding{}, nil
+	case "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy":
+		return &admissionv1.ValidatingAdmissionPolicy{}, nil
+	case "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding":
+		return &admissionv1.ValidatingAdmissionPolicyBinding{}, nil
 	}
 	return nil, fmt.Errorf("unexpected object %s %s", apiVersion, kind)
 }

@@ -1,0 +1,320 @@
+package k8stest
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/verify"
+)
+
+// helmValues lists, for each Helm values file nodegen writes, where its
+// Kubernetes fragments are and which Pod spec field the chart puts them in.
+var helmValues = map[string]map[string]string{
+	render.GPUOperatorValuesPath: {
+		"daemonsets.tolerations":                    "tolerations",
+		"node-feature-discovery.worker.tolerations": "tolerations",
+	},
+	render.AutoscalerValuesPath: {
+		"nodeSelector": "nodeSelector",
+		"tolerations":  "tolerations",
+	},
+}
+
+// valuesNamespace is the fresh namespace for the Pods that carry the Helm
+// values' fragments.
+const valuesNamespace = "nodegen-helm-values"
+
+// committedYAML reads every YAML file under the committed out/ and sorts
+// it into Kubernetes manifests (every document decodes strictly into a
+// known k8s.io/api type) and known Helm values files. Anything else fails
+// the test, so a new YAML artifact cannot escape the server's checks.
+func (e *env) committedYAML(t *testing.T) (manifests, values map[string][]byte) {
+	t.Helper()
+	manifests, values = map[string][]byte{}, map[string][]byte{}
+	out := filepath.Join(e.root, "out")
+	err := filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
+			return err
+		}
+		rel, err := filepath.Rel(out, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if _, ok := helmValues[rel]; ok {
+			values[rel] = b
+		} else if _, derr := verify.DecodeObjects(b); derr == nil {
+			manifests[rel] = b
+		} else {
+			t.Errorf("out/%s: neither Kubernetes objects (%v) nor a known Helm values file; say how the server should check it", rel, derr)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return manifests, values
+}
+
+func (e *env) testManifests(t *testing.T) {
+	manifests, values := e.committedYAML(t)
+	if manifests[render.TaintRemoverPath] == nil {
+		t.Fatalf("no %s among the committed manifests %v", render.TaintRemoverPath, keys(manifests))
+	}
+	if len(values) != len(helmValues) {
+		t.Errorf("committed Helm values files %v, want %v", keys(values), keys(helmValues))
+	}
+	t.Run("DryRunThenCreate", func(t *testing.T) {
+		for _, path := range keys(manifests) {
+			e.createManifest(t, path, manifests[path])
+		}
+	})
+	t.Run("HelmValuesFragments", func(t *testing.T) {
+		e.admin(t, "", "create", "namespace", valuesNamespace)
+		for _, path := range keys(values) {
+			e.createValuesPods(t, path, values[path])
+		}
+	})
+	t.Run("BrokenManifestsAreRejected", func(t *testing.T) {
+		e.testBroken(t, manifests[render.TaintRemoverPath])
+	})
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// objectNames returns kubectl's "-o name" for each object:
+// kind[.group]/name, kind in lower case.
+func objectNames(t *testing.T, objs []runtime.Object) []string {
+	t.Helper()
+	var names []string
+	for _, o := range objs {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		m, err := meta.Accessor(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := strings.ToLower(gvk.Kind)
+		if gvk.Group != "" {
+			kind += "." + gvk.Group
+		}
+		names = append(names, kind+"/"+m.GetName())
+	}
+	return names
+}
+
+func lines(s string) []string { return strings.Fields(s) }
+
+// createManifest creates every object of a manifest file with server-side
+// dry-run (strict field validation), then for real, then reads them back.
+//
+// The objects keep their namespace, kube-system, as `kubectl apply -f
+// out/k8s/` creates them: the ClusterRoleBinding's subject and the user
+// the policy matches name kube-system too, so moving the namespaced
+// objects elsewhere would test objects nodegen does not ship. Here
+// kube-system is as fresh as a new namespace: the control plane, etcd
+// included, is this test binary's own, and nothing else writes to it.
+// (The Helm values' fragments carry no namespace; their Pods go to a
+// fresh one.)
+func (e *env) createManifest(t *testing.T, path string, data []byte) {
+	t.Helper()
+	objs, err := verify.DecodeObjects(data)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	want := objectNames(t, objs)
+	for _, step := range [][]string{
+		{"create", "--dry-run=server", "--validate=strict", "-o", "name", "-f", "-"},
+		{"create", "--validate=strict", "-o", "name", "-f", "-"},
+		{"get", "-o", "name", "-f", "-"},
+	} {
+		out, _, err := kubectl(t, e.cp.Admin(), string(data), step...)
+		if err != nil {
+			t.Fatalf("%s: the server rejected it: %v", path, err)
+		}
+		if got := lines(out); !slices.Equal(got, want) {
+			t.Fatalf("%s: kubectl %s: objects %v, want %v", path, strings.Join(step, " "), got, want)
+		}
+	}
+}
+
+// createValuesPods puts each Kubernetes fragment of a Helm values file
+// into the Pod spec field the chart puts it in, and creates that Pod
+// (dry-run, then for real) in a fresh namespace. The fragment goes in as
+// the raw JSON of the values, so the server, not a Go type, judges it.
+func (e *env) createValuesPods(t *testing.T, path string, data []byte) {
+	t.Helper()
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	fragments := helmValues[path]
+	if fragments == nil {
+		t.Fatalf("%s: not a known values file", path)
+	}
+	for _, at := range keys(fragments) {
+		var v any = values
+		for _, k := range strings.Split(at, ".") {
+			m, _ := v.(map[string]any)
+			v = m[k]
+		}
+		if v == nil {
+			t.Errorf("%s: no %s", path, at)
+			continue
+		}
+		name := strings.NewReplacer(".", "-", "/", "-").Replace(strings.ToLower(strings.TrimSuffix(filepath.Base(path), ".yaml") + "-" + at))
+		pod := map[string]any{
+			"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": name, "namespace": valuesNamespace},
+			"spec": map[string]any{
+				"containers":  []any{map[string]any{"name": "c", "image": "registry.k8s.io/pause:3.10"}},
+				fragments[at]: v,
+			},
+		}
+		b, err := json.Marshal(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"create", "--dry-run=server", "--validate=strict", "-f", "-"},
+			{"create", "--validate=strict", "-f", "-"},
+		} {
+			if _, _, err := kubectl(t, e.cp.Admin(), string(b), args...); err != nil {
+				t.Errorf("%s: %s as a Pod's %s: %v", path, at, fragments[at], err)
+			}
+		}
+	}
+}
+
+// serverCheck creates a YAML stream with server-side dry-run and strict
+// field validation, the first step of createManifest.
+func (e *env) serverCheck(t *testing.T, data []byte) error {
+	t.Helper()
+	_, _, err := kubectl(t, e.cp.Admin(), string(data), "create", "--dry-run=server", "--validate=strict", "-f", "-")
+	return err
+}
+
+// testBroken breaks one object of the taint remover's manifest at a time
+// and checks that the server check rejects it for that reason, while the
+// same object unbroken (under the same fresh name) passes.
+func (e *env) testBroken(t *testing.T, data []byte) {
+	objs, err := verify.DecodeObjects(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func(kind string) runtime.Object {
+		for _, o := range objs {
+			if o.GetObjectKind().GroupVersionKind().Kind == kind {
+				return o.DeepCopyObject()
+			}
+		}
+		t.Fatalf("no %s in %s", kind, render.TaintRemoverPath)
+		return nil
+	}
+	cases := []struct {
+		name, kind string
+		breakIt    func(runtime.Object)
+		raw        func(map[string]any) // applied to the JSON form, after breakIt
+		want       string
+	}{
+		{
+			name: "DaemonSetSelectorMissesTemplate", kind: "DaemonSet",
+			breakIt: func(o runtime.Object) {
+				o.(*appsv1.DaemonSet).Spec.Selector.MatchLabels["app.kubernetes.io/instance"] = "another"
+			},
+			want: "selector` does not match template `labels`",
+		},
+		{
+			name: "TolerationOperatorNotAnEnumValue", kind: "DaemonSet",
+			breakIt: func(o runtime.Object) {
+				o.(*appsv1.DaemonSet).Spec.Template.Spec.Tolerations[0].Operator = "Sometimes"
+			},
+			want: `Unsupported value: "Sometimes"`,
+		},
+		{
+			name: "UnknownField", kind: "DaemonSet",
+			raw: func(m map[string]any) {
+				m["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["nodeSelectr"] = map[string]any{}
+			},
+			want: `unknown field "spec.template.spec.nodeSelectr"`,
+		},
+		{
+			name: "PolicyCELSyntaxError", kind: "ValidatingAdmissionPolicy",
+			breakIt: func(o runtime.Object) {
+				v := &o.(*admissionv1.ValidatingAdmissionPolicy).Spec.Validations[0]
+				v.Expression = "variables.update &&"
+			},
+			want: "compilation failed",
+		},
+		{
+			name: "BindingActionNotAnEnumValue", kind: "ValidatingAdmissionPolicyBinding",
+			breakIt: func(o runtime.Object) {
+				o.(*admissionv1.ValidatingAdmissionPolicyBinding).Spec.ValidationActions = []admissionv1.ValidationAction{"Block"}
+			},
+			want: `Unsupported value: "Block"`,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			encode := func(o runtime.Object, raw func(map[string]any)) []byte {
+				m, err := meta.Accessor(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.SetName("nodegen-broken-" + strings.ToLower(c.name))
+				b, err := render.MarshalObjects("", []runtime.Object{o})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if raw == nil {
+					return b
+				}
+				var doc map[string]any
+				if err := yaml.Unmarshal(b, &doc); err != nil {
+					t.Fatal(err)
+				}
+				raw(doc)
+				if b, err = yaml.Marshal(doc); err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			if err := e.serverCheck(t, encode(find(c.kind), nil)); err != nil {
+				t.Fatalf("the unbroken %s was rejected: %v", c.kind, err)
+			}
+			o := find(c.kind)
+			if c.breakIt != nil {
+				c.breakIt(o)
+			}
+			err := e.serverCheck(t, encode(o, c.raw))
+			if err == nil {
+				t.Fatalf("the server accepted the broken %s", c.kind)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("the server rejected the broken %s with %v; want %q", c.kind, err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,271 @@
+package k8stest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/testcp"
+)
+
+// policyDenied starts the error of a request the generated policy denies.
+var policyDenied = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ",
+	render.TaintRemoverName, render.TaintRemoverName)
+
+// rbacDenied is the error of a request RBAC denies the remover.
+func rbacDenied(verb, resource string) string {
+	return fmt.Sprintf("User %q cannot %s resource %q in API group \"\" at the cluster scope", render.TaintRemoverUser(), verb, resource)
+}
+
+// Identities a policy case acts as.
+const (
+	asOwnPod   = "own"   // token bound to a remover Pod on the node
+	asOtherPod = "other" // token bound to a remover Pod on another node of the group
+	asPlain    = "plain" // token of the ServiceAccount without a Pod (no node name)
+	asBroad    = "broad" // the ServiceAccount impersonated in broadGroup (RBAC allows all on nodes)
+)
+
+type policyCase struct {
+	name  string
+	group string
+	setup []string // admin kubectl args run before; NODE is the node's name
+	as    string
+	args  []string                  // the request; NODE is the node's name
+	stdin func(*corev1.Node) string // built from the node before the request
+	// created is true when the request creates the Node NODE-new, which
+	// must not exist afterwards.
+	created bool
+	// Exactly one of these: the taints that go (allowed), the policy's
+	// message, or RBAC's.
+	removes  func(corev1.Taint) bool
+	policy   string
+	rbacVerb string
+	rbacRes  string
+}
+
+func (e *env) testPolicy(t *testing.T) {
+	t4, l4 := e.group(t, "gpu-t4"), e.group(t, "gpu-l4")
+	k4, kl4 := t4.StartupTaint.Key, l4.StartupTaint.Key
+	onlyKeyEffect := func(key string, effect corev1.TaintEffect) func(corev1.Taint) bool {
+		return func(tn corev1.Taint) bool { return tn.Key == key && tn.Effect == effect }
+	}
+	taintMsg := func(key string) string {
+		return "the taint remover may only remove the taint " + key + " from node NODE"
+	}
+	statusPut := func(n *corev1.Node) string {
+		n = withoutVolatile(n)
+		gpus := corev1.ResourceList{model.GPUResource: resource.MustParse("8")}
+		n.Status.Capacity, n.Status.Allocatable = gpus, gpus
+		b, _ := json.Marshal(n)
+		return string(b)
+	}
+	newNode := func(n *corev1.Node) string {
+		n = withoutVolatile(n)
+		n.Name += "-new"
+		n.UID = ""
+		n.CreationTimestamp.Reset()
+		b, _ := json.Marshal(n)
+		return string(b)
+	}
+	cases := []policyCase{
+		// Allowed: the one job, with and without a node name in the token.
+		{name: "RemoveStartupTaint", group: "gpu-t4", as: asOwnPod, args: []string{"taint", "node", "NODE", k4 + "-"}, removes: hasKey(k4)},
+		{name: "RemoveStartupTaintNoNodeInToken", group: "gpu-l4", as: asPlain, args: []string{"taint", "node", "NODE", kl4 + "-"}, removes: hasKey(kl4)},
+		{name: "RemoveOneOfTwoStartupTaints", group: "gpu-t4", setup: []string{"taint", "node", "NODE", k4 + "=true:NoExecute"},
+			as: asOwnPod, args: []string{"taint", "node", "NODE", k4 + ":NoExecute-"}, removes: onlyKeyEffect(k4, corev1.TaintEffectNoExecute)},
+
+		// Denied by the policy: every other change of its own node.
+		{name: "RemoveAnotherTaint", group: "gpu-t4", as: asOwnPod, args: []string{"taint", "node", "NODE", "nvidia.com/gpu-"}, policy: taintMsg(k4)},
+		{name: "RemoveNotReadyTaint", group: "gpu-t4", as: asOwnPod, args: []string{"taint", "node", "NODE", corev1.TaintNodeNotReady + "-"}, policy: taintMsg(k4)},
+		{name: "RemoveStartupAndAnotherTaint", group: "gpu-t4", as: asOwnPod, args: []string{"taint", "node", "NODE", k4 + "-", "nvidia.com/gpu-"}, policy: taintMsg(k4)},
+		{name: "AddTaint", group: "gpu-t4", as: asOwnPod, args: []string{"taint", "node", "NODE", "example.com/extra=x:NoSchedule"}, policy: taintMsg(k4)},
+		{name: "AddStartupKeyWithAnotherEffect", group: "gpu-t4", as: asOwnPod, args: []string{"taint", "node", "NODE", k4 + "=true:NoExecute"}, policy: taintMsg(k4)},
+		{name: "ChangeLabel", group: "gpu-t4", as: asOwnPod, args: []string{"label", "node", "NODE", "example.com/pool=hijacked", "--overwrite"},
+			policy: "the taint remover may not change the labels of node NODE"},
+		{name: "RemoveGroupLabel", group: "gpu-t4", as: asOwnPod, args: []string{"label", "node", "NODE", "nodegen.dev/node-group-"},
+			policy: "the taint remover may not change the labels of node NODE"},
+		{name: "Annotate", group: "gpu-t4", as: asOwnPod, args: []string{"annotate", "node", "NODE", "example.com/note=x"},
+			policy: "the taint remover may not change the annotations of node NODE"},
+		{name: "AddFinalizer", group: "gpu-t4", as: asOwnPod, args: []string{"patch", "node", "NODE", "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/keep"]}}`},
+			policy: "the taint remover may not change the finalizers or owner references of node NODE"},
+		{name: "Cordon", group: "gpu-t4", as: asOwnPod, args: []string{"patch", "node", "NODE", "-p", `{"spec":{"unschedulable":true}}`},
+			policy: "the taint remover may not change the spec of node NODE other than removing its startup taint"},
+		{name: "Uncordon", group: "gpu-t4", setup: []string{"cordon", "NODE"},
+			as: asOwnPod, args: []string{"patch", "node", "NODE", "-p", `{"spec":{"unschedulable":null}}`},
+			policy: "the taint remover may not change the spec of node NODE other than removing its startup taint"},
+
+		// Denied by the policy: other nodes.
+		{name: "AnotherNodeOfTheGroup", group: "gpu-t4", as: asOtherPod, args: []string{"taint", "node", "NODE", k4 + "-"},
+			policy: "the taint remover of node OTHER may not change node NODE"},
+		{name: "CPUGroupNode", group: "cpu-burst", as: asPlain, args: []string{"taint", "node", "NODE", corev1.TaintNodeNotReady + "-"},
+			policy: "node NODE is in no GPU node group with a startup taint (nodegen.dev/node-group=cpu-burst)"},
+		{name: "AutoscalerNode", group: "autoscaler", as: asPlain, args: []string{"taint", "node", "NODE", "example.com/dedicated-"},
+			policy: "node NODE is in no GPU node group with a startup taint (nodegen.dev/node-group=autoscaler)"},
+		{name: "AnotherGPUGroupsKey", group: "gpu-l4", setup: []string{"taint", "node", "NODE", k4 + "=true:NoSchedule"},
+			as: asPlain, args: []string{"taint", "node", "NODE", k4 + "-"}, policy: taintMsg(kl4)},
+
+		// Denied by RBAC before admission.
+		{name: "DeleteNode", group: "gpu-t4", as: asOwnPod, args: []string{"delete", "node", "NODE"}, rbacVerb: "delete", rbacRes: "nodes"},
+		{name: "UpdateStatus", group: "gpu-t4", as: asOwnPod, args: []string{"replace", "--raw", "/api/v1/nodes/NODE/status", "-f", "-"}, stdin: statusPut,
+			rbacVerb: "update", rbacRes: "nodes/status"},
+		{name: "CreateNode", group: "gpu-t4", as: asPlain, args: []string{"create", "-f", "-"}, stdin: newNode, created: true,
+			rbacVerb: "create", rbacRes: "nodes"},
+
+		// Denied by the policy where RBAC would allow it.
+		{name: "BroadenedRBACDeleteNode", group: "gpu-t4", as: asBroad, args: []string{"delete", "node", "NODE"},
+			policy: "the taint remover may only update nodes, not DELETE nodes"},
+		{name: "BroadenedRBACUpdateStatus", group: "gpu-t4", as: asBroad, args: []string{"replace", "--raw", "/api/v1/nodes/NODE/status", "-f", "-"}, stdin: statusPut,
+			policy: "the taint remover may only update nodes, not UPDATE nodes/status"},
+		{name: "BroadenedRBACCreateNode", group: "gpu-t4", as: asBroad, args: []string{"create", "-f", "-"}, stdin: newNode, created: true,
+			policy: "the taint remover may only update nodes, not CREATE nodes"},
+	}
+
+	var mu sync.Mutex
+	var denials []string // the policy's messages seen
+	t.Cleanup(func() {
+		if !t.Failed() {
+			e.checkEveryRuleDenied(t, denials)
+		}
+	})
+	t.Run("PodBoundTokenCarriesNodeName", func(t *testing.T) {
+		t.Parallel()
+		node := e.newNode(t, "gpu-t4")
+		var review authenticationv1.SelfSubjectReview
+		out, _, err := kubectl(t, e.podIdentity(t, "gpu-t4", node), "", "auth", "whoami", "-o", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(out), &review); err != nil {
+			t.Fatal(err)
+		}
+		u := review.Status.UserInfo
+		if u.Username != render.TaintRemoverUser() || !slices.Equal(u.Extra[render.NodeNameExtra], []string{node}) {
+			t.Errorf("pod-bound token: user %q extra %v; want %s with %s=[%s]", u.Username, u.Extra, render.TaintRemoverUser(), render.NodeNameExtra, node)
+		}
+	})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			node := e.newNode(t, c.group)
+			// As the node IPAM controller does: the allowed cases then
+			// compare these fields set, not only absent.
+			cidr := fmt.Sprintf("10.%d.%d.0/24", rand.IntN(256), rand.IntN(256))
+			e.admin(t, "", "patch", "node", node, "--type=merge", "-p",
+				fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%[1]q]}}`, cidr))
+			if c.setup != nil {
+				e.admin(t, "", subst(c.setup, node, "")...)
+			}
+			var u *testcp.User
+			other := ""
+			switch c.as {
+			case asOwnPod:
+				u = e.podIdentity(t, c.group, node)
+			case asOtherPod:
+				other = e.newNode(t, c.group)
+				u = e.podIdentity(t, c.group, other)
+			case asPlain:
+				u = e.cp.ServiceAccount(t, render.TaintRemoverNamespace, render.TaintRemoverName)
+			case asBroad:
+				u = e.broad(t)
+			}
+			before := e.node(t, node)
+			stdin := ""
+			if c.stdin != nil {
+				stdin = c.stdin(before)
+			}
+			_, stderr, err := kubectl(t, u, stdin, subst(c.args, node, other)...)
+			after := e.node(t, node)
+			switch {
+			case c.removes != nil:
+				if err != nil {
+					t.Fatalf("denied: %v", err)
+				}
+				sameNode(t, "after the allowed change", after, withoutTaints(before, c.removes), true)
+				return
+			case c.policy != "":
+				want := policyDenied + strings.NewReplacer("NODE", node, "OTHER", other).Replace(c.policy)
+				if err == nil || !strings.Contains(stderr, want) {
+					t.Fatalf("err %v, stderr %q; want a denial by the policy: %q", err, stderr, want)
+				}
+				msg := stderr[strings.Index(stderr, policyDenied)+len(policyDenied):]
+				mu.Lock()
+				denials = append(denials, strings.TrimSpace(msg))
+				mu.Unlock()
+			default:
+				want := rbacDenied(c.rbacVerb, c.rbacRes)
+				if err == nil || !strings.Contains(stderr, want) || strings.Contains(stderr, "ValidatingAdmissionPolicy") {
+					t.Fatalf("err %v, stderr %q; want a denial by RBAC: %q", err, stderr, want)
+				}
+			}
+			sameNode(t, "after the denied request", after, before, false) // not even written
+			if c.created {
+				if _, stderr, err := kubectl(t, e.cp.Admin(), "", "get", "node", node+"-new"); err == nil || !strings.Contains(stderr, "NotFound") {
+					t.Errorf("node %s-new: err %v %s; want NotFound", node, err, stderr)
+				}
+			}
+		})
+	}
+}
+
+func subst(args []string, node, other string) []string {
+	out := make([]string, len(args))
+	r := strings.NewReplacer("NODE", node, "OTHER", other)
+	for i, a := range args {
+		out[i] = r.Replace(a)
+	}
+	return out
+}
+
+// checkEveryRuleDenied checks that each validation of the policy on the
+// server denied at least one request: each message seen must start with
+// the string literal that starts exactly one validation's
+// messageExpression. With the allowed cases, where every validation
+// evaluated to true, this shows that every CEL rule evaluates (the server
+// reports type errors only at run time).
+func (e *env) checkEveryRuleDenied(t *testing.T, denials []string) {
+	t.Helper()
+	var vap admissionv1.ValidatingAdmissionPolicy
+	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "validatingadmissionpolicy", render.TaintRemoverName, "-o", "json")), &vap); err != nil {
+		t.Fatal(err)
+	}
+	prefixes := make([]string, len(vap.Spec.Validations))
+	for i, v := range vap.Spec.Validations {
+		lit, ok := strings.CutPrefix(v.MessageExpression, `"`)
+		if end := strings.Index(lit, `"`); ok && end > 0 {
+			prefixes[i] = lit[:end]
+		} else {
+			t.Fatalf("validation %d: messageExpression %q does not start with a string literal", i, v.MessageExpression)
+		}
+	}
+	denied := make([]int, len(prefixes))
+	for _, msg := range denials {
+		var matched []int
+		for i, p := range prefixes {
+			if strings.HasPrefix(msg, p) {
+				matched = append(matched, i)
+			}
+		}
+		if len(matched) != 1 {
+			t.Errorf("denial %q matches validations %v, want exactly one", msg, matched)
+			continue
+		}
+		denied[matched[0]]++
+	}
+	for i, n := range denied {
+		if n == 0 {
+			t.Errorf("no request was denied by validation %d (%s)", i, vap.Spec.Validations[i].Expression)
+		}
+	}
+	t.Logf("denials per validation: %v", denied)
+}

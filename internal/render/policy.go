@@ -1,0 +1,147 @@
+package render
+
+import (
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// NodeNameExtra is the user-info extra key under which the API server puts
+// the name of the node a pod-bound ServiceAccount token's pod runs on (the
+// tokens the kubelet projects into pods, since Kubernetes 1.30).
+const NodeNameExtra = "authentication.kubernetes.io/node-name"
+
+// TaintRemoverUser is the user name the API server gives the taint
+// remover's ServiceAccount.
+func TaintRemoverUser() string {
+	return "system:serviceaccount:" + TaintRemoverNamespace + ":" + TaintRemoverName
+}
+
+// StartupTaintKeysCEL is a CEL map literal from each GPU group's name (the
+// value of its nodes' model.GroupLabel) to its startup-taint key, in group
+// order. Keys and values are Kubernetes label values and taint keys, so the
+// literal is also valid JSON.
+func StartupTaintKeysCEL(src *model.Source) string {
+	var pairs []string
+	for _, g := range GPUGroups(src) {
+		pairs = append(pairs, strconv.Quote(g.Name)+": "+strconv.Quote(g.StartupTaint.Key))
+	}
+	return "{" + strings.Join(pairs, ", ") + "}"
+}
+
+// NodeSpecFieldsKept are the Node spec fields the taint remover must leave
+// as they are: every field of core/v1 NodeSpec except taints (a test keeps
+// this list complete). Status needs no rule: an update of the node itself
+// cannot change it.
+var NodeSpecFieldsKept = []string{"configSource", "externalID", "podCIDR", "podCIDRs", "podPreemptionPolicy", "providerID", "unschedulable"}
+
+// The policy's CEL. Optional fields are read with the optional syntax
+// (x.?f, m[?k], orValue): a plain x.f on an absent field is a runtime
+// error, which the API server turns into a denial of every request, and
+// type errors are only reported at run time. Every rule but the first is
+// true for anything but an update of a node itself, so a DELETE or a
+// status update is denied by the first rule alone with its own message.
+const (
+	celUpdate          = `request.operation == "UPDATE" && request.?subResource.orValue("") == ""`
+	celGroup           = `oldObject.metadata.?labels[?"` + model.GroupLabel + `"].orValue("")`
+	celStartupTaintKey = `variables.startupTaintKeys[?variables.group].orValue("")`
+	celBoundNode       = `request.userInfo.?extra[?"` + NodeNameExtra + `"].orValue([])`
+	celOldTaints       = `oldObject.spec.?taints.orValue([])`
+	celNewTaints       = `object.spec.?taints.orValue([])`
+)
+
+// celSame is an expression true when field (a path below object. and
+// oldObject., ending in an optional selection) is the same in both.
+func celSame(field string) string { return "object." + field + " == oldObject." + field }
+
+func taintRemoverValidations() []admissionv1.Validation {
+	forbidden := metav1.StatusReasonForbidden
+	rule := func(expr, message string) admissionv1.Validation {
+		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
+	}
+	onUpdate := func(expr string) string { return "!variables.update || " + expr }
+	var spec []string
+	for _, f := range NodeSpecFieldsKept {
+		spec = append(spec, celSame("spec.?"+f))
+	}
+	return []admissionv1.Validation{
+		rule(`variables.update`,
+			`"the taint remover may only update nodes, not " + request.operation + " " + request.resource.resource + `+
+				`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
+		rule(`variables.boundNode.all(n, n == request.name)`,
+			`"the taint remover of node " + variables.boundNode.join(", ") + " may not change node " + request.name`),
+		rule(onUpdate(`variables.startupTaintKey != ""`),
+			`"node " + request.name + " is in no GPU node group with a startup taint (`+model.GroupLabel+`=" + variables.group + ")"`),
+		rule(onUpdate(`variables.newTaints.filter(t, t.key != variables.startupTaintKey) == variables.oldTaints.filter(t, t.key != variables.startupTaintKey) && `+
+			`variables.newTaints.all(t, t.key != variables.startupTaintKey || t in variables.oldTaints)`),
+			`"the taint remover may only remove the taint " + variables.startupTaintKey + " from node " + request.name`),
+		rule(onUpdate(celSame(`metadata.?labels.orValue({})`)),
+			`"the taint remover may not change the labels of node " + request.name`),
+		rule(onUpdate(celSame(`metadata.?annotations.orValue({})`)),
+			`"the taint remover may not change the annotations of node " + request.name`),
+		rule(onUpdate(celSame(`metadata.?finalizers.orValue([])`)+" && "+celSame(`metadata.?ownerReferences.orValue([])`)),
+			`"the taint remover may not change the finalizers or owner references of node " + request.name`),
+		rule(onUpdate(strings.Join(spec, " && ")),
+			`"the taint remover may not change the spec of node " + request.name + " other than removing its startup taint"`),
+	}
+}
+
+// taintRemoverPolicy returns a ValidatingAdmissionPolicy and its binding
+// that hold the taint remover's ServiceAccount to its one job, whatever
+// RBAC grants it: it may change a Node only by removing the startup-taint
+// key of the node's group (looked up by model.GroupLabel), leaving every
+// other taint, the labels, annotations, finalizers, owner references and
+// the rest of the spec as they were. With a pod-bound token, which carries
+// the pod's node in NodeNameExtra, it may change only its own node. It may
+// not create or delete nodes or write any node subresource.
+func taintRemoverPolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Object {
+	fail := admissionv1.Fail
+	all := admissionv1.OperationAll
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: meta,
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionv1.RuleWithOperations{
+						Operations: []admissionv1.OperationType{all},
+						Rule: admissionv1.Rule{
+							APIGroups:   []string{""},
+							APIVersions: []string{"*"},
+							Resources:   []string{"nodes", "nodes/*"},
+						},
+					},
+				}},
+			},
+			MatchConditions: []admissionv1.MatchCondition{{
+				Name:       "taint-remover",
+				Expression: "request.userInfo.username == " + strconv.Quote(TaintRemoverUser()),
+			}},
+			Variables: []admissionv1.Variable{
+				{Name: "update", Expression: celUpdate},
+				{Name: "startupTaintKeys", Expression: StartupTaintKeysCEL(src)},
+				{Name: "group", Expression: celGroup},
+				{Name: "startupTaintKey", Expression: celStartupTaintKey},
+				{Name: "boundNode", Expression: celBoundNode},
+				{Name: "oldTaints", Expression: celOldTaints},
+				{Name: "newTaints", Expression: celNewTaints},
+			},
+			Validations: taintRemoverValidations(),
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: meta,
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+	return []runtime.Object{policy, binding}
+}
