@@ -82,7 +82,7 @@ func Load(dir string) (*Loaded, error) {
 		return nil, toList(err, l)
 	}
 	src := &model.Source{}
-	if err := v.Decode(src); err != nil {
+	if err := decode(v, src); err != nil {
 		return nil, toList(err, l)
 	}
 	src.Resolve()
