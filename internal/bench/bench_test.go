@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -268,4 +270,31 @@ func BenchmarkCheck(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestParallelRenderDeterministic renders and verifies the same source on
+// one CPU and on several, repeatedly: the files must be identical.
+func TestParallelRenderDeterministic(t *testing.T) {
+	src := load(t, 100).Source
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	want, err := render.All(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, procs := range []int{2, 4, 8} {
+		runtime.GOMAXPROCS(procs)
+		for range 3 {
+			got, err := render.All(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.EqualFunc(got, want, bytes.Equal) {
+				t.Fatalf("GOMAXPROCS %d: the render differs from the serial one", procs)
+			}
+			if err := verify.All(src, got); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
