@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -76,9 +77,9 @@ func Compare(dir string, files render.Files) (Report, error) {
 	return r, nil
 }
 
-// scan reads every regular file below dir.
+// scan reads every regular file below dir, the files in parallel.
 func scan(dir string) (map[string][]byte, error) {
-	out := map[string][]byte{}
+	var paths []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path == dir {
@@ -86,22 +87,27 @@ func scan(dir string) (map[string][]byte, error) {
 			}
 			return err
 		}
-		if !d.Type().IsRegular() {
-			return nil
+		if d.Type().IsRegular() {
+			paths = append(paths, path)
 		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		out[filepath.ToSlash(rel)] = b
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	contents := make([][]byte, len(paths))
+	errs := make([]error, len(paths))
+	par.Do(len(paths), func(i int) { contents[i], errs[i] = os.ReadFile(paths[i]) })
+	out := make(map[string][]byte, len(paths))
+	for i, path := range paths {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("reading %s: %w", dir, errs[i])
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return nil, err
+		}
+		out[filepath.ToSlash(rel)] = contents[i]
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -83,7 +84,9 @@ func sibling(dir, what string) string {
 	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".nodegen-"+what)
 }
 
-// buildTree creates the new tree at staging.
+// buildTree creates the new tree at staging, creating the files in
+// parallel, and makes it durable with one syncfs rather than an fsync per
+// file.
 func buildTree(dir, staging string, files render.Files, r Report) error {
 	changed := map[string]bool{}
 	for _, c := range r.Changes {
@@ -93,26 +96,28 @@ func buildTree(dir, staging string, files render.Files, r Report) error {
 		return err
 	}
 	keep := append(files.Paths(), r.Foreign...)
-	for i, p := range keep {
+	errs := make([]error, len(keep))
+	par.Do(len(keep), func(i int) {
+		p := keep[i]
 		dst := filepath.Join(staging, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
+			errs[i] = err
+			return
 		}
 		src := filepath.Join(dir, filepath.FromSlash(p))
 		if content, ok := files[p]; ok && changed[p] {
-			if err := writeFile(dst, content, mode(p)); err != nil {
-				return err
-			}
+			errs[i] = writeFile(dst, content, mode(p))
 		} else if err := os.Link(src, dst); err != nil {
-			return fmt.Errorf("keeping %s: %w", src, err)
+			errs[i] = fmt.Errorf("keeping %s: %w", src, err)
 		}
-		if i == len(keep)/2 {
-			if err := failAt("mid-tree"); err != nil {
-				return err
-			}
+		if i == len(keep)/2 && errs[i] == nil {
+			errs[i] = failAt("mid-tree")
 		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
-	return syncDir(staging)
+	return syncFS(staging)
 }
 
 // mode is the file mode of a generated file: scripts are executable.
@@ -136,10 +141,6 @@ func writeFile(path string, content []byte, perm os.FileMode) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
 	return f.Close()
 }
 
@@ -154,6 +155,20 @@ func swap(staging, dir, retired string) error {
 		return fmt.Errorf("replacing %s: %w", dir, err)
 	}
 	return os.Rename(staging, retired)
+}
+
+// syncFS makes everything written to the file system holding dir durable
+// (syncfs(2)): one call for a whole tree of new files and directories.
+func syncFS(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
 }
 
 func syncDir(dir string) error {
