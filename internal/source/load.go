@@ -63,7 +63,11 @@ func Load(dir string) (*Loaded, error) {
 	}
 
 	ctx := cuecontext.New()
-	insts := load.Instances(files, &load.Config{Dir: absDir})
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = filepath.Join(absDir, f)
+	}
+	insts := load.Instances(files, &load.Config{Dir: absDir, ParseFile: newPrefetcher(paths).ParseFile})
 	inst := insts[0]
 	if inst.Err != nil {
 		return nil, toList(inst.Err, nil)
