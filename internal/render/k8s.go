@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -14,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
+	"github.com/nodegen/nodegen/internal/yamlout"
 	"github.com/nodegen/nodegen/templates"
 )
 
@@ -209,26 +208,7 @@ func MarshalObjects(header string, objs []runtime.Object) ([]byte, error) {
 }
 
 // marshalObject renders one object as YAML, without its status.
-func marshalObject(o runtime.Object) ([]byte, error) { return marshalWithoutStatus(o) }
-
-// marshalWithoutStatus renders v as JSON, decoded, without its top-level
-// status, marshalled with sigs.k8s.io/yaml; fastJSONToYAML gives the same
-// bytes in a fraction of the time whenever it can.
-func marshalWithoutStatus(v any) ([]byte, error) {
-	j, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	if y, ok, err := fastJSONToYAML(j, "status"); ok || err != nil {
-		return y, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(j, &m); err != nil {
-		return nil, err
-	}
-	delete(m, "status")
-	return yaml.Marshal(m)
-}
+func marshalObject(o runtime.Object) ([]byte, error) { return yamlout.MarshalWithout(o, "status") }
 
 // GPUOperatorTolerations are the tolerations the GPU Operator's operands
 // and NFD workers need on the GPU groups' nodes: the operator's default
@@ -262,7 +242,7 @@ func GPUOperatorValues(src *model.Source, header string) ([]byte, error) {
 }
 
 func marshalValues(header string, v any) ([]byte, error) {
-	y, err := toYAML(v)
+	y, err := yamlout.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("marshal values: %w", err)
 	}

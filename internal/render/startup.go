@@ -8,6 +8,7 @@ import (
 	"text/template"
 
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/yamlout"
 	"github.com/nodegen/nodegen/templates"
 )
 
@@ -116,7 +117,7 @@ func KubeletPatch(g *model.NodeGroup) ([]byte, error) {
 	if len(g.Kubelet.EvictionHard) > 0 {
 		cfg["evictionHard"] = g.Kubelet.EvictionHard
 	}
-	b, err := toYAML(cfg)
+	b, err := yamlout.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
