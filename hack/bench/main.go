@@ -122,6 +122,8 @@ func run() error {
 		return err
 	}
 
+	busyStart, totalStart := cpuTicks()
+	childStart := childrenCPU()
 	results := map[int]map[string]*series{}
 	for _, n := range o.sizes {
 		dir := filepath.Join(tmp, fmt.Sprint(n))
@@ -157,6 +159,7 @@ func run() error {
 		results[n] = res
 	}
 	printTables(o.sizes, results)
+	printNoise(busyStart, totalStart, childStart)
 
 	ex, err := measureExample(nodegen, root, o.example)
 	if err != nil {
@@ -444,14 +447,53 @@ func printMachine() {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		kernel = strings.TrimSpace(string(b))
 	}
-	load := "unknown"
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(b)); len(f) >= 3 {
-			load = strings.Join(f[:3], " ")
+	fmt.Printf("Machine: %d CPUs (nproc), %s, %s memory, Linux %s, %s %s/%s.\n",
+		runtime.NumCPU(), model, mem, kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// cpuTicks returns the busy and total CPU time of the whole machine so
+// far, in clock ticks (/proc/stat).
+func cpuTicks() (busy, total int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i >= 8 { // guest time is counted in user time already
+			break
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
 		}
 	}
-	fmt.Printf("Machine: %d CPUs (nproc), %s, %s memory, Linux %s, %s %s/%s; load average at start %s.\n",
-		runtime.NumCPU(), model, mem, kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH, load)
+	return busy, total
+}
+
+// childrenCPU is the CPU time of this program's finished children.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// printNoise says how busy the machine was with other work while the
+// benchmark ran: on a shared machine that is what makes wall times noisy.
+func printNoise(busyStart, totalStart int64, childStart time.Duration) {
+	busy, total := cpuTicks()
+	if total <= totalStart {
+		return
+	}
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	all := time.Duration(total-totalStart) * tick
+	others := time.Duration(busy-busyStart)*tick - (childrenCPU() - childStart)
+	fmt.Printf("While the benchmark ran, other processes used %.0f%% of the machine's CPU time (the timed commands %.0f%%).\n\n",
+		100*max(0, float64(others))/float64(all), 100*float64(childrenCPU()-childStart)/float64(all))
 }
 
 func printTables(sizes []int, results map[int]map[string]*series) {
@@ -459,13 +501,14 @@ func printTables(sizes []int, results map[int]map[string]*series) {
 		res := results[n]
 		c := res[opCue]
 		fmt.Printf("## %d node groups (%d timed rounds, medians)\n\n", n, len(c.wall))
-		fmt.Println("| command | wall | × cue export | CPU (user+sys) | peak RSS | × cue export |")
-		fmt.Println("|---|---:|---:|---:|---:|---:|")
+		fmt.Println("| command | wall | × cue export | CPU (user+sys) | × cue export | peak RSS | × cue export |")
+		fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
 		for _, name := range opOrder {
 			s := res[name]
-			fmt.Printf("| %s | %s | %.2f | %s | %s | %.2f |\n", name, ms(s.medianWall()),
-				ratio(s.medianWall(), c.medianWall()), ms(s.medianCPU()), mb(s.medianRSS()),
-				float64(s.medianRSS())/float64(c.medianRSS()))
+			fmt.Printf("| %s | %s | %.2f | %s | %.2f | %s | %.2f |\n", name,
+				ms(s.medianWall()), ratio(s.medianWall(), c.medianWall()),
+				ms(s.medianCPU()), ratio(s.medianCPU(), c.medianCPU()),
+				mb(s.medianRSS()), float64(s.medianRSS())/float64(c.medianRSS()))
 		}
 		fmt.Println()
 	}
@@ -499,7 +542,8 @@ func printTargets(sizes []int, results map[int]map[string]*series, ex *series) {
 			limit float64
 		}{{opGenEmpty, 1.5}, {opGenSame, 1.5}, {opCheck, 1.2}, {opVet, 1.2}} {
 			x := ratio(r[t.name].medianWall(), c.medianWall())
-			check(x <= t.limit, "%s ≤ %.1f× cue export (1000 groups): %.2f×", t.name, t.limit, x)
+			check(x <= t.limit, "%s ≤ %.1f× cue export (1000 groups): %.2f× (CPU time: %.2f×)", t.name, t.limit, x,
+				ratio(r[t.name].medianCPU(), c.medianCPU()))
 		}
 		worst := ""
 		var worstRSS float64
