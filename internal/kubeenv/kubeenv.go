@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodegen/nodegen/internal/yamlout"
 )
 
 // Key is the instance-template metadata key the autoscaler reads.
@@ -49,7 +51,7 @@ func Marshal(header string, vars []Var) ([]byte, error) {
 		}
 		segs = append(segs, v.Name+"="+v.Value)
 	}
-	body, err := yaml.Marshal(map[string]string{AutoscalerEnvVars: strings.Join(segs, ";")})
+	body, err := yamlout.Marshal(map[string]string{AutoscalerEnvVars: strings.Join(segs, ";")})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -105,9 +106,10 @@ type tree struct {
 	emptyDirs map[string]fs.FileMode
 }
 
-// scan reads every entry below dir.
+// scan reads every entry below dir, the regular files in parallel.
 func scan(dir string) (*tree, error) {
 	t := &tree{files: map[string][]byte{}, emptyDirs: map[string]fs.FileMode{}}
+	var paths, rels []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path == dir {
@@ -137,11 +139,8 @@ func scan(dir string) (*tree, error) {
 				t.emptyDirs[rel] = info.Mode().Perm()
 			}
 		case d.Type().IsRegular():
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			t.files[rel] = b
+			paths = append(paths, path)
+			rels = append(rels, rel)
 		default:
 			t.special = append(t.special, rel)
 		}
@@ -149,6 +148,15 @@ func scan(dir string) (*tree, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	contents := make([][]byte, len(paths))
+	errs := make([]error, len(paths))
+	par.Do(len(paths), func(i int) { contents[i], errs[i] = os.ReadFile(paths[i]) })
+	for i := range paths {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("reading %s: %w", dir, errs[i])
+		}
+		t.files[rels[i]] = contents[i]
 	}
 	return t, nil
 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -86,7 +87,8 @@ func sibling(dir, what string) string {
 
 // buildTree creates the new tree at staging: the rendered files, and
 // everything of the old tree that is not nodegen's (foreign files, links,
-// empty directories).
+// empty directories). It creates the files in parallel and makes the tree
+// durable with one syncfs rather than an fsync per file.
 func buildTree(dir, staging string, files render.Files, r Report, old *tree) error {
 	changed := map[string]bool{}
 	for _, c := range r.Changes {
@@ -96,24 +98,26 @@ func buildTree(dir, staging string, files render.Files, r Report, old *tree) err
 		return err
 	}
 	keep := append(files.Paths(), r.Foreign...)
-	for i, p := range keep {
+	errs := make([]error, len(keep))
+	par.Do(len(keep), func(i int) {
+		p := keep[i]
 		dst := filepath.Join(staging, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
+			errs[i] = err
+			return
 		}
 		src := filepath.Join(dir, filepath.FromSlash(p))
 		if content, ok := files[p]; ok && changed[p] {
-			if err := writeFile(dst, content, mode(p)); err != nil {
-				return err
-			}
+			errs[i] = writeFile(dst, content, mode(p))
 		} else if err := os.Link(src, dst); err != nil {
-			return fmt.Errorf("keeping %s: %w", src, err)
+			errs[i] = fmt.Errorf("keeping %s: %w", src, err)
 		}
-		if i == len(keep)/2 {
-			if err := failAt("mid-tree"); err != nil {
-				return err
-			}
+		if i == len(keep)/2 && errs[i] == nil {
+			errs[i] = failAt("mid-tree")
 		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	for _, p := range model.SortedKeys(old.emptyDirs) {
 		if err := os.MkdirAll(filepath.Join(staging, filepath.FromSlash(p)), 0o755); err != nil {
@@ -123,7 +127,7 @@ func buildTree(dir, staging string, files render.Files, r Report, old *tree) err
 			return err
 		}
 	}
-	return syncDir(staging)
+	return syncFS(staging)
 }
 
 // mode is the file mode of a generated file: scripts are executable.
@@ -147,10 +151,6 @@ func writeFile(path string, content []byte, perm os.FileMode) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
 	return f.Close()
 }
 
@@ -165,6 +165,20 @@ func swap(staging, dir, retired string) error {
 		return fmt.Errorf("replacing %s: %w", dir, err)
 	}
 	return os.Rename(staging, retired)
+}
+
+// syncFS makes everything written to the file system holding dir durable
+// (syncfs(2)): one call for a whole tree of new files and directories.
+func syncFS(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -14,9 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/par"
+	"github.com/nodegen/nodegen/internal/yamlout"
 	"github.com/nodegen/nodegen/templates"
 )
 
@@ -184,29 +184,30 @@ func TaintRemover(src *model.Source, header string) ([]byte, error) {
 }
 
 // MarshalObjects renders objects as a multi-document YAML stream, each
-// without its status.
+// without its status. The objects are marshalled in parallel.
 func MarshalObjects(header string, objs []runtime.Object) ([]byte, error) {
+	docs := make([][]byte, len(objs))
+	errs := make([]error, len(objs))
+	par.Do(len(objs), func(i int) { docs[i], errs[i] = marshalObject(objs[i]) })
 	var b bytes.Buffer
+	size := len(header)
+	for _, d := range docs {
+		size += len("---\n") + len(d)
+	}
+	b.Grow(size)
 	b.WriteString(header)
-	for _, o := range objs {
-		j, err := json.Marshal(o)
-		if err != nil {
-			return nil, err
-		}
-		var m map[string]any
-		if err := json.Unmarshal(j, &m); err != nil {
-			return nil, err
-		}
-		delete(m, "status")
-		y, err := yaml.Marshal(m)
-		if err != nil {
-			return nil, err
+	for i, d := range docs {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
 		b.WriteString("---\n")
-		b.Write(y)
+		b.Write(d)
 	}
 	return b.Bytes(), nil
 }
+
+// marshalObject renders one object as YAML, without its status.
+func marshalObject(o runtime.Object) ([]byte, error) { return yamlout.MarshalWithout(o, "status") }
 
 // GPUOperatorTolerations are the tolerations the GPU Operator's operands
 // and NFD workers need on the GPU groups' nodes: the operator's default
@@ -240,7 +241,7 @@ func GPUOperatorValues(src *model.Source, header string) ([]byte, error) {
 }
 
 func marshalValues(header string, v any) ([]byte, error) {
-	y, err := yaml.Marshal(v)
+	y, err := yamlout.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("marshal values: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/par"
 )
 
 // Files maps a slash-separated path relative to the output directory to
@@ -54,27 +55,41 @@ func IsGenerated(content []byte) bool {
 
 func hashHeader(origin string) string { return "# " + HeaderLine(origin) + "\n" }
 
-// All renders every artifact of src.
+// All renders every artifact of src. The node groups' files are rendered
+// in parallel; the result does not depend on the order.
 func All(src *model.Source) (Files, error) {
-	files := Files{}
+	var cloud []*model.NodeGroup
 	for _, g := range src.Groups() {
-		if !g.Cloud() {
-			continue
+		if g.Cloud() {
+			cloud = append(cloud, g)
 		}
+	}
+	type groupFiles struct {
+		env, script []byte
+		err         error
+	}
+	rendered := make([]groupFiles, len(cloud))
+	par.Do(len(cloud), func(i int) {
+		g, r := cloud[i], &rendered[i]
 		origin := src.Origins[g.Name]
 		if origin == "" {
 			origin = src.Name
 		}
-		env, err := KubeEnv(src, g, hashHeader(origin))
-		if err != nil {
-			return nil, fmt.Errorf("node group %s: %w", g.Name, err)
+		if r.env, r.err = KubeEnv(src, g, hashHeader(origin)); r.err != nil {
+			r.err = fmt.Errorf("node group %s: %w", g.Name, r.err)
+			return
 		}
-		files[KubeEnvPath(g.Name)] = env
-		script, err := StartupScript(src, g, hashHeader(origin))
-		if err != nil {
-			return nil, fmt.Errorf("node group %s: %w", g.Name, err)
+		if r.script, r.err = StartupScript(src, g, hashHeader(origin)); r.err != nil {
+			r.err = fmt.Errorf("node group %s: %w", g.Name, r.err)
 		}
-		files[StartupScriptPath(g.Name)] = script
+	})
+	files := make(Files, 2*len(cloud)+4)
+	for i, g := range cloud {
+		if err := rendered[i].err; err != nil {
+			return nil, err
+		}
+		files[KubeEnvPath(g.Name)] = rendered[i].env
+		files[StartupScriptPath(g.Name)] = rendered[i].script
 	}
 	header := hashHeader(src.Name)
 	k8s, err := TaintRemover(src, header)

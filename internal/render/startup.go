@@ -7,9 +7,8 @@ import (
 	"strings"
 	"text/template"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/yamlout"
 	"github.com/nodegen/nodegen/templates"
 )
 
@@ -118,7 +117,7 @@ func KubeletPatch(g *model.NodeGroup) ([]byte, error) {
 	if len(g.Kubelet.EvictionHard) > 0 {
 		cfg["evictionHard"] = g.Kubelet.EvictionHard
 	}
-	b, err := yaml.Marshal(cfg)
+	b, err := yamlout.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}

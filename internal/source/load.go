@@ -133,7 +133,11 @@ func Open(dir string) (*Loaded, error) {
 	}
 	l.schema = sch.LookupPath(cue.MakePath(cue.Def("Source")))
 
-	inst := load.Instances(files, &load.Config{Dir: absDir})[0]
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = filepath.Join(absDir, f)
+	}
+	inst := load.Instances(files, &load.Config{Dir: absDir, ParseFile: newPrefetcher(paths).ParseFile})[0]
 	if inst.Err != nil {
 		l.addErr(inst.Err)
 		l.Broken.All = true
@@ -159,7 +163,7 @@ func Open(dir string) (*Loaded, error) {
 func (l *Loaded) decode() {
 	src := l.Source
 	if len(l.Findings) == 0 {
-		if err := l.Value.Decode(src); err != nil {
+		if err := decode(l.Value, src); err != nil {
 			l.addErr(err)
 			l.Broken.All = true
 			return
@@ -178,7 +182,7 @@ func (l *Loaded) decode() {
 			}
 			return false
 		}
-		if under("cluster") || l.Value.LookupPath(cue.ParsePath("cluster")).Decode(&src.Cluster) != nil {
+		if under("cluster") || decode(l.Value.LookupPath(cue.ParsePath("cluster")), &src.Cluster) != nil {
 			l.Broken.Cluster = true
 		}
 		iter, err := l.user.LookupPath(cue.ParsePath("nodeGroups")).Fields()
@@ -186,7 +190,7 @@ func (l *Loaded) decode() {
 			name := iter.Selector().Unquoted()
 			p := cue.MakePath(cue.Str("nodeGroups"), cue.Str(name))
 			g := &model.NodeGroup{}
-			if under(diag.Path("nodeGroups", name)) || l.Value.LookupPath(p).Decode(g) != nil {
+			if under(diag.Path("nodeGroups", name)) || decode(l.Value.LookupPath(p), g) != nil {
 				l.Broken.Groups[name] = true
 				continue
 			}

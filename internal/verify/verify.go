@@ -24,25 +24,36 @@ import (
 
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
 // MetadataValueLimit is GCE's limit on one metadata value (256 KiB).
 const MetadataValueLimit = 256 * 1024
 
-// All checks every rendered artifact.
+// All checks every rendered artifact. The node groups' artifacts are
+// checked in parallel; the errors are reported in group order.
 func All(src *model.Source, files render.Files) error {
-	var errs []error
+	var cloud []*model.NodeGroup
 	for _, g := range src.Groups() {
-		if !g.Cloud() {
-			continue
+		if g.Cloud() {
+			cloud = append(cloud, g)
 		}
-		if err := KubeEnv(g, files[render.KubeEnvPath(g.Name)], render.ExtraStartupTaints(src)); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", render.KubeEnvPath(g.Name), err))
+	}
+	flagged := render.ExtraStartupTaints(src)
+	groupErrs := make([][2]error, len(cloud))
+	par.Do(len(cloud), func(i int) {
+		g := cloud[i]
+		if err := KubeEnv(g, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
+			groupErrs[i][0] = fmt.Errorf("%s: %w", render.KubeEnvPath(g.Name), err)
 		}
 		if err := Script(files[render.StartupScriptPath(g.Name)]); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err))
+			groupErrs[i][1] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
 		}
+	})
+	var errs []error
+	for _, e := range groupErrs {
+		errs = append(errs, e[0], e[1])
 	}
 	for _, p := range []string{render.TaintRemoverPath} {
 		if _, err := DecodeObjects(files[p]); err != nil {
@@ -88,14 +99,15 @@ func Script(data []byte) error {
 }
 
 // DecodeObjects splits a YAML stream into documents and decodes each one
-// strictly (unknown or duplicate fields are errors) into its k8s.io/api type.
+// strictly (unknown or duplicate fields are errors) into its k8s.io/api
+// type. The documents are decoded in parallel.
 func DecodeObjects(data []byte) ([]runtime.Object, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []runtime.Object
+	var docs [][]byte
 	for {
 		doc, err := r.Read()
 		if err == io.EOF {
-			return out, nil
+			break
 		}
 		if err != nil {
 			return nil, err
@@ -103,6 +115,23 @@ func DecodeObjects(data []byte) ([]runtime.Object, error) {
 		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
 			continue
 		}
+		docs = append(docs, doc)
+	}
+	objs := make([]runtime.Object, len(docs))
+	errs := make([]error, len(docs))
+	par.Do(len(docs), func(i int) { objs[i], errs[i] = decodeObject(docs[i]) })
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
+}
+
+// decodeObject decodes one YAML document strictly into its k8s.io/api type.
+func decodeObject(doc []byte) (runtime.Object, error) {
+	apiVersion, kind, ok := peekTypeMeta(doc)
+	if !ok {
 		var tm struct {
 			APIVersion string `json:"apiVersion"`
 			Kind       string `json:"kind"`
@@ -110,15 +139,49 @@ func DecodeObjects(data []byte) ([]runtime.Object, error) {
 		if err := yaml.Unmarshal(doc, &tm); err != nil {
 			return nil, err
 		}
-		obj, err := newObject(tm.APIVersion, tm.Kind)
-		if err != nil {
-			return nil, err
-		}
-		if err := yaml.UnmarshalStrict(doc, obj); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
-		}
-		out = append(out, obj)
+		apiVersion, kind = tm.APIVersion, tm.Kind
 	}
+	obj, err := newObject(apiVersion, kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", apiVersion, kind, err)
+	}
+	// The peek only picks the type; the strict decode is what counts, and
+	// it must agree.
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != kind || gvk.GroupVersion().String() != apiVersion {
+		return nil, fmt.Errorf("%s %s: decoded as %s", apiVersion, kind, gvk)
+	}
+	return obj, nil
+}
+
+// peekTypeMeta finds a document's apiVersion and kind, to pick the type to
+// decode into, without parsing the whole document: it looks for them as
+// unquoted top-level keys. ok is false when either is missing or written
+// in any other form; the caller then parses the document.
+func peekTypeMeta(doc []byte) (apiVersion, kind string, ok bool) {
+	for line := range bytes.Lines(doc) {
+		line = bytes.TrimRight(line, "\r\n")
+		if k, v, found := bytes.Cut(line, []byte(": ")); found && !bytes.ContainsAny(v, `"'#{}[]&*!|>%@`+"`") {
+			switch string(k) {
+			case "apiVersion":
+				if apiVersion != "" {
+					return "", "", false
+				}
+				apiVersion = string(bytes.TrimSpace(v))
+			case "kind":
+				if kind != "" {
+					return "", "", false
+				}
+				kind = string(bytes.TrimSpace(v))
+			}
+		}
+	}
+	if apiVersion == "" || kind == "" {
+		return "", "", false
+	}
+	return apiVersion, kind, true
 }
 
 func stripComments(doc []byte) []byte {

@@ -1,0 +1,573 @@
+// Command bench compares nodegen with `cue export` of the same source, as
+// `make bench` runs it.
+//
+// It writes synthetic sources of 10, 100 and 1000 node groups (see
+// internal/bench), builds nodegen and cuelang.org/go's own cue command at
+// the version in go.mod, checks that both evaluate the same thing, then
+// runs, in interleaved rounds: `nodegen gen` into an empty output
+// directory, `nodegen gen` again with nothing changed, `nodegen check`
+// with nothing changed, `nodegen vet`, and `cue export` of the source
+// unified with the schema's #Source. It prints the median wall time and
+// the peak resident memory (the kernel's ru_maxrss of the child) of each,
+// with its ratio to cue export, how each grows from 100 to 1000 groups,
+// the shipped example's `check`, and which targets are met.
+//
+// Usage (from the repository root):
+//
+//	go run ./hack/bench [-sizes 10,100,1000] [-rounds 7] [-rounds1000 5] [-keep]
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nodegen/nodegen/internal/bench"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/schema"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	sizes      []int
+	rounds     int
+	rounds1000 int
+	example    int
+	keep       bool
+	nodegen    string
+	cue        string
+}
+
+func parseFlags() (*options, error) {
+	o := &options{}
+	sizes := flag.String("sizes", "10,100,1000", "comma-separated numbers of node groups")
+	flag.IntVar(&o.rounds, "rounds", 7, "timed rounds for sources under 1000 groups")
+	flag.IntVar(&o.rounds1000, "rounds1000", 5, "timed rounds for sources of 1000 groups or more")
+	flag.IntVar(&o.example, "example", 11, "runs of `nodegen check` on the shipped example")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory")
+	flag.StringVar(&o.nodegen, "nodegen", "", "use this nodegen binary instead of building one")
+	flag.StringVar(&o.cue, "cue", "", "use this cue binary instead of building one")
+	flag.Parse()
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 2 {
+			return nil, fmt.Errorf("bad -sizes %q", *sizes)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	return o, nil
+}
+
+func run() error {
+	o, err := parseFlags()
+	if err != nil {
+		return err
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "nodegen-bench-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintf(os.Stderr, "bench: keeping %s\n", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+
+	fmt.Println("# nodegen vs cue export")
+	fmt.Println()
+	printMachine()
+
+	nodegen, cue, cueVersion, err := buildTools(o, root, tmp)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("cue: %s (cuelang.org/go's cmd/cue at the version in go.mod)\n\n", cueVersion)
+
+	// The schema as nodegen embeds it, and a file that binds the top
+	// level to #Source: `cue export` then evaluates the user's files
+	// unified with #Source, as nodegen does.
+	schemaDir := filepath.Join(tmp, "schema")
+	if err := os.MkdirAll(schemaDir, 0o755); err != nil {
+		return err
+	}
+	schemaFile := filepath.Join(schemaDir, "nodegen.cue")
+	bindFile := filepath.Join(schemaDir, "bind.cue")
+	if err := os.WriteFile(schemaFile, schema.Source, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(bindFile, []byte(bindCUE), 0o644); err != nil {
+		return err
+	}
+
+	busyStart, totalStart := cpuTicks()
+	childStart := childrenCPU()
+	results := map[int]map[string]*series{}
+	for _, n := range o.sizes {
+		dir := filepath.Join(tmp, fmt.Sprint(n))
+		src := filepath.Join(dir, "nodegroups")
+		out := filepath.Join(dir, "out")
+		if err := bench.Write(src, n); err != nil {
+			return err
+		}
+		files, err := filepath.Glob(filepath.Join(src, "*.cue"))
+		if err != nil {
+			return err
+		}
+		slices.Sort(files)
+		ops := []op{
+			{name: opCue, args: append([]string{cue, "export", schemaFile, bindFile}, files...)},
+			{name: opGenEmpty, args: []string{nodegen, "gen", "--source", src, "--out", out}, before: moveAside(out, filepath.Join(dir, "old")), wantOutput: true},
+			{name: opGenSame, args: []string{nodegen, "gen", "--source", src, "--out", out}},
+			{name: opCheck, args: []string{nodegen, "check", "--source", src, "--out", out}},
+			{name: opVet, args: []string{nodegen, "vet", "--source", src}},
+		}
+		if err := sameEvaluation(nodegen, ops[0].args, src); err != nil {
+			return fmt.Errorf("%d groups: %w", n, err)
+		}
+		rounds := o.rounds
+		if n >= 1000 {
+			rounds = o.rounds1000
+		}
+		fmt.Fprintf(os.Stderr, "bench: %d groups: %d rounds\n", n, rounds)
+		res, err := measure(ops, rounds)
+		if err != nil {
+			return fmt.Errorf("%d groups: %w", n, err)
+		}
+		results[n] = res
+	}
+	printTables(o.sizes, results)
+	printNoise(busyStart, totalStart, childStart)
+
+	ex, err := measureExample(nodegen, root, o.example)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Shipped example (`nodegen check` in the repository, %d runs): median %s, max %s, peak RSS %s.\n\n",
+		len(ex.wall), ms(ex.medianWall()), ms(slices.Max(ex.wall)), mb(ex.medianRSS()))
+
+	printTargets(o.sizes, results, ex)
+	return nil
+}
+
+const bindCUE = `package schema
+
+// Binds the top level (the user's files) to #Source, as nodegen does.
+#Source
+`
+
+const (
+	opCue      = "cue export"
+	opGenEmpty = "nodegen gen (empty out/)"
+	opGenSame  = "nodegen gen (unchanged)"
+	opCheck    = "nodegen check (unchanged)"
+	opVet      = "nodegen vet"
+)
+
+var opOrder = []string{opCue, opGenEmpty, opGenSame, opCheck, opVet}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("run bench inside the nodegen module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func buildTools(o *options, root, tmp string) (nodegen, cue, cueVersion string, err error) {
+	bin := filepath.Join(tmp, "bin")
+	nodegen, cue = o.nodegen, o.cue
+	if nodegen == "" {
+		nodegen = filepath.Join(bin, "nodegen")
+		fmt.Fprintln(os.Stderr, "bench: building nodegen")
+		if err := goCmd(root, nil, "build", "-o", nodegen, "./cmd/nodegen"); err != nil {
+			return "", "", "", err
+		}
+	}
+	v, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "cuelang.org/go").Output()
+	if err != nil {
+		return "", "", "", fmt.Errorf("go list -m cuelang.org/go: %w", err)
+	}
+	cueVersion = strings.TrimSpace(string(v))
+	if cue == "" {
+		cue = filepath.Join(bin, "cue")
+		// go install pkg@version builds cmd/cue with cue's own go.mod, so
+		// nodegen's go.mod needs none of the command's dependencies.
+		fmt.Fprintf(os.Stderr, "bench: building cue %s\n", cueVersion)
+		if err := goCmd(root, []string{"GOBIN=" + bin}, "install", "cuelang.org/go/cmd/cue@"+cueVersion); err != nil {
+			return "", "", "", err
+		}
+	}
+	got, err := exec.Command(cue, "version").Output()
+	if err != nil {
+		return "", "", "", fmt.Errorf("cue version: %w", err)
+	}
+	if first, _, _ := strings.Cut(string(got), "\n"); !strings.Contains(first, cueVersion) {
+		return "", "", "", fmt.Errorf("cue reports %q, go.mod has %s", first, cueVersion)
+	}
+	for _, p := range []*string{&nodegen, &cue} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return "", "", "", err
+		}
+	}
+	return nodegen, cue, cueVersion, nil
+}
+
+func goCmd(dir string, env []string, args ...string) error {
+	c := exec.Command("go", args...)
+	c.Dir = dir
+	c.Env = append(os.Environ(), env...)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("go %s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// sameEvaluation checks that cue export and nodegen read the same source:
+// cue's JSON, decoded into nodegen's model and resolved, equals what
+// `nodegen export` prints.
+func sameEvaluation(nodegen string, cueArgs []string, src string) error {
+	cueJSON, err := exec.Command(cueArgs[0], cueArgs[1:]...).Output()
+	if err != nil {
+		return fmt.Errorf("cue export: %w", exitDetail(err))
+	}
+	var s model.Source
+	if err := json.Unmarshal(cueJSON, &s); err != nil {
+		return fmt.Errorf("decoding cue export's output: %w", err)
+	}
+	s.Resolve()
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(&s); err != nil {
+		return err
+	}
+	got, err := exec.Command(nodegen, "export", "--source", src).Output()
+	if err != nil {
+		return fmt.Errorf("nodegen export: %w", exitDetail(err))
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		return errors.New("cue export and nodegen export disagree about the source")
+	}
+	return nil
+}
+
+// moveAside returns a preparation that moves dir (when present) into
+// graveyard instead of deleting it: on ext4, creating files shortly after
+// deleting as many makes the inode allocator skip every recently freed
+// inode, which would time the file system's bookkeeping rather than
+// nodegen. Everything goes when the temporary directory is removed.
+func moveAside(dir, graveyard string) func() error {
+	n := 0
+	return func() error {
+		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err := os.MkdirAll(graveyard, 0o755); err != nil {
+			return err
+		}
+		n++
+		return os.Rename(dir, filepath.Join(graveyard, fmt.Sprint(n)))
+	}
+}
+
+func exitDetail(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+	}
+	return err
+}
+
+// op is one timed command.
+type op struct {
+	name   string
+	args   []string
+	before func() error // untimed preparation
+	// wantOutput: the command must print something (gen into an empty
+	// directory lists what it added); otherwise it must print nothing
+	// (cue export's output aside).
+	wantOutput bool
+}
+
+// series holds one op's measurements.
+type series struct {
+	wall []time.Duration
+	cpu  []time.Duration // user + system
+	rss  []int64         // bytes
+}
+
+func (s *series) medianWall() time.Duration { return median(s.wall) }
+func (s *series) medianCPU() time.Duration  { return median(s.cpu) }
+func (s *series) medianRSS() int64          { return median(s.rss) }
+
+func median[T cmp.Ordered](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		var zero T
+		return zero
+	}
+	return s[len(s)/2]
+}
+
+// measure runs one untimed warm-up round, then rounds timed rounds; each
+// round runs every op once, starting at a different op each round.
+func measure(ops []op, rounds int) (map[string]*series, error) {
+	res := map[string]*series{}
+	for _, o := range ops {
+		res[o.name] = &series{}
+	}
+	for r := -1; r < rounds; r++ {
+		for i := range ops {
+			// gen (unchanged) and check need a complete out/: in a
+			// round that starts after gen (empty out/), the previous
+			// round's is there.
+			o := ops[(i+max(r, 0))%len(ops)]
+			wall, cpu, rss, err := runOnce(o)
+			if err != nil {
+				return nil, err
+			}
+			if r >= 0 {
+				s := res[o.name]
+				s.wall = append(s.wall, wall)
+				s.cpu = append(s.cpu, cpu)
+				s.rss = append(s.rss, rss)
+			}
+		}
+	}
+	return res, nil
+}
+
+func runOnce(o op) (wall, cpu time.Duration, rss int64, err error) {
+	if o.before != nil {
+		if err := o.before(); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	c := exec.Command(o.args[0], o.args[1:]...)
+	var stdout, stderr bytes.Buffer
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if o.name == opCue {
+		c.Stdout = io.Discard
+	}
+	start := time.Now()
+	err = c.Run()
+	wall = time.Since(start)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("%s: %w: %s", o.name, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	if o.name != opCue && (stdout.Len() > 0) != o.wantOutput {
+		return 0, 0, 0, fmt.Errorf("%s: unexpected output %q", o.name, truncate(stdout.String()))
+	}
+	if stderr.Len() > 0 {
+		return 0, 0, 0, fmt.Errorf("%s: unexpected stderr %q", o.name, truncate(stderr.String()))
+	}
+	ps := c.ProcessState
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0, 0, errors.New("no rusage on this platform")
+	}
+	// Linux reports ru_maxrss in KiB.
+	return wall, ps.UserTime() + ps.SystemTime(), ru.Maxrss * 1024, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+func measureExample(nodegen, root string, runs int) (*series, error) {
+	o := op{name: "example check", args: []string{nodegen, "check", "--source", filepath.Join(root, "nodegroups"), "--out", filepath.Join(root, "out")}}
+	s := &series{}
+	for i := -1; i < runs; i++ {
+		wall, cpu, rss, err := runOnce(o)
+		if err != nil {
+			return nil, fmt.Errorf("the shipped example: %w (is out/ up to date?)", err)
+		}
+		if i >= 0 {
+			s.wall = append(s.wall, wall)
+			s.cpu = append(s.cpu, cpu)
+			s.rss = append(s.rss, rss)
+		}
+	}
+	return s, nil
+}
+
+func printMachine() {
+	model := "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := "unknown"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+				if kib, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					mem = fmt.Sprintf("%.1f GiB", float64(kib)/(1<<20))
+				}
+			}
+		}
+	}
+	kernel := "unknown"
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = strings.TrimSpace(string(b))
+	}
+	fmt.Printf("Machine: %d CPUs (nproc), %s, %s memory, Linux %s, %s %s/%s.\n",
+		runtime.NumCPU(), model, mem, kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// cpuTicks returns the busy and total CPU time of the whole machine so
+// far, in clock ticks (/proc/stat).
+func cpuTicks() (busy, total int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i >= 8 { // guest time is counted in user time already
+			break
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}
+
+// childrenCPU is the CPU time of this program's finished children.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// printNoise says how busy the machine was with other work while the
+// benchmark ran: on a shared machine that is what makes wall times noisy.
+func printNoise(busyStart, totalStart int64, childStart time.Duration) {
+	busy, total := cpuTicks()
+	if total <= totalStart {
+		return
+	}
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	all := time.Duration(total-totalStart) * tick
+	others := time.Duration(busy-busyStart)*tick - (childrenCPU() - childStart)
+	fmt.Printf("While the benchmark ran, other processes used %.0f%% of the machine's CPU time (the timed commands %.0f%%).\n\n",
+		100*max(0, float64(others))/float64(all), 100*float64(childrenCPU()-childStart)/float64(all))
+}
+
+func printTables(sizes []int, results map[int]map[string]*series) {
+	for _, n := range sizes {
+		res := results[n]
+		c := res[opCue]
+		fmt.Printf("## %d node groups (%d timed rounds, medians)\n\n", n, len(c.wall))
+		fmt.Println("| command | wall | × cue export | CPU (user+sys) | × cue export | peak RSS | × cue export |")
+		fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+		for _, name := range opOrder {
+			s := res[name]
+			fmt.Printf("| %s | %s | %.2f | %s | %.2f | %s | %.2f |\n", name,
+				ms(s.medianWall()), ratio(s.medianWall(), c.medianWall()),
+				ms(s.medianCPU()), ratio(s.medianCPU(), c.medianCPU()),
+				mb(s.medianRSS()), float64(s.medianRSS())/float64(c.medianRSS()))
+		}
+		fmt.Println()
+	}
+	if slices.Contains(sizes, 100) && slices.Contains(sizes, 1000) {
+		fmt.Println("## Growth from 100 to 1000 node groups (median wall, 1000 ÷ 100)")
+		fmt.Println()
+		fmt.Println("| command | 100 | 1000 | × |")
+		fmt.Println("|---|---:|---:|---:|")
+		for _, name := range opOrder {
+			a, b := results[100][name].medianWall(), results[1000][name].medianWall()
+			fmt.Printf("| %s | %s | %s | %.1f |\n", name, ms(a), ms(b), ratio(b, a))
+		}
+		fmt.Println()
+	}
+}
+
+func printTargets(sizes []int, results map[int]map[string]*series, ex *series) {
+	fmt.Println("## Targets")
+	fmt.Println()
+	check := func(ok bool, format string, args ...any) {
+		mark := "met "
+		if !ok {
+			mark = "MISS"
+		}
+		fmt.Printf("- %s %s\n", mark, fmt.Sprintf(format, args...))
+	}
+	if r, ok := results[1000]; ok {
+		c := r[opCue]
+		for _, t := range []struct {
+			name  string
+			limit float64
+		}{{opGenEmpty, 1.5}, {opGenSame, 1.5}, {opCheck, 1.2}, {opVet, 1.2}} {
+			x := ratio(r[t.name].medianWall(), c.medianWall())
+			check(x <= t.limit, "%s ≤ %.1f× cue export (1000 groups): %.2f× (CPU time: %.2f×)", t.name, t.limit, x,
+				ratio(r[t.name].medianCPU(), c.medianCPU()))
+		}
+		worst := ""
+		var worstRSS float64
+		for _, name := range opOrder[1:] {
+			if x := float64(r[name].medianRSS()) / float64(c.medianRSS()); x > worstRSS {
+				worst, worstRSS = name, x
+			}
+		}
+		check(worstRSS <= 2, "peak memory ≤ 2× cue export's (1000 groups): at most %.2f× (%s)", worstRSS, worst)
+		if r100, ok := results[100]; ok {
+			worst, worstX := "", 0.0
+			for _, name := range opOrder[1:] {
+				if x := ratio(r[name].medianWall(), r100[name].medianWall()); x > worstX {
+					worst, worstX = name, x
+				}
+			}
+			check(worstX <= 12, "1000 groups ≤ 12× the time of 100 groups: at most %.1f× (%s)", worstX, worst)
+		}
+	}
+	check(ex.medianWall() < 150*time.Millisecond, "the shipped example's check under 150 ms: %s", ms(ex.medianWall()))
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }

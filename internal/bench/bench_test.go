@@ -1,0 +1,326 @@
+package bench_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nodegen/nodegen/internal/bench"
+	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/source"
+	"github.com/nodegen/nodegen/internal/validate"
+	"github.com/nodegen/nodegen/internal/verify"
+)
+
+// Sizes are the synthetic sources' numbers of node groups.
+var sizes = []int{10, 100, 1000}
+
+var (
+	tmpOnce sync.Once
+	tmpRoot string
+	tmpErr  error
+	written sync.Map // groups → source dir
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tmpRoot != "" {
+		os.RemoveAll(tmpRoot)
+	}
+	os.Exit(code)
+}
+
+// sourceDir returns a synthetic source of n groups, written once per run.
+func sourceDir(tb testing.TB, n int) string {
+	tb.Helper()
+	tmpOnce.Do(func() { tmpRoot, tmpErr = os.MkdirTemp("", "nodegen-bench-") })
+	if tmpErr != nil {
+		tb.Fatal(tmpErr)
+	}
+	if d, ok := written.Load(n); ok {
+		return d.(string)
+	}
+	dir := filepath.Join(tmpRoot, fmt.Sprint(n), "nodegroups")
+	if err := bench.Write(dir, n); err != nil {
+		tb.Fatal(err)
+	}
+	written.Store(n, dir)
+	return dir
+}
+
+// load loads and validates a synthetic source, failing on any finding.
+func load(tb testing.TB, n int) *source.Loaded {
+	tb.Helper()
+	l, err := source.Load(sourceDir(tb, n))
+	if err != nil {
+		tb.Fatalf("loading %d groups: %v", n, err)
+	}
+	if list := validate.Source(l.Source, l); len(list) > 0 {
+		tb.Fatalf("%d groups: findings:\n%v", n, list)
+	}
+	return l
+}
+
+// TestSynthetic checks that synthetic sources are valid, render and
+// verify, and have the promised mix. (The 1000-group source is checked by
+// every run of hack/bench, which fails on any finding.)
+func TestSynthetic(t *testing.T) {
+	for _, n := range sizes[:2] {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			src := load(t, n).Source
+			if len(src.NodeGroups) != n {
+				t.Fatalf("%d node groups, want %d", len(src.NodeGroups), n)
+			}
+			gpu, static := 0, 0
+			for _, g := range src.Groups() {
+				if g.GPU != nil {
+					gpu++
+					if err := gce.CheckGPU(g.MachineType, g.GPU.Type, g.GPU.Count); err != nil {
+						t.Errorf("group %s: %v", g.Name, err)
+					}
+				} else if _, ok := gce.MachineType(g.MachineType); !ok {
+					t.Errorf("group %s: unknown machine type %s", g.Name, g.MachineType)
+				}
+				if g.Kind == "gce-static" {
+					static++
+					continue
+				}
+				if len(g.Zones) != 2 || gce.ZoneRegion(g.Zones[0]) != gce.ZoneRegion(g.Zones[1]) {
+					t.Errorf("group %s: zones %v, want two of one region", g.Name, g.Zones)
+				}
+				if l := len(g.Labels); l < 3 || l > 5 {
+					t.Errorf("group %s: %d labels, want 3 to 5", g.Name, l)
+				}
+				if l := len(g.Taints); l < 1 || l > 2 {
+					t.Errorf("group %s: %d taints, want 1 or 2", g.Name, l)
+				}
+			}
+			if static != 1 || gpu != n/2 {
+				t.Errorf("%d gce-static and %d GPU groups, want 1 and %d", static, gpu, n/2)
+			}
+			files, err := render.All(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := verify.All(src, files); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestCLI runs gen, gen again, check and vet on the 100-group source as
+// the benchmark program does, and checks their results.
+func TestCLI(t *testing.T) {
+	dir := sourceDir(t, 100)
+	out := filepath.Join(t.TempDir(), "out")
+	var stdout, stderr bytes.Buffer
+	run := func(args ...string) int {
+		stdout.Reset()
+		stderr.Reset()
+		return cli.Main(args, nil, &stdout, &stderr)
+	}
+	if code := run("gen", "--source", dir, "--out", out); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, stderr.String())
+	}
+	// Every group is a cloud group: a kube-env, a startup script and a
+	// Terraform file each, plus the cluster-wide files: two in k8s/, two
+	// for the autoscaler, four Terraform files and the docs.
+	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+9; got != want {
+		t.Errorf("gen added %d files, want %d", got, want)
+	}
+	if code := run("gen", "--source", dir, "--out", out); code != 0 || stdout.Len() != 0 {
+		t.Fatalf("second gen: exit %d, output %q, stderr %s", code, stdout.String(), stderr.String())
+	}
+	if code := run("check", "--source", dir, "--out", out); code != 0 {
+		t.Fatalf("check: exit %d: %s", code, stderr.String())
+	}
+	if code := run("vet", "--source", dir); code != 0 {
+		t.Fatalf("vet: exit %d: %s", code, stderr.String())
+	}
+}
+
+// reportCPU reports the process's CPU time (user and system, every
+// goroutine and the garbage collector) per iteration as cpu-ms/op, and
+// allocations: on a shared machine wall time says little about parallel
+// stages. Call it right before the loop and defer what it returns.
+func reportCPU(b *testing.B) func() {
+	b.ReportAllocs()
+	start := cpuTime()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(cpuTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+		}
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func forSizes(b *testing.B, f func(b *testing.B, n int)) {
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("groups=%d", n), func(b *testing.B) { f(b, n) })
+	}
+}
+
+// BenchmarkLoad measures source.Load: reading the files, the CUE
+// evaluation against the schema, and decoding into the model.
+func BenchmarkLoad(b *testing.B) {
+	forSizes(b, func(b *testing.B, n int) {
+		dir := sourceDir(b, n)
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, err := source.Load(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkValidate measures the Go rules over a loaded source.
+func BenchmarkValidate(b *testing.B) {
+	forSizes(b, func(b *testing.B, n int) {
+		l := load(b, n)
+		defer reportCPU(b)()
+		for b.Loop() {
+			if list := validate.Source(l.Source, l); len(list) > 0 {
+				b.Fatal(list)
+			}
+		}
+	})
+}
+
+// BenchmarkRender measures rendering every artifact in memory.
+func BenchmarkRender(b *testing.B) {
+	forSizes(b, func(b *testing.B, n int) {
+		src := load(b, n).Source
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, err := render.All(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkVerify measures re-reading every artifact as its consumer does.
+func BenchmarkVerify(b *testing.B) {
+	forSizes(b, func(b *testing.B, n int) {
+		src := load(b, n).Source
+		files, err := render.All(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer reportCPU(b)()
+		for b.Loop() {
+			if err := verify.All(src, files); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkCompare measures comparing the render with an up-to-date
+// output directory (what check does after rendering).
+func BenchmarkCompare(b *testing.B) {
+	forSizes(b, func(b *testing.B, n int) {
+		src := load(b, n).Source
+		files, err := render.All(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := filepath.Join(b.TempDir(), "out")
+		if _, err := outdir.Write(out, files); err != nil {
+			b.Fatal(err)
+		}
+		defer reportCPU(b)()
+		for b.Loop() {
+			r, err := outdir.Compare(out, files)
+			if err != nil || !r.Clean() {
+				b.Fatalf("compare: %v, %d changes", err, len(r.Changes))
+			}
+		}
+	})
+}
+
+// BenchmarkWriteUnchanged measures gen's write stage when nothing changed.
+func BenchmarkWriteUnchanged(b *testing.B) {
+	forSizes(b, func(b *testing.B, n int) {
+		src := load(b, n).Source
+		files, err := render.All(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := filepath.Join(b.TempDir(), "out")
+		if _, err := outdir.Write(out, files); err != nil {
+			b.Fatal(err)
+		}
+		defer reportCPU(b)()
+		for b.Loop() {
+			r, err := outdir.Write(out, files)
+			if err != nil || !r.Clean() {
+				b.Fatalf("write: %v, %d changes", err, len(r.Changes))
+			}
+		}
+	})
+}
+
+// BenchmarkCheck measures `nodegen check` in process, end to end.
+func BenchmarkCheck(b *testing.B) {
+	forSizes(b, func(b *testing.B, n int) {
+		dir := sourceDir(b, n)
+		out := filepath.Join(b.TempDir(), "out")
+		if code := cli.Main([]string{"gen", "--source", dir, "--out", out}, nil, io.Discard, io.Discard); code != 0 {
+			b.Fatalf("gen: exit %d", code)
+		}
+		defer reportCPU(b)()
+		for b.Loop() {
+			if code := cli.Main([]string{"check", "--source", dir, "--out", out}, nil, io.Discard, io.Discard); code != 0 {
+				b.Fatalf("check: exit %d", code)
+			}
+		}
+	})
+}
+
+// TestParallelRenderDeterministic renders and verifies the same source on
+// one CPU and on several, repeatedly: the files must be identical.
+func TestParallelRenderDeterministic(t *testing.T) {
+	src := load(t, 100).Source
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	want, err := render.All(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, procs := range []int{2, 4, 8} {
+		runtime.GOMAXPROCS(procs)
+		for range 3 {
+			got, err := render.All(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.EqualFunc(got, want, bytes.Equal) {
+				t.Fatalf("GOMAXPROCS %d: the render differs from the serial one", procs)
+			}
+			if err := verify.All(src, got); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodegen/nodegen/internal/bench"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/source"
+	"github.com/nodegen/nodegen/internal/yamlout"
+)
+
+// oldMarshalObject is how the renderer marshalled objects before it used
+// yamlout.
+func oldMarshalObject(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	return yaml.Marshal(m)
+}
+
+// TestYAMLMatchesLibrary checks the taint remover's objects and the values
+// files' parts, of the example and of a synthetic fleet, against the way
+// they were rendered with sigs.k8s.io/yaml.
+func TestYAMLMatchesLibrary(t *testing.T) {
+	synthetic := filepath.Join(t.TempDir(), "nodegroups")
+	if err := bench.Write(synthetic, 30); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"../../nodegroups", synthetic} {
+		l, err := source.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := TaintRemoverObjects(l.Source)
+		if len(objs) < 5 {
+			t.Fatalf("%s: %d objects", dir, len(objs))
+		}
+		for i, o := range objs {
+			want, err := oldMarshalObject(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := marshalObject(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s: object %d differs:\n got  %s\n want %s", dir, i, got, want)
+			}
+		}
+		for _, g := range l.Source.Groups() {
+			if !g.Cloud() {
+				continue
+			}
+			vars, err := KubeEnvVars(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range []any{vars, g.Kubelet, g.NodeLabels} {
+				want, _ := yaml.Marshal(v)
+				got, err := yamlout.Marshal(v)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("%s: %s: %+v differs:\n got  %s\n want %s", dir, g.Name, v, got, want)
+				}
+			}
+		}
+		for _, v := range []any{
+			map[string]any{"tolerations": GPUOperatorTolerations(l.Source)},
+			Tolerations([]model.Taint{{Key: "a", Effect: "NoSchedule"}}),
+			[]corev1.Toleration{},
+		} {
+			want, _ := yaml.Marshal(v)
+			got, err := yamlout.Marshal(v)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: %+v differs:\n got  %s\n want %s", dir, v, got, want)
+			}
+		}
+	}
+}
