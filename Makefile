@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all build gen check vet test fuzz bench testcp lint ci
+.PHONY: all build gen check vet test fuzz bench bench-go testcp
 
 all: vet test check
 
@@ -33,5 +33,11 @@ FUZZTIME ?= 10s
 fuzz:
 	bash hack/fuzz.sh $(FUZZTIME)
 
+# nodegen against `cue export` on synthetic sources of 10, 100 and 1000
+# node groups: medians, ratios and peak memory (see README, Performance).
 bench:
 	$(GO) run ./hack/bench
+
+# Each stage on its own (load, validate, render, verify, compare, ...).
+bench-go:
+	$(GO) test -run '^$$' -bench . ./internal/bench/

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/par"
 )
 
 // Terraform module paths, relative to the output directory. The module is
@@ -66,19 +67,29 @@ func Terraform(src *model.Source, files Files) error {
 	files[TerraformVersionsPath] = terraformVersions(header(src.Name))
 	files[TerraformVariablesPath] = terraformVariables(src, header(src.Name))
 	files[TerraformOutputsPath] = terraformOutputs(src, header(src.Name))
+	var cloud []*model.NodeGroup
 	for _, g := range src.Groups() {
-		if !g.Cloud() {
-			continue
+		if g.Cloud() {
+			cloud = append(cloud, g)
 		}
+	}
+	out := make([][]byte, len(cloud))
+	errs := make([]error, len(cloud))
+	par.Do(len(cloud), func(i int) {
+		g := cloud[i]
 		origin := src.Origins[g.Name]
 		if origin == "" {
 			origin = src.Name
 		}
-		b, err := terraformGroup(src, g, header(origin))
-		if err != nil {
-			return fmt.Errorf("node group %s: terraform: %w", g.Name, err)
+		if out[i], errs[i] = terraformGroup(src, g, header(origin)); errs[i] != nil {
+			errs[i] = fmt.Errorf("node group %s: terraform: %w", g.Name, errs[i])
 		}
-		files[TerraformGroupPath(g.Name)] = b
+	})
+	for i, g := range cloud {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		files[TerraformGroupPath(g.Name)] = out[i]
 	}
 	return nil
 }

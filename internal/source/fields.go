@@ -18,29 +18,38 @@ import (
 // when the schema has nothing at path.
 func (l *Loaded) schemaAt(path []cue.Selector) cue.Value {
 	s := l.schema
-	for i, sel := range path {
-		var next cue.Value
-		switch sel.Type() {
-		case cue.IndexLabel:
-			next = s.LookupPath(cue.MakePath(cue.AnyIndex))
-		default:
-			if !s.Allows(sel) {
-				return cue.Value{}
-			}
-			next = s.LookupPath(cue.MakePath(sel))
-			if !next.Exists() {
-				next = s.LookupPath(cue.MakePath(sel.Optional()))
-			}
-			if !next.Exists() {
-				next = s.LookupPath(cue.MakePath(cue.AnyString))
-			}
+	for i := range path {
+		if s = l.schemaStep(s, path[:i+1]); !s.Exists() {
+			break
 		}
-		if !next.Exists() {
-			return cue.Value{}
-		}
-		s = l.withKind(next, path[:i+1])
 	}
 	return s
+}
+
+// schemaStep returns the schema of the last selector of path, given s, the
+// schema of the path before it.
+func (l *Loaded) schemaStep(s cue.Value, path []cue.Selector) cue.Value {
+	sel := path[len(path)-1]
+	var next cue.Value
+	switch sel.Type() {
+	case cue.IndexLabel:
+		next = s.LookupPath(cue.MakePath(cue.AnyIndex))
+	default:
+		if !s.Allows(sel) {
+			return cue.Value{}
+		}
+		next = s.LookupPath(cue.MakePath(sel))
+		if !next.Exists() {
+			next = s.LookupPath(cue.MakePath(sel.Optional()))
+		}
+		if !next.Exists() {
+			next = s.LookupPath(cue.MakePath(cue.AnyString))
+		}
+	}
+	if !next.Exists() {
+		return cue.Value{}
+	}
+	return l.withKind(next, path)
 }
 
 // withKind resolves a schema struct that has a kind discriminator with the
@@ -115,9 +124,8 @@ func (l *Loaded) addUnknownFields() {
 	for _, f := range l.Findings {
 		reported[f.Path] = true
 	}
-	var walk func(u cue.Value, path []cue.Selector)
-	walk = func(u cue.Value, path []cue.Selector) {
-		s := l.schemaAt(path)
+	var walk func(u, s cue.Value, path []cue.Selector)
+	walk = func(u, s cue.Value, path []cue.Selector) {
 		if !s.Exists() {
 			return
 		}
@@ -136,16 +144,17 @@ func (l *Loaded) addUnknownFields() {
 					}
 					continue
 				}
-				walk(iter.Value(), p)
+				walk(iter.Value(), l.schemaStep(s, p), p)
 			}
 		case cue.ListKind:
 			iter, err := u.List()
 			for i := 0; err == nil && iter.Next(); i++ {
-				walk(iter.Value(), append(path[:len(path):len(path)], cue.Index(i)))
+				p := append(path[:len(path):len(path)], cue.Index(i))
+				walk(iter.Value(), l.schemaStep(s, p), p)
 			}
 		}
 	}
-	walk(l.user, nil)
+	walk(l.user, l.schema, nil)
 }
 
 // doc returns the first sentence of the schema's comment on the field at

@@ -153,7 +153,12 @@ func Open(dir string) (*Loaded, error) {
 	if err := l.Value.Validate(cue.Concrete(true), cue.Final()); err != nil {
 		l.addErr(err)
 	}
-	l.addUnknownFields()
+	if len(l.Findings) > 0 {
+		// A source CUE accepts has no unknown field: #Source is closed.
+		// When CUE found other problems, it may have left a misspelt
+		// field unreported; look for those too.
+		l.addUnknownFields()
+	}
 	l.decode()
 	return l, nil
 }

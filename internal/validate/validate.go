@@ -15,8 +15,8 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
-	"k8s.io/apimachinery/pkg/api/resource"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 

@@ -14,9 +14,12 @@ func TestTerraform(t *testing.T) {
 	if err := verify.Terraform(files); err != nil {
 		t.Fatalf("the example's module: %v", err)
 	}
+	// Canonical formatting is render's job, proven on its output by
+	// internal/render's TestTerraformParsesAndIsCanonical.
 	cases := map[string]string{
-		"invalid HCL":   "locals {\n  a = \n}\n",
-		"non-canonical": "locals {\n  a=1\n}\n",
+		"invalid HCL":         "locals {\n  a = \n}\n",
+		"unclosed block":      "locals {\n  a = 1\n",
+		"unterminated string": "locals {\n  a = \"x\n}\n",
 	}
 	for name, body := range cases {
 		bad := render.Files{render.TerraformMainPath: []byte(body)}
