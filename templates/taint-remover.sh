@@ -30,6 +30,9 @@ INTERVAL="${INTERVAL:-10}"
 IDLE_INTERVAL="${IDLE_INTERVAL:-300}"
 ONCE="${ONCE:-0}"
 readonly VALIDATION_FILES=(driver-ready toolkit-ready cuda-ready plugin-ready)
+ERRORS="$(mktemp)"
+readonly ERRORS
+trap 'rm -f "${ERRORS}"' EXIT
 
 log() { printf '%s taint-remover node=%s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${NODE_NAME}" "$*"; }
 
@@ -43,9 +46,11 @@ summary() {
 # round does one check; its status is that of ONCE above.
 round() {
 	local out rv alloc idx=-1 i=0 f
+	# stderr apart from stdout: a warning kubectl prints must not be read
+	# as the node's resourceVersion.
 	if ! out="$(kubectl get node "${NODE_NAME}" --request-timeout=20s \
-		-o 'jsonpath={.metadata.resourceVersion}{"\n"}{.status.allocatable.nvidia\.com/gpu}{"\n"}{range .spec.taints[*]}{.key}{"\n"}{end}' 2>&1)"; then
-		log "cannot read the node (will retry): $(summary "${out}")"
+		-o 'jsonpath={.metadata.resourceVersion}{"\n"}{.status.allocatable.nvidia\.com/gpu}{"\n"}{range .spec.taints[*]}{.key}{"\n"}{end}' 2>"${ERRORS}")"; then
+		log "cannot read the node (will retry): $(summary "$(cat "${ERRORS}")")"
 		return 4
 	fi
 	local -a lines

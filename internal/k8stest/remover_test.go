@@ -301,6 +301,7 @@ current-context: dead
 func (e *env) testRemover(t *testing.T) {
 	t.Run("Conditions", e.testRemoverConditions)
 	t.Run("ConcurrentTaintChange", func(t *testing.T) { t.Parallel(); e.testRemoverConcurrent(t) })
+	t.Run("KubectlWarnings", func(t *testing.T) { t.Parallel(); e.testRemoverWarnings(t) })
 	t.Run("MissingNode", func(t *testing.T) {
 		t.Parallel()
 		sa := e.cp.ServiceAccount(t, render.TaintRemoverNamespace, render.TaintRemoverName)
@@ -607,4 +608,35 @@ func (e *env) testRemoverLoop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// warnShim wraps the real kubectl and prints a warning to stderr before
+// every call, as kubectl does for a server's Warning headers.
+const warnShim = `#!/usr/bin/env bash
+echo 'Warning: example.com/v1 is deprecated' >&2
+exec "${REAL_KUBECTL}" "$@"
+`
+
+// testRemoverWarnings: kubectl's warnings on stderr are not read as the
+// node's resourceVersion or taints; the remover still removes the taint.
+func (e *env) testRemoverWarnings(t *testing.T) {
+	g := e.group(t, "gpu-t4")
+	node := e.newNode(t, g.Name)
+	e.setGPUs(t, node, "1")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kubectl"), []byte(warnShim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip(err)
+	}
+	r := removerRun{group: g.Name, node: node, kubeconfig: e.podIdentity(t, g.Name, node).Kubeconfig,
+		validations: validationsDir(t, validationFiles...), pathPrefix: dir, env: []string{"REAL_KUBECTL=" + real}}
+	before := e.node(t, node)
+	code, out, _ := e.once(t, r)
+	if code != exitDone || !strings.Contains(out, "removed taint "+g.StartupTaint.Key) {
+		t.Fatalf("exit %d, stdout %q; want exit %d and the taint removed", code, out, exitDone)
+	}
+	sameNode(t, "after the removal", e.node(t, node), withoutTaints(before, hasKey(g.StartupTaint.Key)), true)
 }
