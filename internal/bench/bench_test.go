@@ -236,19 +236,25 @@ func BenchmarkVerify(b *testing.B) {
 	})
 }
 
+// upToDate renders the n-group source and writes it to a fresh output
+// directory, for the benchmarks of what runs on an up-to-date out/.
+func upToDate(b *testing.B, n int) (string, render.Files) {
+	files, err := render.All(load(b, n).Source)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := filepath.Join(b.TempDir(), "out")
+	if _, err := outdir.Write(out, files); err != nil {
+		b.Fatal(err)
+	}
+	return out, files
+}
+
 // BenchmarkCompare measures comparing the render with an up-to-date
 // output directory (what check does after rendering).
 func BenchmarkCompare(b *testing.B) {
 	forSizes(b, func(b *testing.B, n int) {
-		src := load(b, n).Source
-		files, err := render.All(src)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out := filepath.Join(b.TempDir(), "out")
-		if _, err := outdir.Write(out, files); err != nil {
-			b.Fatal(err)
-		}
+		out, files := upToDate(b, n)
 		defer reportCPU(b)()
 		for b.Loop() {
 			r, err := outdir.Compare(out, files)
@@ -262,15 +268,7 @@ func BenchmarkCompare(b *testing.B) {
 // BenchmarkWriteUnchanged measures gen's write stage when nothing changed.
 func BenchmarkWriteUnchanged(b *testing.B) {
 	forSizes(b, func(b *testing.B, n int) {
-		src := load(b, n).Source
-		files, err := render.All(src)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out := filepath.Join(b.TempDir(), "out")
-		if _, err := outdir.Write(out, files); err != nil {
-			b.Fatal(err)
-		}
+		out, files := upToDate(b, n)
 		defer reportCPU(b)()
 		for b.Loop() {
 			r, err := outdir.Write(out, files)
