@@ -440,14 +440,7 @@ func (e *env) removerConcurrent(t *testing.T, twin bool) {
 	g := e.group(t, "gpu-t4")
 	node := e.newNode(t, g.Name)
 	e.setGPUs(t, node, "1")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "kubectl"), []byte(shim), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	real, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip(err)
-	}
+	dir, real := kubectlShim(t, shim)
 	var u *testcp.User
 	if twin {
 		u = e.cp.ServiceAccount(t, render.TaintRemoverNamespace, twinName)
@@ -623,14 +616,7 @@ func (e *env) testRemoverWarnings(t *testing.T) {
 	g := e.group(t, "gpu-t4")
 	node := e.newNode(t, g.Name)
 	e.setGPUs(t, node, "1")
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "kubectl"), []byte(warnShim), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	real, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip(err)
-	}
+	dir, real := kubectlShim(t, warnShim)
 	r := removerRun{group: g.Name, node: node, kubeconfig: e.podIdentity(t, g.Name, node).Kubeconfig,
 		validations: validationsDir(t, validationFiles...), pathPrefix: dir, env: []string{"REAL_KUBECTL=" + real}}
 	before := e.node(t, node)
@@ -639,4 +625,19 @@ func (e *env) testRemoverWarnings(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q; want exit %d and the taint removed", code, out, exitDone)
 	}
 	sameNode(t, "after the removal", e.node(t, node), withoutTaints(before, hasKey(g.StartupTaint.Key)), true)
+}
+
+// kubectlShim writes script as kubectl into a new folder for the front of
+// the remover's PATH, and returns the folder and the real kubectl it wraps.
+func kubectlShim(t *testing.T, script string) (dir, real string) {
+	t.Helper()
+	real, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip(err)
+	}
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kubectl"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, real
 }
