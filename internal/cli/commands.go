@@ -3,9 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/urfave/cli/v2"
@@ -57,7 +55,6 @@ func outPath(f *ioFlags, p string) string { return filepath.ToSlash(filepath.Joi
 func genCommand(s *streams) *cli.Command {
 	return renderCommand(s, "gen", "render the source into the output directory", genDoc, true,
 		func(f *ioFlags, _ *model.Source, files render.Files) error {
-			setFailPoint(os.Getenv("NODEGEN_FAILPOINT"))
 			r, err := outdir.Write(f.Out, files)
 			if err != nil {
 				return err
@@ -70,29 +67,6 @@ func genCommand(s *streams) *cli.Command {
 			}
 			return nil
 		})
-}
-
-// setFailPoint arms outdir's failure injection for tests: spec is a stage
-// of outdir.Write ("mid-tree", "before-swap", "after-swap") where the
-// write fails, or "<stage>:kill" to have the process SIGKILL itself
-// there, as a crash would.
-func setFailPoint(spec string) {
-	if spec == "" {
-		return
-	}
-	stage, kill := strings.CutSuffix(spec, ":kill")
-	outdir.FailPoint = func(at string) error {
-		if at != stage {
-			return nil
-		}
-		if kill {
-			if p, err := os.FindProcess(os.Getpid()); err == nil {
-				p.Kill()
-				select {} // wait for the signal
-			}
-		}
-		return fmt.Errorf("failpoint %s", at)
-	}
 }
 
 const checkDoc = `check renders the source in memory and compares it with the output
