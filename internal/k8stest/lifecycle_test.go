@@ -38,6 +38,8 @@ type fakeGCE struct {
 	srv     *httptest.Server
 	project string
 	token   string
+	// tokenDown makes the metadata server answer 503 for the token.
+	tokenDown bool
 
 	mu       sync.Mutex
 	status   map[string]int    // instance name → status
@@ -55,6 +57,10 @@ func newFakeGCE(t *testing.T, project string) *fakeGCE {
 		if r.Header.Get("Metadata-Flavor") != "Google" {
 			f.problem("token request without Metadata-Flavor: Google")
 			http.Error(w, "Missing Metadata-Flavor:Google header.", http.StatusForbidden)
+			return
+		}
+		if f.tokenDown {
+			http.Error(w, "metadata server unavailable", http.StatusServiceUnavailable)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -452,6 +458,25 @@ func (e *env) testCollector(t *testing.T) {
 	if strings.Contains(out, f.token) {
 		t.Error("the access token is in the log")
 	}
+
+	t.Run("NoAccessToken", func(t *testing.T) {
+		// Without a token nothing is looked up and nothing is deleted.
+		down := newFakeGCE(t, project)
+		down.tokenDown = true
+		node := e.newNode(t, "gpu-t4")
+		e.setReady(t, node, corev1.ConditionUnknown, long)
+		down.set(node, 404)
+		before := e.node(t, node)
+		code, out, stderr := e.runGC(t, down, gc)
+		want := "cannot get an access token from the metadata server: "
+		if code != 1 || !strings.Contains(out, want) || stderr != "" {
+			t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and a log with %q", code, out, stderr, want)
+		}
+		if len(down.askedFor()) != 0 {
+			t.Errorf("the Compute API was asked about %v without a token", down.askedFor())
+		}
+		sameNode(t, "without a token", e.node(t, node), before, false)
+	})
 }
 
 func (e *env) testCollectorPolicy(t *testing.T) {
