@@ -61,6 +61,14 @@ type Cluster struct {
 	TaintRemover         struct {
 		Image string `json:"image"`
 	} `json:"taintRemover"`
+	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
+}
+
+// NodeLifecycle holds the node garbage collector's settings.
+type NodeLifecycle struct {
+	// NotReadyGracePeriod is a Go duration: how long a cloud node's Ready
+	// condition must have been other than True before its VM is looked up.
+	NotReadyGracePeriod string `json:"notReadyGracePeriod"`
 }
 
 // JoinToken says where the bootstrap token is read at boot.

@@ -70,6 +70,7 @@ func Provenance(src *model.Source, paths []string) []Edge {
 		}
 		if g.Name == src.Cluster.Autoscaler.NodeGroup {
 			add(o, AutoscalerValuesPath) // its nodeSelector and tolerations
+			add(o, NodeLifecyclePath)    // the collector's too
 		}
 		if slices.Contains(gpu, g) {
 			add(o, TaintRemoverPath)

@@ -139,6 +139,7 @@ func (c *checker) cluster() {
 		c.at(sel("cluster", "joinToken"), "set exactly one of secretManager or metadataKey")
 	}
 	c.endpoint(cl.ControlPlaneEndpoint)
+	c.nodeLifecycle()
 
 	name := cl.Autoscaler.NodeGroup
 	g, ok := c.src.NodeGroups[name]
