@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -78,4 +79,17 @@ func CronSchedule(period time.Duration) (string, error) {
 		return fmt.Sprintf("0 */%d * * *", m/60), nil
 	}
 	return "", fmt.Errorf("does not divide an hour or a day evenly")
+}
+
+// FormatDuration prints d as a Go duration without zero trailing units
+// ("26h30m", not "26h30m0s").
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

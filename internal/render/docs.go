@@ -71,6 +71,11 @@ func Provenance(src *model.Source, paths []string) []Edge {
 		if g.Name == src.Cluster.Autoscaler.NodeGroup {
 			add(o, AutoscalerValuesPath) // its nodeSelector and tolerations
 		}
+		if g.Cloud() {
+			// The longest provisioning time; the autoscaler's group
+			// also gives the renewer's placement.
+			add(o, JoinTokenRenewerPath)
+		}
 		if slices.Contains(gpu, g) {
 			add(o, TaintRemoverPath)
 			add(o, GPUOperatorValuesPath)
@@ -103,6 +108,7 @@ func Docs(src *model.Source, files Files) error {
 	d := &docWriter{b: &b, src: src, sch: sch}
 	b.WriteString(markdownHeader(src.Name))
 	d.intro()
+	d.joinToken()
 	d.table()
 	for _, g := range src.Groups() {
 		if err := d.group(g); err != nil {

@@ -1,9 +1,6 @@
 package validate
 
 import (
-	"strings"
-	"time"
-
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/model"
 )
@@ -41,8 +38,8 @@ func (c *checker) joinToken() {
 		}
 		c.at(sel("cluster", "joinToken", "ttl"),
 			"ttl %s is shorter than renewEvery %s + the longest provisioning time %s (%s) + %s margin = %s: a VM that reads the token just before a renewal could find it expired before it joins; set ttl: %q or more, or renew more often",
-			fmtDuration(r.TTL), fmtDuration(r.Period), fmtDuration(r.Provision), from, fmtDuration(model.JoinTokenMargin),
-			fmtDuration(r.MinTTL()), fmtDuration(r.MinTTL()))
+			model.FormatDuration(r.TTL), model.FormatDuration(r.Period), model.FormatDuration(r.Provision), from, model.FormatDuration(model.JoinTokenMargin),
+			model.FormatDuration(r.MinTTL()), model.FormatDuration(r.MinTTL()))
 	}
 }
 
@@ -55,17 +52,4 @@ func Warnings(src *model.Source, pos Positioner) diag.List {
 			"warning: nodegen does not renew a token kept in project metadata: replace the value before the token expires (kubeadm token create gives 24h by default), or every VM created after that fails to join; use secretManager to have it renewed")
 	}
 	return c.list.Sorted()
-}
-
-// fmtDuration prints d as a Go duration without zero trailing units
-// ("26h30m", not "26h30m0s").
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
