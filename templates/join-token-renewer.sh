@@ -167,7 +167,8 @@ delete_token() {
 }
 
 # versions prints the secret's versions, one "NUMBER CREATED_EPOCH STATE"
-# line each, sorted by number.
+# line each, sorted by number. Each version object has one name, createTime
+# and state, in any order: a version is complete when it has all three.
 versions() {
 	local page="" query line key value num="" created="" state=""
 	: >"${WORK}/versions"
@@ -180,20 +181,24 @@ versions() {
 			key="${line%%\"*}"
 			value="${line#*\"}"
 			case "${key}" in
-			name)
-				[[ -z "${num}" ]] || printf '%s %s %s\n' "${num}" "${created:--}" "${state:--}" >>"${WORK}/versions"
-				num="${value##*/}" created="" state=""
-				;;
+			name) num="${value##*/}" ;;
 			createTime) created="$(epoch "${value}")" ;;
 			state) state="${value}" ;;
 			nextPageToken) page="${value}" ;;
 			esac
+			if [[ -n "${num}" && -n "${created}" && -n "${state}" ]]; then
+				printf '%s %s %s\n' "${num}" "${created}" "${state}" >>"${WORK}/versions"
+				num="" created="" state=""
+			fi
 		done < <(tr -d '\n' <"${WORK}/page" |
 			grep -oE '"(name|createTime|state|nextPageToken)"[[:space:]]*:[[:space:]]*"[^"]*"' |
 			sed -E 's/^"([a-zA-Z]+)"[[:space:]]*:[[:space:]]*"([^"]*)"$/\1"\2/')
 		[[ -n "${page}" ]] || break
 	done
-	[[ -z "${num}" ]] || printf '%s %s %s\n' "${num}" "${created:--}" "${state:--}" >>"${WORK}/versions"
+	if [[ -n "${num}${created}${state}" ]]; then
+		log "a version in the list lacks its name, createTime or state"
+		return 1
+	fi
 	sort -n -k1,1 "${WORK}/versions"
 }
 

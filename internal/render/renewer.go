@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -211,16 +212,89 @@ var JoinTokenDataKeys = []string{
 	"usage-bootstrap-authentication", "usage-bootstrap-signing",
 }
 
-// rfc3339 matches the RFC 3339 times the bootstrap-token authenticator parses.
-const rfc3339 = `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`
+// Lengths of the values the renewer writes: token-id and token-secret,
+// and the expiration as YYYY-MM-DDTHH:MM:SSZ.
+const (
+	tokenIDLen     = 6
+	tokenSecretLen = 16
+	expirationLen  = 20
+)
+
+// celRange is the CEL list literal [0, 1, ..., n-1].
+func celRange(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = strconv.Itoa(i)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+// celBase64Bytes returns a CEL expression for the n bytes that the
+// standard base64 string s (a CEL expression) encodes, as a list of ints,
+// or [] unless s is exactly the padded encoding of n bytes. The API
+// server hands admission a Secret's data as base64 text, and Kubernetes'
+// CEL has no base64.decode: the decoding is written out with charAt and
+// indexOf (ext.Strings).
+func celBase64Bytes(s string, n int) string {
+	groups := (n + 2) / 3
+	size := 4 * groups
+	pad := strings.Repeat("=", 3*groups-n)
+	sextet := func(i string) string {
+		return `"` + base64Alphabet + `".indexOf(` + s + `.charAt(` + i + `))`
+	}
+	valid := s + `.size() == ` + strconv.Itoa(size) + ` && ` + s + `.endsWith("` + pad + `") && ` +
+		celRange(size-len(pad)) + `.all(i, ` + sextet("i") + ` >= 0)`
+	// The value of 3-byte group g; padding counts as zero.
+	group := func(g string) string {
+		var terms []string
+		for k, mul := range []string{"262144", "4096", "64", "1"} {
+			i := "4 * " + g + " + " + strconv.Itoa(k)
+			terms = append(terms, "("+s+".charAt("+i+`) == "=" ? 0 : `+sextet(i)+") * "+mul)
+		}
+		return "(" + strings.Join(terms, " + ") + ")"
+	}
+	g := group("(n / 3)")
+	return "((" + valid + ") ? " + celRange(n) + ".map(n, n % 3 == 0 ? " + g + " / 65536 : (n % 3 == 1 ? " + g + " / 256 % 256 : " + g + " % 256)) : [])"
+}
+
+// celLowerAlnum is true when every int of the list l is the ASCII code of
+// a character in [a-z0-9].
+func celLowerAlnum(l string) string {
+	return l + `.all(b, (b >= 48 && b <= 57) || (b >= 97 && b <= 122))`
+}
+
+// celLowerAlnumText turns such a list into its text.
+func celLowerAlnumText(l string) string {
+	return l + `.map(b, "0123456789abcdefghijklmnopqrstuvwxyz".charAt(b >= 97 ? b - 87 : b - 48)).join("")`
+}
+
+// celExpirationText is the text of the decoded expiration bytes l, or ""
+// unless they are YYYY-MM-DDTHH:MM:SSZ.
+func celExpirationText(l string) string {
+	layout := "0000-00-00T00:00:00Z"
+	var digits, seps []string
+	for i, c := range layout {
+		if c == '0' {
+			digits = append(digits, strconv.Itoa(i))
+		} else {
+			seps = append(seps, fmt.Sprintf("%s[%d] == %d", l, i, c))
+		}
+	}
+	ok := l + ".size() == " + strconv.Itoa(len(layout)) + " && [" + strings.Join(digits, ", ") + "].all(i, " + l + "[i] >= 48 && " + l + "[i] <= 57) && " + strings.Join(seps, " && ")
+	text := celRange(len(layout)) + `.map(i, i in [4, 7] ? "-" : (i == 10 ? "T" : (i in [13, 16] ? ":" : (i == 19 ? "Z" : string(` + l + `[i] - 48))))).join("")`
+	return "((" + ok + ") ? " + text + ` : "")`
+}
 
 // joinTokenRenewerPolicy holds the renewer's ServiceAccount to its job
 // whatever RBAC grants it: it may create, in kube-system, only bootstrap
-// tokens named after their id, with a random-looking id and secret, both
-// usages, the kubeadm node group, the renewer's label, and an expiration
-// after creation and at most ttl + JoinTokenSkew after it; and it may
-// delete only Secrets that are such tokens with its label. RBAC cannot
-// restrict a Secret's type, labels or data.
+// tokens named after their id, with an id and secret in [a-z0-9] of the
+// right lengths, both usages, the kubeadm node group only, the renewer's
+// label, and an expiration (YYYY-MM-DDTHH:MM:SSZ) after creation and at
+// most ttl + JoinTokenSkew after it; and it may delete only Secrets that
+// are such tokens with its label. RBAC cannot restrict a Secret's type,
+// labels or data.
 func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv1.ValidatingAdmissionPolicy {
 	fail := admissionv1.Fail
 	forbidden := metav1.StatusReasonForbidden
@@ -228,7 +302,8 @@ func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv
 		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
 	}
 	onCreate := func(expr string) string { return `request.operation != "CREATE" || ` + expr }
-	str := func(key string) string { return `string(variables.data[?"` + key + `"].orValue(b""))` }
+	data := func(key string) string { return `variables.data[?"` + key + `"].orValue("")` }
+	b64 := func(v string) string { return strconv.Quote(base64.StdEncoding.EncodeToString([]byte(v))) }
 	var keys []string
 	for _, k := range JoinTokenDataKeys {
 		keys = append(keys, strconv.Quote(k))
@@ -259,8 +334,12 @@ func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv
 			}},
 			Variables: []admissionv1.Variable{
 				{Name: "secret", Expression: `request.operation == "DELETE" ? oldObject : object`},
+				// The values are base64 text, as in the Secret's JSON.
 				{Name: "data", Expression: `variables.secret.?data.orValue({})`},
-				{Name: "expiration", Expression: str("expiration")},
+				{Name: "tokenID", Expression: celBase64Bytes(data("token-id"), tokenIDLen)},
+				{Name: "tokenSecret", Expression: celBase64Bytes(data("token-secret"), tokenSecretLen)},
+				{Name: "expirationBytes", Expression: celBase64Bytes(data("expiration"), expirationLen)},
+				{Name: "expiration", Expression: celExpirationText("variables.expirationBytes")},
 			},
 			Validations: []admissionv1.Validation{
 				rule(`request.operation in ["CREATE", "DELETE"] && request.?subResource.orValue("") == ""`,
@@ -274,16 +353,17 @@ func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv
 					name+` + " is not labelled `+JoinTokenLabelKey+`=`+JoinTokenLabelValue+`: the join-token renewer may only write its own tokens"`),
 				rule(onCreate(`variables.data.all(k, k in `+keyList+`) && `+keyList+`.all(k, k in variables.data)`),
 					name+` + " must have exactly the data keys `+strings.Join(JoinTokenDataKeys, ", ")+`"`),
-				rule(onCreate(str("token-id")+`.matches("^[a-z0-9]{6}$") && `+str("token-secret")+`.matches("^[a-z0-9]{16}$") && `+
-					`request.name == "bootstrap-token-" + `+str("token-id")),
-					name+` + " must be named bootstrap-token-<token-id>, with a token-id of 6 and a token-secret of 16 characters in [a-z0-9]"`),
-				rule(onCreate(str("usage-bootstrap-authentication")+` == "true" && `+str("usage-bootstrap-signing")+` == "true" && `+
-					str("auth-extra-groups")+` == "`+BootstrapTokenGroup+`"`),
+				rule(onCreate(`variables.tokenID.size() == `+strconv.Itoa(tokenIDLen)+` && `+celLowerAlnum("variables.tokenID")+` && `+
+					`variables.tokenSecret.size() == `+strconv.Itoa(tokenSecretLen)+` && `+celLowerAlnum("variables.tokenSecret")+` && `+
+					`request.name == "bootstrap-token-" + `+celLowerAlnumText("variables.tokenID")),
+					name+` + " must be named bootstrap-token-<token-id>, with a token-id of `+strconv.Itoa(tokenIDLen)+` and a token-secret of `+strconv.Itoa(tokenSecretLen)+` characters in [a-z0-9]"`),
+				rule(onCreate(data("usage-bootstrap-authentication")+` == `+b64("true")+` && `+data("usage-bootstrap-signing")+` == `+b64("true")+` && `+
+					data("auth-extra-groups")+` == `+b64(BootstrapTokenGroup)),
 					name+` + " must be usable for authentication and signing and in the group `+BootstrapTokenGroup+` only"`),
-				rule(onCreate(`variables.expiration.matches("`+rfc3339+`") && `+
+				rule(onCreate(`variables.expiration != "" && `+
 					`timestamp(variables.expiration) > timestamp(object.metadata.creationTimestamp) && `+
 					fmt.Sprintf(`timestamp(variables.expiration) <= timestamp(object.metadata.creationTimestamp) + duration("%ds")`, maxLife)),
-					name+fmt.Sprintf(` + " must expire (RFC 3339) after its creation and at most %s later"`, model.FormatDuration(r.TTL+JoinTokenSkew))),
+					name+fmt.Sprintf(` + " must expire (YYYY-MM-DDTHH:MM:SSZ) after its creation and at most %s later, not at " + (variables.expiration == "" ? "an unreadable time" : variables.expiration)`, model.FormatDuration(r.TTL+JoinTokenSkew))),
 			},
 		},
 	}
