@@ -138,6 +138,16 @@ func noArgs(c *cli.Context) error {
 // loadAndRender loads, validates, renders and verifies; findings are
 // printed to s.err and reported as errFindings.
 func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) {
+	l, files, err := loadAndRenderLoaded(s, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.Source, files, nil
+}
+
+// loadAndRenderLoaded is loadAndRender returning the loaded source, whose
+// positions the warnings need.
+func loadAndRenderLoaded(s *streams, dir string) (*source.Loaded, render.Files, error) {
 	l, err := loadValid(s, dir)
 	if err != nil {
 		return nil, nil, err
@@ -153,8 +163,12 @@ func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) 
 	if err := verify.All(src, files); err != nil {
 		return nil, nil, fmt.Errorf("internal error: a rendered artifact failed verification: %w", err)
 	}
-	return src, files, nil
+	return l, files, nil
 }
+
+// warnCommands are the commands that print the warnings of a valid source
+// (validate.Warnings) to stderr; they still exit 0.
+var warnCommands = map[string]bool{"gen": true, "vet": true}
 
 // loadValid loads and validates the source, reporting every problem.
 func loadValid(s *streams, dir string) (*source.Loaded, error) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/rogpeppe/go-internal/diff"
@@ -11,6 +12,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/validate"
 )
 
 const genDoc = `gen renders every artifact of the source into the output directory.
@@ -40,11 +42,15 @@ func renderCommand(s *streams, name, usage, doc string, withOut bool, run func(f
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			src, files, err := loadAndRender(s, f.Source)
+			l, files, err := loadAndRenderLoaded(s, f.Source)
 			if err != nil {
 				return err
 			}
-			return run(f, src, files)
+			if warnCommands[name] {
+				cwd, _ := os.Getwd()
+				validate.Warnings(l.Source, l).Print(s.err, cwd)
+			}
+			return run(f, l.Source, files)
 		},
 	}
 }

@@ -75,6 +75,9 @@ type NodeLifecycle struct {
 type JoinToken struct {
 	SecretManager *SecretRef `json:"secretManager,omitempty"`
 	MetadataKey   string     `json:"metadataKey,omitempty"`
+	// TTL and RenewEvery are Go durations; see Renewal.
+	TTL        string `json:"ttl"`
+	RenewEvery string `json:"renewEvery"`
 }
 
 // SecretRef names a Secret Manager secret version.

@@ -72,6 +72,11 @@ func Provenance(src *model.Source, paths []string) []Edge {
 			add(o, AutoscalerValuesPath) // its nodeSelector and tolerations
 			add(o, NodeLifecyclePath)    // the collector's too
 		}
+		if g.Cloud() {
+			// The longest provisioning time; the autoscaler's group
+			// also gives the renewer's placement.
+			add(o, JoinTokenRenewerPath)
+		}
 		if slices.Contains(gpu, g) {
 			add(o, TaintRemoverPath)
 			add(o, GPUOperatorValuesPath)
@@ -104,6 +109,7 @@ func Docs(src *model.Source, files Files) error {
 	d := &docWriter{b: &b, src: src, sch: sch}
 	b.WriteString(markdownHeader(src.Name))
 	d.intro()
+	d.joinToken()
 	d.table()
 	for _, g := range src.Groups() {
 		if err := d.group(g); err != nil {

@@ -100,6 +100,11 @@ func All(src *model.Source) (Files, error) {
 	if files[NodeLifecyclePath], err = NodeLifecycle(src, header); err != nil {
 		return nil, err
 	}
+	if RendersJoinTokenRenewer(src) {
+		if files[JoinTokenRenewerPath], err = JoinTokenRenewer(src, header); err != nil {
+			return nil, err
+		}
+	}
 	if files[GPUOperatorValuesPath], err = GPUOperatorValues(src, header); err != nil {
 		return nil, err
 	}

@@ -138,6 +138,7 @@ func (c *checker) cluster() {
 	if (jt.SecretManager == nil) == (jt.MetadataKey == "") {
 		c.at(sel("cluster", "joinToken"), "set exactly one of secretManager or metadataKey")
 	}
+	c.joinToken()
 	c.endpoint(cl.ControlPlaneEndpoint)
 	c.nodeLifecycle()
 

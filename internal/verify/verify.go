@@ -56,7 +56,10 @@ func All(src *model.Source, files render.Files) error {
 	for _, e := range groupErrs {
 		errs = append(errs, e[0], e[1])
 	}
-	for _, p := range []string{render.TaintRemoverPath, render.NodeLifecyclePath} {
+	for _, p := range []string{render.TaintRemoverPath, render.NodeLifecyclePath, render.JoinTokenRenewerPath} {
+		if files[p] == nil && p == render.JoinTokenRenewerPath && !render.RendersJoinTokenRenewer(src) {
+			continue
+		}
 		if _, err := DecodeObjects(files[p]); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 		}
@@ -210,6 +213,10 @@ func newObject(apiVersion, kind string) (runtime.Object, error) {
 		return &appsv1.Deployment{}, nil
 	case "batch/v1/CronJob":
 		return &batchv1.CronJob{}, nil
+	case "rbac.authorization.k8s.io/v1/Role":
+		return &rbacv1.Role{}, nil
+	case "rbac.authorization.k8s.io/v1/RoleBinding":
+		return &rbacv1.RoleBinding{}, nil
 	case "rbac.authorization.k8s.io/v1/ClusterRole":
 		return &rbacv1.ClusterRole{}, nil
 	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
