@@ -99,10 +99,25 @@ func hclFile(header string, f *hclwrite.File) []byte {
 	return hclwrite.Format(append([]byte(header+"\n"), f.Bytes()...))
 }
 
+// comment appends one "# " comment line per element of lines. A line
+// must not hold a line break (it would end the comment and make the rest
+// live HCL): free text goes through hclQuoted first. comment refuses to
+// write one, so a mistake here is a crash in the tests, never an
+// injection in a user's module.
 func comment(body *hclwrite.Body, lines ...string) {
 	for _, l := range lines {
+		if strings.ContainsAny(l, "\n\r") {
+			panic(fmt.Sprintf("render: comment line with a line break: %q", l))
+		}
 		body.AppendUnstructuredTokens(hclwrite.Tokens{{Type: hclsyntax.TokenComment, Bytes: []byte("# " + l + "\n")}})
 	}
+}
+
+// hclQuoted writes free text as an HCL quoted string literal (the bytes
+// hclwrite gives a cty string: line breaks, quotes, backslashes, control
+// and non-printing characters escaped), so that it is safe in a comment.
+func hclQuoted(s string) string {
+	return string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes())
 }
 
 func traversal(root string, attrs ...string) hcl.Traversal {
@@ -256,7 +271,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 	body := f.Body()
 	what := g.Kind
 	if g.Description != "" {
-		what += ": " + g.Description
+		what += ": " + hclQuoted(g.Description)
 	}
 	comment(body, fmt.Sprintf("Node group %s (%s).", g.Name, what))
 	if g.Autoscaled() {
