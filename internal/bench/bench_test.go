@@ -136,8 +136,9 @@ func TestCLI(t *testing.T) {
 	}
 	// Every group is a cloud group: a kube-env, a startup script and a
 	// Terraform file each, plus the cluster-wide files: two in k8s/, two
-	// for the autoscaler, four Terraform files and the docs.
-	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+9; got != want {
+	// for the autoscaler, six Terraform files (main, variables, outputs,
+	// versions, iam, join-secret) and the docs.
+	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+11; got != want {
 		t.Errorf("gen added %d files, want %d", got, want)
 	}
 	if code := run("gen", "--source", dir, "--out", out); code != 0 || stdout.Len() != 0 {

@@ -78,20 +78,37 @@ func addStructSeeds(f *testing.F) {
 // plainRenders caches the render with each field's plain value.
 var plainRenders sync.Map // field index -> render.Files
 
+// fuzzedRenders caches the renders of the seeds by field and value, so
+// the four targets' seeds load each source once per test binary.
+var fuzzedRenders sync.Map // structKey -> render.Files (nil: rejected)
+
+type structKey struct {
+	field int
+	value string
+}
+
 // structPair renders the source with value in field i and with the field's
 // plain value. ok is false when nodegen rejects value.
 func structPair(t *testing.T, i uint8, value string) (fuzzed, plain render.Files, ok bool) {
 	t.Helper()
 	fld := structFields[int(i)%len(structFields)]
-	var spec srcSpec
-	fld.set(&spec, value)
-	src, err := spec.load(t)
-	if err != nil {
-		return nil, nil, false
+	key := structKey{int(i) % len(structFields), value}
+	if c, ok := fuzzedRenders.Load(key); ok {
+		fuzzed = c.(render.Files)
+	} else {
+		var spec srcSpec
+		fld.set(&spec, value)
+		if src, err := spec.load(t); err == nil {
+			if fuzzed, err = render.All(src); err != nil {
+				t.Fatalf("%s %q: nodegen accepts the source but cannot render it: %v", fld.name, value, err)
+			}
+		}
+		if slices.Contains(structSeeds, value) {
+			fuzzedRenders.Store(key, fuzzed) // seeds only: fuzzing must not grow it
+		}
 	}
-	fuzzed, err = render.All(src)
-	if err != nil {
-		t.Fatalf("%s %q: nodegen accepts the source but cannot render it: %v", fld.name, value, err)
+	if fuzzed == nil {
+		return nil, nil, false
 	}
 	if p, ok := plainRenders.Load(int(i) % len(structFields)); ok {
 		return fuzzed, p.(render.Files), true

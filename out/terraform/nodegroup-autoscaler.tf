@@ -33,7 +33,7 @@ resource "google_compute_instance_template" "autoscaler" {
   }
 
   service_account {
-    email  = var.service_account_email
+    email  = local.autoscaler_service_account_email
     scopes = var.service_account_scopes
   }
 

@@ -35,7 +35,7 @@ resource "google_compute_instance_template" "cpu_burst" {
   }
 
   service_account {
-    email  = var.service_account_email
+    email  = local.nodes_service_account_email
     scopes = var.service_account_scopes
   }
 

@@ -35,7 +35,7 @@ resource "google_compute_instance_template" "gpu_t4" {
   }
 
   service_account {
-    email  = var.service_account_email
+    email  = local.nodes_service_account_email
     scopes = var.service_account_scopes
   }
 
