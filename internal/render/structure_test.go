@@ -67,10 +67,27 @@ var structSeeds = []string{
 	"a-b_c.D1", "",
 }
 
+// addStructSeeds gives a fuzz target each seed in one field (in turn) and
+// the first seed in every field; TestStructureSeeds runs every seed in
+// every field for all artifacts.
 func addStructSeeds(f *testing.F) {
+	for i, s := range structSeeds {
+		f.Add(uint8(i%len(structFields)), s)
+	}
+	for i := range structFields {
+		f.Add(uint8(i), structSeeds[0])
+	}
+}
+
+// TestStructureSeeds: every seed in every field leaves the structure of
+// every artifact as it is.
+func TestStructureSeeds(t *testing.T) {
 	for i := range structFields {
 		for _, s := range structSeeds {
-			f.Add(uint8(i), s)
+			compareStructure(t, uint8(i), s, isTerraform, hclSkeleton)
+			compareStructure(t, uint8(i), s, isYAML, yamlSkeleton)
+			compareStructure(t, uint8(i), s, isScript, bashSkeleton)
+			compareStructure(t, uint8(i), s, isMarkdown, markdownSkeleton)
 		}
 	}
 }
