@@ -92,6 +92,10 @@ func TestStructureSeeds(t *testing.T) {
 	}
 }
 
+// fuzzing is set by the fuzz targets: they check values on the fast path
+// (structure_fast_test.go), the tests through the loader.
+var fuzzing bool
+
 // plainRenders caches the render with each field's plain value.
 var plainRenders sync.Map // field index -> render.Files
 
@@ -110,7 +114,14 @@ func structPair(t *testing.T, i uint8, value string) (fuzzed, plain render.Files
 	t.Helper()
 	fld := structFields[int(i)%len(structFields)]
 	key := structKey{int(i) % len(structFields), value}
-	if c, ok := fuzzedRenders.Load(key); ok {
+	if fuzzing {
+		if src := fastSource(t, key.field, value); src != nil {
+			var err error
+			if fuzzed, err = render.All(src); err != nil {
+				t.Fatalf("%s %q: nodegen accepts the source but cannot render it: %v", fld.name, value, err)
+			}
+		}
+	} else if c, ok := fuzzedRenders.Load(key); ok {
 		fuzzed = c.(render.Files)
 	} else {
 		var spec srcSpec
@@ -369,6 +380,7 @@ func mermaidStatements(lines []string) []string {
 // blocks and attributes.
 func FuzzTerraformStructure(f *testing.F) {
 	addStructSeeds(f)
+	fuzzing = true
 	f.Fuzz(func(t *testing.T, field uint8, value string) {
 		compareStructure(t, field, value, isTerraform, hclSkeleton)
 	})
@@ -379,6 +391,7 @@ func FuzzTerraformStructure(f *testing.F) {
 // autoscaler's flags.
 func FuzzYAMLStructure(f *testing.F) {
 	addStructSeeds(f)
+	fuzzing = true
 	f.Fuzz(func(t *testing.T, field uint8, value string) {
 		compareStructure(t, field, value, isYAML, yamlSkeleton)
 	})
@@ -388,6 +401,7 @@ func FuzzYAMLStructure(f *testing.F) {
 // any startup script.
 func FuzzStartupScriptStructure(f *testing.F) {
 	addStructSeeds(f)
+	fuzzing = true
 	f.Fuzz(func(t *testing.T, field uint8, value string) {
 		compareStructure(t, field, value, isScript, bashSkeleton)
 	})
@@ -397,6 +411,7 @@ func FuzzStartupScriptStructure(f *testing.F) {
 // table shapes or Mermaid diagrams of out/docs.
 func FuzzDocsStructure(f *testing.F) {
 	addStructSeeds(f)
+	fuzzing = true
 	f.Fuzz(func(t *testing.T, field uint8, value string) {
 		compareStructure(t, field, value, isMarkdown, markdownSkeleton)
 	})
