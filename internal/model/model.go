@@ -84,7 +84,17 @@ type JoinToken struct {
 type SecretRef struct {
 	Secret  string `json:"secret"`
 	Version string `json:"version"`
+	// Terraform is what out/terraform does about the secret: one of the
+	// JoinSecret* constants.
+	Terraform string `json:"terraform"`
 }
+
+// What out/terraform does about the join token's Secret Manager secret.
+const (
+	JoinSecretCreate = "create" // create the secret (no value) and grant its IAM
+	JoinSecretIAM    = "iam"    // grant IAM on a secret managed elsewhere
+	JoinSecretNone   = "none"   // neither: the user manages both
+)
 
 // GCP is the project and region of the cloud node groups.
 type GCP struct {
