@@ -41,7 +41,7 @@ func All(src *model.Source, files render.Files) error {
 		}
 	}
 	flagged := render.ExtraStartupTaints(src)
-	groupErrs := make([][2]error, len(cloud))
+	groupErrs := make([][3]error, len(cloud))
 	par.Do(len(cloud), func(i int) {
 		g := cloud[i]
 		if err := KubeEnv(g, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
@@ -49,11 +49,13 @@ func All(src *model.Source, files render.Files) error {
 		}
 		if err := Script(files[render.StartupScriptPath(g.Name)]); err != nil {
 			groupErrs[i][1] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
+		} else if err := JoinConfiguration(src, g, files[render.StartupScriptPath(g.Name)], files[render.KubeEnvPath(g.Name)], flagged); err != nil {
+			groupErrs[i][2] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
 		}
 	})
 	var errs []error
 	for _, e := range groupErrs {
-		errs = append(errs, e[0], e[1])
+		errs = append(errs, e[0], e[1], e[2])
 	}
 	for _, p := range []string{render.TaintRemoverPath} {
 		if _, err := DecodeObjects(files[p]); err != nil {
