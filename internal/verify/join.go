@@ -79,7 +79,8 @@ func JoinConfiguration(src *model.Source, g *model.NodeGroup, script, kubeEnv []
 }
 
 // JoinTemplateOf returns the JoinConfiguration a startup script carries:
-// the body of its one heredoc delimited by render.JoinHeredocDelimiter,
+// the body of its one heredoc (<<, not <<-) delimited by the quoted word
+// render.JoinHeredocDelimiter, so that bash expands nothing in it,
 // found with a bash parser.
 func JoinTemplateOf(script []byte) ([]byte, error) {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(script), "")
@@ -88,7 +89,7 @@ func JoinTemplateOf(script []byte) ([]byte, error) {
 	}
 	var docs []string
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if r, ok := n.(*syntax.Redirect); ok && r.Op == syntax.DashHdoc || ok && r.Op == syntax.Hdoc {
+		if r, ok := n.(*syntax.Redirect); ok && r.Op == syntax.Hdoc {
 			if r.Word.Lit() == "" && len(r.Word.Parts) == 1 {
 				if sq, ok := r.Word.Parts[0].(*syntax.SglQuoted); ok && sq.Value == render.JoinHeredocDelimiter && r.Hdoc != nil {
 					docs = append(docs, literal(r.Hdoc))
