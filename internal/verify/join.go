@@ -29,7 +29,16 @@ const (
 // group's kube-env as the autoscaler reads it (startup taints aside), with
 // the instance's name, its providerID and the cluster's discovery.
 func JoinConfiguration(src *model.Source, g *model.NodeGroup, script, kubeEnv []byte, flagged []string) error {
-	doc, err := JoinTemplateOf(script)
+	f, err := parseScript(script)
+	if err != nil {
+		return fmt.Errorf("group %s: %w", g.Name, err)
+	}
+	return joinConfiguration(src, g, f, kubeEnv, flagged)
+}
+
+// joinConfiguration is JoinConfiguration on a parsed script.
+func joinConfiguration(src *model.Source, g *model.NodeGroup, script *syntax.File, kubeEnv []byte, flagged []string) error {
+	doc, err := joinTemplateOf(script)
 	if err != nil {
 		return fmt.Errorf("group %s: %w", g.Name, err)
 	}
@@ -87,6 +96,11 @@ func JoinTemplateOf(script []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return joinTemplateOf(f)
+}
+
+// joinTemplateOf is JoinTemplateOf on a parsed script.
+func joinTemplateOf(f *syntax.File) ([]byte, error) {
 	var docs []string
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if r, ok := n.(*syntax.Redirect); ok && r.Op == syntax.Hdoc {

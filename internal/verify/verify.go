@@ -47,9 +47,10 @@ func All(src *model.Source, files render.Files) error {
 		if err := KubeEnv(g, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
 			groupErrs[i][0] = fmt.Errorf("%s: %w", render.KubeEnvPath(g.Name), err)
 		}
-		if err := Script(files[render.StartupScriptPath(g.Name)]); err != nil {
+		script, err := parseScript(files[render.StartupScriptPath(g.Name)])
+		if err != nil {
 			groupErrs[i][1] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
-		} else if err := JoinConfiguration(src, g, files[render.StartupScriptPath(g.Name)], files[render.KubeEnvPath(g.Name)], flagged); err != nil {
+		} else if err := joinConfiguration(src, g, script, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
 			groupErrs[i][2] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
 		}
 	})
@@ -93,11 +94,16 @@ func KubeEnv(g *model.NodeGroup, data []byte, flagged []string) error {
 
 // Script checks that a startup script parses as bash and fits in GCE metadata.
 func Script(data []byte) error {
-	if len(data) > MetadataValueLimit {
-		return fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), MetadataValueLimit)
-	}
-	_, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(data), "")
+	_, err := parseScript(data)
 	return err
+}
+
+// parseScript is Script, returning the parsed script.
+func parseScript(data []byte) (*syntax.File, error) {
+	if len(data) > MetadataValueLimit {
+		return nil, fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), MetadataValueLimit)
+	}
+	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(data), "")
 }
 
 // DecodeObjects splits a YAML stream into documents and decodes each one
