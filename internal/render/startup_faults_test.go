@@ -82,6 +82,8 @@ func TestStartupScriptFaults(t *testing.T) {
 		{name: "control plane unreachable: kubeadm fails", deadline: 8, opt: scripttest.Options{
 			FailJoins: 1 << 20, Env: []string{"NODEGEN_RETRY_DELAY=1"}},
 			errWant: "ERROR: join: kubeadm join failed"},
+		{name: "a setting that is not a number", opt: scripttest.Options{Env: []string{"NODEGEN_HTTP_TIMEOUT=10s"}},
+			errWant: "ERROR: settings: 10s is not a whole number of seconds", within: 20 * time.Second},
 		{name: "control plane unreachable: kubeadm hangs", deadline: 6, opt: scripttest.Options{HangJoins: 1 << 20},
 			errWant: "ERROR: join: kubeadm join was still running at the deadline (6s)"},
 	}

@@ -45,11 +45,12 @@ SECRET_MANAGER_URL="${NODEGEN_SECRET_MANAGER_URL:-https://secretmanager.googleap
 KUBERNETES_DIR="${NODEGEN_KUBERNETES_DIR:-/etc/kubernetes}"
 STATE_DIR="${NODEGEN_STATE_DIR:-/var/lib/nodegen}"
 JOIN_DEADLINE="${NODEGEN_JOIN_DEADLINE:-${RENDERED_DEADLINE}}"
-# First wait between kubeadm join attempts and between HTTP attempts; each
-# wait doubles up to MAX_RETRY_DELAY and never reaches past the deadline.
+# First and longest wait between kubeadm join attempts, and between HTTP
+# attempts; each wait doubles and never reaches past the deadline.
 RETRY_DELAY="${NODEGEN_RETRY_DELAY:-10}"
-HTTP_RETRY_DELAY="${NODEGEN_HTTP_RETRY_DELAY:-1}"
 MAX_RETRY_DELAY="${NODEGEN_MAX_RETRY_DELAY:-60}"
+HTTP_RETRY_DELAY="${NODEGEN_HTTP_RETRY_DELAY:-1}"
+HTTP_MAX_RETRY_DELAY="${NODEGEN_HTTP_MAX_RETRY_DELAY:-10}"
 # Seconds one HTTP request may take.
 HTTP_TIMEOUT="${NODEGEN_HTTP_TIMEOUT:-10}"
 # How long Secret Manager's 403 is taken for an IAM binding that has not
@@ -172,7 +173,7 @@ fetch() {
 			log "${what}: the deadline has passed after ${attempt} attempts"
 			return 1
 		fi
-		delay=$((delay * 2 > MAX_RETRY_DELAY ? MAX_RETRY_DELAY : delay * 2))
+		delay=$((delay * 2 > HTTP_MAX_RETRY_DELAY ? HTTP_MAX_RETRY_DELAY : delay * 2))
 	done
 }
 
@@ -252,7 +253,7 @@ main() {
 	rm -f "${CONFIG_FILE}"
 	trap on_exit EXIT
 	local n
-	for n in "${JOIN_DEADLINE}" "${RETRY_DELAY}" "${HTTP_RETRY_DELAY}" "${MAX_RETRY_DELAY}" "${HTTP_TIMEOUT}" "${IAM_PROPAGATION_WINDOW}"; do
+	for n in "${JOIN_DEADLINE}" "${RETRY_DELAY}" "${MAX_RETRY_DELAY}" "${HTTP_RETRY_DELAY}" "${HTTP_MAX_RETRY_DELAY}" "${HTTP_TIMEOUT}" "${IAM_PROPAGATION_WINDOW}"; do
 		[[ "${n}" =~ ^[0-9]+$ ]] || die "settings: ${n} is not a whole number of seconds"
 	done
 	block_pod_metadata_access || die "firewall: could not block pods' access to the metadata server (is nftables installed?)"
