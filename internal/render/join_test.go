@@ -134,6 +134,9 @@ func TestJoinConfigurationMutationsAreCaught(t *testing.T) {
 		{"a stray '@'", "batch", func(c *kubeadm.JoinConfiguration) {
 			c.NodeRegistration.Taints[0].Value = "a@b"
 		}, "'@' outside its placeholders"},
+		{"a placeholder in a plain scalar that could resolve to a non-string", "ca", func(c *kubeadm.JoinConfiguration) {
+			c.NodeRegistration.Name = "n" + render.InstancePlaceholder
+		}, "neither a quoted scalar of its own"},
 		{"v1beta3 apiVersion", "ca", func(c *kubeadm.JoinConfiguration) { c.APIVersion = "kubeadm.k8s.io/v1beta3" }, "want kubeadm.k8s.io/v1beta4"},
 	}
 	for _, m := range mutations {
