@@ -261,12 +261,3 @@ func FuzzStartupScriptValues(f *testing.F) {
 		}
 	})
 }
-
-// pairs writes labels as the kubelet's --node-labels takes them, sorted.
-func pairs(m map[string]string) string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, k+"="+m[k])
-	}
-	return strings.Join(out, ",")
-}
