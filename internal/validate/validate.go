@@ -299,6 +299,7 @@ func (c *checker) cloudGroup(g *model.NodeGroup, base []cue.Selector, taintKeys 
 	}
 	c.gpu(g, base)
 	c.kubelet(g, base)
+	c.joinDeadline(g, base)
 	if st := g.StartupTaint; st != nil {
 		p := join(base, "startupTaint")
 		c.taint(p, *st)
