@@ -121,6 +121,7 @@ func Open(dir string) (*Loaded, error) {
 		}
 		l.Syntax = append(l.Syntax, f)
 	}
+	l.packageClauses()
 	if len(l.Findings) > 0 {
 		l.Broken.All = true
 		return l, nil
@@ -169,7 +170,7 @@ func (l *Loaded) decode() {
 	src := l.Source
 	if len(l.Findings) == 0 {
 		if err := decode(l.Value, src); err != nil {
-			l.addErr(err)
+			l.addDecodeErr(err)
 			l.Broken.All = true
 			return
 		}
@@ -187,7 +188,10 @@ func (l *Loaded) decode() {
 			}
 			return false
 		}
-		if under("cluster") || decode(l.Value.LookupPath(cue.ParsePath("cluster")), &src.Cluster) != nil {
+		if under("cluster") {
+			l.Broken.Cluster = true
+		} else if err := decode(l.Value.LookupPath(cue.ParsePath("cluster")), &src.Cluster); err != nil {
+			l.addDecodeErr(err)
 			l.Broken.Cluster = true
 		}
 		iter, err := l.user.LookupPath(cue.ParsePath("nodeGroups")).Fields()
@@ -195,7 +199,12 @@ func (l *Loaded) decode() {
 			name := iter.Selector().Unquoted()
 			p := cue.MakePath(cue.Str("nodeGroups"), cue.Str(name))
 			g := &model.NodeGroup{}
-			if under(diag.Path("nodeGroups", name)) || decode(l.Value.LookupPath(p), g) != nil {
+			if under(diag.Path("nodeGroups", name)) {
+				l.Broken.Groups[name] = true
+				continue
+			}
+			if err := decode(l.Value.LookupPath(p), g); err != nil {
+				l.addDecodeErr(err)
 				l.Broken.Groups[name] = true
 				continue
 			}
@@ -263,4 +272,53 @@ func userPos(v cue.Value) token.Pos {
 func IsSourceError(err error) bool {
 	var l diag.List
 	return errors.As(err, &l)
+}
+
+// addDecodeErr reports a value that does not fit the model at its
+// position in the user's files.
+func (l *Loaded) addDecodeErr(err error) {
+	var de *DecodeError
+	if !errors.As(err, &de) {
+		l.addErr(err)
+		return
+	}
+	path := de.Path
+	if len(path) > 0 && path[0].String() == "#Source" {
+		path = path[1:]
+	}
+	labels := make([]string, len(path))
+	for i, s := range path {
+		labels[i] = s.String()
+	}
+	l.Findings = append(l.Findings, diag.Finding{Pos: l.Pos(path...), Path: strings.Join(labels, "."), Msg: de.Err.Error()})
+}
+
+// packageClauses reports files whose package clause differs from the
+// first file's: CUE loads a directory's files as one package only.
+func (l *Loaded) packageClauses() {
+	var first *ast.File
+	for _, f := range l.Syntax {
+		if first == nil {
+			first = f
+			continue
+		}
+		if f.PackageName() == first.PackageName() {
+			continue
+		}
+		pos := f.Pos()
+		for _, d := range f.Decls {
+			if p, ok := d.(*ast.Package); ok {
+				pos = p.Pos()
+			}
+		}
+		want := "no package clause"
+		if first.PackageName() != "" {
+			want = fmt.Sprintf("package %s", first.PackageName())
+		}
+		got := "no package clause"
+		if f.PackageName() != "" {
+			got = fmt.Sprintf("package %s", f.PackageName())
+		}
+		l.Findings = append(l.Findings, diag.Finding{Pos: pos, Msg: fmt.Sprintf("%s, but %s has %s: every file of a source must have the same package clause (nodegen sources need none)", got, filepath.Base(first.Filename), want)})
+	}
 }

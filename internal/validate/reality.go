@@ -85,10 +85,10 @@ func (c *checker) machine(g *model.NodeGroup, base []cue.Selector) {
 		return
 	}
 	if a := m.Arch(); a != g.Arch {
-		c.at(join(base, "arch"), "machine type %s is %s (%s series), not %s: set arch: %q and use an %s image", m.Name, a, strings.ToUpper(m.Series), g.Arch, a, a)
+		c.at(c.written(base, "arch", "machineType"), "machine type %s is %s (%s series), not %s: set arch: %q and use an %s image", m.Name, a, strings.ToUpper(m.Series), g.Arch, a, a)
 	}
 	if msg := m.DiskTypeProblem(g.BootDiskType); msg != "" {
-		c.at(join(base, "bootDiskType"), "boot disk type %s on %s: %s", g.BootDiskType, m.Name, msg)
+		c.at(c.written(base, "bootDiskType", "machineType"), "boot disk type %s on %s: %s", g.BootDiskType, m.Name, msg)
 	}
 }
 
@@ -179,7 +179,7 @@ func (c *checker) allocatable(g *model.NodeGroup, base []cue.Selector) {
 		if sig, ok := eviction[res]; ok {
 			if v, ok := g.Kubelet.EvictionHard[sig]; ok {
 				if pct, isPct := strings.CutSuffix(v, "%"); isPct {
-					if f, err := strconv.ParseFloat(pct, 64); err == nil {
+					if f, err := strconv.ParseFloat(pct, 64); err == nil && f <= 100 {
 						r := new(big.Rat).SetFloat64(f / 100)
 						total.Add(total, new(big.Rat).Mul(r, capacity[res]))
 					}
@@ -229,4 +229,15 @@ func (c *checker) containerImage(p []cue.Selector, ref string) {
 	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
 		c.at(p, "image %q is not a valid image reference: %v (repository names are lower-case: registry/namespace/name:tag or @sha256:…)", ref, err)
 	}
+}
+
+// written returns the path of field in the group at base when the user
+// wrote it, otherwise the path of fallback (a default has no position of
+// its own: point at the field that makes it wrong).
+func (c *checker) written(base []cue.Selector, field, fallback string) []cue.Selector {
+	p := join(base, field)
+	if c.pos.Pos(p...) == c.pos.Pos(base...) {
+		return join(base, fallback)
+	}
+	return p
 }

@@ -332,7 +332,11 @@ func (c *checker) cloudGroup(g *model.NodeGroup, base []cue.Selector, taintKeys 
 func (c *checker) names(g *model.NodeGroup, base []cue.Selector) {
 	cl := &c.src.Cluster
 	region := cl.GCP.Region
+	_, known := gce.RegionZones(region) // an unknown region is reported at cluster.gcp.region
 	for i, z := range g.Zones {
+		if !known {
+			break
+		}
 		if gce.ZoneRegion(z) != region {
 			c.at(join(base, "zones", i), "zone %s is not in region %s", z, region)
 		} else {
