@@ -109,14 +109,27 @@ func Open(dir string) (*Loaded, error) {
 
 	// Parse every file on its own, so that a syntax error in one file
 	// does not hide the others from the checks that read the syntax.
+	total := 0
 	for _, name := range files {
-		b, err := os.ReadFile(filepath.Join(absDir, name))
+		b, err := readSourceFile(filepath.Join(absDir, name), filepath.Join(dir, name), MaxFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("reading source: %w", err)
+		}
+		total += len(b)
+		if total > MaxSourceSize {
+			return nil, fmt.Errorf("reading source: the .cue files of %s hold more than %d bytes (nodegen's limit for a whole source); split the cluster into several sources", dir, MaxSourceSize)
+		}
+		if f, ok := checkText(filepath.Join(absDir, name), b); !ok {
+			l.Findings = append(l.Findings, f)
+			continue
 		}
 		f, err := parser.ParseFile(filepath.Join(absDir, name), b, parser.ParseComments)
 		if err != nil {
 			l.addErr(err)
+			continue
+		}
+		if big := checkStructSizes(f); len(big) > 0 {
+			l.Findings = append(l.Findings, big...)
 			continue
 		}
 		l.Syntax = append(l.Syntax, f)
@@ -127,6 +140,7 @@ func Open(dir string) (*Loaded, error) {
 		return l, nil
 	}
 
+	defer guardMemory()()
 	ctx := cuecontext.New()
 	sch := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
 	if err := sch.Err(); err != nil {
