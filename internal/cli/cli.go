@@ -136,6 +136,9 @@ func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) 
 		return nil, nil, printFindings(s, list)
 	}
 	if err := verify.All(src, files); err != nil {
+		if list := validate.VerificationFailures(err, l); len(list) > 0 {
+			return nil, nil, printFindings(s, list)
+		}
 		return nil, nil, fmt.Errorf("internal error: a rendered artifact failed verification: %w", err)
 	}
 	return src, files, nil
