@@ -175,6 +175,7 @@ func Open(dir string) (*Loaded, error) {
 		l.addUnknownFields()
 	}
 	l.decode()
+	l.anchorUnpositioned(absDir)
 	return l, nil
 }
 
@@ -334,5 +335,26 @@ func (l *Loaded) packageClauses() {
 			got = fmt.Sprintf("package %s", f.PackageName())
 		}
 		l.Findings = append(l.Findings, diag.Finding{Pos: pos, Msg: fmt.Sprintf("%s, but %s has %s: every file of a source must have the same package clause (nodegen sources need none)", got, filepath.Base(first.Filename), want)})
+	}
+}
+
+// anchorUnpositioned gives a finding that has no place in the user's files
+// (a required top-level field that no file writes) the start of the
+// source's first file, so that every finding reads file:line:col.
+func (l *Loaded) anchorUnpositioned(absDir string) {
+	if len(l.Files) == 0 {
+		return
+	}
+	var start token.Pos
+	for i, f := range l.Findings {
+		if f.Pos.IsValid() || f.Path == "" {
+			continue
+		}
+		if !start.IsValid() {
+			tf := token.NewFile(filepath.Join(absDir, l.Files[0]), -1, 1)
+			start = tf.Pos(0, token.NoRelPos)
+		}
+		l.Findings[i].Pos = start
+		l.Findings[i].Msg += "; add it to a file of the source"
 	}
 }
