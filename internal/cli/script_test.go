@@ -12,6 +12,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testsrc"
 )
 
@@ -19,7 +20,10 @@ var update = flag.Bool("update", false, "update testscript golden files")
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"nodegen": func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"nodegen": func() {
+			source.EnforceMemoryLimit = true // as cmd/nodegen does
+			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
 	})
 }
 
