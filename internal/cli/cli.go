@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -101,8 +102,10 @@ func isKnownCommand(name string) bool {
 
 // ioFlags are the flags every command shares.
 type ioFlags struct {
-	Source string
-	Out    string
+	Source      string
+	Out         string
+	Force       bool
+	LockTimeout time.Duration
 }
 
 func sourceFlag(f *ioFlags) cli.Flag {
