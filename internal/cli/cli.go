@@ -13,6 +13,7 @@ import (
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/secrets"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/internal/verify"
@@ -87,7 +88,7 @@ func exitCode(s *streams, err error, args []string) int {
 		fmt.Fprintf(s.err, "nodegen: %v\n", ue.error)
 		return ExitUsage
 	default:
-		fmt.Fprintf(s.err, "nodegen: %v\n", err)
+		fmt.Fprintf(s.err, "nodegen: %s\n", secrets.Redact(err.Error()))
 		return ExitFindings
 	}
 }
@@ -138,6 +139,9 @@ func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) 
 	if list := validate.Artifacts(src, files, l); len(list) > 0 {
 		return nil, nil, printFindings(s, list)
 	}
+	if list := secrets.Artifacts(files); len(list) > 0 {
+		return nil, nil, printFindings(s, list)
+	}
 	if err := verify.All(src, files); err != nil {
 		return nil, nil, fmt.Errorf("internal error: a rendered artifact failed verification: %w", err)
 	}
@@ -161,6 +165,6 @@ func loadValid(s *streams, dir string) (*source.Loaded, error) {
 // directory and returns errFindings.
 func printFindings(s *streams, list diag.List) error {
 	cwd, _ := os.Getwd()
-	list.Print(s.err, cwd)
+	secrets.RedactList(list).Print(s.err, cwd)
 	return errFindings
 }
