@@ -15,6 +15,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/secrets"
 )
 
 const genDoc = `gen renders every artifact of the source into the output directory.
@@ -182,11 +183,11 @@ func checkCommand(s *streams) *cli.Command {
 			}
 			for _, c := range r.Conflicts {
 				p := outPath(f, c.Path)
-				s.out.Write(diff.Diff(p, c.Old, p+" (generated)", c.New))
+				s.out.Write([]byte(secrets.Redact(string(diff.Diff(p, c.Old, p+" (generated)", c.New)))))
 			}
 			for _, ch := range changes {
 				p := outPath(f, ch.Path)
-				s.out.Write(diff.Diff(p, ch.Old, p+" (generated)", ch.New))
+				s.out.Write([]byte(secrets.Redact(string(diff.Diff(p, ch.Old, p+" (generated)", ch.New)))))
 			}
 			first := ""
 			if len(r.Conflicts) > 0 {
