@@ -34,6 +34,57 @@ type pattern struct {
 	detail int
 	// advice says what to do instead.
 	advice string
+	// hint is a literal every match contains; re runs only on a window
+	// of before bytes ahead of and after bytes behind each occurrence, so
+	// that a large text costs a substring search, not a regexp run. Empty
+	// hint: find is used instead.
+	hint          string
+	before, after int
+	// find, when set, finds the secrets itself (start, end of each).
+	find func(text string) [][2]int
+	// pre, when set, is a cheap test of the hint at text[at:] that must
+	// hold for re to be worth running there.
+	pre func(text string, at int) bool
+}
+
+// isSep ends a word for the credential patterns.
+func isSep(c byte) bool { return strings.IndexByte(" \t\r\n\"'=,()[]<>", c) >= 0 }
+
+// userinfoBefore: an '@' at at has "name:secret" right before it.
+func userinfoBefore(text string, at int) bool {
+	for k := at - 1; k >= 0 && at-k <= 256; k-- {
+		switch c := text[k]; {
+		case c == ':':
+			return k < at-1
+		case isSep(c) || c == '/' || c == '@':
+			return false
+		}
+	}
+	return false
+}
+
+// typeBefore: the "service_account" at at is the value of a field
+// "type" (only quotes, blanks and one ':' between them).
+func typeBefore(text string, at int) bool {
+	k := strings.LastIndex(text[max(0, at-64):at], "type")
+	if k < 0 {
+		return false
+	}
+	return strings.Trim(text[max(0, at-64)+k+len("type"):at], "\"' \t:") == "" && strings.Count(text[max(0, at-64)+k:at], ":") == 1
+}
+
+// userinfoAfter: the "://" at at is followed by userinfo (an '@' before
+// the path).
+func userinfoAfter(text string, at int) bool {
+	for k := at + 3; k < len(text) && k-at <= 256; k++ {
+		switch c := text[k]; {
+		case c == '@':
+			return true
+		case isSep(c) || c == '/':
+			return false
+		}
+	}
+	return false
 }
 
 const moveAdvice = "keep it in Secret Manager (or another secret store), revoke this one, and reference the store from your own tooling"
@@ -49,8 +100,7 @@ var patterns = []pattern{
 		// name of exactly that shape (6 and 16 lowercase letters or digits
 		// around a dot) is taken for a token.
 		class:  "kubeadm bootstrap token",
-		re:     regexp.MustCompile(`(?:^|[^a-z0-9])([a-z0-9]{6}\.[a-z0-9]{16})(?:[^a-z0-9]|$)`),
-		group:  1,
+		find:   bootstrapTokens,
 		advice: "whoever can read it can join machines to the cluster; store it in Secret Manager, reference it with cluster.joinToken.secretManager, and delete this one (kubeadm token delete with the 6 characters before its dot)",
 	},
 	{
@@ -63,58 +113,67 @@ var patterns = []pattern{
 		re:     regexp.MustCompile(`-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY)-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?`),
 		detail: 1,
 		advice: moveAdvice,
+		hint:   "-----BEGIN ", after: 64 << 10,
 	},
 	{
 		// The private_key_id of a Google service-account key file: 40 hex
 		// digits after "private_key_id" and a ':' or '=' (JSON, YAML, CUE,
 		// HCL, env). Limits: the id alone, without its field name, is just
 		// a hex string and passes.
-		class:  "service-account key id",
-		re:     regexp.MustCompile(`private_key_id["']?\s*[:=]\s*["']?([0-9a-f]{40})`),
-		group:  1,
+		class: "service-account key id",
+		re:    regexp.MustCompile(`private_key_id["']?\s*[:=]\s*["']?([0-9a-f]{40})`),
+		group: 1,
+		hint:  "private_key_id", after: 128,
 		advice: "it names a service-account key, which belongs in Secret Manager, not here; revoke the key (gcloud iam service-accounts keys delete) and use the instances' attached service account instead",
 	},
 	{
 		// The "type": "service_account" field of a Google service-account
 		// key file (JSON or YAML). Limits: it finds key files, not the
 		// other credential files (authorized_user, external_account).
-		class:  "service-account key file",
-		re:     regexp.MustCompile(`["']?type["']?\s*:\s*["']?service_account["']?`),
+		class: "service-account key file",
+		re:    regexp.MustCompile(`["']?type["']?\s*:\s*["']?service_account["']?`),
+		hint:  "service_account", before: 64, after: 1,
+		pre:    typeBefore,
 		advice: "a service-account key file belongs in Secret Manager, not here; revoke the key (gcloud iam service-accounts keys delete) and use the instances' attached service account instead",
 	},
 	{
 		// A Google API key: "AIza" and 35 more characters of [0-9A-Za-z_-].
 		// Limits: other clouds' API keys have other shapes.
-		class:  "Google API key",
-		re:     regexp.MustCompile(`(?:^|[^0-9A-Za-z_-])(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)`),
-		group:  1,
+		class: "Google API key",
+		re:    regexp.MustCompile(`(?:^|[^0-9A-Za-z_-])(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)`),
+		group: 1,
+		hint:  "AIza", before: 1, after: 36,
 		advice: moveAdvice,
 	},
 	{
 		// A Google OAuth 2.0 access token ("ya29." and at least 20 more
 		// characters). Limits: tokens of other identity providers (JWTs)
 		// are not recognised.
-		class:  "OAuth access token",
-		re:     regexp.MustCompile(`(?:^|[^0-9A-Za-z_.-])(ya29\.[0-9A-Za-z_.-]{20,})`),
-		group:  1,
+		class: "OAuth access token",
+		re:    regexp.MustCompile(`(?:^|[^0-9A-Za-z_.-])(ya29\.[0-9A-Za-z_.-]{20,})`),
+		group: 1,
+		hint:  "ya29.", before: 1, after: 4 << 10,
 		advice: moveAdvice,
 	},
 	{
 		// A Google OAuth 2.0 refresh token ("1//" and at least 30 more
 		// characters of [0-9A-Za-z_-]), not after a ':' or '/' (so not the
 		// "//" of a URL). Limits: as for access tokens.
-		class:  "OAuth refresh token",
-		re:     regexp.MustCompile(`(?:^|[^0-9A-Za-z:/_-])(1//[0-9A-Za-z_-]{30,})`),
-		group:  1,
+		class: "OAuth refresh token",
+		re:    regexp.MustCompile(`(?:^|[^0-9A-Za-z:/_-])(1//[0-9A-Za-z_-]{30,})`),
+		group: 1,
+		hint:  "1//", before: 1, after: 4 << 10,
 		advice: moveAdvice,
 	},
 	{
 		// A password in the userinfo of a URL, scheme://user:password@host.
 		// Limits: a URL whose password is itself a reference (${VAR}) is
 		// still reported; a user without a password (user@host) is not.
-		class:  "password in a URL",
-		re:     regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@"'<>]+:([^/\s@"'<>]+)@`),
-		group:  1,
+		class: "password in a URL",
+		re:    regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@"'<>]+:([^/\s@"'<>]+)@`),
+		group: 1,
+		hint:  "://", before: 64, after: 256,
+		pre:    userinfoAfter,
 		advice: "put the credential in the consumer's own credential store (for an image, a registry credential on the node or an imagePullSecret) and remove it from the reference",
 	},
 	{
@@ -123,19 +182,81 @@ var patterns = []pattern{
 		// secret, '@' and a dotted host name. Limits: the host must contain
 		// a dot, so that "image:tag@sha256:..." (a tag and a digest) is not
 		// taken for credentials; user:secret@localhost passes.
-		class:  "password before a host name",
-		re:     regexp.MustCompile(`(?:^|[\s"'=,(\[])[^\s/:@"'=,()\[\]]+:([^\s/:@"'=,()\[\]]+)@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?::[0-9]{1,5})?(?:[/\s"',)\]]|$)`),
-		group:  1,
+		class: "password before a host name",
+		re:    regexp.MustCompile(`(?:^|[\s"'=,(\[])[^\s/:@"'=,()\[\]]+:([^\s/:@"'=,()\[\]]+)@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?::[0-9]{1,5})?(?:[/\s"',)\]]|$)`),
+		group: 1,
+		hint:  "@", before: 256, after: 128,
+		pre:    userinfoBefore,
 		advice: "put the credential in the consumer's own credential store (for an image, a registry credential on the node or an imagePullSecret) and remove it from the reference",
 	},
 }
 
-// base64Run is a run of base64 (standard or URL alphabet) long enough to
-// hold the shortest secret above (a 23-character bootstrap token is 31
+// minBase64 is the shortest run of base64 (standard or URL alphabet) that
+// can hold the shortest secret above (a 23-character bootstrap token is 31
 // characters of base64 and one '='). Each run is decoded and the result scanned once
 // more with every pattern. Limits: base64 split across lines or strings,
 // or nested encodings, are not decoded.
-var base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{28,}={0,2}`)
+const minBase64 = 28
+
+// base64Runs finds the runs of base64 characters of at least minBase64
+// characters, with their '=' padding.
+func base64Runs(text string) [][2]int {
+	var runs [][2]int
+	start := -1
+	for i := 0; i <= len(text); i++ {
+		if i < len(text) && isBase64(text[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= minBase64 {
+			end := i
+			for end < len(text) && end-i < 2 && text[end] == '=' {
+				end++
+			}
+			runs = append(runs, [2]int{start, end})
+		}
+		start = -1
+	}
+	return runs
+}
+
+func isBase64(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+}
+
+// bootstrapTokens finds [a-z0-9]{6}.[a-z0-9]{16} not embedded in a longer
+// run of lower-case letters and digits.
+func bootstrapTokens(text string) [][2]int {
+	var out [][2]int
+	for i := 0; ; {
+		j := strings.IndexByte(text[i:], '.')
+		if j < 0 {
+			return out
+		}
+		dot := i + j
+		i = dot + 1
+		start, end := dot-6, dot+17
+		if start < 0 || end > len(text) || (start > 0 && isTokenChar(text[start-1])) || (end < len(text) && isTokenChar(text[end])) {
+			continue
+		}
+		if allTokenChars(text[start:dot]) && allTokenChars(text[dot+1:end]) {
+			out = append(out, [2]int{start, end})
+		}
+	}
+}
+
+func isTokenChar(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+func allTokenChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isTokenChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 // Secret is one credential found in a text.
 type Secret struct {
@@ -194,7 +315,7 @@ func article(s string) string {
 // Find returns every secret in text, ordered by position.
 func Find(text string) []Secret {
 	found := find(text)
-	for _, m := range base64Run.FindAllStringIndex(text, -1) {
+	for _, m := range base64Runs(text) {
 		decoded, ok := decodeBase64(text[m[0]:m[1]])
 		if !ok {
 			continue
@@ -215,17 +336,46 @@ func Find(text string) []Secret {
 // find runs the patterns over text, each place reported once.
 func find(text string) []Secret {
 	var found []Secret
+	add := func(p pattern, start, end int, detail string) {
+		if overlaps(found, start, end) {
+			return
+		}
+		found = append(found, Secret{Class: p.class, Start: start, End: end, value: text[start:end], detail: detail, advice: p.advice})
+	}
 	for _, p := range patterns {
-		for _, m := range p.re.FindAllStringSubmatchIndex(text, -1) {
-			start, end := m[2*p.group], m[2*p.group+1]
-			if overlaps(found, start, end) {
+		if p.find != nil {
+			for _, m := range p.find(text) {
+				add(p, m[0], m[1], "")
+			}
+			continue
+		}
+		for from := 0; ; {
+			j := strings.Index(text[from:], p.hint)
+			if j < 0 {
+				break
+			}
+			at := from + j
+			from = at + len(p.hint)
+			if p.pre != nil && !p.pre(text, at) {
 				continue
 			}
-			sec := Secret{Class: p.class, Start: start, End: end, value: text[start:end], advice: p.advice}
-			if p.detail > 0 {
-				sec.detail = text[m[2*p.detail]:m[2*p.detail+1]]
+			lo, hi := max(0, at-p.before), min(len(text), at+len(p.hint)+p.after)
+			if p.before > 1 && lo > 0 {
+				// Start the window at a separator, so that the pattern's
+				// own start-of-text anchor does not match mid-word.
+				k := strings.IndexAny(text[lo:at], " \t\r\n\"'=,([")
+				if k < 0 {
+					continue
+				}
+				lo += k
 			}
-			found = append(found, sec)
+			for _, m := range p.re.FindAllStringSubmatchIndex(text[lo:hi], -1) {
+				detail := ""
+				if p.detail > 0 {
+					detail = text[lo+m[2*p.detail] : lo+m[2*p.detail+1]]
+				}
+				add(p, lo+m[2*p.group], lo+m[2*p.group+1], detail)
+			}
 		}
 	}
 	return found

@@ -143,18 +143,27 @@ func Values(v cue.Value, pos Positioner) diag.List {
 		for iter.Next() {
 			sel := iter.Selector()
 			p := append(slices.Clip(path), sel)
-			if sel.LabelType() == cue.StringLabel {
-				label := sel.Unquoted()
-				for _, s := range Find(label) {
-					list.Add(pos.KeyPos(p...), Redact(pathString(p)), "%s", s.Describe(inSource))
-				}
-				if value, err := iter.Value().String(); err == nil {
-					for _, s := range inField(label, value) {
-						list.Add(pos.Pos(p...), Redact(pathString(p)), "%s", s.Describe(inSource))
-					}
-				}
+			fv := iter.Value()
+			if sel.LabelType() != cue.StringLabel {
+				walk(fv, p)
+				continue
 			}
-			walk(iter.Value(), p)
+			label := sel.Unquoted()
+			for _, s := range Find(label) {
+				list.Add(pos.KeyPos(p...), Redact(pathString(p)), "%s", s.Describe(inSource))
+			}
+			value, err := fv.String()
+			if err != nil {
+				walk(fv, p)
+				continue
+			}
+			found := Find(value)
+			for _, s := range found {
+				list.Add(pos.Pos(p...), Redact(pathString(p)), "%s", s.Describe(inSource))
+			}
+			for _, s := range inField(label, value, found) {
+				list.Add(pos.Pos(p...), Redact(pathString(p)), "%s", s.Describe(inSource))
+			}
 		}
 	}
 	if v.Exists() {
@@ -166,9 +175,12 @@ func Values(v cue.Value, pos Positioner) diag.List {
 // inField finds the secrets that only a field name and its value
 // together show (private_key_id: "<40 hex digits>", type:
 // "service_account"), not those in either alone.
-func inField(label, value string) []Secret {
+func inField(label, value string, inValue []Secret) []Secret {
+	if !strings.Contains(label, "private_key_id") && !strings.Contains(label, "type") {
+		return nil // the only patterns that need the field name
+	}
 	alone := map[string]bool{}
-	for _, s := range append(Find(label), Find(value)...) {
+	for _, s := range append(Find(label), inValue...) {
 		alone[s.Class] = true
 	}
 	var out []Secret
