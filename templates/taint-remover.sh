@@ -11,25 +11,46 @@
 # patch fails and the next round reads again. It never exits on an API error;
 # it logs and retries. Once the taint is gone it stays idle.
 #
+# When it starts on a node that lacks the startup taint although its GPUs
+# are not validated, it first adds the taint (exact key, value and effect,
+# with the same resourceVersion guard), then waits and removes it as above.
+# That node was re-registered under a reused name (a recreated VM reuses the
+# old Node object, and kubeadm does not re-apply taints to an existing Node)
+# or rebooted (/run/nvidia/validations is a tmpfs): without the taint the
+# autoscaler would count it as ready and GPU pods would land on it before
+# the GPUs work. It adds the taint only until its first successful decision
+# after it starts, never later: validation files that vanish on a live node
+# (a GPU Operator upgrade) must not take a working node out of service.
+#
 # Environment:
 #   NODE_NAME          node to act on (the downward API's spec.nodeName)
 #   STARTUP_TAINT_KEY  taint key to remove
+#   STARTUP_TAINT_VALUE, STARTUP_TAINT_EFFECT
+#                      value and effect of the taint when it is added back
 #   GPU_COUNT          nvidia.com/gpu allocatable required
 #   VALIDATIONS_DIR    GPU Operator status files (/run/nvidia/validations)
 #   INTERVAL           seconds between checks while waiting (10)
 #   IDLE_INTERVAL      seconds between checks once done (300)
-#   ONCE               if 1, do one round and exit: 0 removed or absent,
-#                      3 waiting for the GPUs, 4 API error or conflict
+#   ONCE               if 1, do one round (as at start) and exit: 0 removed
+#                      or absent, 3 waiting for the GPUs (the taint is on
+#                      the node, maybe just added), 4 API error or conflict
 set -euo pipefail
 
 : "${NODE_NAME:?NODE_NAME is required}"
 : "${STARTUP_TAINT_KEY:?STARTUP_TAINT_KEY is required}"
+: "${STARTUP_TAINT_VALUE?STARTUP_TAINT_VALUE is required}"
+: "${STARTUP_TAINT_EFFECT:?STARTUP_TAINT_EFFECT is required}"
 : "${GPU_COUNT:?GPU_COUNT is required}"
 VALIDATIONS_DIR="${VALIDATIONS_DIR:-/run/nvidia/validations}"
 INTERVAL="${INTERVAL:-10}"
 IDLE_INTERVAL="${IDLE_INTERVAL:-300}"
 ONCE="${ONCE:-0}"
+# 1 until a round has read the node and decided: only then may the startup
+# taint be added back.
+STARTING=1
 readonly VALIDATION_FILES=(driver-ready toolkit-ready cuda-ready plugin-ready)
+REASON=""
+ALLOC=0
 ERRORS="$(mktemp)"
 readonly ERRORS
 trap 'rm -f "${ERRORS}"' EXIT
@@ -43,9 +64,46 @@ summary() {
 	printf '%s' "${s##*$'\n'}"
 }
 
+# unvalidated sets REASON and succeeds when the GPUs are not validated yet:
+# a validation file is missing or nvidia.com/gpu allocatable (ALLOC) is
+# below GPU_COUNT.
+unvalidated() {
+	local f
+	for f in "${VALIDATION_FILES[@]}"; do
+		if [[ ! -e "${VALIDATIONS_DIR}/${f}" ]]; then
+			REASON="${VALIDATIONS_DIR}/${f} does not exist yet"
+			return 0
+		fi
+	done
+	if ((ALLOC < GPU_COUNT)); then
+		REASON="nvidia.com/gpu allocatable is ${ALLOC}, want ${GPU_COUNT}"
+		return 0
+	fi
+	return 1
+}
+
+# add_back adds the startup taint to a node that has none with its key
+# (ntaints taints in all), guarded by the resourceVersion rv.
+add_back() {
+	local rv="$1" ntaints="$2" taint op out
+	taint="$(printf '{"key":"%s","value":"%s","effect":"%s"}' "${STARTUP_TAINT_KEY}" "${STARTUP_TAINT_VALUE}" "${STARTUP_TAINT_EFFECT}")"
+	if ((ntaints == 0)); then
+		op="$(printf '{"op":"add","path":"/spec/taints","value":[%s]}' "${taint}")"
+	else
+		op="$(printf '{"op":"add","path":"/spec/taints/-","value":%s}' "${taint}")"
+	fi
+	if ! out="$(kubectl patch node "${NODE_NAME}" --request-timeout=20s --type=json \
+		-p "$(printf '[{"op":"test","path":"/metadata/resourceVersion","value":"%s"},%s]' "${rv}" "${op}")" 2>&1)"; then
+		log "adding ${STARTUP_TAINT_KEY} back failed (will read the node again): $(summary "${out}")"
+		return 4
+	fi
+	log "no ${STARTUP_TAINT_KEY} taint at start but the GPUs are not validated (${REASON}): node re-registered under a reused name or rebooted; added ${STARTUP_TAINT_KEY}=${STARTUP_TAINT_VALUE}:${STARTUP_TAINT_EFFECT}"
+	return 0
+}
+
 # round does one check; its status is that of ONCE above.
 round() {
-	local out rv alloc idx=-1 i=0 f
+	local out rv idx=-1 i=0 ntaints
 	# stderr apart from stdout: a warning kubectl prints must not be read
 	# as the node's resourceVersion.
 	if ! out="$(kubectl get node "${NODE_NAME}" --request-timeout=20s \
@@ -56,7 +114,9 @@ round() {
 	local -a lines
 	mapfile -t lines <<<"${out}"
 	rv="${lines[0]}"
-	alloc="${lines[1]:-0}"
+	ALLOC="${lines[1]:-0}"
+	[[ "${ALLOC}" =~ ^[0-9]+$ ]] || ALLOC=0
+	ntaints=$((${#lines[@]} > 2 ? ${#lines[@]} - 2 : 0))
 	for ((i = 2; i < ${#lines[@]}; i++)); do
 		if [[ "${lines[i]}" == "${STARTUP_TAINT_KEY}" ]]; then
 			idx=$((i - 2))
@@ -64,17 +124,17 @@ round() {
 		fi
 	done
 	if ((idx < 0)); then
-		return 0
-	fi
-	for f in "${VALIDATION_FILES[@]}"; do
-		if [[ ! -e "${VALIDATIONS_DIR}/${f}" ]]; then
-			log "waiting: ${VALIDATIONS_DIR}/${f} does not exist yet"
+		if ((STARTING == 1)) && unvalidated; then
+			add_back "${rv}" "${ntaints}" || return 4
+			STARTING=0
 			return 3
 		fi
-	done
-	[[ "${alloc}" =~ ^[0-9]+$ ]] || alloc=0
-	if ((alloc < GPU_COUNT)); then
-		log "waiting: nvidia.com/gpu allocatable is ${alloc}, want ${GPU_COUNT}"
+		STARTING=0
+		return 0
+	fi
+	STARTING=0
+	if unvalidated; then
+		log "waiting: ${REASON}"
 		return 3
 	fi
 	local patch
@@ -84,7 +144,7 @@ round() {
 		log "removing ${STARTUP_TAINT_KEY} failed (will read the node again): $(summary "${out}")"
 		return 4
 	fi
-	log "GPUs validated (${alloc} allocatable); removed taint ${STARTUP_TAINT_KEY}"
+	log "GPUs validated (${ALLOC} allocatable); removed taint ${STARTUP_TAINT_KEY}"
 	# Another taint with the same key (a second effect) is removed next round.
 	round
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -51,33 +53,39 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Reader:          stdin,
 		Writer:          stdout,
 		ErrWriter:       stderr,
-		HideVersion:     true,
+		Version:         version(),
 		ExitErrHandler:  func(*cli.Context, error) {},
 		OnUsageError:    onUsageError,
 		CommandNotFound: func(c *cli.Context, name string) {},
-		Commands: []*cli.Command{
-			genCommand(s),
-			checkCommand(s),
-			vetCommand(s),
-			exportCommand(s),
-			docsCommand(s),
-			explainCommand(s),
-			driftCommand(s),
-		},
+		Commands:        commands(s),
 	}
 	err := app.Run(append([]string{"nodegen"}, args...))
-	return exitCode(s, err, args)
+	return exitCode(s, err, args, app.Commands)
+}
+
+// commands lists every command, in the order help shows them.
+func commands(s *streams) []*cli.Command {
+	return []*cli.Command{
+		genCommand(s),
+		checkCommand(s),
+		vetCommand(s),
+		exportCommand(s),
+		docsCommand(s),
+		explainCommand(s),
+		driftCommand(s),
+		versionCommand(s),
+	}
 }
 
 func onUsageError(c *cli.Context, err error, _ bool) error {
 	return usageError{err}
 }
 
-func exitCode(s *streams, err error, args []string) int {
+func exitCode(s *streams, err error, args []string, cmds []*cli.Command) int {
 	var ue usageError
 	switch {
 	case err == nil:
-		if len(args) > 0 && !isKnownCommand(args[0]) && args[0] != "" && args[0][0] != '-' {
+		if len(args) > 0 && !isKnownCommand(cmds, args[0]) && args[0] != "" && args[0][0] != '-' {
 			fmt.Fprintf(s.err, "nodegen: unknown command %q; see nodegen help\n", args[0])
 			return ExitUsage
 		}
@@ -93,10 +101,15 @@ func exitCode(s *streams, err error, args []string) int {
 	}
 }
 
-func isKnownCommand(name string) bool {
-	switch name {
-	case "gen", "check", "vet", "export", "docs", "explain", "drift", "help", "h":
+// isKnownCommand reports whether name is one of cmds or help.
+func isKnownCommand(cmds []*cli.Command, name string) bool {
+	if name == "help" || name == "h" {
 		return true
+	}
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return true
+		}
 	}
 	return false
 }
@@ -113,8 +126,10 @@ func sourceFlag(f *ioFlags) cli.Flag {
 	return &cli.StringFlag{Name: "source", Aliases: []string{"s"}, Value: "nodegroups", Usage: "source `DIR` of .cue files", Destination: &f.Source}
 }
 
+// outFlag is --out without a short form: -o is the output format of the
+// commands that print reports (explain, drift), and means only that.
 func outFlag(f *ioFlags) cli.Flag {
-	return &cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "out", Usage: "output `DIR`", Destination: &f.Out}
+	return &cli.StringFlag{Name: "out", Value: "out", Usage: "output `DIR`", Destination: &f.Out}
 }
 
 func noArgs(c *cli.Context) error {
@@ -127,6 +142,16 @@ func noArgs(c *cli.Context) error {
 // loadAndRender loads, validates, renders and verifies; findings are
 // printed to s.err and reported as errFindings.
 func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) {
+	l, files, err := loadAndRenderLoaded(s, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l.Source, files, nil
+}
+
+// loadAndRenderLoaded is loadAndRender returning the loaded source, whose
+// positions the warnings need.
+func loadAndRenderLoaded(s *streams, dir string) (*source.Loaded, render.Files, error) {
 	l, err := loadValid(s, dir)
 	if err != nil {
 		return nil, nil, err
@@ -145,11 +170,18 @@ func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) 
 	if err := verify.All(src, files); err != nil {
 		return nil, nil, fmt.Errorf("internal error: a rendered artifact failed verification: %w", err)
 	}
-	return src, files, nil
+	return l, files, nil
 }
+
+// warnCommands are the commands that print the warnings of a valid source
+// (validate.Warnings) to stderr; they still exit 0.
+var warnCommands = map[string]bool{"gen": true, "vet": true}
 
 // loadValid loads and validates the source, reporting every problem.
 func loadValid(s *streams, dir string) (*source.Loaded, error) {
+	if err := sourceDirExists(dir); err != nil {
+		return nil, err
+	}
 	l, err := validate.Load(dir)
 	if err != nil {
 		var list diag.List
@@ -159,6 +191,28 @@ func loadValid(s *streams, dir string) (*source.Loaded, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// sourceDirExists turns a missing source directory, most often nodegen run
+// from the wrong directory, into a usage error with a hint.
+func sourceDirExists(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageError{fmt.Errorf("no %s/ here (%s): run nodegen from the directory that holds the source, or pass --source DIR", filepath.Clean(dir), cwdForHint())}
+	case err != nil:
+		return fmt.Errorf("reading source: %w", err)
+	case !fi.IsDir():
+		return usageError{fmt.Errorf("--source %s is not a directory", dir)}
+	}
+	return nil
+}
+
+func cwdForHint() string {
+	if cwd, err := os.Getwd(); err == nil {
+		return "in " + cwd
+	}
+	return "in the working directory"
 }
 
 // printFindings prints findings with paths relative to the working

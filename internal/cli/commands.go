@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/diff"
@@ -16,6 +15,7 @@ import (
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/secrets"
+	"github.com/nodegen/nodegen/internal/validate"
 )
 
 const genDoc = `gen renders every artifact of the source into the output directory.
@@ -50,11 +50,15 @@ func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			src, files, err := loadAndRender(s, f.Source)
+			l, files, err := loadAndRenderLoaded(s, f.Source)
 			if err != nil {
 				return err
 			}
-			return run(f, src, files)
+			if warnCommands[name] {
+				cwd, _ := os.Getwd()
+				secrets.RedactList(validate.Warnings(l.Source, l)).Print(s.err, cwd)
+			}
+			return run(f, l.Source, files)
 		},
 	}
 }
@@ -88,7 +92,6 @@ func outOptions(s *streams, f *ioFlags) outdir.Options {
 func genCommand(s *streams) *cli.Command {
 	return renderCommand(s, "gen", "render the source into the output directory", genDoc, outFlags(true),
 		func(f *ioFlags, _ *model.Source, files render.Files) error {
-			setFailPoint(os.Getenv("NODEGEN_FAILPOINT"))
 			r, err := outdir.WriteWith(f.Out, files, outOptions(s, f))
 			var ce *outdir.ConflictError
 			if errors.As(err, &ce) {
@@ -132,29 +135,6 @@ func genCommand(s *streams) *cli.Command {
 func conflictLine(f *ioFlags, c outdir.Conflict) string {
 	c.Path = outPath(f, c.Path)
 	return c.String()
-}
-
-// setFailPoint arms outdir's failure injection for tests: spec is a stage
-// of outdir.Write ("mid-tree", "before-swap", "after-swap") where the
-// write fails, or "<stage>:kill" to have the process SIGKILL itself
-// there, as a crash would.
-func setFailPoint(spec string) {
-	if spec == "" {
-		return
-	}
-	stage, kill := strings.CutSuffix(spec, ":kill")
-	outdir.FailPoint = func(at string) error {
-		if at != stage {
-			return nil
-		}
-		if kill {
-			if p, err := os.FindProcess(os.Getpid()); err == nil {
-				p.Kill()
-				select {} // wait for the signal
-			}
-		}
-		return fmt.Errorf("failpoint %s", at)
-	}
 }
 
 const checkDoc = `check renders the source in memory and compares it with the output

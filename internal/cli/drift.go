@@ -56,7 +56,7 @@ func driftCommand(s *streams) *cli.Command {
 			sourceFlag(&src),
 			outputFlag(&output),
 			&cli.DurationFlag{Name: "stuck-after", Value: 30 * time.Minute, Usage: "a startup taint older than `DURATION` is stuck", Destination: &stuckAfter},
-			&cli.StringFlag{Name: "now", Hidden: true, Usage: "measure node ages at this RFC 3339 `TIME` (tests, reproducible reports)", Destination: &now},
+			&cli.StringFlag{Name: "now", Usage: "measure node ages as if it were this RFC 3339 `TIME` (reproducible reports)", Destination: &now},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"vet", "--source", testsrc.Dir()}, cli.ExitOK},
 		{[]string{"check", "--source", testsrc.Dir(), "--out", t.TempDir()}, cli.ExitFindings},
-		{[]string{"vet", "--source", "does-not-exist"}, cli.ExitFindings},
+		{[]string{"vet", "--source", "does-not-exist"}, cli.ExitUsage},
 		{[]string{"vet", "surplus"}, cli.ExitUsage},
 		{[]string{"gen", "--bogus"}, cli.ExitUsage},
 		{[]string{"frobnicate"}, cli.ExitUsage},
@@ -25,6 +26,25 @@ func TestExitCodes(t *testing.T) {
 		var out, errb bytes.Buffer
 		if got := cli.Main(c.args, strings.NewReader(""), &out, &errb); got != c.want {
 			t.Errorf("nodegen %s: exit %d, want %d\nstderr: %s", strings.Join(c.args, " "), got, c.want, errb.String())
+		}
+	}
+}
+
+// TestVersionOf: the version names the release or (devel), the VCS
+// revision with +dirty for a modified tree, and the Go version.
+func TestVersionOf(t *testing.T) {
+	for _, tc := range []struct {
+		bi   debug.BuildInfo
+		want string
+	}{
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.2.0"}}, "v0.2.0 go1.26.8"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "24f693b"}, {Key: "vcs.modified", Value: "true"}}}, "(devel) (24f693b+dirty) go1.26.8"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "false"}}}, "(devel) (abc) go1.26.8"},
+	} {
+		if got := cli.VersionOf(&tc.bi); got != tc.want {
+			t.Errorf("VersionOf(%+v) = %q, want %q", tc.bi, got, tc.want)
 		}
 	}
 }

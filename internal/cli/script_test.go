@@ -19,7 +19,10 @@ var update = flag.Bool("update", false, "update testscript golden files")
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"nodegen": func() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"nodegen": func() {
+			setFailPoint(os.Getenv("NODEGEN_FAILPOINT"))
+			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		},
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,16 +34,19 @@ import (
 //  2. Apply: the test source's rendering (the example plus a second GPU
 //     group) applied over it, as after adding a group; the policy is then
 //     enforced with both groups.
-//  3. Remover and Policy, in parallel, each on Nodes of its own.
+//  3. LifecycleApply: the same for the node garbage collector.
+//  4. Remover, Policy and Lifecycle (the collector and its policy), in
+//     parallel, each on Nodes of its own.
 func TestAPIServer(t *testing.T) {
 	cp := testcp.Start(t)
 	e := newEnv(t, cp)
-	if !t.Run("Manifests", e.testManifests) || !t.Run("Apply", e.testApply) {
+	if !t.Run("Manifests", e.testManifests) || !t.Run("Apply", e.testApply) || !t.Run("LifecycleApply", e.testLifecycleApply) {
 		return // the rest needs the objects on the server
 	}
 	t.Run("Live", func(t *testing.T) {
 		t.Run("Remover", func(t *testing.T) { t.Parallel(); e.testRemover(t) })
 		t.Run("Policy", func(t *testing.T) { t.Parallel(); e.testPolicy(t) })
+		t.Run("Lifecycle", func(t *testing.T) { t.Parallel(); e.testLifecycle(t) })
 	})
 }
 
@@ -79,6 +83,11 @@ type env struct {
 	// Set by testApply.
 	script     string                       // the ConfigMap's script, written to a file
 	daemonSets map[string]*appsv1.DaemonSet // live, by group name
+
+	// Set by testLifecycleApply.
+	gcScript string           // the collector's ConfigMap script, written to a file
+	cronJob  *batchv1.CronJob // live
+	gcNode   string           // a Node of the autoscaler's group, where the collector runs
 }
 
 func newEnv(t *testing.T, cp *testcp.ControlPlane) *env {

@@ -32,7 +32,7 @@ func rbacDenied(verb, resource string) string {
 const (
 	asOwnPod   = "own"   // token bound to a remover Pod on the node
 	asOtherPod = "other" // token bound to a remover Pod on another node of the group
-	asPlain    = "plain" // token of the ServiceAccount without a Pod (no node name)
+	asPlain    = "plain" // token of the ServiceAccount without a Pod (no node name): TokenRequest without boundObjectRef
 	asBroad    = "broad" // the ServiceAccount impersonated in broadGroup (RBAC allows all on nodes)
 )
 
@@ -46,9 +46,10 @@ type policyCase struct {
 	// created is true when the request creates the Node NODE-new, which
 	// must not exist afterwards.
 	created bool
-	// Exactly one of these: the taints that go (allowed), the policy's
-	// message, or RBAC's.
+	// Exactly one of these: the taints that go or the taint that is added
+	// (allowed), the policy's message, or RBAC's.
 	removes  func(corev1.Taint) bool
+	adds     *corev1.Taint
 	policy   string
 	rbacVerb string
 	rbacRes  string
@@ -61,8 +62,11 @@ func (e *env) testPolicy(t *testing.T) {
 		return func(tn corev1.Taint) bool { return tn.Key == key && tn.Effect == effect }
 	}
 	taintMsg := func(key string) string {
-		return "the taint remover may only remove the taint " + key + " from node NODE"
+		return "the taint remover may only remove the taint " + key + " from node NODE, or add " + key + "=true:NoSchedule to it when it has no taint with that key"
 	}
+	noClaim := "the taint remover may change a node only with a pod-bound token that names its node (" + render.NodeNameExtra + "); this request has none"
+	st4 := &corev1.Taint{Key: k4, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	untaint4 := []string{"taint", "node", "NODE", k4 + "-"}
 	statusPut := func(n *corev1.Node) string {
 		n = withoutVolatile(n)
 		gpus := corev1.ResourceList{model.GPUResource: resource.MustParse("8")}
@@ -79,9 +83,38 @@ func (e *env) testPolicy(t *testing.T) {
 		return string(b)
 	}
 	cases := []policyCase{
-		// Allowed: the one job, with and without a node name in the token.
+		// Allowed: the one job, on its own node with a pod-bound token.
 		{name: "RemoveStartupTaint", group: "gpu-t4", as: asOwnPod, args: []string{"taint", "node", "NODE", k4 + "-"}, removes: hasKey(k4)},
-		{name: "RemoveStartupTaintNoNodeInToken", group: "gpu-l4", as: asPlain, args: []string{"taint", "node", "NODE", kl4 + "-"}, removes: hasKey(kl4)},
+		{name: "RemoveStartupTaintL4", group: "gpu-l4", as: asOwnPod, args: []string{"taint", "node", "NODE", kl4 + "-"}, removes: hasKey(kl4)},
+		// And adding it back, exactly, to a node that lost it.
+		{name: "AddStartupTaintBack", group: "gpu-t4", setup: untaint4, as: asOwnPod,
+			args: []string{"taint", "node", "NODE", k4 + "=true:NoSchedule"}, adds: st4},
+
+		// Denied: a token without a node claim (legacy, kubectl create token).
+		{name: "RemoveStartupTaintNoNodeInToken", group: "gpu-l4", as: asPlain, args: []string{"taint", "node", "NODE", kl4 + "-"}, policy: noClaim},
+		{name: "AddStartupTaintNoNodeInToken", group: "gpu-t4", setup: untaint4, as: asPlain,
+			args: []string{"taint", "node", "NODE", k4 + "=true:NoSchedule"}, policy: noClaim},
+
+		// Denied: every other addition.
+		{name: "AddStartupTaintOtherValue", group: "gpu-t4", setup: untaint4, as: asOwnPod,
+			args: []string{"taint", "node", "NODE", k4 + "=false:NoSchedule"}, policy: taintMsg(k4)},
+		{name: "AddStartupTaintOtherEffect", group: "gpu-t4", setup: untaint4, as: asOwnPod,
+			args: []string{"taint", "node", "NODE", k4 + "=true:NoExecute"}, policy: taintMsg(k4)},
+		{name: "AddStartupTaintTwice", group: "gpu-t4", setup: untaint4, as: asOwnPod,
+			args:   []string{"patch", "node", "NODE", "--type=json", "-p", `[{"op":"add","path":"/spec/taints/-","value":{"key":"` + k4 + `","value":"true","effect":"NoSchedule"}},{"op":"add","path":"/spec/taints/-","value":{"key":"` + k4 + `","value":"true","effect":"NoExecute"}}]`},
+			policy: taintMsg(k4)},
+		{name: "AddStartupTaintAndAnother", group: "gpu-t4", setup: untaint4, as: asOwnPod,
+			args: []string{"taint", "node", "NODE", k4 + "=true:NoSchedule", "example.com/extra=x:NoSchedule"}, policy: taintMsg(k4)},
+		{name: "AddStartupTaintWithTimeAdded", group: "gpu-t4", setup: untaint4, as: asOwnPod,
+			args:   []string{"patch", "node", "NODE", "--type=json", "-p", `[{"op":"add","path":"/spec/taints/-","value":{"key":"` + k4 + `","value":"true","effect":"NoSchedule","timeAdded":"2026-01-01T00:00:00Z"}}]`},
+			policy: taintMsg(k4)},
+		{name: "AddAnotherGroupsStartupTaint", group: "gpu-l4", setup: []string{"taint", "node", "NODE", kl4 + "-"}, as: asOwnPod,
+			args: []string{"taint", "node", "NODE", k4 + "=true:NoSchedule"}, policy: taintMsg(kl4)},
+		{name: "AddStartupTaintOnAnotherNode", group: "gpu-t4", setup: untaint4, as: asOtherPod,
+			args: []string{"taint", "node", "NODE", k4 + "=true:NoSchedule"}, policy: "the taint remover of node OTHER may not change node NODE"},
+		{name: "AddStartupTaintToCPUNode", group: "cpu-burst", as: asOwnPod,
+			args:   []string{"taint", "node", "NODE", k4 + "=true:NoSchedule"},
+			policy: "node NODE is in no GPU node group with a startup taint (nodegen.dev/node-group=cpu-burst)"},
 		{name: "RemoveOneOfTwoStartupTaints", group: "gpu-t4", setup: []string{"taint", "node", "NODE", k4 + "=true:NoExecute"},
 			as: asOwnPod, args: []string{"taint", "node", "NODE", k4 + ":NoExecute-"}, removes: onlyKeyEffect(k4, corev1.TaintEffectNoExecute)},
 
@@ -100,20 +133,20 @@ func (e *env) testPolicy(t *testing.T) {
 		{name: "AddFinalizer", group: "gpu-t4", as: asOwnPod, args: []string{"patch", "node", "NODE", "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/keep"]}}`},
 			policy: "the taint remover may not change the finalizers or owner references of node NODE"},
 		{name: "Cordon", group: "gpu-t4", as: asOwnPod, args: []string{"patch", "node", "NODE", "-p", `{"spec":{"unschedulable":true}}`},
-			policy: "the taint remover may not change the spec of node NODE other than removing its startup taint"},
+			policy: "the taint remover may not change the spec of node NODE other than removing or adding its startup taint"},
 		{name: "Uncordon", group: "gpu-t4", setup: []string{"cordon", "NODE"},
 			as: asOwnPod, args: []string{"patch", "node", "NODE", "-p", `{"spec":{"unschedulable":null}}`},
-			policy: "the taint remover may not change the spec of node NODE other than removing its startup taint"},
+			policy: "the taint remover may not change the spec of node NODE other than removing or adding its startup taint"},
 
 		// Denied by the policy: other nodes.
 		{name: "AnotherNodeOfTheGroup", group: "gpu-t4", as: asOtherPod, args: []string{"taint", "node", "NODE", k4 + "-"},
 			policy: "the taint remover of node OTHER may not change node NODE"},
-		{name: "CPUGroupNode", group: "cpu-burst", as: asPlain, args: []string{"taint", "node", "NODE", corev1.TaintNodeNotReady + "-"},
+		{name: "CPUGroupNode", group: "cpu-burst", as: asOwnPod, args: []string{"taint", "node", "NODE", corev1.TaintNodeNotReady + "-"},
 			policy: "node NODE is in no GPU node group with a startup taint (nodegen.dev/node-group=cpu-burst)"},
-		{name: "AutoscalerNode", group: "autoscaler", as: asPlain, args: []string{"taint", "node", "NODE", "example.com/dedicated-"},
+		{name: "AutoscalerNode", group: "autoscaler", as: asOwnPod, args: []string{"taint", "node", "NODE", "example.com/dedicated-"},
 			policy: "node NODE is in no GPU node group with a startup taint (nodegen.dev/node-group=autoscaler)"},
 		{name: "AnotherGPUGroupsKey", group: "gpu-l4", setup: []string{"taint", "node", "NODE", k4 + "=true:NoSchedule"},
-			as: asPlain, args: []string{"taint", "node", "NODE", k4 + "-"}, policy: taintMsg(kl4)},
+			as: asOwnPod, args: []string{"taint", "node", "NODE", k4 + "-"}, policy: taintMsg(kl4)},
 
 		// Denied by RBAC before admission.
 		{name: "DeleteNode", group: "gpu-t4", as: asOwnPod, args: []string{"delete", "node", "NODE"}, rbacVerb: "delete", rbacRes: "nodes"},
@@ -170,10 +203,10 @@ func (e *env) testPolicy(t *testing.T) {
 			other := ""
 			switch c.as {
 			case asOwnPod:
-				u = e.podIdentity(t, c.group, node)
+				u = e.podIdentity(t, removerGroup(e, c.group), node)
 			case asOtherPod:
 				other = e.newNode(t, c.group)
-				u = e.podIdentity(t, c.group, other)
+				u = e.podIdentity(t, removerGroup(e, c.group), other)
 			case asPlain:
 				u = e.cp.ServiceAccount(t, render.TaintRemoverNamespace, render.TaintRemoverName)
 			case asBroad:
@@ -192,6 +225,17 @@ func (e *env) testPolicy(t *testing.T) {
 					t.Fatalf("denied: %v", err)
 				}
 				sameNode(t, "after the allowed change", after, withoutTaints(before, c.removes), true)
+				return
+			case c.adds != nil:
+				if err != nil {
+					t.Fatalf("denied: %v", err)
+				}
+				// kubectl taint puts a new taint first: compare the
+				// node without it, then the taint itself.
+				sameNode(t, "after the allowed addition, without the added taint", withoutTaints(after, hasKey(c.adds.Key)), before, true)
+				if got := slices.DeleteFunc(slices.Clone(after.Spec.Taints), func(tn corev1.Taint) bool { return tn.Key != c.adds.Key }); len(got) != 1 || !got[0].MatchTaint(c.adds) || got[0].Value != c.adds.Value || got[0].TimeAdded != nil {
+					t.Errorf("taints with key %s after the addition: %v, want exactly %v", c.adds.Key, got, *c.adds)
+				}
 				return
 			case c.policy != "":
 				want := policyDenied + strings.NewReplacer("NODE", node, "OTHER", other).Replace(c.policy)
@@ -216,6 +260,16 @@ func (e *env) testPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// removerGroup is the group whose DaemonSet's pod stands for the remover
+// on a node of group g: its own, or gpu-t4's for a group without one (as
+// if a remover pod ran there).
+func removerGroup(e *env, g string) string {
+	if e.daemonSets[g] != nil {
+		return g
+	}
+	return "gpu-t4"
 }
 
 func subst(args []string, node, other string) []string {

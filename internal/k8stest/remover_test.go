@@ -105,7 +105,7 @@ func (e *env) testApply(t *testing.T) {
 
 	l4 := e.group(t, "gpu-l4")
 	probe := e.newNode(t, l4.Name)
-	sa := e.cp.ServiceAccount(t, render.TaintRemoverNamespace, render.TaintRemoverName)
+	sa := e.podIdentity(t, l4.Name, probe)
 	eventually(t, 30*time.Second, "the policy with both GPU groups", func() string {
 		// Only the new policy knows gpu-l4's key.
 		if _, _, err := kubectl(t, sa, "", "taint", "node", probe, l4.StartupTaint.Key+"-", "--dry-run=server"); err != nil {
@@ -326,6 +326,116 @@ func (e *env) testRemover(t *testing.T) {
 		}
 	})
 	t.Run("Loop", e.testRemoverLoop)
+	t.Run("AddsBack", e.testRemoverAddsBack)
+}
+
+// testRemoverAddsBack: a Node that comes back without its startup taint
+// (a recreated VM re-registered onto the old Node object, or a reboot:
+// the validation files are on a tmpfs) while its GPUs are not validated
+// gets the taint back, exactly, when the remover starts; the remover then
+// waits and removes it as on a new node; nothing else changes. It adds
+// nothing when the GPUs are validated, nor later in its loop.
+func (e *env) testRemoverAddsBack(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		noTaints bool // the Node has no taints at all (spec.taints absent)
+		gpus     string
+		files    []string
+	}{
+		{name: "NoValidationFiles", gpus: "1"},
+		{name: "NoGPUsYet", files: validationFiles},
+		{name: "NodeWithoutAnyTaint"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			g := e.group(t, "gpu-t4")
+			key := g.StartupTaint.Key
+			node := e.newNode(t, g.Name)
+			if c.noTaints {
+				e.admin(t, "", "patch", "node", node, "--type=json", "-p", `[{"op":"remove","path":"/spec/taints"}]`)
+			} else {
+				e.admin(t, "", "taint", "node", node, key+"-") // as after re-registration
+			}
+			if c.gpus != "" {
+				e.setGPUs(t, node, c.gpus)
+			}
+			r := removerRun{group: g.Name, node: node, kubeconfig: e.podIdentity(t, g.Name, node).Kubeconfig,
+				validations: validationsDir(t, c.files...)}
+			before := e.node(t, node)
+			if c.noTaints && len(before.Spec.Taints) != 0 {
+				t.Fatalf("node %s still has taints %v", node, before.Spec.Taints)
+			}
+			code, out, stderr := e.once(t, r)
+			wantLog := fmt.Sprintf("no %s taint at start but the GPUs are not validated (", key)
+			added := fmt.Sprintf("added %s=%s:%s", key, g.StartupTaint.Value, g.StartupTaint.Effect)
+			if code != exitWaiting || !strings.Contains(out, wantLog) || !strings.Contains(out, added) || strings.Count(out, "\n") != 1 || stderr != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d and one log line with %q and %q", code, out, stderr, exitWaiting, wantLog, added)
+			}
+			withTaint := before.DeepCopy()
+			withTaint.Spec.Taints = append(withTaint.Spec.Taints, corev1.Taint{Key: key, Value: g.StartupTaint.Value, Effect: corev1.TaintEffect(g.StartupTaint.Effect)})
+			sameNode(t, "after adding the taint back", e.node(t, node), withTaint, true)
+
+			// The GPUs come up: the same remover removes it as on a new node.
+			for _, f := range validationFiles {
+				if err := os.WriteFile(filepath.Join(r.validations, f), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.setGPUs(t, node, "1")
+			code, out, stderr = e.once(t, r)
+			if code != exitDone || !strings.Contains(out, "removed taint "+key) || stderr != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d and the removal logged", code, out, stderr, exitDone)
+			}
+			after := e.node(t, node)
+			want := before.DeepCopy()
+			want.Status = after.Status // the GPUs were reported meanwhile
+			sameNode(t, "after the GPUs came up", after, want, true)
+		})
+	}
+	t.Run("ValidatedNodeWithoutTaint", func(t *testing.T) {
+		t.Parallel()
+		g := e.group(t, "gpu-t4")
+		node := e.newNode(t, g.Name)
+		e.admin(t, "", "taint", "node", node, g.StartupTaint.Key+"-")
+		e.setGPUs(t, node, "1")
+		r := removerRun{group: g.Name, node: node, kubeconfig: e.podIdentity(t, g.Name, node).Kubeconfig,
+			validations: validationsDir(t, validationFiles...)}
+		before := e.node(t, node)
+		code, out, stderr := e.once(t, r)
+		if code != exitDone || out != "" || stderr != "" {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want a silent exit %d", code, out, stderr, exitDone)
+		}
+		sameNode(t, "validated node", e.node(t, node), before, false) // not even written
+	})
+	t.Run("NotLaterOnALiveNode", func(t *testing.T) {
+		// A GPU Operator upgrade removes the validation files on a live
+		// node: the running remover must not take the node out of service.
+		t.Parallel()
+		g := e.group(t, "gpu-t4")
+		node := e.newNode(t, g.Name)
+		e.admin(t, "", "taint", "node", node, g.StartupTaint.Key+"-")
+		e.setGPUs(t, node, "1")
+		dir := validationsDir(t, validationFiles...)
+		before := e.node(t, node)
+		s := e.start(t, removerRun{group: g.Name, node: node, kubeconfig: e.podIdentity(t, g.Name, node).Kubeconfig,
+			validations: dir, env: []string{"IDLE_INTERVAL=1"}})
+		eventually(t, 20*time.Second, "idle logged", func() string {
+			if !strings.Contains(s.out.String(), "no "+g.StartupTaint.Key+" taint on the node; idle") {
+				return "output so far: " + s.out.String()
+			}
+			return ""
+		})
+		for _, f := range validationFiles {
+			if err := os.Remove(filepath.Join(dir, f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(3500 * time.Millisecond) // three more rounds
+		if !s.running() || s.err.String() != "" || strings.Contains(s.out.String(), "added") {
+			t.Errorf("running %v, stderr %q, output %q; want a running, idle remover that added nothing", s.running(), s.err.String(), s.out.String())
+		}
+		sameNode(t, "live node after its validation files vanished", e.node(t, node), before, false)
+	})
 }
 
 // testRemoverConditions runs one round per case on a fresh node and checks

@@ -61,19 +61,40 @@ type Cluster struct {
 	TaintRemover         struct {
 		Image string `json:"image"`
 	} `json:"taintRemover"`
+	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
+}
+
+// NodeLifecycle holds the node garbage collector's settings.
+type NodeLifecycle struct {
+	// NotReadyGracePeriod is a Go duration: how long a cloud node's Ready
+	// condition must have been other than True before its VM is looked up.
+	NotReadyGracePeriod string `json:"notReadyGracePeriod"`
 }
 
 // JoinToken says where the bootstrap token is read at boot.
 type JoinToken struct {
 	SecretManager *SecretRef `json:"secretManager,omitempty"`
 	MetadataKey   string     `json:"metadataKey,omitempty"`
+	// TTL and RenewEvery are Go durations; see Renewal.
+	TTL        string `json:"ttl"`
+	RenewEvery string `json:"renewEvery"`
 }
 
 // SecretRef names a Secret Manager secret version.
 type SecretRef struct {
 	Secret  string `json:"secret"`
 	Version string `json:"version"`
+	// Terraform is what out/terraform does about the secret: one of the
+	// JoinSecret* constants.
+	Terraform string `json:"terraform"`
 }
+
+// What out/terraform does about the join token's Secret Manager secret.
+const (
+	JoinSecretCreate = "create" // create the secret (no value) and grant its IAM
+	JoinSecretIAM    = "iam"    // grant IAM on a secret managed elsewhere
+	JoinSecretNone   = "none"   // neither: the user manages both
+)
 
 // GCP is the project and region of the cloud node groups.
 type GCP struct {

@@ -70,6 +70,12 @@ func Provenance(src *model.Source, paths []string) []Edge {
 		}
 		if g.Name == src.Cluster.Autoscaler.NodeGroup {
 			add(o, AutoscalerValuesPath) // its nodeSelector and tolerations
+			add(o, NodeLifecyclePath)    // the collector's too
+		}
+		if g.Cloud() {
+			// The longest provisioning time; the autoscaler's group
+			// also gives the renewer's placement.
+			add(o, JoinTokenRenewerPath)
 		}
 		if slices.Contains(gpu, g) {
 			add(o, TaintRemoverPath)
@@ -103,6 +109,7 @@ func Docs(src *model.Source, files Files) error {
 	d := &docWriter{b: &b, src: src, sch: sch}
 	b.WriteString(markdownHeader(src.Name))
 	d.intro()
+	d.joinToken()
 	d.table()
 	for _, g := range src.Groups() {
 		if err := d.group(g); err != nil {
@@ -128,6 +135,49 @@ func mdCell(s string) string {
 }
 
 func code(s string) string { return "`" + s + "`" }
+
+// mdLineBreaks matches what ends a line in Markdown (CommonMark: LF, CR,
+// CRLF), plus the Unicode line and paragraph separators and NEL, which
+// some renderers also break on.
+var mdLineBreaks = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ", "\u2028", " ", "\u2029", " ", "\u0085", " ")
+
+// mdText escapes free text for the middle of a Markdown paragraph line:
+// line breaks become spaces (no block can start there), and every ASCII
+// punctuation character that can start inline markup (emphasis, code
+// spans, links and images, raw HTML, entities, strikethrough, table cells)
+// is backslash-escaped, so the text renders as written.
+func mdText(s string) string {
+	var b strings.Builder
+	for _, r := range mdLineBreaks.Replace(s) {
+		if strings.ContainsRune("\\`*_[]<>&|~!", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mdCode writes free text as a Markdown code span: line breaks become
+// spaces, and the span is delimited by more backticks than the longest
+// run of backticks in the text (padded with spaces when the text starts
+// or ends with one), so nothing in it ends the span early.
+func mdCode(s string) string {
+	s = mdLineBreaks.Replace(s)
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || (strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ")) {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
 
 func (d *docWriter) intro() {
 	c := &d.src.Cluster
@@ -230,14 +280,18 @@ func (d *docWriter) table() {
 func (d *docWriter) group(g *model.NodeGroup) error {
 	c := &d.src.Cluster
 	d.p("\n## %s\n\n", g.Name)
-	if g.Description != "" {
-		d.p("%s. ", strings.TrimSuffix(mdCell(g.Description), "."))
-	}
 	origin := d.src.Origins[g.Name]
 	if origin == "" {
 		origin = d.src.Name
 	}
-	d.p("Kind `%s`, defined in `%s`.\n", g.Kind, origin)
+	// The description is free text: it goes mid-line, where no block
+	// (heading, list, code, table) can start, with its line breaks and
+	// inline markup escaped.
+	d.p("Kind `%s`, defined in `%s`", g.Kind, origin)
+	if desc := strings.TrimSuffix(strings.TrimSpace(g.Description), "."); desc != "" {
+		d.p(": %s", mdText(desc))
+	}
+	d.p(".\n")
 	switch {
 	case g.Cloud():
 		var migs []string
@@ -248,7 +302,7 @@ func (d *docWriter) group(g *model.NodeGroup) error {
 		if !g.Autoscaled() {
 			how = "of a fixed size, never scaled by the autoscaler"
 		}
-		d.p("\nMIGs (%s): %s. VMs are named `%s-xxxx` and boot from `%s`.\n", how, strings.Join(migs, ", "), c.BaseInstanceName(g), g.Image)
+		d.p("\nMIGs (%s): %s. VMs are named `%s-xxxx` and boot from %s.\n", how, strings.Join(migs, ", "), c.BaseInstanceName(g), mdCode(g.Image))
 		if g.Name == c.Autoscaler.NodeGroup {
 			d.p("\nThe Cluster Autoscaler runs here (`out/cluster-autoscaler/values.yaml` carries the placement below).\n")
 		}

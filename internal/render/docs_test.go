@@ -275,6 +275,11 @@ var mutations = map[string]func(*model.NodeGroup){
 			g.GPU.Count++
 		}
 	},
+	"provision": func(g *model.NodeGroup) {
+		if g.Cloud() {
+			g.Autoscaling.MaxNodeProvisionTime = "2h"
+		}
+	},
 	"startup": func(g *model.NodeGroup) {
 		if g.StartupTaint != nil {
 			g.StartupTaint.Value = "probe"

@@ -147,6 +147,8 @@ func taintRemoverDaemonSet(image string, g *model.NodeGroup, common map[string]s
 						Env: []corev1.EnvVar{
 							{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 							{Name: "STARTUP_TAINT_KEY", Value: g.StartupTaint.Key},
+							{Name: "STARTUP_TAINT_VALUE", Value: g.StartupTaint.Value},
+							{Name: "STARTUP_TAINT_EFFECT", Value: g.StartupTaint.Effect},
 							{Name: "GPU_COUNT", Value: strconv.Itoa(g.GPU.Count)},
 							{Name: "VALIDATIONS_DIR", Value: ValidationsDir},
 							{Name: "HOME", Value: "/tmp"},

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -22,14 +23,17 @@ func TaintRemoverUser() string {
 	return "system:serviceaccount:" + TaintRemoverNamespace + ":" + TaintRemoverName
 }
 
-// StartupTaintKeysCEL is a CEL map literal from each GPU group's name (the
-// value of its nodes' model.GroupLabel) to its startup-taint key, in group
-// order. Keys and values are Kubernetes label values and taint keys, so the
-// literal is also valid JSON.
-func StartupTaintKeysCEL(src *model.Source) string {
+// StartupTaintsCEL is a CEL map literal from each GPU group's name (the
+// value of its nodes' model.GroupLabel) to its startup taint, a map with
+// the keys key, value and effect, in group order. Every string is a
+// Kubernetes label value, taint key, taint value or effect, quoted with
+// strconv.Quote, so the literal is also valid JSON.
+func StartupTaintsCEL(src *model.Source) string {
 	var pairs []string
 	for _, g := range GPUGroups(src) {
-		pairs = append(pairs, strconv.Quote(g.Name)+": "+strconv.Quote(g.StartupTaint.Key))
+		t := g.StartupTaint
+		pairs = append(pairs, fmt.Sprintf("%s: {%q: %s, %q: %s, %q: %s}", strconv.Quote(g.Name),
+			"key", strconv.Quote(t.Key), "value", strconv.Quote(t.Value), "effect", strconv.Quote(t.Effect)))
 	}
 	return "{" + strings.Join(pairs, ", ") + "}"
 }
@@ -49,10 +53,21 @@ var NodeSpecFieldsKept = []string{"configSource", "externalID", "podCIDR", "podC
 const (
 	celUpdate          = `request.operation == "UPDATE" && request.?subResource.orValue("") == ""`
 	celGroup           = `oldObject.metadata.?labels[?"` + model.GroupLabel + `"].orValue("")`
-	celStartupTaintKey = `variables.startupTaintKeys[?variables.group].orValue("")`
+	celStartupTaint    = `variables.startupTaints[?variables.group].orValue({})`
+	celStartupTaintKey = `variables.startupTaint[?"key"].orValue("")`
 	celBoundNode       = `request.userInfo.?extra[?"` + NodeNameExtra + `"].orValue([])`
 	celOldTaints       = `oldObject.spec.?taints.orValue([])`
 	celNewTaints       = `object.spec.?taints.orValue([])`
+	// celAdded is true when the update adds exactly the group's startup
+	// taint (key, value and effect, nothing else, no timeAdded) to a node
+	// that had no taint with its key.
+	celAdded = `variables.oldTaints.all(t, t.key != variables.startupTaintKey) && ` +
+		`variables.newTaints.filter(t, t.key == variables.startupTaintKey).size() == 1 && ` +
+		`variables.newTaints.exists(t, t.key == variables.startupTaintKey && t.?value.orValue("") == variables.startupTaint[?"value"].orValue("") && ` +
+		`t.effect == variables.startupTaint[?"effect"].orValue("") && !has(t.timeAdded))`
+	// celRemoved is true when every taint with the startup key the update
+	// leaves was there before (it removed some or none).
+	celRemoved = `variables.newTaints.all(t, t.key != variables.startupTaintKey || t in variables.oldTaints)`
 )
 
 // celSame is an expression true when field (a path below object. and
@@ -73,13 +88,16 @@ func taintRemoverValidations() []admissionv1.Validation {
 		rule(`variables.update`,
 			`"the taint remover may only update nodes, not " + request.operation + " " + request.resource.resource + `+
 				`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
+		rule(onUpdate(`variables.boundNode.size() > 0`),
+			`"the taint remover may change a node only with a pod-bound token that names its node (`+NodeNameExtra+`); this request has none"`),
 		rule(`variables.boundNode.all(n, n == request.name)`,
 			`"the taint remover of node " + variables.boundNode.join(", ") + " may not change node " + request.name`),
 		rule(onUpdate(`variables.startupTaintKey != ""`),
 			`"node " + request.name + " is in no GPU node group with a startup taint (`+model.GroupLabel+`=" + variables.group + ")"`),
 		rule(onUpdate(`variables.newTaints.filter(t, t.key != variables.startupTaintKey) == variables.oldTaints.filter(t, t.key != variables.startupTaintKey) && `+
-			`variables.newTaints.all(t, t.key != variables.startupTaintKey || t in variables.oldTaints)`),
-			`"the taint remover may only remove the taint " + variables.startupTaintKey + " from node " + request.name`),
+			`(`+celRemoved+` || `+celAdded+`)`),
+			`"the taint remover may only remove the taint " + variables.startupTaintKey + " from node " + request.name + `+
+				`", or add " + variables.startupTaintKey + "=" + variables.startupTaint[?"value"].orValue("") + ":" + variables.startupTaint[?"effect"].orValue("") + " to it when it has no taint with that key"`),
 		rule(onUpdate(celSame(`metadata.?labels.orValue({})`)),
 			`"the taint remover may not change the labels of node " + request.name`),
 		rule(onUpdate(celSame(`metadata.?annotations.orValue({})`)),
@@ -87,18 +105,23 @@ func taintRemoverValidations() []admissionv1.Validation {
 		rule(onUpdate(celSame(`metadata.?finalizers.orValue([])`)+" && "+celSame(`metadata.?ownerReferences.orValue([])`)),
 			`"the taint remover may not change the finalizers or owner references of node " + request.name`),
 		rule(onUpdate(strings.Join(spec, " && ")),
-			`"the taint remover may not change the spec of node " + request.name + " other than removing its startup taint"`),
+			`"the taint remover may not change the spec of node " + request.name + " other than removing or adding its startup taint"`),
 	}
 }
 
 // taintRemoverPolicy returns a ValidatingAdmissionPolicy and its binding
 // that hold the taint remover's ServiceAccount to its one job, whatever
 // RBAC grants it: it may change a Node only by removing the startup-taint
-// key of the node's group (looked up by model.GroupLabel), leaving every
-// other taint, the labels, annotations, finalizers, owner references and
-// the rest of the spec as they were. With a pod-bound token, which carries
-// the pod's node in NodeNameExtra, it may change only its own node. It may
-// not create or delete nodes or write any node subresource.
+// key of the node's group (looked up by model.GroupLabel), or by adding
+// exactly that startup taint (key, value, effect) to a node that has no
+// taint with its key (a node re-registered under a reused name, or
+// rebooted), leaving every other taint, the labels, annotations,
+// finalizers, owner references and the rest of the spec as they were. It
+// may change only its own node: the request must carry a pod-bound token,
+// which names the pod's node in NodeNameExtra, and that node must be the
+// one changed; a token without that claim (a legacy Secret token, `kubectl
+// create token`) changes nothing. It may not create or delete nodes or
+// write any node subresource.
 func taintRemoverPolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Object {
 	fail := admissionv1.Fail
 	all := admissionv1.OperationAll
@@ -125,8 +148,9 @@ func taintRemoverPolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Obj
 			}},
 			Variables: []admissionv1.Variable{
 				{Name: "update", Expression: celUpdate},
-				{Name: "startupTaintKeys", Expression: StartupTaintKeysCEL(src)},
+				{Name: "startupTaints", Expression: StartupTaintsCEL(src)},
 				{Name: "group", Expression: celGroup},
+				{Name: "startupTaint", Expression: celStartupTaint},
 				{Name: "startupTaintKey", Expression: celStartupTaintKey},
 				{Name: "boundNode", Expression: celBoundNode},
 				{Name: "oldTaints", Expression: celOldTaints},

@@ -49,26 +49,31 @@ func taintRemoverObjects(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, 
 	return vap, vapb, dss, crb
 }
 
-// The policy's group→key map must say what the DaemonSets do: each
-// DaemonSet's node group (its nodeSelector) maps to the key it removes.
+// The policy's group→taint map must say what the DaemonSets do: each
+// DaemonSet's node group (its nodeSelector) maps to the taint it removes
+// and adds back.
 func TestPolicyKeysMatchDaemonSets(t *testing.T) {
 	vap, vapb, dss, crb := taintRemoverObjects(t)
-	var keys map[string]string
+	var keys map[string]map[string]string
 	for _, v := range vap.Spec.Variables {
-		if v.Name == "startupTaintKeys" {
+		if v.Name == "startupTaints" {
 			if err := json.Unmarshal([]byte(v.Expression), &keys); err != nil {
-				t.Fatalf("startupTaintKeys %q is not a flat string map: %v", v.Expression, err)
+				t.Fatalf("startupTaints %q is not a map of string maps: %v", v.Expression, err)
 			}
 		}
 	}
-	want := map[string]string{}
+	want := map[string]map[string]string{}
 	for _, ds := range dss {
 		c := ds.Spec.Template.Spec.Containers[0]
-		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "STARTUP_TAINT_KEY" })
-		if i < 0 {
-			t.Fatalf("%s has no STARTUP_TAINT_KEY", ds.Name)
+		taint := map[string]string{}
+		for env, field := range map[string]string{"STARTUP_TAINT_KEY": "key", "STARTUP_TAINT_VALUE": "value", "STARTUP_TAINT_EFFECT": "effect"} {
+			i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == env })
+			if i < 0 {
+				t.Fatalf("%s has no %s", ds.Name, env)
+			}
+			taint[field] = c.Env[i].Value
 		}
-		want[ds.Spec.Template.Spec.NodeSelector[model.GroupLabel]] = c.Env[i].Value
+		want[ds.Spec.Template.Spec.NodeSelector[model.GroupLabel]] = taint
 	}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("policy keys %v, DaemonSets remove %v", keys, want)

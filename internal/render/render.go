@@ -97,6 +97,14 @@ func All(src *model.Source) (Files, error) {
 		return nil, err
 	}
 	files[TaintRemoverPath] = k8s
+	if files[NodeLifecyclePath], err = NodeLifecycle(src, header); err != nil {
+		return nil, err
+	}
+	if RendersJoinTokenRenewer(src) {
+		if files[JoinTokenRenewerPath], err = JoinTokenRenewer(src, header); err != nil {
+			return nil, err
+		}
+	}
 	if files[GPUOperatorValuesPath], err = GPUOperatorValues(src, header); err != nil {
 		return nil, err
 	}

@@ -67,6 +67,10 @@ func Terraform(src *model.Source, files Files) error {
 	files[TerraformVersionsPath] = terraformVersions(header(src.Name))
 	files[TerraformVariablesPath] = terraformVariables(src, header(src.Name))
 	files[TerraformOutputsPath] = terraformOutputs(src, header(src.Name))
+	files[TerraformIAMPath] = terraformIAM(src, header(src.Name))
+	if js := terraformJoinSecret(src, header(src.Name)); js != nil {
+		files[TerraformJoinSecretPath] = js
+	}
 	var cloud []*model.NodeGroup
 	for _, g := range src.Groups() {
 		if g.Cloud() {
@@ -99,10 +103,25 @@ func hclFile(header string, f *hclwrite.File) []byte {
 	return hclwrite.Format(append([]byte(header+"\n"), f.Bytes()...))
 }
 
+// comment appends one "# " comment line per element of lines. A line
+// must not hold a line break (it would end the comment and make the rest
+// live HCL): free text goes through hclQuoted first. comment refuses to
+// write one, so a mistake here is a crash in the tests, never an
+// injection in a user's module.
 func comment(body *hclwrite.Body, lines ...string) {
 	for _, l := range lines {
+		if strings.ContainsAny(l, "\n\r") {
+			panic(fmt.Sprintf("render: comment line with a line break: %q", l))
+		}
 		body.AppendUnstructuredTokens(hclwrite.Tokens{{Type: hclsyntax.TokenComment, Bytes: []byte("# " + l + "\n")}})
 	}
+}
+
+// hclQuoted writes free text as an HCL quoted string literal (the bytes
+// hclwrite gives a cty string: line breaks, quotes, backslashes, control
+// and non-printing characters escaped), so that it is safe in a comment.
+func hclQuoted(s string) string {
+	return string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes())
 }
 
 func traversal(root string, attrs ...string) hcl.Traversal {
@@ -165,15 +184,19 @@ func terraformVariables(src *model.Source, header string) []byte {
 	null := cty.NullVal(cty.String)
 	scopes := strs(DefaultServiceAccountScopes)
 	empty := cty.ListValEmpty(cty.String)
-	saDoc := "Email of the service account the node VMs run as."
-	if src.Cluster.JoinToken.SecretManager != nil {
-		saDoc += fmt.Sprintf(" The join script reads the bootstrap token with it: grant it roles/secretmanager.secretAccessor on the secret %s.", src.Cluster.JoinToken.SecretManager.Secret)
+	saDoc := map[string]string{
+		RoleNodes:      "Email of an existing service account for the nodes (every cloud node group but the autoscaler's); null creates one.",
+		RoleAutoscaler: "Email of an existing service account for the Cluster Autoscaler's node; null creates one. Use another account than the nodes'.",
+	}
+	for role := range saDoc {
+		saDoc[role] += " nodegen grants it its roles (see iam.tf) either way."
 	}
 	vars := []terraformVariable{
 		{name: "subnetwork", typ: str, doc: fmt.Sprintf("Subnetwork (name or self link) in %s for the nodes' network interface. It must reach the control plane %s over the VPN.", src.Cluster.GCP.Region, src.Cluster.ControlPlaneEndpoint)},
 		{name: "subnetwork_project", typ: str, def: &null, doc: fmt.Sprintf("Project of the subnetwork, for a Shared VPC; null means %s.", src.Cluster.GCP.Project)},
 		{name: "network", typ: str, def: &null, doc: "Network of the subnetwork; null lets Compute Engine infer it from the subnetwork."},
-		{name: "service_account_email", typ: str, doc: saDoc},
+		{name: ServiceAccountVariable(RoleNodes), typ: str, def: &null, doc: saDoc[RoleNodes]},
+		{name: ServiceAccountVariable(RoleAutoscaler), typ: str, def: &null, doc: saDoc[RoleAutoscaler]},
 		{name: "service_account_scopes", typ: listStr, def: &scopes, doc: "OAuth scopes of the node VMs' service account; grant permissions with IAM roles instead of narrowing scopes."},
 		{name: "network_tags", typ: listStr, def: &empty, doc: "Network tags of the node VMs, for firewall rules (e.g. the ones that let the VPN reach the kubelet)."},
 	}
@@ -219,6 +242,12 @@ func terraformOutputs(src *model.Source, header string) []byte {
 	o = body.AppendNewBlock("output", []string{"instance_templates"}).Body()
 	o.SetAttributeValue("description", cty.StringVal("Current instance template of every cloud node group, by group name."))
 	o.SetAttributeRaw("value", hclwrite.TokensForObject(templates))
+	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+		body.AppendNewline()
+		o = body.AppendNewBlock("output", []string{ServiceAccountLocal(role)}).Body()
+		o.SetAttributeValue("description", cty.StringVal(fmt.Sprintf("Email of the service account of %s.", fmt.Sprintf(roleDoc[role], src.Cluster.Name))))
+		o.SetAttributeRaw("value", ref("local", ServiceAccountLocal(role)))
+	}
 	return hclFile(header, f)
 }
 
@@ -256,7 +285,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 	body := f.Body()
 	what := g.Kind
 	if g.Description != "" {
-		what += ": " + g.Description
+		what += ": " + hclQuoted(g.Description)
 	}
 	comment(body, fmt.Sprintf("Node group %s (%s).", g.Name, what))
 	if g.Autoscaled() {
@@ -301,7 +330,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 
 	t.AppendNewline()
 	sa := t.AppendNewBlock("service_account", nil).Body()
-	sa.SetAttributeRaw("email", ref("var", "service_account_email"))
+	sa.SetAttributeRaw("email", ref("local", ServiceAccountLocal(RoleOf(src, g))))
 	sa.SetAttributeRaw("scopes", ref("var", "service_account_scopes"))
 
 	if g.GPU != nil {

@@ -160,7 +160,8 @@ func FindBinaries() (string, error) {
 // with the end of the failing process's log.
 //
 // The API server runs with RBAC authorization, a token file holding the
-// admin token, service-account signing keys generated here, and the
+// admin token, bootstrap-token authentication (as kubeadm enables it),
+// service-account signing keys generated here, and the
 // ServiceAccount admission plugin disabled (nothing would create the default
 // ServiceAccount it requires). The other default admission plugins stay on;
 // in particular TaintNodesByCondition gives every new Node the taint
@@ -276,6 +277,10 @@ func start(t testing.TB, bin string) (*ControlPlane, error) {
 		"--endpoint-reconciler-type=none",
 		"--cert-dir="+filepath.Join(dir, "certs"), // self-signed serving cert
 		"--token-auth-file="+tokenFile,
+		// Bootstrap tokens (Secrets of type bootstrap.kubernetes.io/token in
+		// kube-system) authenticate as in a kubeadm cluster. Without such
+		// Secrets this changes nothing.
+		"--enable-bootstrap-token-auth",
 		"--authorization-mode=RBAC",
 		"--service-account-issuer="+apiURL,
 		"--service-account-key-file="+saPub,

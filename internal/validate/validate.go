@@ -140,7 +140,9 @@ func (c *checker) cluster() {
 	if (jt.SecretManager == nil) == (jt.MetadataKey == "") {
 		c.at(sel("cluster", "joinToken"), "set exactly one of secretManager or metadataKey")
 	}
+	c.joinToken()
 	c.endpoint(cl.ControlPlaneEndpoint)
+	c.nodeLifecycle()
 
 	name := cl.Autoscaler.NodeGroup
 	g, ok := c.src.NodeGroups[name]
@@ -299,6 +301,7 @@ func (c *checker) cloudGroup(g *model.NodeGroup, base []cue.Selector, taintKeys 
 	}
 	c.gpu(g, base)
 	c.kubelet(g, base)
+	c.joinDeadline(g, base)
 	if st := g.StartupTaint; st != nil {
 		p := join(base, "startupTaint")
 		c.taint(p, *st)

@@ -15,6 +15,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,21 +42,27 @@ func All(src *model.Source, files render.Files) error {
 		}
 	}
 	flagged := render.ExtraStartupTaints(src)
-	groupErrs := make([][2]error, len(cloud))
+	groupErrs := make([][3]error, len(cloud))
 	par.Do(len(cloud), func(i int) {
 		g := cloud[i]
 		if err := KubeEnv(g, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
 			groupErrs[i][0] = fmt.Errorf("%s: %w", render.KubeEnvPath(g.Name), err)
 		}
-		if err := Script(files[render.StartupScriptPath(g.Name)]); err != nil {
+		script, err := parseScript(files[render.StartupScriptPath(g.Name)])
+		if err != nil {
 			groupErrs[i][1] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
+		} else if err := joinConfiguration(src, g, script, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
+			groupErrs[i][2] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
 		}
 	})
 	var errs []error
 	for _, e := range groupErrs {
-		errs = append(errs, e[0], e[1])
+		errs = append(errs, e[0], e[1], e[2])
 	}
-	for _, p := range []string{render.TaintRemoverPath} {
+	for _, p := range []string{render.TaintRemoverPath, render.NodeLifecyclePath, render.JoinTokenRenewerPath} {
+		if files[p] == nil && p == render.JoinTokenRenewerPath && !render.RendersJoinTokenRenewer(src) {
+			continue
+		}
 		if _, err := DecodeObjects(files[p]); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 		}
@@ -91,11 +98,16 @@ func KubeEnv(g *model.NodeGroup, data []byte, flagged []string) error {
 
 // Script checks that a startup script parses as bash and fits in GCE metadata.
 func Script(data []byte) error {
-	if len(data) > MetadataValueLimit {
-		return fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), MetadataValueLimit)
-	}
-	_, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(data), "")
+	_, err := parseScript(data)
 	return err
+}
+
+// parseScript is Script, returning the parsed script.
+func parseScript(data []byte) (*syntax.File, error) {
+	if len(data) > MetadataValueLimit {
+		return nil, fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), MetadataValueLimit)
+	}
+	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(data), "")
 }
 
 // DecodeObjects splits a YAML stream into documents and decodes each one
@@ -207,6 +219,12 @@ func newObject(apiVersion, kind string) (runtime.Object, error) {
 		return &appsv1.DaemonSet{}, nil
 	case "apps/v1/Deployment":
 		return &appsv1.Deployment{}, nil
+	case "batch/v1/CronJob":
+		return &batchv1.CronJob{}, nil
+	case "rbac.authorization.k8s.io/v1/Role":
+		return &rbacv1.Role{}, nil
+	case "rbac.authorization.k8s.io/v1/RoleBinding":
+		return &rbacv1.RoleBinding{}, nil
 	case "rbac.authorization.k8s.io/v1/ClusterRole":
 		return &rbacv1.ClusterRole{}, nil
 	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":

@@ -19,3 +19,13 @@ output "instance_templates" {
     "gpu-t4"     = google_compute_instance_template.gpu_t4.self_link_unique
   }
 }
+
+output "nodes_service_account_email" {
+  description = "Email of the service account of the nodes of cluster hybrid-ai (every cloud node group but the autoscaler's)."
+  value       = local.nodes_service_account_email
+}
+
+output "autoscaler_service_account_email" {
+  description = "Email of the service account of the Cluster Autoscaler's node of cluster hybrid-ai."
+  value       = local.autoscaler_service_account_email
+}

@@ -17,9 +17,16 @@ variable "network" {
   default     = null
 }
 
-variable "service_account_email" {
-  description = "Email of the service account the node VMs run as. The join script reads the bootstrap token with it: grant it roles/secretmanager.secretAccessor on the secret kubeadm-join-token."
+variable "nodes_service_account_email" {
+  description = "Email of an existing service account for the nodes (every cloud node group but the autoscaler's); null creates one. nodegen grants it its roles (see iam.tf) either way."
   type        = string
+  default     = null
+}
+
+variable "autoscaler_service_account_email" {
+  description = "Email of an existing service account for the Cluster Autoscaler's node; null creates one. Use another account than the nodes'. nodegen grants it its roles (see iam.tf) either way."
+  type        = string
+  default     = null
 }
 
 variable "service_account_scopes" {

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is nodegen's module version and, when the build recorded it,
+// the VCS revision it was built from: what a user pins in a commit hook
+// and in CI must be the same everywhere, and this says which one runs.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	return versionOf(bi)
+}
+
+func versionOf(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		v += " (" + rev + modified + ")"
+	}
+	return v + " " + bi.GoVersion
+}
+
+func versionCommand(s *streams) *cli.Command {
+	return &cli.Command{
+		Name:         "version",
+		Usage:        "print nodegen's version, VCS revision and Go version",
+		Description:  "version prints the module version (a release tag, or (devel) for a build from a checkout),\nthe VCS revision it was built from when known, and the Go version. --version prints the same.",
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(s.out, "nodegen %s\n", version())
+			return err
+		},
+	}
+}

@@ -1,0 +1,566 @@
+package k8stest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/testcp"
+)
+
+// gcPolicyDenied starts the error of a request the collector's policy denies.
+var gcPolicyDenied = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ",
+	render.NodeLifecycleName, render.NodeLifecycleName)
+
+// fakeGCE is a loopback metadata server and Compute API. The metadata
+// server hands out token to requests with Metadata-Flavor: Google; the
+// Compute API answers GET instance with the status set for the instance's
+// name (200 if none), only with that token, and records what was asked.
+type fakeGCE struct {
+	srv     *httptest.Server
+	project string
+	token   string
+	// tokenDown makes the metadata server answer 503 for the token.
+	tokenDown bool
+
+	mu       sync.Mutex
+	status   map[string]int    // instance name → status
+	body404  map[string]string // instance name → a 404 body other than the usual one
+	before   map[string]func() // run before answering for the instance
+	asked    []string          // instance names asked for
+	problems []string          // requests the fake refused
+}
+
+func newFakeGCE(t *testing.T, project string) *fakeGCE {
+	f := &fakeGCE{project: project, token: "ya29.test-token-" + fmt.Sprint(time.Now().UnixNano()),
+		status: map[string]int{}, body404: map[string]string{}, before: map[string]func(){}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /computeMetadata/v1/instance/service-accounts/default/token", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Metadata-Flavor") != "Google" {
+			f.problem("token request without Metadata-Flavor: Google")
+			http.Error(w, "Missing Metadata-Flavor:Google header.", http.StatusForbidden)
+			return
+		}
+		if f.tokenDown {
+			http.Error(w, "metadata server unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":%q,"expires_in":3599,"token_type":"Bearer"}`, f.token)
+	})
+	mux.HandleFunc("GET /compute/v1/projects/{project}/zones/{zone}/instances/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name, zone, project := r.PathValue("name"), r.PathValue("zone"), r.PathValue("project")
+		if r.Header.Get("Authorization") != "Bearer "+f.token {
+			f.problem("instance request for " + name + " without the token")
+			http.Error(w, `{"error":{"code":401,"message":"Request is missing required authentication credential."}}`, http.StatusUnauthorized)
+			return
+		}
+		f.mu.Lock()
+		f.asked = append(f.asked, name)
+		status, ok := f.status[name]
+		if !ok {
+			status = http.StatusOK
+		}
+		body404, hook := f.body404[name], f.before[name]
+		f.mu.Unlock()
+		if project != f.project {
+			f.problem("instance request in project " + project)
+		}
+		if hook != nil {
+			hook()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		resource := fmt.Sprintf("projects/%s/zones/%s/instances/%s", project, zone, name)
+		switch status {
+		case http.StatusOK:
+			fmt.Fprintf(w, `{"kind":"compute#instance","name":%q,"status":"TERMINATED"}`, name)
+		case http.StatusNotFound:
+			if body404 == "" {
+				body404 = fmt.Sprintf(`{"error":{"code":404,"message":"The resource '%s' was not found","errors":[{"message":"The resource '%s' was not found","domain":"global","reason":"notFound"}]}}`, resource, resource)
+			}
+			w.WriteHeader(status)
+			fmt.Fprint(w, body404)
+		default:
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"error":{"code":%d,"message":"fake error %d for %s"}}`, status, status, resource)
+		}
+	})
+	f.srv = httptest.NewServer(mux) // 127.0.0.1
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeGCE) problem(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.problems = append(f.problems, s)
+}
+
+func (f *fakeGCE) set(name string, status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status[name] = status
+}
+
+func (f *fakeGCE) askedFor() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.asked)
+}
+
+// testLifecycleApply applies the test source's collector over the
+// committed one and waits until its policy knows gpu-l4.
+func (e *env) testLifecycleApply(t *testing.T) {
+	e.admin(t, string(e.files[render.NodeLifecyclePath]),
+		"apply", "--server-side", "--force-conflicts", "--field-manager=nodegen-test", "-f", "-")
+	var cm corev1.ConfigMap
+	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "configmap", render.NodeLifecycleName,
+		"-n", render.NodeLifecycleNamespace, "-o", "json")), &cm); err != nil {
+		t.Fatal(err)
+	}
+	if len(cm.Data) != 1 || cm.Data["node-lifecycle.sh"] != string(render.NodeLifecycleScript()) {
+		t.Fatalf("the ConfigMap on the server holds %d files, want exactly templates/node-lifecycle.sh", len(cm.Data))
+	}
+	e.gcScript = filepath.Join(e.dir, "gc-script", "node-lifecycle.sh")
+	if err := os.Mkdir(filepath.Dir(e.gcScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.gcScript, []byte(cm.Data["node-lifecycle.sh"]), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	e.cronJob = &batchv1.CronJob{}
+	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "cronjob", render.NodeLifecycleName,
+		"-n", render.NodeLifecycleNamespace, "-o", "json")), e.cronJob); err != nil {
+		t.Fatal(err)
+	}
+	e.gcNode = e.newNode(t, e.src.Cluster.Autoscaler.NodeGroup)
+	gc := e.gcIdentity(t, e.gcNode)
+	probe := e.newNode(t, "gpu-l4")
+	eventually(t, 30*time.Second, "the collector's policy with gpu-l4", func() string {
+		if _, _, err := kubectl(t, gc, "", "delete", "node", probe, "--dry-run=server"); err != nil {
+			return err.Error()
+		}
+		_, stderr, err := kubectl(t, gc, "", "delete", "node", probe+"-x", "--dry-run=server")
+		if err == nil || !strings.Contains(stderr, "NotFound") {
+			return fmt.Sprintf("deleting a missing node: %v", err)
+		}
+		return ""
+	})
+}
+
+// gcIdentity creates the Pod the CronJob would run on node (its template
+// as stored on the server) and returns the identity of a token bound to
+// it: the collector's ServiceAccount with the node's name in its extra.
+func (e *env) gcIdentity(t *testing.T, node string) *testcp.User {
+	t.Helper()
+	tmpl := e.cronJob.Spec.JobTemplate.Spec.Template
+	pod := corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf("%s-%s-%d", render.NodeLifecycleName, node, e.seq.Add(1)),
+			Namespace: render.NodeLifecycleNamespace,
+			Labels:    tmpl.Labels,
+		},
+		Spec: *tmpl.Spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = node
+	b, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.admin(t, string(b), "create", "-f", "-")
+	return e.cp.PodServiceAccount(t, pod.Namespace, pod.Spec.ServiceAccountName, pod.Name)
+}
+
+// runGC runs the CronJob's container once as a local process: its command
+// and environment, the ConfigMap's script, a fresh emptyDir, kubectl with
+// the pod's credentials, and the fake's URLs in METADATA_URL and
+// COMPUTE_URL.
+func (e *env) runGC(t *testing.T, f *fakeGCE, u *testcp.User) (code int, stdout, stderr string) {
+	t.Helper()
+	spec := e.cronJob.Spec.JobTemplate.Spec.Template.Spec
+	if len(spec.Containers) != 1 {
+		t.Fatalf("the CronJob has %d containers, want 1", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		if i < 0 {
+			t.Fatalf("no volume %s", m.Name)
+		}
+		switch v := spec.Volumes[i]; {
+		case v.ConfigMap != nil && v.ConfigMap.Name == render.NodeLifecycleName:
+			mounts[m.MountPath] = filepath.Dir(e.gcScript)
+		case v.EmptyDir != nil:
+			mounts[m.MountPath] = t.TempDir()
+		default:
+			t.Fatalf("volume %s is of a kind this test does not map", v.Name)
+		}
+	}
+	local := func(s string) string {
+		for from, to := range mounts {
+			if s == from || strings.HasPrefix(s, from+"/") {
+				return to + strings.TrimPrefix(s, from)
+			}
+		}
+		return s
+	}
+	kubectlPath, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skipf("kubectl not on PATH: %v", err)
+	}
+	env := []string{"PATH=" + filepath.Dir(kubectlPath) + ":/usr/local/bin:/usr/bin:/bin", "KUBECONFIG=" + u.Kubeconfig,
+		"METADATA_URL=" + f.srv.URL + "/computeMetadata/v1", "COMPUTE_URL=" + f.srv.URL + "/compute/v1"}
+	for _, ev := range c.Env {
+		if ev.ValueFrom != nil {
+			t.Fatalf("env %s comes from a source this test does not map", ev.Name)
+		}
+		env = append(env, ev.Name+"="+local(ev.Value))
+	}
+	args := append(slices.Clone(c.Command), c.Args...)
+	for i := range args {
+		args[i] = local(args[i])
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	defer stop()
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatal(err)
+	}
+	t.Logf("node-lifecycle: exit %d\n%s%s", code, out.String(), errb.String())
+	return code, out.String(), errb.String()
+}
+
+// rawNode creates a Node as the admin with the given labels and
+// providerID (none if empty) and returns its name.
+func (e *env) rawNode(t *testing.T, prefix string, labels map[string]string, providerID func(name string) string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-n%03d", prefix, e.seq.Add(1))
+	n := corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}}
+	for k, v := range labels {
+		n.Labels[k] = v
+	}
+	if providerID != nil {
+		n.Spec.ProviderID = providerID(name)
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.admin(t, string(b), "create", "-f", "-")
+	return name
+}
+
+// setReady sets the node's Ready condition to status, last changed ago.
+func (e *env) setReady(t *testing.T, node string, status corev1.ConditionStatus, ago time.Duration) {
+	t.Helper()
+	at := time.Now().Add(-ago).UTC().Format(time.RFC3339)
+	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":%q,"reason":"Test","message":"set by the test","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`,
+		status, at, at)
+	e.admin(t, "", "patch", "node", node, "--subresource=status", "--type=merge", "-p", patch)
+}
+
+// exists reports whether the Node exists (as the admin).
+func (e *env) exists(t *testing.T, node string) bool {
+	t.Helper()
+	_, stderr, err := kubectl(t, e.cp.Admin(), "", "get", "node", node)
+	if err != nil && !strings.Contains(stderr, "NotFound") {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func (e *env) testLifecycle(t *testing.T) {
+	t.Run("Collector", e.testCollector)
+	t.Run("Policy", e.testCollectorPolicy)
+}
+
+// testCollector builds one Node per case, runs one pass of the collector
+// against the real server and a fake Compute API, and checks each Node:
+// only the NotReady-past-grace Nodes of nodegen's cloud groups in the
+// project whose VM the Compute API says is gone are deleted; nothing else
+// is written, and the Compute API is asked only about the candidates.
+func (e *env) testCollector(t *testing.T) {
+	project := e.src.Cluster.GCP.Project
+	f := newFakeGCE(t, project)
+	zone := e.group(t, "gpu-t4").Zones[0]
+	gce := func(proj string) func(string) string {
+		return func(name string) string { return "gce://" + proj + "/" + zone + "/" + name }
+	}
+	const long, short = 2 * time.Hour, 3 * time.Minute
+	type gcCase struct {
+		name    string
+		node    func() string // creates the Node
+		ready   corev1.ConditionStatus
+		ago     time.Duration // Ready last changed; 0: no Ready condition
+		vm      int           // the Compute API's answer
+		body404 string        // a 404 body that does not name the instance
+		changed bool          // the Node changes while the Compute API is asked
+		deleted bool
+		asked   bool // the Compute API is asked about it
+		log     string
+	}
+	group := func(g string) func() string { return func() string { return e.newNode(t, g) } }
+	cases := []gcCase{
+		{name: "GoneNotReadyPastGrace", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: long, vm: 404, deleted: true, asked: true,
+			log: "VM ZONE/NODE does not exist; deleted the Node"},
+		{name: "GoneFalsePastGraceCPUGroup", node: group("cpu-burst"), ready: corev1.ConditionFalse, ago: long, vm: 404, deleted: true, asked: true,
+			log: "VM ZONE/NODE does not exist; deleted the Node"},
+		{name: "GoneWithinGrace", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: short, vm: 404,
+			log: "within the grace period of"},
+		{name: "GoneNoReadyConditionNewNode", node: group("gpu-l4"), vm: 404,
+			log: "Ready is missing since"},
+		{name: "VMExists", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: long, vm: 200, asked: true,
+			log: "but VM ZONE/NODE exists; kept"},
+		{name: "Ready", node: group("gpu-t4"), ready: corev1.ConditionTrue, ago: long, vm: 404},
+		{name: "ComputeError500", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: long, vm: 500, asked: true,
+			log: "the Compute API answered 500 for VM ZONE/NODE"},
+		{name: "ComputeForbidden403", node: group("cpu-burst"), ready: corev1.ConditionUnknown, ago: long, vm: 403, asked: true,
+			log: "the Compute API answered 403 for VM ZONE/NODE"},
+		{name: "NotFoundNamingAnotherResource", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: long, vm: 404, asked: true,
+			body404: fmt.Sprintf(`{"error":{"code":404,"message":"The resource 'projects/%s' was not found"}}`, project),
+			log:     "the Compute API answered 404 without naming instance projects/" + project + "/zones/ZONE/instances/NODE; kept"},
+		{name: "ChangedWhileAsked", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: long, vm: 404, changed: true, asked: true,
+			log: "node NODE: deleting failed (kept; the next run looks again)"},
+		{name: "OnPremWithoutProviderID", node: func() string {
+			return e.rawNode(t, "onprem-a100", map[string]string{"nodegen.dev/node-group": "onprem-gpu"}, nil)
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		{name: "OnPremNoLabel", node: func() string { return e.rawNode(t, "onprem-x", nil, nil) }, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		{name: "OtherProject", node: func() string {
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, gce("other-project-1"))
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		{name: "ProjectPrefixOnly", node: func() string {
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, gce(project+"x"))
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		{name: "NonGCEProviderID", node: func() string {
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"},
+				func(n string) string { return "kwok://" + n })
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		{name: "ProviderIDOfAnotherName", node: func() string {
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"},
+				func(string) string { return gce(project)(e.src.Cluster.Name + "-gpu-t4-elsewhere") })
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		{name: "CloudVMWithoutGroupLabel", node: func() string { return e.rawNode(t, "rogue-vm", nil, gce(project)) },
+			ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		{name: "RemovedGroup", node: func() string {
+			return e.rawNode(t, e.src.Cluster.Name+"-l4-old", map[string]string{"nodegen.dev/node-group": "l4-old"}, gce(project))
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		{name: "OnPremGroupLabelWithGCEProviderID", node: func() string {
+			return e.rawNode(t, "onprem-b", map[string]string{"nodegen.dev/node-group": "onprem-gpu"}, gce(project))
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+	}
+	type built struct {
+		gcCase
+		node   string
+		before *corev1.Node
+	}
+	var nodes []built
+	for _, c := range cases {
+		n := c.node()
+		if c.ago != 0 {
+			e.setReady(t, n, c.ready, c.ago)
+		}
+		f.set(n, c.vm)
+		if c.body404 != "" {
+			f.body404[n] = c.body404
+		}
+		if c.changed {
+			f.before[n] = func() {
+				// As a kubelet re-registering would: the Node changes
+				// between the list and the delete.
+				if _, _, err := kubectl(t, e.cp.Admin(), "", "label", "node", n, "example.com/reregistered=yes"); err != nil {
+					f.problem("changing " + n + ": " + err.Error())
+				}
+			}
+		}
+		nodes = append(nodes, built{gcCase: c, node: n, before: e.node(t, n)})
+	}
+
+	gc := e.gcIdentity(t, e.gcNode)
+	code, out, stderr := e.runGC(t, f, gc)
+	if code != 1 || stderr != "" {
+		t.Errorf("exit %d, stderr %q; want exit 1 (the Compute API errors and the failed delete) and no stderr", code, stderr)
+	}
+	if len(f.problems) != 0 {
+		t.Errorf("the fake GCE refused requests: %v", f.problems)
+	}
+	asked := f.askedFor()
+	for _, n := range nodes {
+		t.Run(n.name, func(t *testing.T) {
+			wantLog := strings.NewReplacer("NODE", n.node, "ZONE", zone).Replace(n.log)
+			if n.log != "" && !strings.Contains(out, "node "+n.node+": ") {
+				t.Errorf("no log line for node %s", n.node)
+			}
+			if n.log != "" && !strings.Contains(out, wantLog) {
+				t.Errorf("log lacks %q", wantLog)
+			}
+			if n.log == "" && strings.Contains(out, n.node) {
+				t.Errorf("the collector logged about node %s, which it must not consider", n.node)
+			}
+			if got := slices.Contains(asked, n.node); got != n.asked {
+				t.Errorf("Compute API asked about %s: %v, want %v", n.node, got, n.asked)
+			}
+			if e.exists(t, n.node) == n.deleted {
+				t.Fatalf("node %s exists: %v, want %v", n.node, !n.deleted, !n.deleted)
+			}
+			if n.deleted {
+				return
+			}
+			want := n.before
+			if n.changed {
+				want = n.before.DeepCopy()
+				want.Labels["example.com/reregistered"] = "yes"
+				sameNode(t, "kept after a failed precondition", e.node(t, n.node), want, true)
+				return
+			}
+			sameNode(t, "kept", e.node(t, n.node), want, false) // not even written
+		})
+	}
+	if strings.Count(out, "deleted the Node") != 2 {
+		t.Errorf("want exactly 2 deletions logged:\n%s", out)
+	}
+	// The token never reaches the log.
+	if strings.Contains(out, f.token) {
+		t.Error("the access token is in the log")
+	}
+
+	t.Run("NoAccessToken", func(t *testing.T) {
+		// Without a token nothing is looked up and nothing is deleted.
+		down := newFakeGCE(t, project)
+		down.tokenDown = true
+		node := e.newNode(t, "gpu-t4")
+		e.setReady(t, node, corev1.ConditionUnknown, long)
+		down.set(node, 404)
+		before := e.node(t, node)
+		code, out, stderr := e.runGC(t, down, gc)
+		want := "cannot get an access token from the metadata server: "
+		if code != 1 || !strings.Contains(out, want) || stderr != "" {
+			t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and a log with %q", code, out, stderr, want)
+		}
+		if len(down.askedFor()) != 0 {
+			t.Errorf("the Compute API was asked about %v without a token", down.askedFor())
+		}
+		sameNode(t, "without a token", e.node(t, node), before, false)
+	})
+}
+
+func (e *env) testCollectorPolicy(t *testing.T) {
+	project := e.src.Cluster.GCP.Project
+	zone := e.group(t, "gpu-t4").Zones[0]
+	gce := func(proj string) func(string) string {
+		return func(name string) string { return "gce://" + proj + "/" + zone + "/" + name }
+	}
+	gc := e.gcIdentity(t, e.gcNode)
+	plain := e.cp.ServiceAccount(t, render.NodeLifecycleNamespace, render.NodeLifecycleName)
+	broad := e.cp.Impersonate(t, render.NodeLifecycleUser(), broadGroup, "system:authenticated")
+	groupMsg := func(g string) string {
+		return "node NODE is in no nodegen cloud node group (nodegen.dev/node-group=" + g + ")"
+	}
+	idMsg := func(pid string) string {
+		return "node NODE has providerID " + pid + ", not gce://" + project + "/<zone>/NODE"
+	}
+	cases := []struct {
+		name    string
+		node    func() string
+		as      *testcp.User
+		args    []string
+		allowed bool
+		policy  string // PID: the node's providerID
+		rbac    string // the verb RBAC denies
+	}{
+		{name: "DeleteCloudNode", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, args: []string{"delete", "node", "NODE"}, allowed: true},
+		{name: "DeleteCloudNodeWithoutNodeClaim", node: func() string { return e.newNode(t, "gpu-t4") }, as: plain, args: []string{"delete", "node", "NODE"},
+			policy: "the node garbage collector may delete a node only with a pod-bound token that names its node (" + render.NodeNameExtra + "); this request has none"},
+		{name: "DeleteOnPremNode", node: func() string {
+			return e.rawNode(t, "onprem-a100", map[string]string{"nodegen.dev/node-group": "onprem-gpu"}, nil)
+		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("onprem-gpu")},
+		{name: "DeleteUnlabelledNode", node: func() string { return e.rawNode(t, "cp", nil, nil) }, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("")},
+		{name: "DeleteUnlabelledCloudVM", node: func() string { return e.rawNode(t, "rogue-vm", nil, gce(project)) }, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("")},
+		{name: "DeleteRemovedGroupsNode", node: func() string {
+			return e.rawNode(t, "l4-old", map[string]string{"nodegen.dev/node-group": "l4-old"}, gce(project))
+		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("l4-old")},
+		{name: "DeleteOtherProjectsVM", node: func() string {
+			return e.rawNode(t, "t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, gce("other-project-1"))
+		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("PID")},
+		{name: "DeleteNonGCENode", node: func() string {
+			return e.rawNode(t, "t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, func(n string) string { return "kwok://" + n })
+		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("PID")},
+		{name: "DeleteGroupNodeWithoutProviderID", node: func() string {
+			return e.rawNode(t, "t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, nil)
+		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("")},
+		{name: "DeleteProviderIDOfAnotherName", node: func() string {
+			return e.rawNode(t, "t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, func(string) string { return gce(project)("someone-else") })
+		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("PID")},
+		{name: "Label", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, args: []string{"label", "node", "NODE", "example.com/x=y"}, rbac: "patch"},
+		{name: "BroadenedRBACLabel", node: func() string { return e.newNode(t, "gpu-t4") }, as: broad, args: []string{"label", "node", "NODE", "example.com/x=y"},
+			policy: "the node garbage collector may only delete nodes, not UPDATE nodes"},
+		{name: "BroadenedRBACUntaint", node: func() string { return e.newNode(t, "gpu-t4") }, as: broad,
+			args:   []string{"taint", "node", "NODE", e.group(t, "gpu-t4").StartupTaint.Key + "-"},
+			policy: "the node garbage collector may only delete nodes, not UPDATE nodes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			node := c.node()
+			before := e.node(t, node)
+			args := subst(c.args, node, "")
+			_, stderr, err := kubectl(t, c.as, "", args...)
+			switch {
+			case c.allowed:
+				if err != nil {
+					t.Fatalf("denied: %v", err)
+				}
+				if e.exists(t, node) {
+					t.Fatalf("node %s still exists", node)
+				}
+				return
+			case c.policy != "":
+				want := gcPolicyDenied + strings.NewReplacer("NODE", node, "PID", before.Spec.ProviderID).Replace(c.policy)
+				if err == nil || !strings.Contains(stderr, want) {
+					t.Fatalf("err %v, stderr %q; want a denial by the policy: %q", err, stderr, want)
+				}
+			default:
+				want := fmt.Sprintf("User %q cannot %s resource \"nodes\"", render.NodeLifecycleUser(), c.rbac)
+				if err == nil || !strings.Contains(stderr, want) {
+					t.Fatalf("err %v, stderr %q; want a denial by RBAC: %q", err, stderr, want)
+				}
+			}
+			sameNode(t, "after the denied request", e.node(t, node), before, false)
+		})
+	}
+}

@@ -1,0 +1,273 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/templates"
+)
+
+// Node garbage collector names.
+const (
+	NodeLifecycleNamespace = "kube-system"
+	NodeLifecycleName      = "nodegen-node-lifecycle"
+	// NodeLifecyclePath is the collector's manifest, relative to out/.
+	NodeLifecyclePath = "k8s/node-lifecycle.yaml"
+	// NodeLifecycleSchedule is how often the collector runs.
+	NodeLifecycleSchedule = "*/5 * * * *"
+	// MinNotReadyGracePeriod is the shortest cluster.nodeLifecycle.notReadyGracePeriod.
+	MinNotReadyGracePeriod = 5 * time.Minute
+)
+
+// NodeLifecycleUser is the user name the API server gives the collector's
+// ServiceAccount.
+func NodeLifecycleUser() string {
+	return "system:serviceaccount:" + NodeLifecycleNamespace + ":" + NodeLifecycleName
+}
+
+// NodeLifecycleScript returns the script the collector runs.
+func NodeLifecycleScript() []byte {
+	b, err := templates.FS.ReadFile("node-lifecycle.sh")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return b
+}
+
+// CloudGroupNames returns the names of the cloud groups, sorted.
+func CloudGroupNames(src *model.Source) []string {
+	var out []string
+	for _, g := range src.Groups() {
+		if g.Cloud() {
+			out = append(out, g.Name)
+		}
+	}
+	return out
+}
+
+// NotReadyGraceSeconds returns cluster.nodeLifecycle.notReadyGracePeriod in
+// whole seconds.
+func NotReadyGraceSeconds(src *model.Source) (int64, error) {
+	d, err := time.ParseDuration(src.Cluster.NodeLifecycle.NotReadyGracePeriod)
+	if err != nil {
+		return 0, fmt.Errorf("cluster.nodeLifecycle.notReadyGracePeriod: %w", err)
+	}
+	if d < MinNotReadyGracePeriod {
+		return 0, fmt.Errorf("cluster.nodeLifecycle.notReadyGracePeriod %s is shorter than %s", d, MinNotReadyGracePeriod)
+	}
+	return int64(d / time.Second), nil
+}
+
+// NodeLifecycleObjects returns the node garbage collector's objects: a
+// ServiceAccount, a ClusterRole allowed only to get, list and delete nodes,
+// its binding, the ConfigMap holding the script, the CronJob that runs it
+// on the autoscaler's node, and the ValidatingAdmissionPolicy and binding
+// that narrow what the ServiceAccount may delete down to Nodes of the
+// source's cloud groups with a providerID in the source's project.
+func NodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
+	grace, err := NotReadyGraceSeconds(src)
+	if err != nil {
+		return nil, err
+	}
+	home := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
+	if home == nil {
+		return nil, fmt.Errorf("cluster.autoscaler.nodeGroup: no node group %q", src.Cluster.Autoscaler.NodeGroup)
+	}
+	labels := map[string]string{"app.kubernetes.io/name": NodeLifecycleName, "app.kubernetes.io/managed-by": "nodegen"}
+	meta := func(namespaced bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: NodeLifecycleName, Labels: labels}
+		if namespaced {
+			m.Namespace = NodeLifecycleNamespace
+		}
+		return m
+	}
+	objs := []runtime.Object{
+		&corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta(true),
+		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: meta(false),
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{""},
+				Resources: []string{"nodes"},
+				Verbs:     []string{"get", "list", "delete"},
+			}},
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: meta(false),
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: NodeLifecycleName},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: NodeLifecycleName, Namespace: NodeLifecycleNamespace}},
+		},
+		&corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: meta(true),
+			Data:       map[string]string{"node-lifecycle.sh": string(NodeLifecycleScript())},
+		},
+		nodeLifecycleCronJob(src, home, grace, meta(true)),
+	}
+	return append(objs, nodeLifecyclePolicy(src, meta(false))...), nil
+}
+
+func nodeLifecycleCronJob(src *model.Source, home *model.NodeGroup, grace int64, meta metav1.ObjectMeta) *batchv1.CronJob {
+	podLabels := map[string]string{"app.kubernetes.io/name": NodeLifecycleName}
+	no, yes := false, true
+	nobody := int64(65534)
+	mode := int32(0o555)
+	backoff := int32(0)
+	deadline := int64(600)
+	starting := int64(240)
+	keepOK, keepFailed := int32(1), int32(3)
+	return &batchv1.CronJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
+		ObjectMeta: meta,
+		Spec: batchv1.CronJobSpec{
+			Schedule:                   NodeLifecycleSchedule,
+			ConcurrencyPolicy:          batchv1.ForbidConcurrent,
+			StartingDeadlineSeconds:    &starting,
+			SuccessfulJobsHistoryLimit: &keepOK,
+			FailedJobsHistoryLimit:     &keepFailed,
+			JobTemplate: batchv1.JobTemplateSpec{
+				Spec: batchv1.JobSpec{
+					BackoffLimit:          &backoff,
+					ActiveDeadlineSeconds: &deadline,
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+						Spec: corev1.PodSpec{
+							ServiceAccountName: NodeLifecycleName,
+							RestartPolicy:      corev1.RestartPolicyNever,
+							NodeSelector:       map[string]string{model.GroupLabel: home.Name},
+							Tolerations:        Tolerations(home.JoinTaints()),
+							SecurityContext: &corev1.PodSecurityContext{
+								RunAsNonRoot:   &yes,
+								RunAsUser:      &nobody,
+								RunAsGroup:     &nobody,
+								SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+							},
+							Containers: []corev1.Container{{
+								Name:    "node-lifecycle",
+								Image:   src.Cluster.TaintRemover.Image,
+								Command: []string{"bash", "/nodegen/node-lifecycle.sh"},
+								Env: []corev1.EnvVar{
+									{Name: "PROJECT", Value: src.Cluster.GCP.Project},
+									{Name: "NODE_GROUPS", Value: strings.Join(CloudGroupNames(src), ",")},
+									{Name: "GRACE_SECONDS", Value: strconv.FormatInt(grace, 10)},
+									{Name: "HOME", Value: "/tmp"},
+								},
+								Resources: corev1.ResourceRequirements{
+									Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+									Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+								},
+								SecurityContext: &corev1.SecurityContext{
+									AllowPrivilegeEscalation: &no,
+									ReadOnlyRootFilesystem:   &yes,
+									Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+								},
+								VolumeMounts: []corev1.VolumeMount{
+									{Name: "script", MountPath: "/nodegen", ReadOnly: true},
+									{Name: "tmp", MountPath: "/tmp"},
+								},
+							}},
+							Volumes: []corev1.Volume{
+								{Name: "script", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+									LocalObjectReference: corev1.LocalObjectReference{Name: NodeLifecycleName}, DefaultMode: &mode}}},
+								{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+// nodeLifecyclePolicy holds the collector's ServiceAccount to deleting,
+// with a pod-bound token (one that names its pod's node), Nodes that carry
+// the identity label of one of the source's cloud groups and the providerID
+// gce://<project>/<zone>/<the node's name>. Every other request that
+// reaches admission (an update, a subresource, a Node of no cloud group, an
+// on-prem Node, another project's VM) is denied, whatever RBAC grants.
+func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Object {
+	fail := admissionv1.Fail
+	forbidden := metav1.StatusReasonForbidden
+	rule := func(expr, message string) admissionv1.Validation {
+		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
+	}
+	var groups []string
+	for _, g := range CloudGroupNames(src) {
+		groups = append(groups, strconv.Quote(g))
+	}
+	prefix := strconv.Quote("gce://" + src.Cluster.GCP.Project + "/")
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: meta,
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionv1.RuleWithOperations{
+						Operations: []admissionv1.OperationType{admissionv1.OperationAll},
+						Rule: admissionv1.Rule{
+							APIGroups:   []string{""},
+							APIVersions: []string{"*"},
+							Resources:   []string{"nodes", "nodes/*"},
+						},
+					},
+				}},
+			},
+			MatchConditions: []admissionv1.MatchCondition{{
+				Name:       "node-lifecycle",
+				Expression: "request.userInfo.username == " + strconv.Quote(NodeLifecycleUser()),
+			}},
+			Variables: []admissionv1.Variable{
+				{Name: "delete", Expression: `request.operation == "DELETE" && request.?subResource.orValue("") == ""`},
+				{Name: "cloudGroups", Expression: "[" + strings.Join(groups, ", ") + "]"},
+				{Name: "group", Expression: celGroup},
+				{Name: "providerID", Expression: `oldObject.?spec.?providerID.orValue("")`},
+				{Name: "boundNode", Expression: celBoundNode},
+			},
+			Validations: []admissionv1.Validation{
+				rule(`variables.delete`,
+					`"the node garbage collector may only delete nodes, not " + request.operation + " " + request.resource.resource + `+
+						`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
+				rule(`!variables.delete || variables.boundNode.size() > 0`,
+					`"the node garbage collector may delete a node only with a pod-bound token that names its node (`+NodeNameExtra+`); this request has none"`),
+				rule(`!variables.delete || variables.group in variables.cloudGroups`,
+					`"node " + request.name + " is in no nodegen cloud node group (`+model.GroupLabel+`=" + variables.group + ")"`),
+				rule(`!variables.delete || (variables.providerID.startsWith(`+prefix+`) && variables.providerID.endsWith("/" + request.name))`,
+					`"node " + request.name + " has providerID " + variables.providerID + ", not " + `+prefix+` + "<zone>/" + request.name`),
+			},
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: meta,
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+	return []runtime.Object{policy, binding}
+}
+
+// NodeLifecycle renders the node garbage collector's manifests.
+func NodeLifecycle(src *model.Source, header string) ([]byte, error) {
+	objs, err := NodeLifecycleObjects(src)
+	if err != nil {
+		return nil, err
+	}
+	return MarshalObjects(header, objs)
+}

@@ -1,0 +1,379 @@
+package render
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/templates"
+)
+
+// Join-token renewer names and the bootstrap-token format it writes.
+const (
+	JoinTokenRenewerPath      = "k8s/join-token-renewer.yaml"
+	JoinTokenRenewerName      = "nodegen-join-token-renewer"
+	JoinTokenRenewerNamespace = "kube-system"
+	// JoinTokenLabelKey=JoinTokenLabelValue marks the tokens the renewer
+	// created: the only ones it may delete.
+	JoinTokenLabelKey   = "nodegen.dev/join-token"
+	JoinTokenLabelValue = "renewer"
+	// BootstrapTokenType is the Secret type of a bootstrap token.
+	BootstrapTokenType = "bootstrap.kubernetes.io/token"
+	// BootstrapTokenGroup is the group kubeadm's RBAC lets join nodes.
+	BootstrapTokenGroup = "system:bootstrappers:kubeadm:default-node-token"
+	// JoinTokenSkew is how far past creation + ttl the admission policy
+	// lets a token's expiration be (the script's and the server's clocks).
+	JoinTokenSkew = 5 * time.Minute
+)
+
+// JoinTokenRenewerUser is the user name of the renewer's ServiceAccount.
+func JoinTokenRenewerUser() string {
+	return "system:serviceaccount:" + JoinTokenRenewerNamespace + ":" + JoinTokenRenewerName
+}
+
+// JoinTokenRenewerScript returns the script the renewer runs.
+func JoinTokenRenewerScript() []byte {
+	b, err := templates.FS.ReadFile("join-token-renewer.sh")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return b
+}
+
+// RendersJoinTokenRenewer reports whether src gets a renewer: only a token
+// in Secret Manager is renewed.
+func RendersJoinTokenRenewer(src *model.Source) bool {
+	return src.Cluster.JoinToken.SecretManager != nil
+}
+
+// JoinTokenRenewerObjects returns the renewer's objects: a ServiceAccount
+// with a Role that may only create and delete Secrets in kube-system, the
+// ConfigMap holding the script, the CronJob pinned to the autoscaler's
+// node, and the ValidatingAdmissionPolicy and binding that narrow the
+// ServiceAccount to creating bootstrap tokens of the right form and
+// lifetime and deleting its own.
+func JoinTokenRenewerObjects(src *model.Source) ([]runtime.Object, error) {
+	r, err := src.Renewal()
+	if err != nil {
+		return nil, err
+	}
+	schedule, err := model.CronSchedule(r.Period)
+	if err != nil {
+		return nil, fmt.Errorf("joinToken.renewEvery: %w", err)
+	}
+	home := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
+	if home == nil {
+		return nil, fmt.Errorf("no node group %q for the autoscaler", src.Cluster.Autoscaler.NodeGroup)
+	}
+	labels := map[string]string{"app.kubernetes.io/name": JoinTokenRenewerName, "app.kubernetes.io/managed-by": "nodegen"}
+	meta := func(namespaced bool) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Name: JoinTokenRenewerName, Labels: labels}
+		if namespaced {
+			m.Namespace = JoinTokenRenewerNamespace
+		}
+		return m
+	}
+	return []runtime.Object{
+		&corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta(true),
+		},
+		&rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: meta(true),
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{""},
+				Resources: []string{"secrets"},
+				Verbs:     []string{"create", "delete"},
+			}},
+		},
+		&rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: meta(true),
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: JoinTokenRenewerName},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: JoinTokenRenewerName, Namespace: JoinTokenRenewerNamespace}},
+		},
+		&corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: meta(true),
+			Data:       map[string]string{"join-token-renewer.sh": string(JoinTokenRenewerScript())},
+		},
+		joinTokenRenewerCronJob(src, r, schedule, home, meta(true)),
+		joinTokenRenewerPolicy(r, meta(false)),
+		&admissionv1.ValidatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+			ObjectMeta: meta(false),
+			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        JoinTokenRenewerName,
+				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			},
+		},
+	}, nil
+}
+
+// JoinTokenRenewerEnv returns the renewer container's environment, in order.
+func JoinTokenRenewerEnv(src *model.Source, r model.Renewal) []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: "PROJECT_ID", Value: src.Cluster.GCP.Project},
+		{Name: "SECRET_NAME", Value: src.Cluster.JoinToken.SecretManager.Secret},
+		{Name: "TOKEN_TTL_SECONDS", Value: strconv.FormatInt(int64(r.TTL/time.Second), 10)},
+		{Name: "GRACE_SECONDS", Value: strconv.FormatInt(int64(r.Grace()/time.Second), 10)},
+		{Name: "TOKEN_LABEL_KEY", Value: JoinTokenLabelKey},
+		{Name: "TOKEN_LABEL_VALUE", Value: JoinTokenLabelValue},
+		{Name: "HOME", Value: "/tmp"},
+	}
+}
+
+func joinTokenRenewerCronJob(src *model.Source, r model.Renewal, schedule string, home *model.NodeGroup, meta metav1.ObjectMeta) *batchv1.CronJob {
+	no, yes := false, true
+	nobody := int64(65534)
+	mode := int32(0o555)
+	history := int32(3)
+	backoff := int32(2)
+	deadline := int64(600)
+	starting := int64(r.Period / time.Second)
+	tz := "Etc/UTC"
+	podLabels := map[string]string{"app.kubernetes.io/name": JoinTokenRenewerName}
+	return &batchv1.CronJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
+		ObjectMeta: meta,
+		Spec: batchv1.CronJobSpec{
+			Schedule:                   schedule,
+			TimeZone:                   &tz,
+			ConcurrencyPolicy:          batchv1.ForbidConcurrent,
+			StartingDeadlineSeconds:    &starting,
+			SuccessfulJobsHistoryLimit: &history,
+			FailedJobsHistoryLimit:     &history,
+			JobTemplate: batchv1.JobTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: batchv1.JobSpec{
+					BackoffLimit:          &backoff,
+					ActiveDeadlineSeconds: &deadline,
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+						Spec: corev1.PodSpec{
+							ServiceAccountName: JoinTokenRenewerName,
+							RestartPolicy:      corev1.RestartPolicyNever,
+							NodeSelector:       map[string]string{model.GroupLabel: home.Name},
+							Tolerations:        Tolerations(home.JoinTaints()),
+							SecurityContext: &corev1.PodSecurityContext{
+								RunAsNonRoot:   &yes,
+								RunAsUser:      &nobody,
+								RunAsGroup:     &nobody,
+								SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+							},
+							Containers: []corev1.Container{{
+								Name:    "renewer",
+								Image:   src.Cluster.TaintRemover.Image,
+								Command: []string{"bash", "/nodegen/join-token-renewer.sh"},
+								Env:     JoinTokenRenewerEnv(src, r),
+								Resources: corev1.ResourceRequirements{
+									Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+									Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+								},
+								SecurityContext: &corev1.SecurityContext{
+									AllowPrivilegeEscalation: &no,
+									ReadOnlyRootFilesystem:   &yes,
+									Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+								},
+								VolumeMounts: []corev1.VolumeMount{
+									{Name: "script", MountPath: "/nodegen", ReadOnly: true},
+									{Name: "tmp", MountPath: "/tmp"},
+								},
+							}},
+							Volumes: []corev1.Volume{
+								{Name: "script", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+									LocalObjectReference: corev1.LocalObjectReference{Name: JoinTokenRenewerName}, DefaultMode: &mode}}},
+								// The token passes through files here: memory, not the node's disk.
+								{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+// JoinTokenDataKeys are the data keys of a token Secret the renewer creates.
+var JoinTokenDataKeys = []string{
+	"auth-extra-groups", "description", "expiration", "token-id", "token-secret",
+	"usage-bootstrap-authentication", "usage-bootstrap-signing",
+}
+
+// Lengths of the values the renewer writes: token-id and token-secret,
+// and the expiration as YYYY-MM-DDTHH:MM:SSZ.
+const (
+	tokenIDLen     = 6
+	tokenSecretLen = 16
+	expirationLen  = 20
+)
+
+// celRange is the CEL list literal [0, 1, ..., n-1].
+func celRange(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = strconv.Itoa(i)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+// celBase64Bytes returns a CEL expression for the n bytes that the
+// standard base64 string s (a CEL expression) encodes, as a list of ints,
+// or [] unless s is exactly the padded encoding of n bytes. The API
+// server hands admission a Secret's data as base64 text, and Kubernetes'
+// CEL has no base64.decode: the decoding is written out with charAt and
+// indexOf (ext.Strings).
+func celBase64Bytes(s string, n int) string {
+	groups := (n + 2) / 3
+	size := 4 * groups
+	pad := strings.Repeat("=", 3*groups-n)
+	sextet := func(i string) string {
+		return `"` + base64Alphabet + `".indexOf(` + s + `.charAt(` + i + `))`
+	}
+	valid := s + `.size() == ` + strconv.Itoa(size) + ` && ` + s + `.endsWith("` + pad + `") && ` +
+		celRange(size-len(pad)) + `.all(i, ` + sextet("i") + ` >= 0)`
+	// The value of 3-byte group g; padding counts as zero.
+	group := func(g string) string {
+		var terms []string
+		for k, mul := range []string{"262144", "4096", "64", "1"} {
+			i := "4 * " + g + " + " + strconv.Itoa(k)
+			terms = append(terms, "("+s+".charAt("+i+`) == "=" ? 0 : `+sextet(i)+") * "+mul)
+		}
+		return "(" + strings.Join(terms, " + ") + ")"
+	}
+	g := group("(n / 3)")
+	return "((" + valid + ") ? " + celRange(n) + ".map(n, n % 3 == 0 ? " + g + " / 65536 : (n % 3 == 1 ? " + g + " / 256 % 256 : " + g + " % 256)) : [])"
+}
+
+// celLowerAlnum is true when every int of the list l is the ASCII code of
+// a character in [a-z0-9].
+func celLowerAlnum(l string) string {
+	return l + `.all(b, (b >= 48 && b <= 57) || (b >= 97 && b <= 122))`
+}
+
+// celLowerAlnumText turns such a list into its text.
+func celLowerAlnumText(l string) string {
+	return l + `.map(b, "0123456789abcdefghijklmnopqrstuvwxyz".charAt(b >= 97 ? b - 87 : b - 48)).join("")`
+}
+
+// celExpirationText is the text of the decoded expiration bytes l, or ""
+// unless they are YYYY-MM-DDTHH:MM:SSZ.
+func celExpirationText(l string) string {
+	layout := "0000-00-00T00:00:00Z"
+	var digits, seps []string
+	for i, c := range layout {
+		if c == '0' {
+			digits = append(digits, strconv.Itoa(i))
+		} else {
+			seps = append(seps, fmt.Sprintf("%s[%d] == %d", l, i, c))
+		}
+	}
+	ok := l + ".size() == " + strconv.Itoa(len(layout)) + " && [" + strings.Join(digits, ", ") + "].all(i, " + l + "[i] >= 48 && " + l + "[i] <= 57) && " + strings.Join(seps, " && ")
+	text := celRange(len(layout)) + `.map(i, i in [4, 7] ? "-" : (i == 10 ? "T" : (i in [13, 16] ? ":" : (i == 19 ? "Z" : string(` + l + `[i] - 48))))).join("")`
+	return "((" + ok + ") ? " + text + ` : "")`
+}
+
+// joinTokenRenewerPolicy holds the renewer's ServiceAccount to its job
+// whatever RBAC grants it: it may create, in kube-system, only bootstrap
+// tokens named after their id, with an id and secret in [a-z0-9] of the
+// right lengths, both usages, the kubeadm node group only, the renewer's
+// label, and an expiration (YYYY-MM-DDTHH:MM:SSZ) after creation and at
+// most ttl + JoinTokenSkew after it; and it may delete only Secrets that
+// are such tokens with its label. RBAC cannot restrict a Secret's type,
+// labels or data.
+func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv1.ValidatingAdmissionPolicy {
+	fail := admissionv1.Fail
+	forbidden := metav1.StatusReasonForbidden
+	rule := func(expr, message string) admissionv1.Validation {
+		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
+	}
+	onCreate := func(expr string) string { return `request.operation != "CREATE" || ` + expr }
+	data := func(key string) string { return `variables.data[?"` + key + `"].orValue("")` }
+	b64 := func(v string) string { return strconv.Quote(base64.StdEncoding.EncodeToString([]byte(v))) }
+	var keys []string
+	for _, k := range JoinTokenDataKeys {
+		keys = append(keys, strconv.Quote(k))
+	}
+	keyList := "[" + strings.Join(keys, ", ") + "]"
+	maxLife := int64((r.TTL + JoinTokenSkew) / time.Second)
+	name := `"bootstrap token " + request.namespace + "/" + request.name`
+	return &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: meta,
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionv1.RuleWithOperations{
+						Operations: []admissionv1.OperationType{admissionv1.OperationAll},
+						Rule: admissionv1.Rule{
+							APIGroups:   []string{""},
+							APIVersions: []string{"*"},
+							Resources:   []string{"secrets", "secrets/*"},
+						},
+					},
+				}},
+			},
+			MatchConditions: []admissionv1.MatchCondition{{
+				Name:       "join-token-renewer",
+				Expression: "request.userInfo.username == " + strconv.Quote(JoinTokenRenewerUser()),
+			}},
+			Variables: []admissionv1.Variable{
+				{Name: "secret", Expression: `request.operation == "DELETE" ? oldObject : object`},
+				// The values are base64 text, as in the Secret's JSON.
+				{Name: "data", Expression: `variables.secret.?data.orValue({})`},
+				{Name: "tokenID", Expression: celBase64Bytes(data("token-id"), tokenIDLen)},
+				{Name: "tokenSecret", Expression: celBase64Bytes(data("token-secret"), tokenSecretLen)},
+				{Name: "expirationBytes", Expression: celBase64Bytes(data("expiration"), expirationLen)},
+				{Name: "expiration", Expression: celExpirationText("variables.expirationBytes")},
+			},
+			Validations: []admissionv1.Validation{
+				rule(`request.operation in ["CREATE", "DELETE"] && request.?subResource.orValue("") == ""`,
+					`"the join-token renewer may only create and delete bootstrap tokens, not " + request.operation + " " + request.resource.resource + `+
+						`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
+				rule(`request.namespace == "`+JoinTokenRenewerNamespace+`"`,
+					`"the join-token renewer may only write Secrets in `+JoinTokenRenewerNamespace+`, not in " + request.namespace`),
+				rule(`variables.secret.?type.orValue("") == "`+BootstrapTokenType+`"`,
+					`"the join-token renewer may only write Secrets of type `+BootstrapTokenType+`, not " + variables.secret.?type.orValue("")`),
+				rule(`variables.secret.metadata.?labels[?"`+JoinTokenLabelKey+`"].orValue("") == "`+JoinTokenLabelValue+`"`,
+					name+` + " is not labelled `+JoinTokenLabelKey+`=`+JoinTokenLabelValue+`: the join-token renewer may only write its own tokens"`),
+				rule(onCreate(`variables.data.all(k, k in `+keyList+`) && `+keyList+`.all(k, k in variables.data)`),
+					name+` + " must have exactly the data keys `+strings.Join(JoinTokenDataKeys, ", ")+`"`),
+				rule(onCreate(`variables.tokenID.size() == `+strconv.Itoa(tokenIDLen)+` && `+celLowerAlnum("variables.tokenID")+` && `+
+					`variables.tokenSecret.size() == `+strconv.Itoa(tokenSecretLen)+` && `+celLowerAlnum("variables.tokenSecret")+` && `+
+					`request.name == "bootstrap-token-" + `+celLowerAlnumText("variables.tokenID")),
+					name+` + " must be named bootstrap-token-<token-id>, with a token-id of `+strconv.Itoa(tokenIDLen)+` and a token-secret of `+strconv.Itoa(tokenSecretLen)+` characters in [a-z0-9]"`),
+				rule(onCreate(data("usage-bootstrap-authentication")+` == `+b64("true")+` && `+data("usage-bootstrap-signing")+` == `+b64("true")+` && `+
+					data("auth-extra-groups")+` == `+b64(BootstrapTokenGroup)),
+					name+` + " must be usable for authentication and signing and in the group `+BootstrapTokenGroup+` only"`),
+				rule(onCreate(`variables.expiration != "" && `+
+					`timestamp(variables.expiration) > timestamp(object.metadata.creationTimestamp) && `+
+					fmt.Sprintf(`timestamp(variables.expiration) <= timestamp(object.metadata.creationTimestamp) + duration("%ds")`, maxLife)),
+					name+fmt.Sprintf(` + " must expire (YYYY-MM-DDTHH:MM:SSZ) after its creation and at most %s later, not at " + (variables.expiration == "" ? "an unreadable time" : variables.expiration)`, model.FormatDuration(r.TTL+JoinTokenSkew))),
+			},
+		},
+	}
+}
+
+// JoinTokenRenewer renders the renewer's manifests.
+func JoinTokenRenewer(src *model.Source, header string) ([]byte, error) {
+	objs, err := JoinTokenRenewerObjects(src)
+	if err != nil {
+		return nil, err
+	}
+	return MarshalObjects(header, objs)
+}

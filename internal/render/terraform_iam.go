@@ -1,0 +1,336 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// Identity per role. Two service accounts, one per role a VM can have:
+//
+//   - the nodes: every cloud group except the autoscaler's. Their VMs run
+//     any workload pod; a pod can read the VM's token from the metadata
+//     server. They get what a node needs and nothing else: writing logs
+//     and metrics, and reading the join token secret (not any other).
+//   - the autoscaler's node (cluster.autoscaler.nodeGroup): tainted so that
+//     only the autoscaler (and the node garbage collector and join token
+//     renewer that run beside it) lands there. It gets a custom role with
+//     exactly the Compute Engine permissions those call, and the rights on
+//     the join secret the token renewer needs.
+//
+// Per role and not per group: every node group needs the same rights (a
+// node joins the same way whatever its shape), so one account per group
+// would multiply accounts and bindings without separating any privilege;
+// the one privilege boundary is between the nodes and the autoscaler's
+// node.
+
+// Terraform files of the identity and the join secret.
+const (
+	TerraformIAMPath        = TerraformDir + "/iam.tf"
+	TerraformJoinSecretPath = TerraformDir + "/join-secret.tf"
+)
+
+// Terraform resource types of the identity and the join secret.
+const (
+	TFServiceAccount   = "google_service_account"
+	TFCustomRole       = "google_project_iam_custom_role"
+	TFProjectIAMMember = "google_project_iam_member"
+	TFSecret           = "google_secret_manager_secret"
+	TFSecretIAMMember  = "google_secret_manager_secret_iam_member"
+)
+
+// Roles, by the name of the service account they identify (the Terraform
+// name of its google_service_account and the prefix of its variable).
+const (
+	RoleNodes      = "nodes"
+	RoleAutoscaler = "autoscaler"
+)
+
+// ProjectRoles are the predefined roles each service account gets on the
+// project: logs and metrics only. Neither holds a compute or secret
+// permission.
+var ProjectRoles = []string{"roles/logging.logWriter", "roles/monitoring.metricWriter"}
+
+// Roles on the join token secret (and only on it).
+const (
+	// JoinSecretReader lets the join script read the token (every node,
+	// the autoscaler's included: it joins the same way).
+	JoinSecretReader = "roles/secretmanager.secretAccessor"
+	// JoinSecretRenewer lets the token renewer on the autoscaler's node add
+	// a version and disable or destroy old ones (secretmanager.versions.add,
+	// .list, .get, .enable, .disable, .destroy; Secret Manager access control
+	// docs).
+	JoinSecretRenewer = "roles/secretmanager.secretVersionManager"
+)
+
+// ComputePermission is one permission of the autoscaler node's custom
+// role, with the calls that need it.
+type ComputePermission struct {
+	Permission string
+	// Calls are the Compute Engine API methods that require it (each
+	// method's "Authorization requires the following IAM permission" in
+	// the Compute Engine REST reference).
+	Calls []string
+	// Callers are the functions that make those calls.
+	Callers []string
+}
+
+// AutoscalerPermissionsSource is where AutoscalerComputePermissions come
+// from: every Compute Engine API call the Cluster Autoscaler's GCE provider
+// makes with nodegen's configuration (MIGs listed with --nodes, zonal),
+// read from the source at that commit.
+const AutoscalerPermissionsSource = "kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go"
+
+// AutoscalerComputePermissions is the autoscaler node's custom role, one
+// entry per permission, sorted. Left out on purpose, because nodegen's
+// configuration never makes the call: compute.instanceGroups.list and
+// compute.regions.get (FetchMigsWithName, FetchZones: only for
+// --node-group-auto-discovery, gce_manager.go findMigsNamed/getZones),
+// compute.machineTypes.list, compute.zones.list, compute.diskTypes.list and
+// compute.reservations.list (FetchMachineTypes, FetchAvailableCpuPlatforms,
+// FetchAvailableDiskTypes, FetchReservations: no caller in the provider),
+// compute.instanceTemplates.get on regional templates (nodegen's are
+// global).
+var AutoscalerComputePermissions = []ComputePermission{
+	{"compute.instanceGroupManagers.get",
+		[]string{"instanceGroupManagers.get", "instanceGroupManagers.listManagedInstances"},
+		[]string{"FetchMig (mig_info_provider.go)", "FetchMigInstances (mig_info_provider.go)"}},
+	{"compute.instanceGroupManagers.list",
+		[]string{"instanceGroupManagers.list"},
+		[]string{"FetchAllMigs (mig_info_provider.go)"}},
+	{"compute.instanceGroupManagers.update",
+		[]string{"instanceGroupManagers.resize", "instanceGroupManagers.createInstances", "instanceGroupManagers.deleteInstances"},
+		[]string{"ResizeMig (gce_manager.go)", "CreateInstances (gce_manager.go)", "DeleteInstances (gce_manager.go)"}},
+	{"compute.instanceTemplates.get",
+		[]string{"instanceTemplates.get"},
+		[]string{"FetchMigTemplate (mig_info_provider.go)"}},
+	{"compute.instances.get",
+		[]string{"instances.get"},
+		[]string{"the node garbage collector on the autoscaler's node: does the VM of a Node still exist"}},
+	{"compute.instances.list",
+		[]string{"instances.list"},
+		[]string{"FetchAllInstances (mig_info_provider.go)"}},
+	{"compute.machineTypes.get",
+		[]string{"machineTypes.get"},
+		[]string{"FetchMachineType (mig_info_provider.go)"}},
+	{"compute.zoneOperations.get",
+		[]string{"zoneOperations.wait"},
+		[]string{"WaitForOperation, after each resize, createInstances and deleteInstances"}},
+}
+
+// AutoscalerPermissions returns the custom role's permissions, sorted.
+func AutoscalerPermissions() []string {
+	out := make([]string, len(AutoscalerComputePermissions))
+	for i, p := range AutoscalerComputePermissions {
+		out[i] = p.Permission
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ServiceAccountID is the account_id of a role's service account:
+// "<cluster>-<role>", at most 30 characters; a longer cluster name is cut
+// and followed by a hash of the whole name, so two clusters never share an
+// ID.
+func ServiceAccountID(cluster, role string) string {
+	id := cluster + "-" + role
+	if len(id) <= 30 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(cluster))
+	h := hex.EncodeToString(sum[:])[:6]
+	keep := strings.TrimRight(cluster[:30-len(role)-len(h)-2], "-")
+	return keep + "-" + h + "-" + role
+}
+
+// CustomRoleID is the role_id of the autoscaler node's custom role
+// (letters, digits, '_' and '.' only, at most 64 characters).
+func CustomRoleID(cluster string) string {
+	id := "nodegen_" + strings.ReplaceAll(cluster, "-", "_") + "_autoscaler"
+	if len(id) <= 64 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(cluster))
+	return "nodegen_" + hex.EncodeToString(sum[:])[:16] + "_autoscaler"
+}
+
+// ServiceAccountLocal is the local value holding a role's service account
+// email, created by nodegen or brought by the user.
+func ServiceAccountLocal(role string) string { return role + "_service_account_email" }
+
+// ServiceAccountVariable is the variable with which the user brings their
+// own service account for a role.
+func ServiceAccountVariable(role string) string { return role + "_service_account_email" }
+
+// RoleOf returns the role of a cloud group's VMs.
+func RoleOf(src *model.Source, g *model.NodeGroup) string {
+	if g.Name == src.Cluster.Autoscaler.NodeGroup {
+		return RoleAutoscaler
+	}
+	return RoleNodes
+}
+
+// interpolation returns the tokens of "<prefix>${<expr>}".
+func interpolation(prefix string, expr hclwrite.Tokens) hclwrite.Tokens {
+	out := hclwrite.Tokens{{Type: hclsyntax.TokenOQuote, Bytes: []byte(`"`)}}
+	if prefix != "" {
+		lit := hclwrite.TokensForValue(cty.StringVal(prefix))
+		out = append(out, lit[1:len(lit)-1]...) // the escaped literal, without its quotes
+	}
+	out = append(out, &hclwrite.Token{Type: hclsyntax.TokenTemplateInterp, Bytes: []byte(`${`)})
+	out = append(out, expr...)
+	return append(out,
+		&hclwrite.Token{Type: hclsyntax.TokenTemplateSeqEnd, Bytes: []byte(`}`)},
+		&hclwrite.Token{Type: hclsyntax.TokenCQuote, Bytes: []byte(`"`)},
+	)
+}
+
+// member is the IAM member of a role's service account.
+func member(role string) hclwrite.Tokens {
+	return interpolation("serviceAccount:", ref("local", ServiceAccountLocal(role)))
+}
+
+// roleResourceName is the Terraform name of a project role binding.
+func roleResourceName(role, projectRole string) string {
+	r := strings.TrimPrefix(projectRole, "roles/")
+	return role + "_" + strings.ToLower(strings.NewReplacer(".", "_", "-", "_").Replace(r))
+}
+
+var roleDoc = map[string]string{
+	RoleNodes:      "the nodes of cluster %s (every cloud node group but the autoscaler's)",
+	RoleAutoscaler: "the Cluster Autoscaler's node of cluster %s",
+}
+
+func terraformIAM(src *model.Source, header string) []byte {
+	c := &src.Cluster
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	comment(body,
+		"Identity per role: the nodes and the autoscaler's node run as two",
+		"service accounts, created here unless the module's *_service_account_email",
+		"variables bring existing ones. The nodes may write logs and metrics and",
+		"read the join token; only the autoscaler's node may read and resize MIGs.")
+	locals := body.AppendNewBlock("locals", nil).Body()
+	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+		v := ref("var", ServiceAccountVariable(role))
+		cond := append(hclwrite.Tokens{}, v...)
+		cond = append(cond, &hclwrite.Token{Type: hclsyntax.TokenNotEqual, Bytes: []byte("!=")})
+		cond = append(cond, hclwrite.TokensForIdentifier("null")...)
+		cond = append(cond, &hclwrite.Token{Type: hclsyntax.TokenQuestion, Bytes: []byte("?")})
+		cond = append(cond, v...)
+		cond = append(cond, &hclwrite.Token{Type: hclsyntax.TokenColon, Bytes: []byte(":")})
+		cond = append(cond, hclwrite.TokensForTraversal(traversal(TFServiceAccount, role))...)
+		cond = append(cond,
+			&hclwrite.Token{Type: hclsyntax.TokenOBrack, Bytes: []byte("[")},
+			&hclwrite.Token{Type: hclsyntax.TokenNumberLit, Bytes: []byte("0")},
+			&hclwrite.Token{Type: hclsyntax.TokenCBrack, Bytes: []byte("]")},
+			&hclwrite.Token{Type: hclsyntax.TokenDot, Bytes: []byte(".")},
+			&hclwrite.Token{Type: hclsyntax.TokenIdent, Bytes: []byte("email")},
+		)
+		locals.SetAttributeRaw(ServiceAccountLocal(role), cond)
+	}
+	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+		body.AppendNewline()
+		sa := body.AppendNewBlock("resource", []string{TFServiceAccount, role}).Body()
+		countIf := append(hclwrite.Tokens{}, ref("var", ServiceAccountVariable(role))...)
+		countIf = append(countIf, &hclwrite.Token{Type: hclsyntax.TokenEqualOp, Bytes: []byte("==")})
+		countIf = append(countIf, hclwrite.TokensForIdentifier("null")...)
+		countIf = append(countIf, &hclwrite.Token{Type: hclsyntax.TokenQuestion, Bytes: []byte("?")})
+		countIf = append(countIf, hclwrite.TokensForValue(cty.NumberIntVal(1))...)
+		countIf = append(countIf, &hclwrite.Token{Type: hclsyntax.TokenColon, Bytes: []byte(":")})
+		countIf = append(countIf, hclwrite.TokensForValue(cty.NumberIntVal(0))...)
+		sa.SetAttributeRaw("count", countIf)
+		sa.SetAttributeRaw("project", ref("local", "project"))
+		sa.SetAttributeValue("account_id", cty.StringVal(ServiceAccountID(c.Name, role)))
+		sa.SetAttributeValue("display_name", cty.StringVal(fmt.Sprintf("nodegen %s of %s", role, c.Name)))
+		sa.SetAttributeValue("description", cty.StringVal("Runs the VMs of "+fmt.Sprintf(roleDoc[role], c.Name)+"."))
+	}
+	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+		for _, pr := range ProjectRoles {
+			body.AppendNewline()
+			b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, roleResourceName(role, pr)}).Body()
+			b.SetAttributeRaw("project", ref("local", "project"))
+			b.SetAttributeValue("role", cty.StringVal(pr))
+			b.SetAttributeRaw("member", member(role))
+		}
+	}
+
+	body.AppendNewline()
+	comment(body,
+		"Exactly the Compute Engine permissions the Cluster Autoscaler's GCE provider",
+		"calls (and compute.instances.get for the node garbage collector); the list,",
+		"with the call behind each permission, is in docs/terraform.md.")
+	cr := body.AppendNewBlock("resource", []string{TFCustomRole, RoleAutoscaler}).Body()
+	cr.SetAttributeRaw("project", ref("local", "project"))
+	cr.SetAttributeValue("role_id", cty.StringVal(CustomRoleID(c.Name)))
+	cr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name))
+	cr.SetAttributeValue("description", cty.StringVal("Resize the MIGs of cluster "+c.Name+" and read what the Cluster Autoscaler needs to simulate them. Source: "+AutoscalerPermissionsSource+"."))
+	cr.SetAttributeValue("permissions", strs(AutoscalerPermissions()))
+
+	body.AppendNewline()
+	b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, RoleAutoscaler + "_compute"}).Body()
+	b.SetAttributeRaw("project", ref("local", "project"))
+	b.SetAttributeRaw("role", ref(TFCustomRole, RoleAutoscaler, "name"))
+	b.SetAttributeRaw("member", member(RoleAutoscaler))
+	return hclFile(header, f)
+}
+
+// JoinSecretGrants lists the roles granted on the join secret, by service
+// account role, in the order they are written.
+var JoinSecretGrants = []struct{ Role, SecretRole, Name string }{
+	{RoleNodes, JoinSecretReader, "nodes_read"},
+	{RoleAutoscaler, JoinSecretReader, "autoscaler_read"},
+	{RoleAutoscaler, JoinSecretRenewer, "autoscaler_renew"},
+}
+
+// TFJoinSecretName is the Terraform name of the join secret resource.
+const TFJoinSecretName = "join_token"
+
+// terraformJoinSecret renders join-secret.tf, or nothing (nil) when the
+// join token is not in Secret Manager or the user manages the secret and
+// its IAM.
+func terraformJoinSecret(src *model.Source, header string) []byte {
+	sm := src.Cluster.JoinToken.SecretManager
+	if sm == nil || sm.Terraform == model.JoinSecretNone {
+		return nil
+	}
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	secretID := hclwrite.TokensForValue(cty.StringVal(sm.Secret))
+	if sm.Terraform == model.JoinSecretIAM {
+		comment(body,
+			"The join token's secret exists (cluster.joinToken.secretManager.terraform",
+			"is \"iam\"): only its IAM is managed here.")
+	} else {
+		comment(body,
+			"The join token's secret, without a value: Terraform never holds the token.",
+			"Add it as a version outside Terraform (the token renewer does).")
+		s := body.AppendNewBlock("resource", []string{TFSecret, TFJoinSecretName}).Body()
+		s.SetAttributeRaw("project", ref("local", "project"))
+		s.SetAttributeValue("secret_id", cty.StringVal(sm.Secret))
+		s.SetAttributeValue("labels", cty.MapVal(map[string]cty.Value{GCELabelCluster: cty.StringVal(GCELabelValue(src.Cluster.Name))}))
+		s.AppendNewline()
+		s.AppendNewBlock("replication", nil).Body().AppendNewBlock("auto", nil)
+		body.AppendNewline()
+		secretID = ref(TFSecret, TFJoinSecretName, "secret_id")
+	}
+	for i, g := range JoinSecretGrants {
+		if i > 0 {
+			body.AppendNewline()
+		}
+		b := body.AppendNewBlock("resource", []string{TFSecretIAMMember, TFJoinSecretName + "_" + g.Name}).Body()
+		b.SetAttributeRaw("project", ref("local", "project"))
+		b.SetAttributeRaw("secret_id", secretID)
+		b.SetAttributeValue("role", cty.StringVal(g.SecretRole))
+		b.SetAttributeRaw("member", member(g.Role))
+	}
+	return hclFile(header, f)
+}

@@ -1,0 +1,298 @@
+package render_test
+
+import (
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/nodegen/nodegen/internal/render"
+)
+
+// refs returns the traversals an expression reads, as dotted strings
+// ("local.nodes_service_account_email", "google_service_account.nodes").
+func refs(e hclsyntax.Expression) []string {
+	var out []string
+	for _, tr := range e.Variables() {
+		parts := []string{tr.RootName()}
+		for _, step := range tr[1:] {
+			if a, ok := step.(hcl.TraverseAttr); ok {
+				parts = append(parts, a.Name)
+			}
+		}
+		out = append(out, strings.Join(parts, "."))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// memberRole returns which service account an IAM member expression names
+// ("nodes" or "autoscaler"), read from the local it interpolates.
+func memberRole(t *testing.T, r tfResource) string {
+	t.Helper()
+	a, ok := r.Body.Attributes["member"]
+	if !ok {
+		t.Fatalf("%s.%s has no member", r.Type, r.Name)
+	}
+	tmpl, ok := a.Expr.(*hclsyntax.TemplateExpr)
+	if !ok || len(tmpl.Parts) != 2 {
+		t.Fatalf("%s.%s: member is not \"serviceAccount:${...}\"", r.Type, r.Name)
+	}
+	if lit, diags := tmpl.Parts[0].Value(nil); diags.HasErrors() || lit.AsString() != "serviceAccount:" {
+		t.Fatalf("%s.%s: member does not start with serviceAccount:", r.Type, r.Name)
+	}
+	rs := refs(tmpl.Parts[1])
+	for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+		if slices.Equal(rs, []string{"local." + render.ServiceAccountLocal(role)}) {
+			return role
+		}
+	}
+	t.Fatalf("%s.%s: member names %v, not a role's service account", r.Type, r.Name, rs)
+	return ""
+}
+
+// TestTerraformIdentityPerRole: the autoscaled groups' VMs run as the
+// nodes' service account and the autoscaler's node as its own; the nodes'
+// account has no compute permission and no project-wide secret access;
+// the autoscaler's custom role is exactly the permission list; the join
+// secret's grants are on that secret only; and no secret value is in the
+// module.
+func TestTerraformIdentityPerRole(t *testing.T) {
+	src, files := srcSpec{}.mustRender(t)
+	m := parseModule(t, files)
+
+	// Instance templates: which account each group's VMs run as.
+	n := 0
+	for _, r := range m.byType(render.TFInstanceTemplate) {
+		g := groupOfTemplate(t, src, m, r)
+		sa := blocks(r.Body, "service_account")
+		if len(sa) != 1 {
+			t.Fatalf("%s has %d service_account blocks", r.Name, len(sa))
+		}
+		want := "local." + render.ServiceAccountLocal(render.RoleNodes)
+		if g.Name == src.Cluster.Autoscaler.NodeGroup {
+			want = "local." + render.ServiceAccountLocal(render.RoleAutoscaler)
+		} else if !g.Autoscaled() {
+			t.Fatalf("the test source has a gce-static group %s besides the autoscaler's", g.Name)
+		}
+		if got := refs(sa[0].Body.Attributes["email"].Expr); !slices.Equal(got, []string{want}) {
+			t.Errorf("group %s runs as %v, want %s", g.Name, got, want)
+		}
+		n++
+	}
+	if n < 3 {
+		t.Fatalf("%d instance templates", n)
+	}
+
+	// The locals: each role's account is the variable or the one created
+	// for that role, never the other's.
+	iam := parseBodies(t, files[render.TerraformIAMPath])
+	for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+		var local *hclsyntax.Attribute
+		for _, b := range iam.Blocks {
+			if b.Type == "locals" {
+				local = b.Body.Attributes[render.ServiceAccountLocal(role)]
+			}
+		}
+		if local == nil {
+			t.Fatalf("no local %s", render.ServiceAccountLocal(role))
+		}
+		want := []string{render.TFServiceAccount + "." + role + ".email", "var." + render.ServiceAccountVariable(role), "var." + render.ServiceAccountVariable(role)}
+		slices.Sort(want)
+		if got := refs(local.Expr); !slices.Equal(got, want) {
+			t.Errorf("local %s reads %v, want %v", render.ServiceAccountLocal(role), got, want)
+		}
+	}
+
+	// Project-level grants, by account.
+	projectRoles := map[string][]string{}
+	for _, r := range m.byType(render.TFProjectIAMMember) {
+		role := memberRole(t, r)
+		a := r.Body.Attributes["role"]
+		if rs := refs(a.Expr); len(rs) > 0 {
+			if !slices.Equal(rs, []string{render.TFCustomRole + "." + render.RoleAutoscaler + ".name"}) {
+				t.Errorf("%s: role %v", r.Name, rs)
+			}
+			projectRoles[role] = append(projectRoles[role], "custom:autoscaler")
+			continue
+		}
+		projectRoles[role] = append(projectRoles[role], m.str(t, r, r.Body, "role"))
+	}
+	for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+		slices.Sort(projectRoles[role])
+	}
+	if want := []string{"roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[render.RoleNodes], want) {
+		t.Errorf("the nodes' account has project roles %v, want only %v", projectRoles[render.RoleNodes], want)
+	}
+	if want := []string{"custom:autoscaler", "roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[render.RoleAutoscaler], want) {
+		t.Errorf("the autoscaler's account has project roles %v, want %v", projectRoles[render.RoleAutoscaler], want)
+	}
+	for _, r := range projectRoles[render.RoleNodes] {
+		if !strings.HasPrefix(r, "roles/logging.") && !strings.HasPrefix(r, "roles/monitoring.") {
+			t.Errorf("the nodes' account has project role %s: neither logging nor monitoring", r)
+		}
+	}
+
+	// The custom role: exactly the documented list, compute only.
+	roles := m.byType(render.TFCustomRole)
+	if len(roles) != 1 {
+		t.Fatalf("%d custom roles", len(roles))
+	}
+	var perms []string
+	for _, v := range m.eval(t, roles[0], roles[0].Body, "permissions").AsValueSlice() {
+		perms = append(perms, v.AsString())
+	}
+	if !slices.Equal(perms, render.AutoscalerPermissions()) || !slices.IsSorted(perms) {
+		t.Errorf("custom role permissions %v, want %v", perms, render.AutoscalerPermissions())
+	}
+	for _, p := range []string{"compute.instanceGroupManagers.update", "compute.instanceTemplates.get", "compute.instances.get"} {
+		if !slices.Contains(perms, p) {
+			t.Errorf("custom role lacks %s", p)
+		}
+	}
+	for _, p := range perms {
+		if !strings.HasPrefix(p, "compute.") || strings.HasSuffix(p, ".setIamPolicy") || strings.HasSuffix(p, ".delete") {
+			t.Errorf("custom role permission %s is not a compute read or MIG update", p)
+		}
+	}
+
+	// The join secret: created without a value; grants on it only.
+	if len(m.byType("google_secret_manager_secret_version")) != 0 {
+		t.Error("the module holds a secret version")
+	}
+	secrets := m.byType(render.TFSecret)
+	if len(secrets) != 1 || m.str(t, secrets[0], secrets[0].Body, "secret_id") != src.Cluster.JoinToken.SecretManager.Secret {
+		t.Fatalf("secrets %v, want the join secret %s", secrets, src.Cluster.JoinToken.SecretManager.Secret)
+	}
+	if blocks(secrets[0].Body, "replication")[0].Body.Blocks[0].Type != "auto" {
+		t.Error("the join secret's replication is not automatic")
+	}
+	secretRoles := map[string][]string{}
+	for _, r := range m.byType(render.TFSecretIAMMember) {
+		want := []string{render.TFSecret + "." + render.TFJoinSecretName + ".secret_id"}
+		if got := refs(r.Body.Attributes["secret_id"].Expr); !slices.Equal(got, want) {
+			t.Errorf("%s grants on %v, not on the join secret", r.Name, got)
+		}
+		role := memberRole(t, r)
+		secretRoles[role] = append(secretRoles[role], m.str(t, r, r.Body, "role"))
+	}
+	if got := secretRoles[render.RoleNodes]; !slices.Equal(got, []string{render.JoinSecretReader}) {
+		t.Errorf("the nodes' account has %v on the join secret, want only %s", got, render.JoinSecretReader)
+	}
+	if got := slices.Sorted(slices.Values(secretRoles[render.RoleAutoscaler])); !slices.Equal(got, []string{render.JoinSecretReader, render.JoinSecretRenewer}) {
+		t.Errorf("the autoscaler's account has %v on the join secret", got)
+	}
+}
+
+// parseBodies parses one HCL file.
+func parseBodies(t *testing.T, b []byte) *hclsyntax.Body {
+	t.Helper()
+	f, diags := hclsyntax.ParseConfig(b, "x.tf", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return f.Body.(*hclsyntax.Body)
+}
+
+// TestTerraformBringYourOwn: with a variable set, nodegen creates no
+// account for that role and uses the given email; null creates one.
+func TestTerraformBringYourOwn(t *testing.T) {
+	_, files := srcSpec{}.mustRender(t)
+	m := parseModule(t, files)
+	for _, r := range m.byType(render.TFServiceAccount) {
+		for _, tc := range []struct {
+			v    cty.Value
+			want int64
+		}{{cty.NullVal(cty.String), 1}, {cty.StringVal("mine@p.iam.gserviceaccount.com"), 0}} {
+			m.vars[render.ServiceAccountVariable(r.Name)] = tc.v
+			got, _ := m.eval(t, r, r.Body, "count").AsBigFloat().Int64()
+			if got != tc.want {
+				t.Errorf("%s: count %d with var %s = %#v, want %d", r.Name, got, render.ServiceAccountVariable(r.Name), tc.v, tc.want)
+			}
+		}
+	}
+	iam := parseBodies(t, files[render.TerraformIAMPath])
+	for _, b := range iam.Blocks {
+		if b.Type != "locals" {
+			continue
+		}
+		for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+			email := role + "@mine.iam.gserviceaccount.com"
+			ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
+				"var":                   cty.ObjectVal(map[string]cty.Value{render.ServiceAccountVariable(role): cty.StringVal(email)}),
+				render.TFServiceAccount: cty.ObjectVal(map[string]cty.Value{role: cty.EmptyTupleVal}),
+			}}
+			v, diags := b.Body.Attributes[render.ServiceAccountLocal(role)].Expr.Value(ctx)
+			if diags.HasErrors() || v.AsString() != email {
+				t.Errorf("local %s with the variable set: %#v %s", render.ServiceAccountLocal(role), v, diags.Error())
+			}
+		}
+	}
+	if got := slices.Sorted(maps.Keys(m.vars)); !slices.Contains(got, render.ServiceAccountVariable(render.RoleNodes)) || slices.Contains(got, "service_account_email") {
+		t.Errorf("variables %v", got)
+	}
+}
+
+// TestTerraformJoinSecretModes: "iam" grants on the named secret without
+// creating it; "none" and a metadata-key token leave Secret Manager alone.
+func TestTerraformJoinSecretModes(t *testing.T) {
+	_, files := srcSpec{Secret: "my-token", Cluster: `joinToken: secretManager: terraform: "iam"`}.mustRender(t)
+	m := parseModule(t, files)
+	if len(m.byType(render.TFSecret)) != 0 {
+		t.Error(`"iam" creates the secret`)
+	}
+	grants := m.byType(render.TFSecretIAMMember)
+	if len(grants) != len(render.JoinSecretGrants) {
+		t.Fatalf("%d grants, want %d", len(grants), len(render.JoinSecretGrants))
+	}
+	for _, r := range grants {
+		if got := m.str(t, r, r.Body, "secret_id"); got != "my-token" {
+			t.Errorf("%s grants on %q, want my-token", r.Name, got)
+		}
+	}
+	for name, spec := range map[string]srcSpec{
+		"none":         {Cluster: `joinToken: secretManager: terraform: "none"`},
+		"metadata key": {MetadataKey: "kubeadm-join-token"},
+	} {
+		_, files := spec.mustRender(t)
+		if _, ok := files[render.TerraformJoinSecretPath]; ok {
+			t.Errorf("%s: %s rendered", name, render.TerraformJoinSecretPath)
+		}
+		for p, b := range files {
+			if strings.HasSuffix(p, ".tf") && strings.Contains(string(b), "google_secret_manager") {
+				t.Errorf("%s: %s mentions Secret Manager resources", name, p)
+			}
+		}
+	}
+}
+
+// TestServiceAccountAndRoleIDs: GCE's limits on account and role IDs hold
+// for any cluster name the schema allows.
+func TestServiceAccountAndRoleIDs(t *testing.T) {
+	for _, cluster := range []string{"a", "hybrid-ai", "a-cluster-name-of-twenty", strings.Repeat("x", 63), "x-" + strings.Repeat("y", 60)} {
+		for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+			id := render.ServiceAccountID(cluster, role)
+			if !saIDRE.MatchString(id) {
+				t.Errorf("ServiceAccountID(%q, %q) = %q", cluster, role, id)
+			}
+		}
+		if id := render.CustomRoleID(cluster); !roleIDRE.MatchString(id) {
+			t.Errorf("CustomRoleID(%q) = %q", cluster, id)
+		}
+	}
+	if render.ServiceAccountID(strings.Repeat("x", 40), "nodes") == render.ServiceAccountID(strings.Repeat("x", 41), "nodes") {
+		t.Error("two long cluster names share a service account ID")
+	}
+}
+
+var (
+	// GCE: account IDs are 6 to 30 characters, [a-z]([-a-z0-9]*[a-z0-9]).
+	saIDRE = regexp.MustCompile(`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`)
+	// IAM: custom role IDs are [a-zA-Z0-9_.]{3,64}.
+	roleIDRE = regexp.MustCompile(`^[a-zA-Z0-9_.]{3,64}$`)
+)

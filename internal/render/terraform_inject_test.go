@@ -1,0 +1,96 @@
+package render_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/verify"
+)
+
+// hclBlocks parses every .tf file of files with hclparse and returns, per
+// file, the blocks it declares at any depth as "type label label" paths
+// ("resource google_compute_instance_template gpu_t4/disk"), sorted, with
+// each block's attribute names. It fails the test when a file does not
+// parse.
+func hclBlocks(t testing.TB, files render.Files) map[string][]string {
+	t.Helper()
+	parser := hclparse.NewParser()
+	out := map[string][]string{}
+	for _, p := range files.Paths() {
+		if !strings.HasSuffix(p, ".tf") {
+			continue
+		}
+		f, diags := parser.ParseHCL(files[p], p)
+		if diags.HasErrors() {
+			t.Fatalf("%s does not parse: %s\n%s", p, diags.Error(), files[p])
+		}
+		var walk func(prefix string, b *hclsyntax.Body)
+		walk = func(prefix string, b *hclsyntax.Body) {
+			attrs := slices.Sorted(maps.Keys(b.Attributes))
+			out[p] = append(out[p], fmt.Sprintf("%s = %v", prefix, attrs))
+			for _, blk := range b.Blocks {
+				walk(prefix+"/"+strings.Join(append([]string{blk.Type}, blk.Labels...), " "), blk.Body)
+			}
+		}
+		walk("", f.Body.(*hclsyntax.Body))
+		slices.Sort(out[p])
+	}
+	return out
+}
+
+// TestTerraformDescriptionInjection: a node group's description is free
+// text. Written raw into a comment, a line break in it ended the comment
+// and the rest became live HCL of the user's module (here an IAM grant of
+// roles/owner). Whatever the description, the module's blocks and
+// attributes are those of a plain description, and the description is
+// still there for people to read.
+func TestTerraformDescriptionInjection(t *testing.T) {
+	_, plain := srcSpec{GPUDescription: "x"}.mustRender(t)
+	want := hclBlocks(t, plain)
+	payload := "GPU workers\n" +
+		"resource \"google_project_iam_member\" \"pwn\" {\n" +
+		"  project = \"acme-hybrid-ai\"\n" +
+		"  role    = \"roles/owner\"\n" +
+		"  member  = \"user:mallory@example.com\"\n" +
+		"}\n" +
+		"# "
+	for name, desc := range map[string]string{
+		"injected resource":     payload,
+		"CRLF":                  strings.ReplaceAll(payload, "\n", "\r\n"),
+		"bare CR":               strings.ReplaceAll(payload, "\n", "\r"),
+		"benign multi-line":     "Cloud T4 GPU burst workers\nfor the nightly training jobs",
+		"unicode line break":    "a\u2028resource \"x\" \"y\" {}\u2029b\u0085c",
+		"template and comments": "${file(\"/etc/passwd\")} %{ if true }x%{ endif } /* */ // # \"quoted\" \\",
+	} {
+		t.Run(name, func(t *testing.T) {
+			src, files := srcSpec{GPUDescription: desc}.mustRender(t)
+			got := hclBlocks(t, files)
+			for _, p := range slices.Sorted(maps.Keys(want)) {
+				if !slices.Equal(got[p], want[p]) {
+					t.Errorf("%s: blocks and attributes\n%s\nwant those of a plain description\n%s",
+						p, strings.Join(got[p], "\n"), strings.Join(want[p], "\n"))
+				}
+			}
+			for _, p := range files.Paths() {
+				if strings.HasSuffix(p, ".tf") && strings.Contains(string(files[p]), "roles/owner\"\n") {
+					t.Errorf("%s carries the injected grant as HCL:\n%s", p, files[p])
+				}
+			}
+			if err := verify.All(src, files); err != nil {
+				t.Errorf("gen's verification rejects the output: %v", err)
+			}
+			// The comment still says what the group is, in one line.
+			gp := render.TerraformGroupPath("gpu-t4")
+			if !strings.Contains(string(files[gp]), "# Node group gpu-t4 (gce: \"") {
+				t.Errorf("%s lost the group's description comment:\n%s", gp, files[gp])
+			}
+		})
+	}
+}

@@ -1,0 +1,55 @@
+package validate
+
+import (
+	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// joinToken checks the renewal of a Secret Manager join token: the period
+// must map onto a cron schedule, the TTL must outlast a renewal period plus
+// the longest provisioning time plus the margin, and the VMs must read the
+// latest version (a pinned version is never renewed).
+func (c *checker) joinToken() {
+	jt := c.src.Cluster.JoinToken
+	if jt.SecretManager == nil {
+		return
+	}
+	if v := jt.SecretManager.Version; v != "latest" {
+		c.at(sel("cluster", "joinToken", "secretManager", "version"),
+			"the renewer adds a new version every %s and deletes superseded tokens, so VMs reading version %s would get a deleted token; remove the field to read \"latest\"", jt.RenewEvery, v)
+	}
+	if len(c.broken.Groups) > 0 {
+		return // the provisioning times are not all known
+	}
+	r, err := c.src.Renewal()
+	if err != nil {
+		c.at(sel("cluster", "joinToken"), "%v", err)
+		return
+	}
+	if _, err := model.CronSchedule(r.Period); err != nil {
+		c.at(sel("cluster", "joinToken", "renewEvery"),
+			"renewEvery %s: %v; the renewer runs as a CronJob: use a divisor of an hour (e.g. \"10m\", \"15m\", \"30m\") or of a day (e.g. \"1h\", \"6h\", \"12h\", \"24h\")", jt.RenewEvery, err)
+		return
+	}
+	if r.TTL < r.MinTTL() {
+		from := "cluster.autoscaler.maxNodeProvisionTime"
+		if g := c.src.NodeGroups[r.ProvisionGroup]; g != nil && g.Autoscaling.MaxNodeProvisionTime != "" {
+			from = "node group " + r.ProvisionGroup + "'s maxNodeProvisionTime"
+		}
+		c.at(sel("cluster", "joinToken", "ttl"),
+			"ttl %s is shorter than renewEvery %s + the longest provisioning time %s (%s) + %s margin = %s: a VM that reads the token just before a renewal could find it expired before it joins; set ttl: %q or more, or renew more often",
+			model.FormatDuration(r.TTL), model.FormatDuration(r.Period), model.FormatDuration(r.Provision), from, model.FormatDuration(model.JoinTokenMargin),
+			model.FormatDuration(r.MinTTL()), model.FormatDuration(r.MinTTL()))
+	}
+}
+
+// Warnings returns what is valid but risky in a valid source: findings
+// that vet and gen print without failing.
+func Warnings(src *model.Source, pos Positioner) diag.List {
+	c := &checker{src: src, pos: pos}
+	if jt := src.Cluster.JoinToken; jt.SecretManager == nil && jt.MetadataKey != "" {
+		c.at(sel("cluster", "joinToken", "metadataKey"),
+			"warning: nodegen does not renew a token kept in project metadata: replace the value before the token expires (kubeadm token create gives 24h by default), or every VM created after that fails to join; use secretManager to have it renewed")
+	}
+	return c.list.Sorted()
+}

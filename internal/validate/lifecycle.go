@@ -1,0 +1,21 @@
+package validate
+
+import (
+	"time"
+
+	"github.com/nodegen/nodegen/internal/render"
+)
+
+// nodeLifecycle checks the node garbage collector's grace period: a Node
+// that is NotReady for less is more often rebooting than gone.
+func (c *checker) nodeLifecycle() {
+	p := sel("cluster", "nodeLifecycle", "notReadyGracePeriod")
+	v := c.src.Cluster.NodeLifecycle.NotReadyGracePeriod
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		c.at(p, "%q is not a duration: %v", v, err)
+	case d < render.MinNotReadyGracePeriod:
+		c.at(p, "%s is shorter than %s: a node that is not Ready for less is more often rebooting than gone, and its VM is looked up in the Compute API on every run", v, render.MinNotReadyGracePeriod)
+	}
+}
