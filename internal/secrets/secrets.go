@@ -50,14 +50,32 @@ type pattern struct {
 // isSep ends a word for the credential patterns.
 func isSep(c byte) bool { return strings.IndexByte(" \t\r\n\"'=,()[]<>", c) >= 0 }
 
-// userinfoBefore: an '@' at at has "name:secret" right before it.
+// notUserinfo are the words before a ':' that make "word:name@host" an
+// identity, not credentials: Google IAM members (user:alice@example.com,
+// serviceAccount:…, group:…, domain:…, deleted:…, principal:…) and mailto.
+var notUserinfo = map[string]bool{
+	"user": true, "serviceAccount": true, "group": true, "domain": true, "deleted": true,
+	"principal": true, "principalSet": true, "mailto": true,
+}
+
+// userinfoBefore: an '@' at at has "name:secret" right before it, and
+// name is not an IAM member type.
 func userinfoBefore(text string, at int) bool {
+	colon := -1
 	for k := at - 1; k >= 0 && at-k <= 256; k-- {
-		switch c := text[k]; {
-		case c == ':':
-			return k < at-1
-		case isSep(c) || c == '/' || c == '@':
-			return false
+		c := text[k]
+		if c == ':' && colon < 0 {
+			if k == at-1 {
+				return false
+			}
+			colon = k
+			continue
+		}
+		if isSep(c) || c == '/' || c == '@' || c == ':' {
+			return colon > k+1 && !notUserinfo[text[k+1:colon]]
+		}
+		if k == 0 {
+			return colon > 0 && !notUserinfo[text[:colon]]
 		}
 	}
 	return false
@@ -181,7 +199,9 @@ var patterns = []pattern{
 		// reference user:token@registry.example.com/image: a name, ':', a
 		// secret, '@' and a dotted host name. Limits: the host must contain
 		// a dot, so that "image:tag@sha256:..." (a tag and a digest) is not
-		// taken for credentials; user:secret@localhost passes.
+		// taken for credentials; user:secret@localhost passes, and so do
+		// IAM members (user:alice@example.com, serviceAccount:…) and
+		// mailto:, which have this shape but are identities.
 		class: "password before a host name",
 		re:    regexp.MustCompile(`(?:^|[\s"'=,(\[])[^\s/:@"'=,()\[\]]+:([^\s/:@"'=,()\[\]]+)@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?::[0-9]{1,5})?(?:[/\s"',)\]]|$)`),
 		group: 1,

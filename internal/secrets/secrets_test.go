@@ -96,6 +96,9 @@ func TestNoFalsePositives(t *testing.T) {
 		"3f2a9c1e0b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39", // a hex id without its field name
 		base64.StdEncoding.EncodeToString([]byte{0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}),
 		"nvidia.com/gpu.present=true",
+		`member  = "user:mallory@example.com"`,
+		`members = ["serviceAccount:k8s-nodes@acme-hybrid-ai.iam.gserviceaccount.com", "group:ops@example.com"]`,
+		"mailto:ops@example.com",
 		"kubeadm join 10.20.0.10:6443 --token \"${token}\" --discovery-token-ca-cert-hash sha256:8f3c1f3b2a6a1c4d9e0b7f6a5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d",
 	} {
 		if found := Find(text); len(found) > 0 {
