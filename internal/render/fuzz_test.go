@@ -72,10 +72,12 @@ func fuzzedSource(t *testing.T, example []byte, labels, taints, startupKey strin
 	if startupKey != "" {
 		g.StartupTaint = &model.Taint{Key: startupKey, Value: "true", Effect: "NoSchedule"}
 	}
-	if arm {
-		g.Arch = "arm64"
-	}
 	g.GPU.Count = []int{1, 2, 4}[int(gpus)%3]
+	if arm {
+		// The Arm GPU shape: A4X (NVIDIA Grace CPUs) with its 4 GB200s.
+		g.Arch, g.MachineType = "arm64", "a4x-highgpu-4g"
+		g.GPU = &model.GPU{Type: "nvidia-gb200", Count: 4}
+	}
 	src.Resolve()
 	return src, g, len(validate.Source(src, noPos{})) == 0
 }
@@ -98,7 +100,7 @@ var groupSeeds = []struct {
 	gpus                       uint8
 }{
 	{"example.com/pool=gpu-burst\nexample.com/location=cloud", "nvidia.com/gpu=present:NoSchedule", "", false, 0},
-	{"a=\nb.example.com/Z_z=Value.1\nkubernetes.io/arch=arm64", "t=:NoExecute\nexample.com/x=y:PreferNoSchedule", "example.com/gpu-warming", true, 2},
+	{"a=\nb.example.com/Z_z=Value.1", "t=:NoExecute\nexample.com/x=y:PreferNoSchedule", "example.com/gpu-warming", true, 2},
 	{"", "", "startup-taint.cluster-autoscaler.kubernetes.io/drivers", false, 1},
 	{"node.kubernetes.io/pool=a-b_c.d\nkubelet.kubernetes.io/y=z", "example.com/dedicated=gpu:NoSchedule\nexample.com/spot=:PreferNoSchedule", "ignore-taint.cluster-autoscaler.kubernetes.io/old", false, 0},
 }

@@ -46,13 +46,13 @@ func All(src *model.Source, files render.Files) error {
 	par.Do(len(cloud), func(i int) {
 		g := cloud[i]
 		if err := KubeEnv(g, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
-			groupErrs[i][0] = fmt.Errorf("%s: %w", render.KubeEnvPath(g.Name), err)
+			groupErrs[i][0] = &GroupError{Group: g.Name, Path: render.KubeEnvPath(g.Name), Err: err}
 		}
 		script, err := parseScript(files[render.StartupScriptPath(g.Name)])
 		if err != nil {
-			groupErrs[i][1] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
+			groupErrs[i][1] = &GroupError{Group: g.Name, Path: render.StartupScriptPath(g.Name), Err: err}
 		} else if err := joinConfiguration(src, g, script, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
-			groupErrs[i][2] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
+			groupErrs[i][2] = &GroupError{Group: g.Name, Path: render.StartupScriptPath(g.Name), Err: err}
 		}
 	})
 	var errs []error
@@ -70,6 +70,16 @@ func All(src *model.Source, files render.Files) error {
 	errs = append(errs, Terraform(files))
 	return errors.Join(errs...)
 }
+
+// GroupError is a node group's artifact that failed verification.
+type GroupError struct {
+	Group string // node group name
+	Path  string // artifact path under out/
+	Err   error
+}
+
+func (e *GroupError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *GroupError) Unwrap() error { return e.Err }
 
 // KubeEnv checks that a kube-env value fits in GCE metadata and that the
 // autoscaler reads from it exactly the group's labels and taints.
