@@ -156,7 +156,11 @@ func CompareWith(dir string, files render.Files, o Options) (Report, error) {
 	case !errors.Is(err, fs.ErrNotExist): // no parent: nothing to read
 		return Report{}, err
 	}
-	r, _, err := compareTree(dir, files, o.Force)
+	read := dir
+	if retired := sibling(dir, "old"); interruptedSwap(dir, retired) {
+		read = retired // the old tree, until the next Write moves it back
+	}
+	r, _, err := compareTree(read, files, o.Force)
 	return r, err
 }
 

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render"
 )
@@ -60,6 +58,11 @@ func WriteWith(dir string, files render.Files, o Options) (Report, error) {
 
 	staging := sibling(dir, "new")
 	retired := sibling(dir, "old")
+	if interruptedSwap(dir, retired) {
+		if err := os.Rename(retired, dir); err != nil {
+			return Report{}, fmt.Errorf("restoring %s from %s, left by an interrupted run: %w", dir, retired, err)
+		}
+	}
 	for _, p := range []string{staging, retired} {
 		if err := os.RemoveAll(p); err != nil {
 			return Report{}, fmt.Errorf("removing leftovers of an interrupted run: %w", err)
@@ -285,31 +288,54 @@ func writeFile(path string, content []byte, perm os.FileMode) error {
 	return f.Close()
 }
 
-// swap puts staging in dir's place. With dir present, one renameat2
-// RENAME_EXCHANGE swaps them atomically and the old tree ends up at
-// retired.
+// swap puts staging in dir's place. With dir present, one atomic exchange
+// (renameat2 RENAME_EXCHANGE on Linux, renamex_np RENAME_SWAP on macOS)
+// swaps them and the old tree ends up at retired. Where the system or the
+// file system has no exchange, two renames do it: dir to retired, then
+// staging to dir; a crash between them leaves no dir but the whole old tree
+// at retired, which Compare reads and the next Write moves back first, so
+// a reader still sees the old tree or the new one, never a mix.
 func swap(staging, dir, retired string) error {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return os.Rename(staging, dir)
 	}
-	if err := unix.Renameat2(unix.AT_FDCWD, staging, unix.AT_FDCWD, dir, unix.RENAME_EXCHANGE); err != nil {
+	err := exchange(staging, dir)
+	if err == nil {
+		return os.Rename(staging, retired)
+	}
+	if !errors.Is(err, errNoExchange) {
 		return fmt.Errorf("replacing %s: %w", dir, err)
 	}
-	return os.Rename(staging, retired)
-}
-
-// syncFS makes everything written to the file system holding dir durable
-// (syncfs(2)): one call for a whole tree of new files and directories.
-func syncFS(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
+	if err := os.Rename(dir, retired); err != nil {
+		return fmt.Errorf("replacing %s: %w", dir, err)
+	}
+	if err := failAt("mid-swap"); err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		return fmt.Errorf("syncing %s: %w", dir, err)
+	if err := os.Rename(staging, dir); err != nil {
+		if back := os.Rename(retired, dir); back != nil {
+			return fmt.Errorf("replacing %s: %w (and the old tree stays at %s: %v)", dir, err, retired, back)
+		}
+		return fmt.Errorf("replacing %s: %w", dir, err)
 	}
 	return nil
+}
+
+// errNoExchange says exchange cannot swap two paths atomically here.
+var errNoExchange = errors.New("no atomic exchange of two paths on this system")
+
+// exchange swaps two paths atomically, or returns errNoExchange. Tests
+// replace it to exercise the two-rename path.
+var exchange = exchangePaths
+
+// interruptedSwap reports where the tree of dir is after a two-rename swap
+// that died between its renames: no dir, and the old tree at retired.
+func interruptedSwap(dir, retired string) bool {
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	fi, err := os.Lstat(retired)
+	return err == nil && fi.IsDir()
 }
 
 func syncDir(dir string) error {
@@ -324,28 +350,25 @@ func syncDir(dir string) error {
 // lockPoll is how often a waiting run tries the lock again.
 const lockPoll = 20 * time.Millisecond
 
-// lock takes a flock on dir (a directory: no lock file is left behind),
+// lock takes a lock on dir (a directory: on Unix a flock on the directory
+// itself, so no lock file is left behind; on Windows a lock file in it),
 // exclusive for a writer, shared for a reader, and returns its release.
 // When another run holds it, it calls o.Waiting once and tries again
 // until o's timeout, then gives up with an error.
 func lock(dir string, exclusive bool, o Options) (func(), error) {
-	f, err := os.Open(dir)
+	f, err := openLock(dir)
 	if err != nil {
 		return nil, err
 	}
-	how := unix.LOCK_SH
-	if exclusive {
-		how = unix.LOCK_EX
-	}
 	deadline := time.Now().Add(o.timeout())
 	for waited := false; ; waited = true {
-		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
+		ok, err := tryLock(f, exclusive)
+		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("locking %s: %w", dir, err)
+		}
+		if ok {
+			break
 		}
 		if !waited && o.Waiting != nil {
 			o.Waiting(fmt.Sprintf("waiting for another nodegen run to finish with %s (giving up after %v)", dir, o.timeout()))
@@ -357,7 +380,7 @@ func lock(dir string, exclusive bool, o Options) (func(), error) {
 		time.Sleep(lockPoll)
 	}
 	return func() {
-		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		unlockFile(f)
 		f.Close()
 	}, nil
 }

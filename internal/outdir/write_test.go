@@ -443,3 +443,52 @@ func equalFiles(a, b render.Files) bool {
 	}
 	return true
 }
+
+// TestSwapWithoutExchange runs Write as it runs where there is no atomic
+// exchange of two paths (Windows, BSDs, macOS file systems without
+// RENAME_SWAP): two renames. A run that dies between them leaves no out/
+// but the old tree beside it; Compare reads that old tree, and the next
+// Write moves it back before anything else, so readers see the old tree
+// or the new one, never a mix, and a person's file in out/ survives.
+func TestSwapWithoutExchange(t *testing.T) {
+	exchange = func(a, b string) error { return errNoExchange }
+	t.Cleanup(func() { exchange = exchangePaths })
+	for _, c := range []struct {
+		stage string
+		want  render.Files
+	}{
+		{"", newRender},
+		{"before-swap", oldRender},
+		{"mid-swap", oldRender},
+		{"after-swap", newRender},
+	} {
+		t.Run("failpoint="+c.stage, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			mustWrite(t, dir, oldRender)
+			if err := os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte("mine\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c.stage != "" {
+				setFailPoint(t, failAtStage(c.stage))
+				if _, err := Write(dir, newRender); err == nil || !strings.Contains(err.Error(), "failpoint "+c.stage) {
+					t.Fatalf("Write: %v, want the failpoint's error", err)
+				}
+				FailPoint = nil
+			} else {
+				mustWrite(t, dir, newRender)
+			}
+			if c.stage == "mid-swap" {
+				if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("after a death between the renames out/ should be gone, got %v", err)
+				}
+			}
+			assertHolds(t, dir, c.want, "NOTES.md")
+
+			mustWrite(t, dir, newRender)
+			assertHolds(t, dir, newRender, "NOTES.md")
+			if l := leftovers(t, dir); len(l) > 0 {
+				t.Errorf("left behind: %q", l)
+			}
+		})
+	}
+}
