@@ -141,6 +141,7 @@ func (c *checker) cluster() {
 	c.joinToken()
 	c.endpoint(cl.ControlPlaneEndpoint)
 	c.nodeLifecycle()
+	c.capacity()
 
 	name := cl.Autoscaler.NodeGroup
 	g, ok := c.src.NodeGroups[name]
