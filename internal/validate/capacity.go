@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/explain"
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -20,7 +21,7 @@ var Expanders = []string{"least-waste", "random", "most-pods", "price", "priorit
 // the groups' priorities, and the cluster-wide caps against the groups.
 func (c *checker) capacity() {
 	a := &c.src.Cluster.Autoscaler
-	c.expanderChain()
+	chainOK := c.expanderChain()
 	prioritised := false
 	for _, g := range c.src.Groups() {
 		if g.Priority == nil {
@@ -30,13 +31,13 @@ func (c *checker) capacity() {
 		switch {
 		case !g.Autoscaled():
 			c.at(p, "node group %s is %s: the autoscaler never scales it, so a priority means nothing; set priority on gce groups only", g.Name, g.Kind)
-		case !a.UsesPriority():
+		case !a.UsesPriority() && chainOK:
 			c.at(p, "priority has no effect: cluster.autoscaler.expander %q has no priority expander; use e.g. %q", a.Expander, "priority,"+a.Expander)
 		default:
 			prioritised = true
 		}
 	}
-	if a.UsesPriority() && !prioritised && len(c.broken.Groups) == 0 {
+	if a.UsesPriority() && !prioritised && chainOK && len(c.broken.Groups) == 0 {
 		c.at(sel("cluster", "autoscaler", "expander"), "the priority expander needs priorities: set priority on the gce groups you prefer (a higher number wins; groups without one have priority 0)")
 	}
 	if a.Caps != nil && len(c.broken.Groups) == 0 {
@@ -47,11 +48,13 @@ func (c *checker) capacity() {
 // expanderChain checks the expander chain as the autoscaler's expander
 // factory does (expander/factory/expander_factory.go: Build): known names,
 // none twice, and nothing after "random", which always returns one option.
-func (c *checker) expanderChain() {
+// It reports whether the chain is valid.
+func (c *checker) expanderChain() bool {
 	a := &c.src.Cluster.Autoscaler
 	p := sel("cluster", "autoscaler", "expander")
 	seen := map[string]bool{}
 	names := a.Expanders()
+	before := len(c.list)
 	for i, n := range names {
 		switch {
 		case !slices.Contains(Expanders, n):
@@ -71,6 +74,7 @@ func (c *checker) expanderChain() {
 		}
 		seen[n] = true
 	}
+	return len(c.list) == before
 }
 
 // capResource is one cluster-wide cap: what a node of a group holds of it.
@@ -154,7 +158,7 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 			}
 		}
 		if strings.HasSuffix(res.what, " GPUs") && !used {
-			if !warnings {
+			if !warnings && c.gpusSettled() {
 				t := strings.TrimSuffix(res.what, " GPUs")
 				var types []string
 				for _, g := range c.src.Groups() {
@@ -191,8 +195,12 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 			}
 			others := floor - float64(g.MinNodes())*per
 			if want := float64(g.MaxNodes()) * per; want > max-others {
-				c.at(sel("nodeGroups", g.Name, "max"), "warning: node group %s can never reach its max (%d per zone × %d zone(s) = %d nodes, %s %s): cluster.autoscaler.caps leaves it at most %s %s (%s %d minus the other cloud groups' minimum %s, before on-prem and control-plane nodes)",
-					g.Name, g.Max, len(g.Zones), g.MaxNodes(), amount(want), res.what, amount(max-others), res.what, pathLabel(res.path), res.r.Max, amount(others))
+				size := fmt.Sprintf("%d nodes (%d per zone × %d zone(s))", g.MaxNodes(), g.Max, len(g.Zones))
+				if res.what != "Nodes" {
+					size += fmt.Sprintf(", %s %s", amount(want), res.what)
+				}
+				c.at(sel("nodeGroups", g.Name, "max"), "warning: node group %s can never reach its max of %s: %s %d leaves it at most %s %s once the other cloud groups are at their minimum (%s), before counting on-prem and control-plane nodes",
+					g.Name, size, capName(res.path), res.r.Max, amount(max-others), res.what, amount(others))
 			}
 		}
 	}
@@ -207,6 +215,14 @@ func maxPath(res capResource) []cue.Selector {
 }
 
 func pathLabel(p []cue.Selector) string { return p[len(p)-1].Unquoted() }
+
+// capName names a cap in a message: its path, with ".max" for a range.
+func capName(p []cue.Selector) string {
+	if pathLabel(p) == "maxNodesTotal" {
+		return pathString(p)
+	}
+	return pathString(p) + ".max"
+}
 
 // amount formats a count, with up to one decimal for memory.
 func amount(v float64) string {
@@ -235,4 +251,16 @@ func (c *checker) capacityWarnings() {
 	if a.Caps != nil {
 		c.caps(a.Caps, true)
 	}
+}
+
+// gpusSettled reports whether every cloud group's GPUs are valid for its
+// machine type: until they are, their own findings say what to fix, and a
+// cap naming a GPU type no group has may name the one they will have.
+func (c *checker) gpusSettled() bool {
+	for _, g := range c.src.Groups() {
+		if g.Cloud() && g.GPU != nil && gce.CheckGPU(g.MachineType, g.GPU.Type, g.GPU.Count) != nil {
+			return false
+		}
+	}
+	return true
 }
