@@ -418,3 +418,49 @@ func TestBalanceDefault(t *testing.T) {
 		t.Errorf("single-zone groups only: %v", got)
 	}
 }
+
+// chartDefaultsPath is the official cluster-autoscaler chart's values.yaml
+// (chart 9.59.0, verbatim): the chart has no values schema and Helm
+// ignores unknown keys silently.
+const chartDefaultsPath = "testdata/charts/cluster-autoscaler-9.59.0/values.yaml"
+
+// TestValuesKeysExistInChart checks every key path nodegen writes into
+// values.yaml against the chart's defaults, down to where the chart's
+// default is an empty map or a list (free-form: extraArgs, nodeSelector,
+// expanderPriorities, autoscalingGroups), for a source using every
+// capacity field.
+func TestValuesKeysExistInChart(t *testing.T) {
+	b, err := os.ReadFile(chartDefaultsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart map[string]any
+	if err := yaml.Unmarshal(b, &chart); err != nil {
+		t.Fatal(err)
+	}
+	_, files := renderCapacity(t, `expander: "priority,least-waste"
+		caps: {maxNodesTotal: 30, cores: max: 200, memoryGiB: max: 900, gpus: "nvidia-tesla-t4": max: 8}`, "priority: 30", "")
+	var ours map[string]any
+	if err := yaml.Unmarshal(files[render.AutoscalerValuesPath], &ours); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ours["expanderPriorities"]; !ok {
+		t.Fatal("the test's values have no expanderPriorities")
+	}
+	var walk func(path string, ours, chart map[string]any)
+	walk = func(path string, ours, chart map[string]any) {
+		for k, v := range ours {
+			def, ok := chart[k]
+			if !ok {
+				t.Errorf("values.yaml sets %s%s, which the chart does not have", path, k)
+				continue
+			}
+			sub, isMap := v.(map[string]any)
+			defMap, defIsMap := def.(map[string]any)
+			if isMap && defIsMap && len(defMap) > 0 && k != "extraArgs" {
+				walk(path+k+".", sub, defMap)
+			}
+		}
+	}
+	walk("", ours, chart)
+}
