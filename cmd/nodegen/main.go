@@ -20,6 +20,7 @@ import (
 	"runtime/debug"
 
 	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/source"
 )
 
 func main() {
@@ -32,5 +33,7 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(150)
 	}
+	// Stop a runaway evaluation with a message (NODEGEN_MAX_MEMORY_MIB).
+	source.EnforceMemoryLimit = true
 	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

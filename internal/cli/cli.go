@@ -161,6 +161,9 @@ func loadAndRenderLoaded(s *streams, dir string) (*source.Loaded, render.Files, 
 		return nil, nil, printFindings(s, list)
 	}
 	if err := verify.All(src, files); err != nil {
+		if list := validate.VerificationFailures(err, l); len(list) > 0 {
+			return nil, nil, printFindings(s, list)
+		}
 		return nil, nil, fmt.Errorf("internal error: a rendered artifact failed verification: %w", err)
 	}
 	return l, files, nil

@@ -31,7 +31,7 @@ type hook struct {
 // when the source or the output is touched, and its entry is a command
 // that passes on a clean tree and fails on a stale one.
 func TestPreCommitHooks(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(testsrc.Dir(), "..", ".pre-commit-hooks.yaml"))
+	b, err := os.ReadFile(filepath.Join(testsrc.RepoRoot(), ".pre-commit-hooks.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testsrc"
 )
 
@@ -21,13 +22,14 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"nodegen": func() {
 			setFailPoint(os.Getenv("NODEGEN_FAILPOINT"))
+			source.EnforceMemoryLimit = true // as cmd/nodegen does
 			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
 	})
 }
 
 // TestScript runs testdata/script/*.txtar. Each script starts in a work
-// directory holding a copy of the shipped example in nodegroups/ (unless
+// directory holding the tests' copy of the example (internal/testsrc) in nodegroups/ (unless
 // the script brings its own files there).
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
@@ -41,23 +43,7 @@ func TestScript(t *testing.T) {
 			if _, err := os.Stat(dst); err == nil {
 				return nil
 			}
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
-			}
-			entries, err := os.ReadDir(testsrc.Dir())
-			if err != nil {
-				return err
-			}
-			for _, e := range entries {
-				b, err := os.ReadFile(filepath.Join(testsrc.Dir(), e.Name()))
-				if err != nil {
-					return err
-				}
-				if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-					return err
-				}
-			}
-			return nil
+			return testsrc.CopyTo(dst)
 		},
 	})
 }

@@ -146,7 +146,7 @@ var n1Accelerators = []AcceleratorInfo{
 }
 
 // GPUs built into accelerator-optimized machine types. The machine types
-// and counts come from acceleratorMachines; the names, models, series and
+// and counts come from data/machine-types.json; the names, models, series and
 // vWS variants from cloud.google.com/compute/docs/gpus ("Overview" and the
 // per-series sections), read 2026-11-29 through its S3NS mirror (stamped
 // "Last updated 2026-08-26"). The -vws variants are the licence variants of
@@ -188,8 +188,9 @@ func buildAccelerators() map[string]AcceleratorInfo {
 		if a.Base == "" {
 			a.Base = a.Name
 		}
-		for _, s := range acceleratorMachines {
-			if s.GPUType != a.Base || s.GPUCount == 0 {
+		for _, g := range generatedMachineTypes {
+			s := machines[g.name]
+			if s.GPUType != a.Base || s.GPUCount == 0 || !s.AcceleratorOptimized() {
 				continue
 			}
 			a.MachineTypes = append(a.MachineTypes, s.Name)

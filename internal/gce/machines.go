@@ -1,7 +1,6 @@
 package gce
 
 import (
-	"math"
 	"strconv"
 	"strings"
 )
@@ -75,184 +74,61 @@ func lastSegment(s string) string {
 
 const gib = 1024 // MiB per GiB ("GB" in Compute Engine docs and the API's description field)
 
-// predefined is one class of predefined machine types whose memory is a
-// fixed amount per vCPU.
-type predefined struct {
-	prefix     string // machine type name up to the vCPU count, e.g. "n1-standard"
-	series     string
-	family     Family
-	gibPerVCPU float64
-	sizes      []int // vCPU counts that exist
-	suffix     string
+//go:generate go run ../../hack/gcedata -machine-types data/machine-types.json -zones data/zones.json -out zz_generated.go
+
+// generatedMachineType is one row of zz_generated.go, generated from
+// data/machine-types.json (the shape of `gcloud compute machine-types list
+// --format=json`; data/SOURCES.md says where each row comes from).
+type generatedMachineType struct {
+	name      string
+	vcpus     int  // guestCpus
+	memoryMiB int  // memoryMb
+	shared    bool // isSharedCpu
+	gpuType   string
+	gpuCount  int
 }
 
-// Predefined machine types whose memory follows a per-vCPU rule.
-//
-// Read 2026-11-29. Sources, in order of authority:
-//
-//   - Compute Engine API machineTypes.list output for zone europe-west1-b
-//     (guestCpus, memoryMb), captured around 2020 in a public repository: the
-//     e2, n1 and c2 entries below, n2 up to 80 vCPUs and n2d (except
-//     n2d-standard-80/96, past the part read) match it, including the
-//     rounding of n1-highcpu (0.9 GB per vCPU): 1843, 3686, 7373, 14746,
-//     29491, 58982, 88474 MiB — round(vCPUs × 921.6).
-//   - cloud.google.com/compute/docs/general-purpose-machines: only the page's
-//     opening could be read (it lists N4, N2, N2D, N1, C3, C3D, E2 and Tau T2D
-//     as general-purpose series — so C3 is general-purpose, not
-//     compute-optimized); its tables were not reachable.
-//   - Cyclenerd/google-cloud-pricing-cost-calculator build/gcp.yml (commit
-//     dac31281, 2026-08-20), a hand-kept table of cpu/ram per machine type:
-//     the only source here for n2-*-96/128, n2-highmem-128 (864 GB, not 1024),
-//     n4-* and t2d-*. UNCONFIRMED against a Google page.
-//   - GKE cluster-autoscaler machine-family table (Google LLC, 2026, public
-//     copy): confirms the c3 standard/highmem/highcpu shapes below.
-//
-// Not included: *-metal, c3d, c4*, n4a/n4d, m*, z3, h3, t2a, -lssd variants
-// other than c3-standard-*-lssd.
-var predefinedClasses = []predefined{
-	{prefix: "e2-standard", series: "e2", family: GeneralPurpose, gibPerVCPU: 4, sizes: []int{2, 4, 8, 16, 32}},
-	{prefix: "e2-highmem", series: "e2", family: GeneralPurpose, gibPerVCPU: 8, sizes: []int{2, 4, 8, 16}},
-	{prefix: "e2-highcpu", series: "e2", family: GeneralPurpose, gibPerVCPU: 1, sizes: []int{2, 4, 8, 16, 32}},
-
-	{prefix: "n1-standard", series: "n1", family: GeneralPurpose, gibPerVCPU: 3.75, sizes: []int{1, 2, 4, 8, 16, 32, 64, 96}},
-	{prefix: "n1-highmem", series: "n1", family: GeneralPurpose, gibPerVCPU: 6.5, sizes: []int{2, 4, 8, 16, 32, 64, 96}},
-	{prefix: "n1-highcpu", series: "n1", family: GeneralPurpose, gibPerVCPU: 0.9, sizes: []int{2, 4, 8, 16, 32, 64, 96}},
-
-	{prefix: "n2-standard", series: "n2", family: GeneralPurpose, gibPerVCPU: 4, sizes: []int{2, 4, 8, 16, 32, 48, 64, 80, 96, 128}},
-	{prefix: "n2-highmem", series: "n2", family: GeneralPurpose, gibPerVCPU: 8, sizes: []int{2, 4, 8, 16, 32, 48, 64, 80, 96}}, // 128: see machineExceptions
-	{prefix: "n2-highcpu", series: "n2", family: GeneralPurpose, gibPerVCPU: 1, sizes: []int{2, 4, 8, 16, 32, 48, 64, 80, 96}},
-
-	{prefix: "n2d-standard", series: "n2d", family: GeneralPurpose, gibPerVCPU: 4, sizes: []int{2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224}},
-	{prefix: "n2d-highmem", series: "n2d", family: GeneralPurpose, gibPerVCPU: 8, sizes: []int{2, 4, 8, 16, 32, 48, 64, 80, 96}},
-	{prefix: "n2d-highcpu", series: "n2d", family: GeneralPurpose, gibPerVCPU: 1, sizes: []int{2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224}},
-
-	// N4: UNCONFIRMED (secondary source only).
-	{prefix: "n4-standard", series: "n4", family: GeneralPurpose, gibPerVCPU: 4, sizes: []int{2, 4, 8, 16, 32, 48, 64, 80}},
-	{prefix: "n4-highmem", series: "n4", family: GeneralPurpose, gibPerVCPU: 8, sizes: []int{2, 4, 8, 16, 32, 48, 64, 80}},
-	{prefix: "n4-highcpu", series: "n4", family: GeneralPurpose, gibPerVCPU: 2, sizes: []int{2, 4, 8, 16, 32, 48, 64, 80}},
-
-	// Tau T2D: UNCONFIRMED (secondary source only).
-	{prefix: "t2d-standard", series: "t2d", family: GeneralPurpose, gibPerVCPU: 4, sizes: []int{1, 2, 4, 8, 16, 32, 48, 60}},
-
-	{prefix: "c2-standard", series: "c2", family: ComputeOptimized, gibPerVCPU: 4, sizes: []int{4, 8, 16, 30, 60}},
-
-	{prefix: "c3-standard", series: "c3", family: GeneralPurpose, gibPerVCPU: 4, sizes: []int{4, 8, 22, 44, 88, 176}},
-	{prefix: "c3-standard", series: "c3", family: GeneralPurpose, gibPerVCPU: 4, sizes: []int{4, 8, 22, 44, 88, 176}, suffix: "-lssd"},
-	{prefix: "c3-highmem", series: "c3", family: GeneralPurpose, gibPerVCPU: 8, sizes: []int{4, 8, 22, 44, 88, 176}},
-	{prefix: "c3-highcpu", series: "c3", family: GeneralPurpose, gibPerVCPU: 2, sizes: []int{4, 8, 22, 44, 88, 176}},
+// seriesFamily gives the machine family of the series that are not
+// general-purpose (cloud.google.com/compute/docs/machine-resource).
+var seriesFamily = map[string]Family{
+	"c2": ComputeOptimized, "c2d": ComputeOptimized, "h3": ComputeOptimized,
+	"a2": AcceleratorOptimized, "a3": AcceleratorOptimized, "a4": AcceleratorOptimized,
+	"a4x": AcceleratorOptimized, "g2": AcceleratorOptimized, "g4": AcceleratorOptimized,
 }
 
-// Machine types that follow no per-vCPU rule.
-//
-// Read 2026-11-29 from the same Compute Engine API machineTypes.list output
-// as predefinedClasses (e2 and N1 shared-core), and from the secondary
-// Cyclenerd table for n2-highmem-128 (864 GB; several other public sources
-// quote the API description "128 vCPUs, 864 GB RAM"; UNCONFIRMED against a
-// Google page).
-var machineExceptions = []MachineShape{
-	{Name: "e2-micro", Series: "e2", Family: GeneralPurpose, VCPUs: 2, MemoryMiB: 1024, SharedCore: true},
-	{Name: "e2-small", Series: "e2", Family: GeneralPurpose, VCPUs: 2, MemoryMiB: 2048, SharedCore: true},
-	{Name: "e2-medium", Series: "e2", Family: GeneralPurpose, VCPUs: 2, MemoryMiB: 4096, SharedCore: true},
-	{Name: "f1-micro", Series: "n1", Family: GeneralPurpose, VCPUs: 1, MemoryMiB: 614, SharedCore: true},
-	{Name: "g1-small", Series: "n1", Family: GeneralPurpose, VCPUs: 1, MemoryMiB: 1740, SharedCore: true},
-	{Name: "n2-highmem-128", Series: "n2", Family: GeneralPurpose, VCPUs: 128, MemoryMiB: 864 * gib},
+// fractionalGPU are the G4 shapes with part of one RTX PRO 6000 vGPU
+// (cloud.google.com/compute/docs/gpus, G4 table). The API lists them with
+// one accelerator, like g4-standard-48; nodegen counts no whole GPU.
+var fractionalGPU = map[string]string{
+	"g4-standard-6":  "1/8",
+	"g4-standard-12": "1/4",
+	"g4-standard-24": "1/2",
 }
-
-// Accelerator-optimized machine types: vCPUs, memory and built-in GPUs.
-//
-// Source: cloud.google.com/compute/docs/gpus ("GPU machine types"), read
-// 2026-11-29 through its S3NS mirror documentation.s3ns.fr/compute/docs/gpus
-// (stamped "Last updated 2026-08-26") stored in a public repository; the
-// search corpus returned only the opening of the cloud.google.com page itself
-// and of /accelerator-optimized-machines. Every row below is in that page's
-// tables. Cross-checked against the GKE cluster-autoscaler machine-family
-// table (Google LLC, 2026) and Cyclenerd build/gcp.yml: all agree, except
-// that the GKE table gives g2-standard-24 23 vCPUs (the GPU page and
-// Cyclenerd say 24; 24 is used).
-//
-// Note g2-standard-24 has 2 L4 GPUs and g2-standard-32 has 1.
-// G2 machine types also accept custom memory within a range; only the
-// default memory is recorded. -nolssd variants (GKE table only) are not
-// included.
-var acceleratorMachines = []MachineShape{
-	// A2 Standard, NVIDIA A100 40GB.
-	accel("a2-highgpu-1g", "a2", 12, 85, "nvidia-tesla-a100", 1),
-	accel("a2-highgpu-2g", "a2", 24, 170, "nvidia-tesla-a100", 2),
-	accel("a2-highgpu-4g", "a2", 48, 340, "nvidia-tesla-a100", 4),
-	accel("a2-highgpu-8g", "a2", 96, 680, "nvidia-tesla-a100", 8),
-	accel("a2-megagpu-16g", "a2", 96, 1360, "nvidia-tesla-a100", 16),
-	// A2 Ultra, NVIDIA A100 80GB.
-	accel("a2-ultragpu-1g", "a2", 12, 170, "nvidia-a100-80gb", 1),
-	accel("a2-ultragpu-2g", "a2", 24, 340, "nvidia-a100-80gb", 2),
-	accel("a2-ultragpu-4g", "a2", 48, 680, "nvidia-a100-80gb", 4),
-	accel("a2-ultragpu-8g", "a2", 96, 1360, "nvidia-a100-80gb", 8),
-	// A3 High and A3 Edge, NVIDIA H100 80GB.
-	accel("a3-highgpu-1g", "a3", 26, 234, "nvidia-h100-80gb", 1),
-	accel("a3-highgpu-2g", "a3", 52, 468, "nvidia-h100-80gb", 2),
-	accel("a3-highgpu-4g", "a3", 104, 936, "nvidia-h100-80gb", 4),
-	accel("a3-highgpu-8g", "a3", 208, 1872, "nvidia-h100-80gb", 8),
-	accel("a3-edgegpu-8g", "a3", 208, 1872, "nvidia-h100-80gb", 8),
-	// A3 Mega, NVIDIA H100 80GB Mega.
-	accel("a3-megagpu-8g", "a3", 208, 1872, "nvidia-h100-mega-80gb", 8),
-	// A3 Ultra, NVIDIA H200 141GB.
-	accel("a3-ultragpu-8g", "a3", 224, 2952, "nvidia-h200-141gb", 8),
-	// A4, NVIDIA B200.
-	accel("a4-highgpu-8g", "a4", 224, 3968, "nvidia-b200", 8),
-	// A4X, NVIDIA GB200 superchips (Arm: NVIDIA Grace CPUs).
-	accel("a4x-highgpu-4g", "a4x", 140, 884, "nvidia-gb200", 4),
-	// A4X Max, NVIDIA GB300 superchips; bare metal only.
-	bareMetal(accel("a4x-maxgpu-4g-metal", "a4x", 144, 960, "nvidia-gb300", 4)),
-	// G2, NVIDIA L4.
-	accel("g2-standard-4", "g2", 4, 16, "nvidia-l4", 1),
-	accel("g2-standard-8", "g2", 8, 32, "nvidia-l4", 1),
-	accel("g2-standard-12", "g2", 12, 48, "nvidia-l4", 1),
-	accel("g2-standard-16", "g2", 16, 64, "nvidia-l4", 1),
-	accel("g2-standard-24", "g2", 24, 96, "nvidia-l4", 2),
-	accel("g2-standard-32", "g2", 32, 128, "nvidia-l4", 1),
-	accel("g2-standard-48", "g2", 48, 192, "nvidia-l4", 4),
-	accel("g2-standard-96", "g2", 96, 384, "nvidia-l4", 8),
-	// G4, NVIDIA RTX PRO 6000. The three smallest have a fractional vGPU;
-	// the GKE table notes the API reports them with the same accelerator
-	// name and count (1) as g4-standard-48.
-	fractional(accel("g4-standard-6", "g4", 6, 22, "nvidia-rtx-pro-6000", 0), "1/8"),
-	fractional(accel("g4-standard-12", "g4", 12, 45, "nvidia-rtx-pro-6000", 0), "1/4"),
-	fractional(accel("g4-standard-24", "g4", 24, 90, "nvidia-rtx-pro-6000", 0), "1/2"),
-	accel("g4-standard-48", "g4", 48, 180, "nvidia-rtx-pro-6000", 1),
-	accel("g4-standard-96", "g4", 96, 360, "nvidia-rtx-pro-6000", 2),
-	accel("g4-standard-192", "g4", 192, 720, "nvidia-rtx-pro-6000", 4),
-	accel("g4-standard-384", "g4", 384, 1440, "nvidia-rtx-pro-6000", 8),
-}
-
-func accel(name, series string, vcpus, memGiB int, gpuType string, gpus int) MachineShape {
-	return MachineShape{
-		Name: name, Series: series, Family: AcceleratorOptimized,
-		VCPUs: vcpus, MemoryMiB: memGiB * gib,
-		GPUType: gpuType, GPUCount: gpus,
-	}
-}
-
-func fractional(m MachineShape, f string) MachineShape { m.GPUFraction = f; return m }
-
-func bareMetal(m MachineShape) MachineShape { m.BareMetal = true; return m }
 
 var machines = buildMachines()
 
 func buildMachines() map[string]MachineShape {
-	m := make(map[string]MachineShape)
-	for _, c := range predefinedClasses {
-		for _, n := range c.sizes {
-			name := c.prefix + "-" + strconv.Itoa(n) + c.suffix
-			m[name] = MachineShape{
-				Name: name, Series: c.series, Family: c.family,
-				VCPUs:     n,
-				MemoryMiB: int(math.Round(float64(n) * c.gibPerVCPU * gib)),
-			}
+	m := make(map[string]MachineShape, len(generatedMachineTypes))
+	for _, g := range generatedMachineTypes {
+		series, _, _ := strings.Cut(g.name, "-")
+		switch series {
+		case "f1", "g1":
+			series = "n1"
 		}
-	}
-	for _, list := range [][]MachineShape{machineExceptions, acceleratorMachines} {
-		for _, s := range list {
-			m[s.Name] = s
+		family, ok := seriesFamily[series]
+		if !ok {
+			family = GeneralPurpose
 		}
+		s := MachineShape{
+			Name: g.name, Series: series, Family: family,
+			VCPUs: g.vcpus, MemoryMiB: g.memoryMiB, SharedCore: g.shared,
+			GPUType: g.gpuType, GPUCount: g.gpuCount,
+			BareMetal: strings.HasSuffix(g.name, "-metal"),
+		}
+		if f, ok := fractionalGPU[g.name]; ok {
+			s.GPUFraction, s.GPUCount = f, 0
+		}
+		m[g.name] = s
 	}
 	return m
 }

@@ -42,7 +42,7 @@ var renewerSource = map[string]string{
 		renewEvery: "1h"
 	}
 	gcp: {project: "renew-project", region: "us-central1"}
-	autoscaler: {nodeGroup: "ca", maxNodeProvisionTime: "5m"}
+	autoscaler: {nodeGroup: "ca", maxNodeProvisionTime: "8m"}
 }
 `,
 	"groups.cue": `nodeGroups: ca: {

@@ -1,41 +1,45 @@
-// Package kubeadm holds the parts of kubeadm's v1beta4 JoinConfiguration
-// that nodegen writes, for strict decoding of what the join script produces.
-// The kubeadm API types live inside k8s.io/kubernetes, which is not meant to
-// be imported; these mirror its JSON field names.
+// Package kubeadm holds the parts of kubeadm's v1beta4 JoinConfiguration,
+// and of the kubelet configuration patch kubeadm applies, that nodegen
+// writes. nodegen renders the join from these types, and decodes what a
+// join script hands to kubeadm back into them, strictly.
+//
+// The kubeadm API types live inside k8s.io/kubernetes, which is not meant
+// to be imported; these mirror its JSON field names (kubeadm's
+// cmd/kubeadm/app/apis/kubeadm/v1beta4/types.go) for the fields nodegen
+// sets, and nothing more: a document with any other field does not decode.
 package kubeadm
 
 import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
 // APIVersion is the kubeadm configuration API nodegen writes.
 const APIVersion = "kubeadm.k8s.io/v1beta4"
 
+// JoinKind is the kind of a JoinConfiguration.
+const JoinKind = "JoinConfiguration"
+
 // JoinConfiguration is kubeadm's v1beta4 JoinConfiguration.
 type JoinConfiguration struct {
 	APIVersion       string                  `json:"apiVersion"`
 	Kind             string                  `json:"kind"`
-	DryRun           bool                    `json:"dryRun,omitempty"`
-	NodeRegistration NodeRegistrationOptions `json:"nodeRegistration"`
-	CACertPath       string                  `json:"caCertPath,omitempty"`
 	Discovery        Discovery               `json:"discovery"`
+	NodeRegistration NodeRegistrationOptions `json:"nodeRegistration"`
 	Patches          *Patches                `json:"patches,omitempty"`
 	Timeouts         *Timeouts               `json:"timeouts,omitempty"`
-	SkipPhases       []string                `json:"skipPhases,omitempty"`
 }
 
 // NodeRegistrationOptions is how the node registers.
 type NodeRegistrationOptions struct {
-	Name                  string         `json:"name,omitempty"`
-	CRISocket             string         `json:"criSocket,omitempty"`
-	Taints                []corev1.Taint `json:"taints"`
-	KubeletExtraArgs      []Arg          `json:"kubeletExtraArgs,omitempty"`
-	IgnorePreflightErrors []string       `json:"ignorePreflightErrors,omitempty"`
-	ImagePullPolicy       string         `json:"imagePullPolicy,omitempty"`
-	ImagePullSerial       *bool          `json:"imagePullSerial,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Taints are registered with the Node; an empty list (not nil) means
+	// none, where nil would give a control-plane node kubeadm's default.
+	Taints           []corev1.Taint `json:"taints"`
+	KubeletExtraArgs []Arg          `json:"kubeletExtraArgs,omitempty"`
 }
 
 // Arg is a kubelet flag without its dashes.
@@ -46,22 +50,14 @@ type Arg struct {
 
 // Discovery says how the node finds and trusts the control plane.
 type Discovery struct {
-	BootstrapToken    *BootstrapTokenDiscovery `json:"bootstrapToken,omitempty"`
-	File              *FileDiscovery           `json:"file,omitempty"`
-	TLSBootstrapToken string                   `json:"tlsBootstrapToken,omitempty"`
+	BootstrapToken *BootstrapTokenDiscovery `json:"bootstrapToken,omitempty"`
 }
 
 // BootstrapTokenDiscovery is token-based discovery.
 type BootstrapTokenDiscovery struct {
-	Token                    string   `json:"token"`
-	APIServerEndpoint        string   `json:"apiServerEndpoint,omitempty"`
-	CACertHashes             []string `json:"caCertHashes,omitempty"`
-	UnsafeSkipCAVerification bool     `json:"unsafeSkipCAVerification,omitempty"`
-}
-
-// FileDiscovery is kubeconfig-file discovery.
-type FileDiscovery struct {
-	KubeConfigPath string `json:"kubeConfigPath"`
+	Token             string   `json:"token"`
+	APIServerEndpoint string   `json:"apiServerEndpoint,omitempty"`
+	CACertHashes      []string `json:"caCertHashes,omitempty"`
 }
 
 // Patches points at kubeadm patch files.
@@ -69,15 +65,11 @@ type Patches struct {
 	Directory string `json:"directory,omitempty"`
 }
 
-// Timeouts are kubeadm's v1beta4 timeouts (durations as strings).
+// Timeouts are the kubeadm v1beta4 timeouts a join uses.
 type Timeouts struct {
-	ControlPlaneComponentHealthCheck string `json:"controlPlaneComponentHealthCheck,omitempty"`
-	KubeletHealthCheck               string `json:"kubeletHealthCheck,omitempty"`
-	KubernetesAPICall                string `json:"kubernetesAPICall,omitempty"`
-	EtcdAPICall                      string `json:"etcdAPICall,omitempty"`
-	TLSBootstrap                     string `json:"tlsBootstrap,omitempty"`
-	Discovery                        string `json:"discovery,omitempty"`
-	UpgradeManifests                 string `json:"upgradeManifests,omitempty"`
+	KubernetesAPICall *metav1.Duration `json:"kubernetesAPICall,omitempty"`
+	TLSBootstrap      *metav1.Duration `json:"tlsBootstrap,omitempty"`
+	Discovery         *metav1.Duration `json:"discovery,omitempty"`
 }
 
 // DecodeJoinConfiguration decodes data strictly (unknown and duplicate
@@ -87,8 +79,8 @@ func DecodeJoinConfiguration(data []byte) (*JoinConfiguration, error) {
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, err
 	}
-	if c.APIVersion != APIVersion || c.Kind != "JoinConfiguration" {
-		return nil, fmt.Errorf("got %s %s, want %s JoinConfiguration", c.APIVersion, c.Kind, APIVersion)
+	if c.APIVersion != APIVersion || c.Kind != JoinKind {
+		return nil, fmt.Errorf("got %s %s, want %s %s", c.APIVersion, c.Kind, APIVersion, JoinKind)
 	}
 	return &c, nil
 }
@@ -103,3 +95,21 @@ func (c *JoinConfiguration) ExtraArg(name string) (string, bool) {
 	}
 	return v, ok
 }
+
+// KubeletConfigurationPatch is the kubeadm patch (target
+// kubeletconfiguration, JSON merge patch) with the kubelet settings nodegen
+// sets: the fields of kubelet.config.k8s.io/v1beta1 KubeletConfiguration
+// it needs, each omitted when empty so the patch changes nothing else.
+type KubeletConfigurationPatch struct {
+	APIVersion     string            `json:"apiVersion"`
+	Kind           string            `json:"kind"`
+	KubeReserved   map[string]string `json:"kubeReserved,omitempty"`
+	SystemReserved map[string]string `json:"systemReserved,omitempty"`
+	EvictionHard   map[string]string `json:"evictionHard,omitempty"`
+}
+
+// KubeletAPIVersion and KubeletKind name the kubelet's configuration type.
+const (
+	KubeletAPIVersion = "kubelet.config.k8s.io/v1beta1"
+	KubeletKind       = "KubeletConfiguration"
+)

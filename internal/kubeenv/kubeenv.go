@@ -18,6 +18,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/yamlout"
 )
 
@@ -203,27 +204,18 @@ func ReadTemplate(data []byte) (*Template, error) {
 }
 
 // IsStartupTaint reports whether the autoscaler treats key as a startup
-// taint: a key with the startup-taint or (deprecated) ignore-taint prefix,
-// or one named with --startup-taint.
+// taint: model.IsStartupTaint, the one predicate nodegen has.
 func IsStartupTaint(key string, flagged ...string) bool {
-	if strings.HasPrefix(key, "startup-taint.cluster-autoscaler.kubernetes.io/") ||
-		strings.HasPrefix(key, "ignore-taint.cluster-autoscaler.kubernetes.io/") {
-		return true
-	}
-	for _, f := range flagged {
-		if f == key {
-			return true
-		}
-	}
-	return false
+	return model.IsStartupTaint(key, flagged...)
 }
 
-// SanitizedTaints returns the template taints without startup taints, as
-// the autoscaler's template node carries them.
+// SanitizedTaints returns the template taints the autoscaler keeps on its
+// template node: without startup, status, condition and its own taints
+// (model.SanitizedByAutoscaler, after utils/taints SanitizeTaints).
 func (t *Template) SanitizedTaints(flagged ...string) []Taint {
 	var out []Taint
 	for _, tt := range t.Taints {
-		if !IsStartupTaint(tt.Key, flagged...) {
+		if !model.SanitizedByAutoscaler(tt.Key, flagged...) {
 			out = append(out, tt)
 		}
 	}

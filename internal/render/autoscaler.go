@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -39,7 +38,7 @@ func ExtraStartupTaints(src *model.Source) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, g := range src.Groups() {
-		if !g.Cloud() || g.StartupTaint == nil || kubeenv.IsStartupTaint(g.StartupTaint.Key) || seen[g.StartupTaint.Key] {
+		if !g.Cloud() || g.StartupTaint == nil || model.IsStartupTaint(g.StartupTaint.Key) || seen[g.StartupTaint.Key] {
 			continue
 		}
 		seen[g.StartupTaint.Key] = true

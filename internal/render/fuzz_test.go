@@ -12,6 +12,8 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
 
+	"github.com/nodegen/nodegen/internal/agree"
+	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
@@ -70,10 +72,12 @@ func fuzzedSource(t *testing.T, example []byte, labels, taints, startupKey strin
 	if startupKey != "" {
 		g.StartupTaint = &model.Taint{Key: startupKey, Value: "true", Effect: "NoSchedule"}
 	}
-	if arm {
-		g.Arch = "arm64"
-	}
 	g.GPU.Count = []int{1, 2, 4}[int(gpus)%3]
+	if arm {
+		// The Arm GPU shape: A4X (NVIDIA Grace CPUs) with its 4 GB200s.
+		g.Arch, g.MachineType = "arm64", "a4x-highgpu-4g"
+		g.GPU = &model.GPU{Type: "nvidia-gb200", Count: 4}
+	}
 	src.Resolve()
 	return src, g, len(validate.Source(src, noPos{})) == 0
 }
@@ -96,7 +100,7 @@ var groupSeeds = []struct {
 	gpus                       uint8
 }{
 	{"example.com/pool=gpu-burst\nexample.com/location=cloud", "nvidia.com/gpu=present:NoSchedule", "", false, 0},
-	{"a=\nb.example.com/Z_z=Value.1\nkubernetes.io/arch=arm64", "t=:NoExecute\nexample.com/x=y:PreferNoSchedule", "example.com/gpu-warming", true, 2},
+	{"a=\nb.example.com/Z_z=Value.1", "t=:NoExecute\nexample.com/x=y:PreferNoSchedule", "example.com/gpu-warming", true, 2},
 	{"", "", "startup-taint.cluster-autoscaler.kubernetes.io/drivers", false, 1},
 	{"node.kubernetes.io/pool=a-b_c.d\nkubelet.kubernetes.io/y=z", "example.com/dedicated=gpu:NoSchedule\nexample.com/spot=:PreferNoSchedule", "ignore-taint.cluster-autoscaler.kubernetes.io/old", false, 0},
 }
@@ -210,9 +214,11 @@ func FuzzShellQuote(f *testing.F) {
 	})
 }
 
-// FuzzStartupScriptValues: for any group nodegen accepts, the values its
-// startup script assigns (as bash evaluates them) are the group's: the
-// node labels and the join taints, startup taint last.
+// FuzzStartupScriptValues: for any group nodegen accepts, the
+// JoinConfiguration its startup script writes (as bash fills it in for a
+// VM) decodes strictly and registers the group's node labels plus the
+// zone, region and instance-type labels, and its join taints, startup
+// taint last.
 func FuzzStartupScriptValues(f *testing.F) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		f.Skip("no bash")
@@ -228,28 +234,32 @@ func FuzzStartupScriptValues(f *testing.F) {
 		if err != nil {
 			t.Fatalf("valid group, StartupScript: %v", err)
 		}
-		// Run everything but the final call of main, then print the values.
+		// Run everything but the final call of main, then fill in the
+		// configuration.
 		body, ok := bytes.CutSuffix(script, []byte("main \"$@\"\n"))
 		if !ok {
 			t.Fatalf("the script does not end with main \"$@\"")
 		}
-		out := bashPrintf(t, string(body)+`printf '%s\0' "$NODE_GROUP" "$MACHINE_TYPE" "$NODE_LABELS" "${TAINTS[@]}"`)
-		got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-		want := []string{g.Name, g.MachineType, pairs(g.NodeLabels)}
-		for _, tt := range g.JoinTaints() {
-			want = append(want, tt.Key+"="+tt.Value+":"+tt.Effect)
+		const instance, zone, token = "vm-x7k2", "us-central1-b", "abcdef.0123456789abcdef"
+		out := bashPrintf(t, string(body)+"join_configuration "+instance+" "+zone+" "+token)
+		cfg, err := kubeadm.DecodeJoinConfiguration(out)
+		if err != nil {
+			t.Fatalf("the script writes a JoinConfiguration that does not decode: %v\n%s", err, out)
 		}
-		if !slices.Equal(got, want) {
-			t.Errorf("the script assigns %q, want %q", got, want)
+		j, err := agree.FromJoinConfiguration(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := maps.Clone(g.NodeLabels)
+		want[model.ZoneLabel], want[model.RegionLabel], want[model.InstanceTypeLabel] = zone, "us-central1", g.MachineType
+		if !maps.Equal(j.Labels, want) {
+			t.Errorf("the node registers labels %v, want %v", j.Labels, want)
+		}
+		if !slices.Equal(j.Taints, g.JoinTaints()) {
+			t.Errorf("the node registers taints %v, want %v", j.Taints, g.JoinTaints())
+		}
+		if j.Name != instance || j.ProviderID != "gce://"+src.Cluster.GCP.Project+"/"+zone+"/"+instance || cfg.Discovery.BootstrapToken.Token != token {
+			t.Errorf("name %q, provider-id %q, token %q", j.Name, j.ProviderID, cfg.Discovery.BootstrapToken.Token)
 		}
 	})
-}
-
-// pairs writes labels as the kubelet's --node-labels takes them, sorted.
-func pairs(m map[string]string) string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, k+"="+m[k])
-	}
-	return strings.Join(out, ",")
 }

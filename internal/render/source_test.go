@@ -156,7 +156,7 @@ func TestSourceSpecDefaults(t *testing.T) {
 		"GPUDescription":    {GPUDescription: marker},
 		"StaticDescription": {StaticDescription: marker},
 		"OnPremDescription": {OnPremDescription: marker},
-		"Image":             {Image: "projects/p/global/images/" + marker},
+		"Image":             {Image: "projects/acme-images/global/images/" + marker},
 		"TaintRemoverImage": {TaintRemoverImage: "example.com/" + marker + ":1"},
 		"LabelValue":        {LabelValue: marker},
 		"TaintValue":        {TaintValue: marker},

@@ -38,7 +38,7 @@ func TestYAMLMatchesLibrary(t *testing.T) {
 	if err := bench.Write(synthetic, 30); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"../../nodegroups", synthetic} {
+	for _, dir := range []string{"../testsrc/testdata/nodegroups", synthetic} {
 		l, err := source.Load(dir)
 		if err != nil {
 			t.Fatal(err)

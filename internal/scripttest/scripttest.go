@@ -16,6 +16,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/nodegen/nodegen/internal/render"
 )
 
 // VM is what the fake metadata server says about the VM and its project.
@@ -34,12 +37,38 @@ type VM struct {
 type Options struct {
 	// FailJoins makes the stub kubeadm fail its first N joins.
 	FailJoins int
-	// JoinAttempts overrides NODEGEN_JOIN_ATTEMPTS.
-	JoinAttempts int
+	// HangJoins makes the stub kubeadm hang (sleep) in its first N joins,
+	// after the failures, as kubeadm does when discovery cannot reach the
+	// control plane.
+	HangJoins int
 	// MetadataOutage makes the metadata server answer 503 to its first N requests.
 	MetadataOutage int
+	// Faults are injected into the fakes' answers, see Fault.
+	Faults []Fault
+	// Env sets NODEGEN_* settings of the script (deadline, delays,
+	// timeouts), e.g. "NODEGEN_JOIN_DEADLINE=10". Run sets
+	// NODEGEN_RETRY_DELAY=0 and NODEGEN_HTTP_RETRY_DELAY=0 unless given.
+	Env []string
 	// StateDir and KubernetesDir reuse directories of an earlier run (a reboot).
 	StateDir, KubernetesDir string
+}
+
+// Fault actions.
+const (
+	Drop = "drop" // close the connection without an answer (curl exit 52)
+	Hang = "hang" // answer only after Fault.Hang
+)
+
+// Fault changes the answers to the next Count requests whose path
+// contains Path (every request if Path is empty): Action Drop or Hang, or
+// else the HTTP Status. The first fault with requests left that matches
+// a request applies.
+type Fault struct {
+	Path   string
+	Count  int
+	Action string
+	Status int
+	Hang   time.Duration
 }
 
 // Result is what a run left behind.
@@ -53,6 +82,13 @@ type Result struct {
 	KubernetesDir string
 	// Requests lists the paths the fakes served, in order.
 	Requests []string
+	// JoinConfigMode is the octal permission of the join configuration
+	// file at the last join, as kubeadm saw it.
+	JoinConfigMode string
+	// NftRulesets are the rulesets given to nft, one per call.
+	NftRulesets []string
+	// Elapsed is the script's wall-clock run time.
+	Elapsed time.Duration
 }
 
 // fakes serves the metadata server and Secret Manager.
@@ -61,7 +97,20 @@ type fakes struct {
 	vm       VM
 	outage   int
 	mu       sync.Mutex
+	faults   []Fault
 	requests []string
+}
+
+// fault takes the fault that applies to path, if any.
+func (f *fakes) fault(path string) (Fault, bool) {
+	for i := range f.faults {
+		fl := &f.faults[i]
+		if fl.Count > 0 && strings.Contains(path, fl.Path) {
+			fl.Count--
+			return *fl, true
+		}
+	}
+	return Fault{}, false
 }
 
 const accessToken = "ya29.fake-access-token"
@@ -73,7 +122,27 @@ func (f *fakes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if outage {
 		f.outage--
 	}
+	fault, faulty := f.fault(r.URL.Path)
 	f.mu.Unlock()
+	if faulty {
+		switch fault.Action {
+		case Drop:
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		case Hang:
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(fault.Hang):
+			}
+		default:
+			http.Error(w, http.StatusText(fault.Status), fault.Status)
+			return
+		}
+	}
 	if strings.HasPrefix(r.URL.Path, "/computeMetadata/v1/") {
 		if r.Header.Get("Metadata-Flavor") != "Google" {
 			http.Error(w, "missing Metadata-Flavor: Google", http.StatusForbidden)
@@ -123,8 +192,10 @@ func (f *fakes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.NotFound(w, r)
 }
 
-// stubKubeadm records each call; join copies the --config file and the
-// patches directory it names, fails while a countdown lasts, and on
+// stubKubeadm records each call; join copies the --config file (and its
+// permissions) and the kubelet patch from the patches directory it names,
+// which must be the one nodegen renders (the script puts it under
+// NODEGEN_STATE_DIR); it fails, then hangs, while countdowns last, and on
 // success writes kubelet.conf as a real join would.
 const stubKubeadm = `#!/usr/bin/env bash
 set -euo pipefail
@@ -134,13 +205,21 @@ join)
 	[[ "$2" == --config ]] || { echo "stub kubeadm: want join --config FILE" >&2; exit 64; }
 	n=$(ls "${STUB_DIR}" | grep -c '^join-config-' || true)
 	cp "$3" "${STUB_DIR}/join-config-${n}.yaml"
-	dir=$(sed -n 's/^  directory: "\(.*\)"$/\1/p' "$3")
-	cp "${dir}/kubeletconfiguration+merge.yaml" "${STUB_DIR}/kubelet-patch.yaml"
+	stat -c %a "$3" >"${STUB_DIR}/join-config-mode"
+	dir=$(sed -n 's/^  directory: \(.*\)$/\1/p' "$3")
+	[[ "${dir}" == ` + "'" + render.PatchesDir + "'" + ` ]] || { echo "stub kubeadm: patches directory ${dir}" >&2; exit 64; }
+	cp "${NODEGEN_STATE_DIR}/patches/kubeletconfiguration+merge.yaml" "${STUB_DIR}/kubelet-patch.yaml"
 	left=$(cat "${STUB_DIR}/fail-joins")
 	if ((left > 0)); then
 		echo $((left - 1)) >"${STUB_DIR}/fail-joins"
 		echo "stub kubeadm: discovery timed out" >&2
 		exit 1
+	fi
+	left=$(cat "${STUB_DIR}/hang-joins")
+	if ((left > 0)); then
+		echo $((left - 1)) >"${STUB_DIR}/hang-joins"
+		echo "stub kubeadm: waiting for the control plane" >&2
+		exec sleep 3600
 	fi
 	mkdir -p "${NODEGEN_KUBERNETES_DIR}"
 	echo "kubeconfig" >"${NODEGEN_KUBERNETES_DIR}/kubelet.conf"
@@ -150,10 +229,20 @@ reset) ;;
 esac
 `
 
+// stubNft stands in for nft, which would change the test machine's own
+// firewall: it keeps the ruleset it is given, one file per call. The
+// netns tests run the real nft in namespaces of their own.
+const stubNft = `#!/usr/bin/env bash
+set -euo pipefail
+[[ "$*" == "-f -" ]] || { echo "stub nft: unexpected call: $*" >&2; exit 64; }
+n=$(ls "${STUB_DIR}" | grep -c '^nft-' || true)
+cat >"${STUB_DIR}/nft-${n}"
+`
+
 // Run runs script under bash as GCE would at boot, against fakes serving vm.
 func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	t.Helper()
-	f := &fakes{t: t, vm: vm, outage: opt.MetadataOutage}
+	f := &fakes{t: t, vm: vm, outage: opt.MetadataOutage, faults: append([]Fault(nil), opt.Faults...)}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 
@@ -165,11 +254,15 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(bin, "kubeadm"), []byte(stubKubeadm), 0o755); err != nil {
-		t.Fatal(err)
+	for name, body := range map[string]string{"kubeadm": stubKubeadm, "nft": stubNft} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(stub, "fail-joins"), []byte(fmt.Sprint(opt.FailJoins)), 0o644); err != nil {
-		t.Fatal(err)
+	for name, n := range map[string]int{"fail-joins": opt.FailJoins, "hang-joins": opt.HangJoins} {
+		if err := os.WriteFile(filepath.Join(stub, name), []byte(fmt.Sprint(n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	stateDir, kubeDir := opt.StateDir, opt.KubernetesDir
 	if stateDir == "" {
@@ -182,10 +275,6 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	if err := os.WriteFile(scriptPath, script, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	attempts := opt.JoinAttempts
-	if attempts == 0 {
-		attempts = 3
-	}
 	cmd := exec.Command("bash", scriptPath)
 	cmd.Env = []string{
 		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
@@ -196,13 +285,17 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 		"NODEGEN_KUBERNETES_DIR=" + kubeDir,
 		"NODEGEN_STATE_DIR=" + stateDir,
 		"NODEGEN_RETRY_DELAY=0",
-		fmt.Sprintf("NODEGEN_JOIN_ATTEMPTS=%d", attempts),
+		"NODEGEN_HTTP_RETRY_DELAY=0",
 	}
+	cmd.Env = append(cmd.Env, opt.Env...) // later entries win
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
+	// A hung script or a child it left behind must not hang the test.
+	cmd.WaitDelay = 10 * time.Second
+	start := time.Now()
 	err := cmd.Run()
-	res := Result{Stderr: stderr.String(), StateDir: stateDir, KubernetesDir: kubeDir}
+	res := Result{Stderr: stderr.String(), StateDir: stateDir, KubernetesDir: kubeDir, Elapsed: time.Since(start)}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
@@ -217,7 +310,17 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 		}
 		res.JoinConfigs = append(res.JoinConfigs, b)
 	}
+	for i := 0; ; i++ {
+		b, err := os.ReadFile(filepath.Join(stub, fmt.Sprintf("nft-%d", i)))
+		if err != nil {
+			break
+		}
+		res.NftRulesets = append(res.NftRulesets, string(b))
+	}
 	res.KubeletPatch, _ = os.ReadFile(filepath.Join(stub, "kubelet-patch.yaml"))
+	if mode, err := os.ReadFile(filepath.Join(stub, "join-config-mode")); err == nil {
+		res.JoinConfigMode = strings.TrimSpace(string(mode))
+	}
 	if calls, err := os.ReadFile(filepath.Join(stub, "calls")); err == nil {
 		res.KubeadmCalls = strings.Split(strings.TrimSpace(string(calls)), "\n")
 	}

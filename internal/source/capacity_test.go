@@ -53,8 +53,8 @@ func TestCapacityOverride(t *testing.T) {
 
 func TestCapacityOverrideInvalid(t *testing.T) {
 	for _, c := range []struct{ value, want string }{
-		{`{cpu: 4, memory: "15GB"}`, `cpu-burst.cue:18:53: nodeGroups."cpu-burst".capacity.memory: invalid value "15GB"`},
-		{`{cpu: 0, memory: "15Gi"}`, `cpu-burst.cue:18:42: nodeGroups."cpu-burst".capacity.cpu: invalid value 0`},
+		{`{cpu: 4, memory: "15GB"}`, `cpu-burst.cue:16:53: nodeGroups."cpu-burst".capacity.memory: invalid value "15GB"`},
+		{`{cpu: 0, memory: "15Gi"}`, `cpu-burst.cue:16:42: nodeGroups."cpu-burst".capacity.cpu: invalid value 0`},
 		{`{memory: "15Gi"}`, "capacity.cpu"},
 	} {
 		dir := copyExample(t, "cpu-burst.cue", `nodeGroups: "cpu-burst": capacity: `+c.value+"\n")

@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -24,6 +25,23 @@ func decode(v cue.Value, out any) error {
 		return fmt.Errorf("decode: need a non-nil pointer, got %T", out)
 	}
 	return decodeValue(v, rv.Elem())
+}
+
+// DecodeError is a value that does not fit its Go type (an integer beyond
+// 64 bits), with the value's path from the root of the source.
+type DecodeError struct {
+	Path []cue.Selector
+	Err  error
+}
+
+func (e *DecodeError) Error() string { return e.Err.Error() }
+
+// decodeErr wraps err with v's path, unless it already has one.
+func decodeErr(v cue.Value, err error) error {
+	if _, ok := err.(*DecodeError); ok {
+		return err
+	}
+	return &DecodeError{Path: v.Path().Selectors(), Err: err}
 }
 
 func decodeValue(v cue.Value, rv reflect.Value) error {
@@ -75,25 +93,28 @@ func decodeValue(v cue.Value, rv reflect.Value) error {
 	case reflect.String:
 		s, err := v.String()
 		if err != nil {
-			return err
+			return decodeErr(v, err)
 		}
 		rv.SetString(s)
 	case reflect.Int, reflect.Int64:
 		i, err := v.Int64()
 		if err != nil {
-			return err
+			if n, nerr := v.Int(nil); nerr == nil {
+				return decodeErr(v, fmt.Errorf("%s is out of range: at most %d", n, int64(math.MaxInt64)))
+			}
+			return decodeErr(v, err)
 		}
 		rv.SetInt(i)
 	case reflect.Float64:
 		f, err := v.Float64()
 		if err != nil {
-			return err
+			return decodeErr(v, err)
 		}
 		rv.SetFloat(f)
 	case reflect.Bool:
 		b, err := v.Bool()
 		if err != nil {
-			return err
+			return decodeErr(v, err)
 		}
 		rv.SetBool(b)
 	default:

@@ -10,9 +10,9 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// exampleDir is the shipped example (internal/testsrc imports this
-// package, so it cannot be used here).
-const exampleDir = "../../nodegroups"
+// exampleDir is the tests' copy of the example (internal/testsrc imports
+// this package, so it cannot be used here).
+const exampleDir = "../testsrc/testdata/nodegroups"
 
 // TestDecodeMatchesCUE checks that the loader's decoder gives exactly what
 // cue.Value.Decode gives, on the shipped example, a synthetic fleet, and a

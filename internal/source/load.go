@@ -109,23 +109,38 @@ func Open(dir string) (*Loaded, error) {
 
 	// Parse every file on its own, so that a syntax error in one file
 	// does not hide the others from the checks that read the syntax.
+	total := 0
 	for _, name := range files {
-		b, err := os.ReadFile(filepath.Join(absDir, name))
+		b, err := readSourceFile(filepath.Join(absDir, name), filepath.Join(dir, name), MaxFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("reading source: %w", err)
+		}
+		total += len(b)
+		if total > MaxSourceSize {
+			return nil, fmt.Errorf("reading source: the .cue files of %s hold more than %d bytes (nodegen's limit for a whole source); split the cluster into several sources", dir, MaxSourceSize)
+		}
+		if f, ok := checkText(filepath.Join(absDir, name), b); !ok {
+			l.Findings = append(l.Findings, f)
+			continue
 		}
 		f, err := parser.ParseFile(filepath.Join(absDir, name), b, parser.ParseComments)
 		if err != nil {
 			l.addErr(err)
 			continue
 		}
+		if big := checkStructSizes(f); len(big) > 0 {
+			l.Findings = append(l.Findings, big...)
+			continue
+		}
 		l.Syntax = append(l.Syntax, f)
 	}
+	l.packageClauses()
 	if len(l.Findings) > 0 {
 		l.Broken.All = true
 		return l, nil
 	}
 
+	defer guardMemory()()
 	ctx := cuecontext.New()
 	sch := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
 	if err := sch.Err(); err != nil {
@@ -160,6 +175,7 @@ func Open(dir string) (*Loaded, error) {
 		l.addUnknownFields()
 	}
 	l.decode()
+	l.anchorUnpositioned(absDir)
 	return l, nil
 }
 
@@ -169,7 +185,7 @@ func (l *Loaded) decode() {
 	src := l.Source
 	if len(l.Findings) == 0 {
 		if err := decode(l.Value, src); err != nil {
-			l.addErr(err)
+			l.addDecodeErr(err)
 			l.Broken.All = true
 			return
 		}
@@ -187,7 +203,10 @@ func (l *Loaded) decode() {
 			}
 			return false
 		}
-		if under("cluster") || decode(l.Value.LookupPath(cue.ParsePath("cluster")), &src.Cluster) != nil {
+		if under("cluster") {
+			l.Broken.Cluster = true
+		} else if err := decode(l.Value.LookupPath(cue.ParsePath("cluster")), &src.Cluster); err != nil {
+			l.addDecodeErr(err)
 			l.Broken.Cluster = true
 		}
 		iter, err := l.user.LookupPath(cue.ParsePath("nodeGroups")).Fields()
@@ -195,7 +214,12 @@ func (l *Loaded) decode() {
 			name := iter.Selector().Unquoted()
 			p := cue.MakePath(cue.Str("nodeGroups"), cue.Str(name))
 			g := &model.NodeGroup{}
-			if under(diag.Path("nodeGroups", name)) || decode(l.Value.LookupPath(p), g) != nil {
+			if under(diag.Path("nodeGroups", name)) {
+				l.Broken.Groups[name] = true
+				continue
+			}
+			if err := decode(l.Value.LookupPath(p), g); err != nil {
+				l.addDecodeErr(err)
 				l.Broken.Groups[name] = true
 				continue
 			}
@@ -263,4 +287,74 @@ func userPos(v cue.Value) token.Pos {
 func IsSourceError(err error) bool {
 	var l diag.List
 	return errors.As(err, &l)
+}
+
+// addDecodeErr reports a value that does not fit the model at its
+// position in the user's files.
+func (l *Loaded) addDecodeErr(err error) {
+	var de *DecodeError
+	if !errors.As(err, &de) {
+		l.addErr(err)
+		return
+	}
+	path := de.Path
+	if len(path) > 0 && path[0].String() == "#Source" {
+		path = path[1:]
+	}
+	labels := make([]string, len(path))
+	for i, s := range path {
+		labels[i] = s.String()
+	}
+	l.Findings = append(l.Findings, diag.Finding{Pos: l.Pos(path...), Path: strings.Join(labels, "."), Msg: de.Err.Error()})
+}
+
+// packageClauses reports files whose package clause differs from the
+// first file's: CUE loads a directory's files as one package only.
+func (l *Loaded) packageClauses() {
+	var first *ast.File
+	for _, f := range l.Syntax {
+		if first == nil {
+			first = f
+			continue
+		}
+		if f.PackageName() == first.PackageName() {
+			continue
+		}
+		pos := f.Pos()
+		for _, d := range f.Decls {
+			if p, ok := d.(*ast.Package); ok {
+				pos = p.Pos()
+			}
+		}
+		want := "no package clause"
+		if first.PackageName() != "" {
+			want = fmt.Sprintf("package %s", first.PackageName())
+		}
+		got := "no package clause"
+		if f.PackageName() != "" {
+			got = fmt.Sprintf("package %s", f.PackageName())
+		}
+		l.Findings = append(l.Findings, diag.Finding{Pos: pos, Msg: fmt.Sprintf("%s, but %s has %s: every file of a source must have the same package clause (nodegen sources need none)", got, filepath.Base(first.Filename), want)})
+	}
+}
+
+// anchorUnpositioned gives a finding that has no place in the user's files
+// (a required top-level field that no file writes) the start of the
+// source's first file, so that every finding reads file:line:col.
+func (l *Loaded) anchorUnpositioned(absDir string) {
+	if len(l.Files) == 0 {
+		return
+	}
+	var start token.Pos
+	for i, f := range l.Findings {
+		if f.Pos.IsValid() || f.Path == "" {
+			continue
+		}
+		if !start.IsValid() {
+			tf := token.NewFile(filepath.Join(absDir, l.Files[0]), -1, 1)
+			start = tf.Pos(0, token.NoRelPos)
+		}
+		l.Findings[i].Pos = start
+		l.Findings[i].Msg += "; add it to a file of the source"
+	}
 }

@@ -1,7 +1,12 @@
-// Package testsrc loads the shipped example source for tests.
+// Package testsrc gives tests their own copy of the example source, so
+// that no test depends on what a user has made of nodegroups/ (the
+// directory users fork and edit). Only the golden test of the shipped
+// example (internal/cli/golden_test.go) reads nodegroups/, through
+// ShippedDir.
 package testsrc
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -11,14 +16,75 @@ import (
 	"github.com/nodegen/nodegen/internal/source"
 )
 
-// Dir returns the repository's nodegroups directory.
-func Dir() string {
+// here is this package's directory.
+func here() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "nodegroups")
+	return filepath.Dir(file)
+}
+
+// Dir returns the tests' copy of the example source,
+// internal/testsrc/testdata/nodegroups: four groups (autoscaler, cpu-burst,
+// gpu-t4, onprem-gpu) and the cluster. Tests may rely on its content; it
+// changes only with the tests that rely on it.
+func Dir() string { return filepath.Join(here(), "testdata", "nodegroups") }
+
+// RepoRoot returns the repository's root directory.
+func RepoRoot() string { return filepath.Join(here(), "..", "..") }
+
+// ShippedDir returns the repository's nodegroups/ directory. Only the
+// golden test of the shipped example may use it.
+func ShippedDir() string { return filepath.Join(RepoRoot(), "nodegroups") }
+
+// Copy copies the tests' example source into a new temporary directory
+// named nodegroups and applies edits: file name → new content, or "" to
+// remove the file. It returns the directory.
+func Copy(t testing.TB, edits map[string]string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "nodegroups")
+	if err := CopyTo(dst); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range edits {
+		p := filepath.Join(dst, name)
+		if content == "" {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// CopyTo copies the tests' example source into dst, creating it.
+func CopyTo(dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(Dir())
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(Dir(), e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Example loads, validates nothing more than the loader does, and renders
-// the shipped example.
+// the tests' copy of the example.
 func Example(t testing.TB) (*model.Source, render.Files) {
 	t.Helper()
 	l, err := source.Load(Dir())

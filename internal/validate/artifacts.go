@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"errors"
+
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
@@ -24,6 +26,26 @@ func Artifacts(src *model.Source, files render.Files, pos Positioner) diag.List 
 					a.what, n, verify.MetadataValueLimit)
 			}
 		}
+	}
+	return c.list.Sorted()
+}
+
+// VerificationFailures turns a verification failure of node groups'
+// artifacts (verify.GroupError) into findings at each group's position,
+// so that a gap in validation still points at the source. It returns nil
+// unless every failure belongs to a group.
+func VerificationFailures(err error, pos Positioner) diag.List {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	c := &checker{pos: pos}
+	for _, e := range errs {
+		var ge *verify.GroupError
+		if !errors.As(e, &ge) {
+			return nil
+		}
+		c.atKey(sel("nodeGroups", ge.Group), "the group's %s would be misread by its consumer: %v; nodegen's validation should have caught this: please report it", ge.Path, ge.Err)
 	}
 	return c.list.Sorted()
 }

@@ -83,6 +83,7 @@ func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
 	c := &checker{src: src, pos: pos, broken: broken}
 	if !broken.Cluster {
 		c.cluster()
+		c.region()
 	}
 	for _, g := range src.Groups() {
 		c.group(g)
@@ -141,6 +142,7 @@ func (c *checker) cluster() {
 	c.joinToken()
 	c.endpoint(cl.ControlPlaneEndpoint)
 	c.nodeLifecycle()
+	c.containerImage(sel("cluster", "taintRemover", "image"), cl.TaintRemover.Image)
 	c.capacity()
 
 	name := cl.Autoscaler.NodeGroup
@@ -163,6 +165,8 @@ func (c *checker) cluster() {
 		c.at(p, "node group %q has size 0: the autoscaler would never run", name)
 	case len(g.Taints) == 0:
 		c.at(p, "node group %q has no taint; taint it so that no other pod lands on the autoscaler's node", name)
+	case !keepsPodsOff(g.Taints):
+		c.at(sel("nodeGroups", name, "taints"), "the autoscaler's node group %q has only PreferNoSchedule taints, which do not keep other pods off its node (the scheduler only prefers other nodes); use effect NoSchedule or NoExecute", name)
 	}
 }
 
@@ -178,7 +182,9 @@ func (c *checker) endpoint(ep string) {
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		c.at(p, "port %s is not between 1 and 65535", port)
 	}
-	if net.ParseIP(host) == nil {
+	if net.ParseIP(host) == nil && strings.Trim(host, "0123456789.") == "" {
+		c.at(p, "host %q is made of digits and dots but is not an IPv4 address (four numbers from 0 to 255)", host)
+	} else if net.ParseIP(host) == nil {
 		if msgs := validation.IsDNS1123Subdomain(host); len(msgs) > 0 {
 			c.at(p, "host %q is neither an IP address nor a DNS name: %s", host, strings.Join(msgs, "; "))
 		}
@@ -200,8 +206,8 @@ func (c *checker) group(g *model.NodeGroup) {
 			keys[t.Key] = i
 		}
 		switch fix, near := nearMissStartupPrefix(t.Key); {
-		case strings.HasPrefix(t.Key, model.StartupTaintPrefix):
-			c.at(join(p, "key"), "taint %q has the autoscaler's startup-taint prefix; declare it as startupTaint instead", t.Key)
+		case model.RegularTaintProblem(t.Key) != "":
+			c.at(join(p, "key"), "%s", model.RegularTaintProblem(t.Key))
 		case near:
 			c.at(join(p, "key"), "taint %q looks like a startup taint with a misspelt prefix; did you mean startupTaint: {key: %q}?", t.Key, fix)
 		}
@@ -209,6 +215,7 @@ func (c *checker) group(g *model.NodeGroup) {
 	if g.Cloud() {
 		c.cloudGroup(g, base, keys)
 	}
+	c.reality(g, base)
 }
 
 // kubeEnvSeparators are the characters kube-env splits its variables,
@@ -223,9 +230,12 @@ func (c *checker) label(p []cue.Selector, k, v string) {
 	if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
 		c.at(p, "label value %q: %s%s", v, strings.Join(msgs, "; "), kubeEnvNote(v))
 	}
-	switch k {
-	case model.GroupLabel, model.GPULabel, model.ZoneLabel, model.RegionLabel, model.InstanceTypeLabel:
+	if model.DerivedLabel(k) {
 		c.atKey(p, "label %q is set by nodegen; remove it", k)
+		return
+	}
+	if msg := model.LabelProblem(k); msg != "" {
+		c.atKey(p, "%s", msg)
 		return
 	}
 	if isKubernetesLabel(k) && !kubeletapis.IsKubeletLabel(k) {
@@ -300,13 +310,16 @@ func (c *checker) cloudGroup(g *model.NodeGroup, base []cue.Selector, taintKeys 
 	}
 	c.gpu(g, base)
 	c.kubelet(g, base)
+	c.joinDeadline(g, base)
 	if st := g.StartupTaint; st != nil {
 		p := join(base, "startupTaint")
 		c.taint(p, *st)
 		if _, dup := taintKeys[st.Key]; dup {
 			c.at(join(p, "key"), "startup taint %q is also a regular taint of the group; the remover would delete a taint the group must keep", st.Key)
 		}
-		if fix, ok := nearMissStartupPrefix(st.Key); ok {
+		if msg := model.StartupTaintProblem(st.Key); msg != "" {
+			c.at(join(p, "key"), "%s", msg)
+		} else if fix, ok := nearMissStartupPrefix(st.Key); ok {
 			c.at(join(p, "key"), "the autoscaler would not treat %q as a startup taint; did you mean %q?", st.Key, fix)
 		}
 		if st.Effect == "PreferNoSchedule" {
@@ -323,9 +336,15 @@ func (c *checker) cloudGroup(g *model.NodeGroup, base []cue.Selector, taintKeys 
 func (c *checker) names(g *model.NodeGroup, base []cue.Selector) {
 	cl := &c.src.Cluster
 	region := cl.GCP.Region
+	_, known := gce.RegionZones(region) // an unknown region is reported at cluster.gcp.region
 	for i, z := range g.Zones {
+		if !known {
+			break
+		}
 		if gce.ZoneRegion(z) != region {
 			c.at(join(base, "zones", i), "zone %s is not in region %s", z, region)
+		} else {
+			c.zoneExists(join(base, "zones", i), z)
 		}
 	}
 	// GCE names: MIG <cluster>-<group>-<zone> ≤ 63; base instance name ≤ 58;
@@ -372,8 +391,7 @@ func (c *checker) gpu(g *model.NodeGroup, base []cue.Selector) {
 	case err == nil:
 		return
 	case errors.Is(err, gce.ErrUnknownMachineType):
-		c.at(join(base, "machineType"), "unknown machine type %q for a GPU group: GPUs attach to N1 machine types (e.g. n1-standard-8) or come with accelerator-optimized ones (A2, A3, A4, G2, G4)", g.MachineType)
-		return
+		return // reported by machine()
 	}
 	// When another count would do on this machine type, the count is wrong;
 	// otherwise the type does not fit the machine.
@@ -481,7 +499,7 @@ func (c *checker) startupTaintFlags() {
 // the autoscaler's startup-taint prefix, and the corrected key.
 func nearMissStartupPrefix(key string) (string, bool) {
 	prefix, name, ok := strings.Cut(key, "/")
-	if !ok || kubeenv.IsStartupTaint(key) || strings.HasPrefix(prefix, "status-taint.") {
+	if !ok || model.ClassifyTaint(key) != model.TaintPlain || strings.HasPrefix(prefix, "status-taint.") {
 		return "", false
 	}
 	want := strings.TrimSuffix(model.StartupTaintPrefix, "/")

@@ -42,19 +42,22 @@ func All(src *model.Source, files render.Files) error {
 		}
 	}
 	flagged := render.ExtraStartupTaints(src)
-	groupErrs := make([][2]error, len(cloud))
+	groupErrs := make([][3]error, len(cloud))
 	par.Do(len(cloud), func(i int) {
 		g := cloud[i]
 		if err := KubeEnv(g, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
-			groupErrs[i][0] = fmt.Errorf("%s: %w", render.KubeEnvPath(g.Name), err)
+			groupErrs[i][0] = &GroupError{Group: g.Name, Path: render.KubeEnvPath(g.Name), Err: err}
 		}
-		if err := Script(files[render.StartupScriptPath(g.Name)]); err != nil {
-			groupErrs[i][1] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
+		script, err := parseScript(files[render.StartupScriptPath(g.Name)])
+		if err != nil {
+			groupErrs[i][1] = &GroupError{Group: g.Name, Path: render.StartupScriptPath(g.Name), Err: err}
+		} else if err := joinConfiguration(src, g, script, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
+			groupErrs[i][2] = &GroupError{Group: g.Name, Path: render.StartupScriptPath(g.Name), Err: err}
 		}
 	})
 	var errs []error
 	for _, e := range groupErrs {
-		errs = append(errs, e[0], e[1])
+		errs = append(errs, e[0], e[1], e[2])
 	}
 	for _, p := range []string{render.TaintRemoverPath, render.NodeLifecyclePath, render.JoinTokenRenewerPath, render.PriorityExpanderPath} {
 		if files[p] == nil && p == render.JoinTokenRenewerPath && !render.RendersJoinTokenRenewer(src) {
@@ -70,6 +73,16 @@ func All(src *model.Source, files render.Files) error {
 	errs = append(errs, Terraform(files))
 	return errors.Join(errs...)
 }
+
+// GroupError is a node group's artifact that failed verification.
+type GroupError struct {
+	Group string // node group name
+	Path  string // artifact path under out/
+	Err   error
+}
+
+func (e *GroupError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *GroupError) Unwrap() error { return e.Err }
 
 // KubeEnv checks that a kube-env value fits in GCE metadata and that the
 // autoscaler reads from it exactly the group's labels and taints.
@@ -98,11 +111,16 @@ func KubeEnv(g *model.NodeGroup, data []byte, flagged []string) error {
 
 // Script checks that a startup script parses as bash and fits in GCE metadata.
 func Script(data []byte) error {
-	if len(data) > MetadataValueLimit {
-		return fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), MetadataValueLimit)
-	}
-	_, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(data), "")
+	_, err := parseScript(data)
 	return err
+}
+
+// parseScript is Script, returning the parsed script.
+func parseScript(data []byte) (*syntax.File, error) {
+	if len(data) > MetadataValueLimit {
+		return nil, fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), MetadataValueLimit)
+	}
+	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(data), "")
 }
 
 // DecodeObjects splits a YAML stream into documents and decodes each one

@@ -3,44 +3,178 @@
 #
 # Startup script of node group autoscaler in cluster hybrid-ai: joins this
 # VM to the cluster with kubeadm, registering the group's labels and taints
-# (the same ones its kube-env declares to the Cluster Autoscaler).
-# GCE runs it at every boot; it joins once and does nothing afterwards.
+# (the same ones its kube-env declares to the Cluster Autoscaler). GCE runs
+# it at every boot; it joins once, and on later boots only logs that this
+# node is already joined.
+#
+# nodegen rendered the JoinConfiguration below whole; only this VM's name,
+# its zone and the join token are substituted here, each after a strict
+# check of its syntax.
+#
+# Deadline: the autoscaler deletes a VM that has not registered a Node
+# within the group's maxNodeProvisionTime (15m0s). This script gives up,
+# with an ERROR line, 11m0s after it starts: that time less 3m0s for the VM
+# to boot before the script runs and 1m0s for the Node to register after
+# kubeadm join returns. Every network call is retried within that time.
+#
+# Logs: every line is "nodegen-join[autoscaler]: ...", on stderr; a failure ends
+# with exactly one "nodegen-join[autoscaler]: ERROR ..." line and exit 1. The
+# guest agent's google-startup-scripts.service copies the output to the
+# journal and to the serial console (StandardOutput=journal+console in
+# GoogleCloudPlatform/guest-agent), each line prefixed "startup-script:".
 set -euo pipefail
+umask 077
 
 # What nodegen rendered from the source.
 readonly NODE_GROUP='autoscaler'
 readonly API_SERVER_ENDPOINT='10.20.0.10:6443'
-readonly CA_CERT_HASHES=('sha256:8f3c1f3b2a6a1c4d9e0b7f6a5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d')
 readonly PROJECT_ID='acme-hybrid-ai'
 readonly REGION='us-central1'
-readonly MACHINE_TYPE='e2-standard-2'
-# Labels without the zone, region and instance-type labels added at boot.
-readonly NODE_LABELS='example.com/role=cluster-autoscaler,nodegen.dev/node-group=autoscaler'
-# key=value:Effect, the startup taint last.
-readonly TAINTS=('example.com/dedicated=cluster-autoscaler:NoSchedule')
 readonly TOKEN_SECRET='kubeadm-join-token'
 readonly TOKEN_SECRET_VERSION='latest'
+# Seconds from the script's start to giving up: maxNodeProvisionTime less the margins.
+readonly RENDERED_DEADLINE=660
+readonly INSTANCE_PLACEHOLDER='@NODEGEN_INSTANCE_NAME@'
+readonly ZONE_PLACEHOLDER='@NODEGEN_ZONE@'
+readonly TOKEN_PLACEHOLDER='@NODEGEN_JOIN_TOKEN@'
 
-# Endpoints, paths and retry policy; the environment overrides them in tests.
+# Endpoints, paths, deadline and retry policy; the environment overrides
+# them in tests.
 METADATA_URL="${NODEGEN_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}"
 SECRET_MANAGER_URL="${NODEGEN_SECRET_MANAGER_URL:-https://secretmanager.googleapis.com/v1}"
 KUBERNETES_DIR="${NODEGEN_KUBERNETES_DIR:-/etc/kubernetes}"
 STATE_DIR="${NODEGEN_STATE_DIR:-/var/lib/nodegen}"
-JOIN_ATTEMPTS="${NODEGEN_JOIN_ATTEMPTS:-8}"
+JOIN_DEADLINE="${NODEGEN_JOIN_DEADLINE:-${RENDERED_DEADLINE}}"
+# First and longest wait between kubeadm join attempts, and between HTTP
+# attempts; each wait doubles and never reaches past the deadline.
 RETRY_DELAY="${NODEGEN_RETRY_DELAY:-10}"
+MAX_RETRY_DELAY="${NODEGEN_MAX_RETRY_DELAY:-60}"
+HTTP_RETRY_DELAY="${NODEGEN_HTTP_RETRY_DELAY:-1}"
+HTTP_MAX_RETRY_DELAY="${NODEGEN_HTTP_MAX_RETRY_DELAY:-10}"
+# Seconds one HTTP request may take.
+HTTP_TIMEOUT="${NODEGEN_HTTP_TIMEOUT:-10}"
+# How long Secret Manager's 403 is taken for an IAM binding that has not
+# propagated yet (Google documents up to 7 minutes) rather than a refusal.
+IAM_PROPAGATION_WINDOW="${NODEGEN_IAM_PROPAGATION_WINDOW:-420}"
+
+readonly STARTED="${EPOCHSECONDS}"
+CONFIG_FILE="${STATE_DIR}/join-configuration.yaml"
+failed=""
 
 log() { printf 'nodegen-join[%s]: %s\n' "${NODE_GROUP}" "$*" >&2; }
+
+# die logs the one ERROR line of a failed run and exits.
 die() {
+	failed=1
 	log "ERROR: $*"
 	exit 1
 }
 
-# metadata PATH prints a value from the GCE metadata server, retrying the
-# short outages the metadata server has during maintenance events.
-metadata() {
-	curl --silent --show-error --fail --max-time 10 \
-		--retry 10 --retry-delay 1 --retry-connrefused \
-		--header 'Metadata-Flavor: Google' "${METADATA_URL}/$1"
+# on_exit removes the file holding the token and makes sure a run that
+# fails anywhere else still ends with an ERROR line.
+on_exit() {
+	local rc=$?
+	rm -f "${CONFIG_FILE}"
+	if ((rc != 0)) && [[ -z "${failed}" ]]; then
+		log "ERROR: failed unexpectedly (exit ${rc}); see the lines above"
+	fi
+}
+
+# left prints the seconds left before the deadline.
+left() { echo $((STARTED + JOIN_DEADLINE - EPOCHSECONDS)); }
+
+# wait_before_retry DELAY sleeps DELAY seconds, or until the deadline if
+# that comes first, and fails when no time is left.
+wait_before_retry() {
+	local remaining
+	remaining="$(left)"
+	((remaining > 0)) || return 1
+	sleep $(($1 < remaining ? $1 : remaining))
+	(($(left) > 0))
+}
+
+# curl_error names the curl exit codes fetch retries.
+curl_error() {
+	case "$1" in
+	5) echo "could not resolve proxy" ;;
+	6) echo "could not resolve host" ;;
+	7) echo "could not connect" ;;
+	16) echo "HTTP/2 error" ;;
+	18) echo "partial transfer" ;;
+	28) echo "timed out" ;;
+	35) echo "TLS handshake failed" ;;
+	52) echo "empty reply: connection dropped" ;;
+	55) echo "send error" ;;
+	56) echo "receive error: connection reset" ;;
+	92) echo "HTTP/2 stream error" ;;
+	*) return 1 ;;
+	esac
+}
+
+# fetch WHAT URL [ACCESS_TOKEN] prints the body of a GET of URL: from the
+# metadata server, or with ACCESS_TOKEN from Secret Manager. It retries
+# every transient failure until the deadline: DNS, refused, reset and
+# dropped connections, timeouts, HTTP 429 and 5xx, and Secret Manager's
+# 403 for IAM_PROPAGATION_WINDOW seconds. When it gives up it logs why
+# (without ERROR: the caller's die names what failed) and fails.
+fetch() {
+	local what="$1" url="$2" access_token="${3:-}"
+	local attempt=0 delay="${HTTP_RETRY_DELAY}" first_403="" remaining response rc status reason
+	while true; do
+		attempt=$((attempt + 1))
+		remaining="$(left)"
+		if ((remaining <= 0)); then
+			log "${what}: the deadline has passed after $((attempt - 1)) attempts"
+			return 1
+		fi
+		rc=0
+		if [[ -n "${access_token}" ]]; then
+			# The access token goes to curl on stdin, not on its command line.
+			response="$(printf 'Authorization: Bearer %s\n' "${access_token}" |
+				curl --silent --max-time $((HTTP_TIMEOUT < remaining ? HTTP_TIMEOUT : remaining)) \
+					--header @- --write-out '\n%{http_code}' "${url}")" || rc=$?
+		else
+			response="$(curl --silent --max-time $((HTTP_TIMEOUT < remaining ? HTTP_TIMEOUT : remaining)) \
+				--header 'Metadata-Flavor: Google' --write-out '\n%{http_code}' "${url}")" || rc=$?
+		fi
+		status="${response##*$'\n'}"
+		if ((rc == 0)) && [[ "${status}" == 200 ]]; then
+			printf '%s' "${response%$'\n'*}"
+			return 0
+		fi
+		if ((rc != 0)); then
+			if ! reason="curl exit ${rc}, $(curl_error "${rc}")"; then
+				log "${what}: curl exit ${rc}; not retried"
+				return 1
+			fi
+		else
+			case "${status}" in
+			429 | 5??) reason="HTTP ${status}" ;;
+			403)
+				if [[ -z "${access_token}" ]]; then
+					log "${what}: HTTP 403; not retried"
+					return 1
+				fi
+				first_403="${first_403:-${EPOCHSECONDS}}"
+				if ((EPOCHSECONDS - first_403 >= IAM_PROPAGATION_WINDOW)); then
+					log "${what}: HTTP 403 for ${IAM_PROPAGATION_WINDOW}s: the VM's service account may not access the secret"
+					return 1
+				fi
+				reason="HTTP 403, perhaps an IAM binding not propagated yet"
+				;;
+			*)
+				log "${what}: HTTP ${status}; not retried"
+				return 1
+				;;
+			esac
+		fi
+		log "${what}: ${reason}; retrying in ${delay}s (attempt ${attempt})"
+		if ! wait_before_retry "${delay}"; then
+			log "${what}: the deadline has passed after ${attempt} attempts"
+			return 1
+		fi
+		delay=$((delay * 2 > HTTP_MAX_RETRY_DELAY ? HTTP_MAX_RETRY_DELAY : delay * 2))
+	done
 }
 
 # json_string FIELD prints the string value of FIELD in the JSON on stdin.
@@ -48,92 +182,100 @@ json_string() {
 	tr -d '\n' | sed -n 's/.*"'"$1"'"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p'
 }
 
-# read_token prints the kubeadm bootstrap token, never logging it.
-read_token() {
-	local access_token url
-	access_token="$(metadata 'instance/service-accounts/default/token' | json_string access_token)"
-	[[ -n "${access_token}" ]] || die "the metadata server gave no access token for the VM's service account"
-	url="${SECRET_MANAGER_URL}/projects/${PROJECT_ID}/secrets/${TOKEN_SECRET}/versions/${TOKEN_SECRET_VERSION}:access"
-	log "reading the join token from Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION})"
-	# The access token goes to curl on stdin, not on its command line.
-	printf 'Authorization: Bearer %s\n' "${access_token}" |
-		curl --silent --show-error --fail --max-time 20 \
-			--retry 10 --retry-delay 2 --retry-connrefused \
-			--header @- "${url}" | json_string data | base64 -d
-}
-
-# join_configuration prints the kubeadm JoinConfiguration. Every value in it
-# is either rendered above or checked against a strict pattern below.
-join_configuration() {
-	local taint key rest
-	cat <<EOF
+# join_configuration_template prints the JoinConfiguration nodegen rendered,
+# with the placeholders for this VM's name, zone and the token.
+join_configuration_template() {
+	cat <<'NODEGEN_JOIN_CONFIGURATION'
 apiVersion: kubeadm.k8s.io/v1beta4
-kind: JoinConfiguration
 discovery:
   bootstrapToken:
-    apiServerEndpoint: "${API_SERVER_ENDPOINT}"
-    token: "${token}"
+    apiServerEndpoint: 10.20.0.10:6443
     caCertHashes:
-EOF
-	printf '    - "%s"\n' "${CA_CERT_HASHES[@]}"
-	cat <<EOF
+    - sha256:8f3c1f3b2a6a1c4d9e0b7f6a5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d
+    token: '@NODEGEN_JOIN_TOKEN@'
+kind: JoinConfiguration
 nodeRegistration:
-  name: "${instance}"
   kubeletExtraArgs:
   - name: node-labels
-    value: "${NODE_LABELS},topology.kubernetes.io/zone=${zone},topology.kubernetes.io/region=${REGION},node.kubernetes.io/instance-type=${MACHINE_TYPE}"
+    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
-    value: "gce://${PROJECT_ID}/${zone}/${instance}"
-EOF
-	if ((${#TAINTS[@]} == 0)); then
-		echo '  taints: []'
-	else
-		echo '  taints:'
-		for taint in "${TAINTS[@]}"; do
-			key="${taint%%=*}"
-			rest="${taint#*=}"
-			printf '  - key: "%s"\n    value: "%s"\n    effect: "%s"\n' "${key}" "${rest%:*}" "${rest##*:}"
-		done
-	fi
-	cat <<EOF
+    value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
+  name: '@NODEGEN_INSTANCE_NAME@'
+  taints:
+  - effect: NoSchedule
+    key: example.com/dedicated
+    value: cluster-autoscaler
 patches:
-  directory: "${STATE_DIR}/patches"
+  directory: /var/lib/nodegen/patches
 timeouts:
-  discovery: 5m0s
-  tlsBootstrap: 5m0s
-EOF
+  discovery: 3m40s
+  kubernetesAPICall: 1m0s
+  tlsBootstrap: 3m40s
+NODEGEN_JOIN_CONFIGURATION
+}
+
+# join_configuration INSTANCE ZONE TOKEN prints the JoinConfiguration of
+# this VM. The caller has checked the values: none can hold '@', which
+# begins and ends every placeholder, and the last check proves that all
+# placeholders were replaced.
+join_configuration() {
+	local config
+	config="$(join_configuration_template)"
+	config="${config//"${INSTANCE_PLACEHOLDER}"/"$1"}"
+	config="${config//"${ZONE_PLACEHOLDER}"/"$2"}"
+	config="${config//"${TOKEN_PLACEHOLDER}"/"$3"}"
+	[[ "${config}" != *@* ]] || return 1
+	printf '%s\n' "${config}"
 }
 
 main() {
+	# The join configuration holds the token: remove one a crash or a power
+	# loss left behind, and the one this run writes when it exits.
+	rm -f "${CONFIG_FILE}"
+	trap on_exit EXIT
+	local n
+	for n in "${JOIN_DEADLINE}" "${RETRY_DELAY}" "${MAX_RETRY_DELAY}" "${HTTP_RETRY_DELAY}" "${HTTP_MAX_RETRY_DELAY}" "${HTTP_TIMEOUT}" "${IAM_PROPAGATION_WINDOW}"; do
+		[[ "${n}" =~ ^[0-9]+$ ]] || die "settings: ${n} is not a whole number of seconds"
+	done
+	# Pods of this group, the autoscaler's, call Google APIs as the VM: the
+	# metadata server is left open to them.
+
 	if [[ -f "${KUBERNETES_DIR}/kubelet.conf" ]]; then
 		log "already joined (${KUBERNETES_DIR}/kubelet.conf exists); nothing to do"
 		return 0
 	fi
+	log "joining; giving up ${JOIN_DEADLINE}s from now"
 
 	log "reading this VM's identity from the metadata server"
 	local instance zone project token
-	instance="$(metadata instance/name)"
-	zone="$(metadata instance/zone)"
+	instance="$(fetch 'metadata instance/name' "${METADATA_URL}/instance/name")" ||
+		die "metadata: could not read this VM's name"
+	zone="$(fetch 'metadata instance/zone' "${METADATA_URL}/instance/zone")" ||
+		die "metadata: could not read this VM's zone"
 	zone="${zone##*/}"
-	project="$(metadata project/project-id)"
-	[[ "${instance}" =~ ^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$ ]] || die "unexpected instance name from the metadata server: ${instance}"
-	[[ "${zone}" =~ ^[a-z]+-[a-z]+[0-9]+-[a-z]$ ]] || die "unexpected zone from the metadata server: ${zone}"
-	[[ "${zone%-*}" == "${REGION}" ]] || die "zone ${zone} is not in region ${REGION}, the region this script was rendered for"
-	[[ "${project}" == "${PROJECT_ID}" ]] || die "project ${project} is not ${PROJECT_ID}, the project this script was rendered for"
+	project="$(fetch 'metadata project/project-id' "${METADATA_URL}/project/project-id")" ||
+		die "metadata: could not read the project"
+	[[ "${instance}" =~ ^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$ ]] || die "metadata: unexpected instance name from the metadata server: ${instance}"
+	[[ "${zone}" =~ ^[a-z]+-[a-z]+[0-9]+-[a-z]$ ]] || die "metadata: unexpected zone from the metadata server: ${zone}"
+	[[ "${zone%-*}" == "${REGION}" ]] || die "metadata: zone ${zone} is not in region ${REGION}, the region this script was rendered for"
+	[[ "${project}" == "${PROJECT_ID}" ]] || die "metadata: project ${project} is not ${PROJECT_ID}, the project this script was rendered for"
 	log "instance ${instance} in ${zone}, project ${project}"
-
-	token="$(read_token)" || die "could not read the join token"
+	local access_token secret_json
+	access_token="$(fetch 'metadata service account token' "${METADATA_URL}/instance/service-accounts/default/token" | json_string access_token)" ||
+		die "metadata: could not get an access token for the VM's service account"
+	[[ -n "${access_token}" ]] || die "metadata: the metadata server gave no access token for the VM's service account"
+	log "reading the join token from Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION})"
+	secret_json="$(fetch "secret access ${TOKEN_SECRET}" "${SECRET_MANAGER_URL}/projects/${PROJECT_ID}/secrets/${TOKEN_SECRET}/versions/${TOKEN_SECRET_VERSION}:access" "${access_token}")" ||
+		die "secret access: could not read Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION})"
+	token="$(printf '%s' "${secret_json}" | json_string data | base64 -d)" ||
+		die "token: the payload of secret ${TOKEN_SECRET} is not base64"
 	token="${token%$'\n'}"
-	[[ "${token}" =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] || die "the join token read at boot is not a kubeadm bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})"
+	[[ "${token}" =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] || die "token: the join token read at boot is not a kubeadm bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})"
 
-	# The configuration holds the token: only root may read it, and it is
-	# removed once the join is over.
-	umask 077
 	mkdir -p "${STATE_DIR}/patches"
-	local config="${STATE_DIR}/join-configuration.yaml"
-	trap 'rm -f "${STATE_DIR}/join-configuration.yaml"' EXIT
-	join_configuration >"${config}"
-	cat >"${STATE_DIR}/patches/kubeletconfiguration+merge.yaml" <<'NODEGEN_EOF'
+	join_configuration "${instance}" "${zone}" "${token}" >"${CONFIG_FILE}" ||
+		die "join: a placeholder is left in the join configuration"
+	cat >"${STATE_DIR}/patches/kubeletconfiguration+merge.yaml" <<'NODEGEN_KUBELET_PATCH'
 apiVersion: kubelet.config.k8s.io/v1beta1
 evictionHard:
   memory.available: 100Mi
@@ -142,23 +284,31 @@ kind: KubeletConfiguration
 kubeReserved:
   cpu: 100m
   memory: 1Gi
-NODEGEN_EOF
+NODEGEN_KUBELET_PATCH
 
-	local attempt=1 delay="${RETRY_DELAY}"
+	local attempt=0 delay="${RETRY_DELAY}" remaining rc
 	while true; do
-		log "kubeadm join ${API_SERVER_ENDPOINT}, attempt ${attempt} of ${JOIN_ATTEMPTS}"
-		if kubeadm join --config "${config}"; then
+		attempt=$((attempt + 1))
+		remaining="$(left)"
+		((remaining > 0)) || die "join: the deadline (${JOIN_DEADLINE}s) passed before kubeadm join could run; giving up before the autoscaler deletes this VM"
+		log "kubeadm join ${API_SERVER_ENDPOINT}, attempt ${attempt}, ${remaining}s left"
+		rc=0
+		timeout --kill-after=10 "${remaining}" kubeadm join --config "${CONFIG_FILE}" || rc=$?
+		if ((rc == 0)); then
 			log "joined the cluster as ${instance}"
 			return 0
 		fi
-		if ((attempt >= JOIN_ATTEMPTS)); then
-			die "kubeadm join failed ${attempt} times; giving up"
+		if ((rc == 124 || rc == 137)); then
+			die "join: kubeadm join was still running at the deadline (${JOIN_DEADLINE}s); giving up before the autoscaler deletes this VM"
 		fi
-		log "kubeadm join failed (is the control plane reachable over the VPN?); resetting and retrying in ${delay}s"
-		kubeadm reset --force >&2 || log "kubeadm reset failed; retrying anyway"
-		sleep "${delay}"
-		delay=$((delay * 2 > 300 ? 300 : delay * 2))
-		attempt=$((attempt + 1))
+		log "kubeadm join failed with exit ${rc} (is the control plane reachable over the VPN?); resetting and retrying in ${delay}s"
+		remaining="$(left)"
+		if ((remaining > 0)); then
+			timeout --kill-after=10 $((remaining < 60 ? remaining : 60)) kubeadm reset --force >&2 || log "kubeadm reset failed; retrying anyway"
+		fi
+		wait_before_retry "${delay}" ||
+			die "join: kubeadm join failed ${attempt} times and the deadline (${JOIN_DEADLINE}s) has passed; giving up before the autoscaler deletes this VM"
+		delay=$((delay * 2 > MAX_RETRY_DELAY ? MAX_RETRY_DELAY : delay * 2))
 	done
 }
 

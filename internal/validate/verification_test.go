@@ -1,0 +1,40 @@
+package validate_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"cuelang.org/go/cue"
+
+	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/validate"
+	"github.com/nodegen/nodegen/internal/verify"
+)
+
+// TestVerificationFailuresArePositioned checks that a verification
+// failure of a group's artifact is reported at the group's name in the
+// source, and that one belonging to no group is left to the caller.
+func TestVerificationFailuresArePositioned(t *testing.T) {
+	l, err := validate.Load(testsrc.Copy(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = errors.Join(&verify.GroupError{Group: "gpu-t4", Path: "gce/gpu-t4/kube-env", Err: errors.New("the autoscaler would read taints [], want [x]")})
+	list := validate.VerificationFailures(err, l)
+	if len(list) != 1 {
+		t.Fatalf("got %d findings, want 1: %v", len(list), list)
+	}
+	f := list[0]
+	want := l.KeyPos(cue.Str("nodeGroups"), cue.Str("gpu-t4"))
+	if !f.Pos.IsValid() || f.Pos != want || !strings.HasSuffix(f.Pos.Filename(), "gpu-t4.cue") {
+		t.Errorf("finding at %v, want the group's name at %v", f.Pos, want)
+	}
+	if !strings.Contains(f.Msg, "gce/gpu-t4/kube-env") || !strings.Contains(f.Msg, "would read taints") {
+		t.Errorf("message %q does not say which artifact failed and why", f.Msg)
+	}
+	mixed := errors.Join(err, errors.New("terraform/main.tf: broken"))
+	if list := validate.VerificationFailures(mixed, l); list != nil {
+		t.Errorf("a failure outside any group became findings: %v", list)
+	}
+}
