@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/secrets"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/internal/verify"
@@ -94,7 +96,7 @@ func exitCode(s *streams, err error, args []string, cmds []*cli.Command) int {
 		fmt.Fprintf(s.err, "nodegen: %v\n", ue.error)
 		return ExitUsage
 	default:
-		fmt.Fprintf(s.err, "nodegen: %v\n", err)
+		fmt.Fprintf(s.err, "nodegen: %s\n", secrets.Redact(err.Error()))
 		return ExitFindings
 	}
 }
@@ -114,8 +116,10 @@ func isKnownCommand(cmds []*cli.Command, name string) bool {
 
 // ioFlags are the flags every command shares.
 type ioFlags struct {
-	Source string
-	Out    string
+	Source      string
+	Out         string
+	Force       bool
+	LockTimeout time.Duration
 }
 
 func sourceFlag(f *ioFlags) cli.Flag {
@@ -158,6 +162,9 @@ func loadAndRenderLoaded(s *streams, dir string) (*source.Loaded, render.Files, 
 		return nil, nil, fmt.Errorf("render: %w", err)
 	}
 	if list := validate.Artifacts(src, files, l); len(list) > 0 {
+		return nil, nil, printFindings(s, list)
+	}
+	if list := secrets.Artifacts(files); len(list) > 0 {
 		return nil, nil, printFindings(s, list)
 	}
 	if err := verify.All(src, files); err != nil {
@@ -215,6 +222,6 @@ func cwdForHint() string {
 // directory and returns errFindings.
 func printFindings(s *streams, list diag.List) error {
 	cwd, _ := os.Getwd()
-	list.Print(s.err, cwd)
+	secrets.RedactList(list).Print(s.err, cwd)
 	return errFindings
 }

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/urfave/cli/v2"
@@ -12,25 +14,31 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/secrets"
 	"github.com/nodegen/nodegen/internal/validate"
 )
 
 const genDoc = `gen renders every artifact of the source into the output directory.
 
 Nothing is written unless the whole source is valid and every artifact
-renders and re-parses. Unchanged files are left alone (their mtimes stay);
-files of removed node groups are deleted if nodegen generated them; files
-a person put in the output directory are kept and listed. The new tree
-replaces the old one in a single atomic rename.`
+renders and re-parses. nodegen records what it wrote in
+.nodegen-manifest.json (path, sha256, mode) and replaces or deletes only
+files it recorded that still hold the recorded bytes: a generated file
+edited by hand stops gen (--force takes it back), and so does a file of
+someone else's at a path nodegen now generates. Unchanged files are left
+alone (their mtimes stay); files of removed node groups are deleted;
+other files, and files written into the directory during the run, are
+kept and listed. The new tree replaces the old one in a single atomic
+rename.`
 
 // renderCommand builds a command that takes no arguments, loads,
-// validates and renders the source, and hands the result to run. withOut
-// adds the --out flag.
-func renderCommand(s *streams, name, usage, doc string, withOut bool, run func(f *ioFlags, src *model.Source, files render.Files) error) *cli.Command {
+// validates and renders the source, and hands the result to run. more
+// adds flags (nil: --source only).
+func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []cli.Flag, run func(f *ioFlags, src *model.Source, files render.Files) error) *cli.Command {
 	f := &ioFlags{}
 	flags := []cli.Flag{sourceFlag(f)}
-	if withOut {
-		flags = append(flags, outFlag(f))
+	if more != nil {
+		flags = append(flags, more(f)...)
 	}
 	return &cli.Command{
 		Name:         name,
@@ -48,7 +56,7 @@ func renderCommand(s *streams, name, usage, doc string, withOut bool, run func(f
 			}
 			if warnCommands[name] {
 				cwd, _ := os.Getwd()
-				validate.Warnings(l.Source, l).Print(s.err, cwd)
+				secrets.RedactList(validate.Warnings(l.Source, l)).Print(s.err, cwd)
 			}
 			return run(f, l.Source, files)
 		},
@@ -58,21 +66,75 @@ func renderCommand(s *streams, name, usage, doc string, withOut bool, run func(f
 // outPath is p, relative to the output directory, as the user names it.
 func outPath(f *ioFlags, p string) string { return filepath.ToSlash(filepath.Join(f.Out, p)) }
 
+// outFlags are the flags of the commands that read the output directory;
+// gen adds --force.
+func outFlags(force bool) func(f *ioFlags) []cli.Flag {
+	return func(f *ioFlags) []cli.Flag {
+		flags := []cli.Flag{outFlag(f), &cli.DurationFlag{
+			Name: "lock-timeout", Value: outdir.DefaultLockTimeout, EnvVars: []string{"NODEGEN_LOCK_TIMEOUT"},
+			Usage: "give up after waiting this `DURATION` for another nodegen run on the output directory", Destination: &f.LockTimeout,
+		}}
+		if force {
+			flags = append(flags, &cli.BoolFlag{Name: "force", Usage: "overwrite (or delete) generated files edited by hand", Destination: &f.Force})
+		}
+		return flags
+	}
+}
+
+// outOptions are the options of outdir for f; waiting is said on s.err.
+func outOptions(s *streams, f *ioFlags) outdir.Options {
+	if f.LockTimeout <= 0 {
+		f.LockTimeout = time.Nanosecond // 0 means "do not wait"
+	}
+	return outdir.Options{Force: f.Force, LockTimeout: f.LockTimeout, Waiting: func(msg string) { fmt.Fprintf(s.err, "nodegen: %s\n", msg) }}
+}
+
 func genCommand(s *streams) *cli.Command {
-	return renderCommand(s, "gen", "render the source into the output directory", genDoc, true,
+	return renderCommand(s, "gen", "render the source into the output directory", genDoc, outFlags(true),
 		func(f *ioFlags, _ *model.Source, files render.Files) error {
-			r, err := outdir.Write(f.Out, files)
+			r, err := outdir.WriteWith(f.Out, files, outOptions(s, f))
+			var ce *outdir.ConflictError
+			if errors.As(err, &ce) {
+				for _, c := range ce.Conflicts {
+					fmt.Fprintf(s.err, "nodegen: %s\n", conflictLine(f, c))
+				}
+				fmt.Fprintf(s.err, "nodegen: nothing was written to %s\n", f.Out)
+				return errFindings
+			}
 			if err != nil {
 				return err
 			}
+			if len(r.Adopted) > 0 {
+				fmt.Fprintf(s.err, "nodegen: %s had no record of what nodegen wrote (%s): took the %d files with nodegen's header at paths it generates as nodegen's\n",
+					f.Out, outPath(f, outdir.ManifestName), len(r.Adopted))
+			}
 			for _, ch := range r.Changes {
+				if ch.Kind == outdir.Mode {
+					fmt.Fprintf(s.out, "mode %s (%04o, was %04o)\n", outPath(f, ch.Path), uint32(ch.NewMode), uint32(ch.OldMode))
+					continue
+				}
 				fmt.Fprintf(s.out, "%s %s\n", ch.Kind, outPath(f, ch.Path))
 			}
+			if r.Manifest != nil {
+				fmt.Fprintf(s.out, "%s %s\n", r.Manifest.Kind, outPath(f, r.Manifest.Path))
+			}
+			for _, p := range r.Forced {
+				fmt.Fprintf(s.err, "nodegen: took back %s (edited by hand) as --force asks\n", outPath(f, p))
+			}
 			for _, p := range r.Foreign {
-				fmt.Fprintf(s.err, "nodegen: kept %s: not generated by nodegen\n", outPath(f, p))
+				fmt.Fprintf(s.err, "nodegen: kept %s: not generated by nodegen (not in its record)\n", outPath(f, p))
+			}
+			for _, p := range r.Carried {
+				fmt.Fprintf(s.err, "nodegen: kept %s: written into %s by another process during this run\n", outPath(f, p), f.Out)
 			}
 			return nil
 		})
+}
+
+// conflictLine says why a file stops gen, naming it as the user does.
+func conflictLine(f *ioFlags, c outdir.Conflict) string {
+	c.Path = outPath(f, c.Path)
+	return c.String()
 }
 
 const checkDoc = `check renders the source in memory and compares it with the output
@@ -80,46 +142,63 @@ directory. It is silent and exits 0 when they are equal; otherwise it
 prints each stale file with a unified diff and exits 1.`
 
 func checkCommand(s *streams) *cli.Command {
-	return renderCommand(s, "check", "fail with a diff when the output directory is not what gen would write", checkDoc, true,
+	return renderCommand(s, "check", "fail with a diff when the output directory is not what gen would write", checkDoc, outFlags(false),
 		func(f *ioFlags, _ *model.Source, files render.Files) error {
-			r, err := outdir.Compare(f.Out, files)
+			r, err := outdir.CompareWith(f.Out, files, outOptions(s, f))
 			if err != nil {
 				return err
 			}
 			if r.Clean() {
 				return nil
 			}
-			for _, ch := range r.Changes {
-				fmt.Fprintf(s.err, "nodegen: %s is stale (%s)\n", outPath(f, ch.Path), staleReason(ch.Kind))
+			changes := r.Changes
+			if r.Manifest != nil {
+				changes = append(changes, *r.Manifest)
 			}
-			for _, ch := range r.Changes {
+			for _, c := range r.Conflicts {
+				fmt.Fprintf(s.err, "nodegen: %s\n", conflictLine(f, c))
+			}
+			for _, ch := range changes {
+				fmt.Fprintf(s.err, "nodegen: %s is stale (%s)\n", outPath(f, ch.Path), staleReason(ch))
+			}
+			for _, c := range r.Conflicts {
+				p := outPath(f, c.Path)
+				s.out.Write([]byte(secrets.Redact(string(diff.Diff(p, c.Old, p+" (generated)", c.New)))))
+			}
+			for _, ch := range changes {
 				p := outPath(f, ch.Path)
-				s.out.Write(diff.Diff(p, ch.Old, p+" (generated)", ch.New))
+				s.out.Write([]byte(secrets.Redact(string(diff.Diff(p, ch.Old, p+" (generated)", ch.New)))))
 			}
-			fmt.Fprintf(s.err, "nodegen: run `nodegen gen --source %s --out %s` and commit the result\n", f.Source, f.Out)
+			first := ""
+			if len(r.Conflicts) > 0 {
+				first = "resolve the files above, then "
+			}
+			fmt.Fprintf(s.err, "nodegen: %srun `nodegen gen --source %s --out %s` and commit the result\n", first, f.Source, f.Out)
 			return errFindings
 		})
 }
 
-func staleReason(k outdir.Kind) string {
-	switch k {
+func staleReason(ch outdir.Change) string {
+	switch ch.Kind {
 	case outdir.Added:
 		return "missing"
 	case outdir.Removed:
 		return "no longer generated"
+	case outdir.Mode:
+		return fmt.Sprintf("mode %04o, want %04o", uint32(ch.OldMode), uint32(ch.NewMode))
 	}
 	return "differs"
 }
 
 func vetCommand(s *streams) *cli.Command {
 	return renderCommand(s, "vet", "validate the source; silent when it is valid",
-		"vet loads and validates the source and renders it in memory, writing nothing.", false,
+		"vet loads and validates the source and renders it in memory, writing nothing.", nil,
 		func(*ioFlags, *model.Source, render.Files) error { return nil })
 }
 
 func exportCommand(s *streams) *cli.Command {
 	return renderCommand(s, "export", "print the resolved model, derived labels and taints included, as JSON",
-		"export prints the source as nodegen resolved it: defaults applied, derived labels added.", false,
+		"export prints the source as nodegen resolved it: defaults applied, derived labels added.", nil,
 		func(_ *ioFlags, src *model.Source, _ render.Files) error {
 			enc := json.NewEncoder(s.out)
 			enc.SetIndent("", "  ")

@@ -24,6 +24,7 @@ import (
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
+	secretscan "github.com/nodegen/nodegen/internal/secrets"
 	"github.com/nodegen/nodegen/internal/source"
 )
 
@@ -34,7 +35,8 @@ type Positioner interface {
 }
 
 // Load loads the source in dir and checks it completely: every problem
-// CUE finds, secrets and duplicate node groups in the files, and the Go
+// CUE finds, secrets in the files and in the resolved values (package
+// secrets), duplicate node groups in the files, and the Go
 // rules on every part of the source that decoded. Problems come back as
 // one sorted diag.List; only I/O errors are plain errors.
 func Load(dir string) (*source.Loaded, error) {
@@ -44,7 +46,7 @@ func Load(dir string) (*source.Loaded, error) {
 	}
 	// A secret is the problem to report about the value that holds it,
 	// whatever else is wrong with that value.
-	secrets := Secrets(l.Syntax)
+	secrets := secretscan.Source(l.Syntax, l.Value, l)
 	hasSecret := map[string]bool{}
 	for _, f := range secrets {
 		hasSecret[f.Path] = true

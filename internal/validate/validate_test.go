@@ -118,9 +118,9 @@ nodeGroups: "cpu-burst": labels: "example.com/x": "z9y8x7.a1b2c3d4e5f6a7b8"
 	})
 	got := strings.Join(findings(t, dir), "\n")
 	for _, want := range []string{
-		`nodegroups/secrets.cue:1:43: nodeGroups: a kubeadm bootstrap token (abcdef.****************) must not be in the source`,
-		`nodegroups/secrets.cue:4:2: nodeGroups."cpu-burst".description: a private key (EC PRIVATE KEY) must not be in the source`,
-		`nodegroups/secrets.cue:8:52: nodeGroups."cpu-burst".labels."example.com/x": a kubeadm bootstrap token (z9y8x7.****************)`,
+		`nodegroups/secrets.cue:1:43: nodeGroups: a kubeadm bootstrap token (abcd… sha256:a4b8b245) must not be in the source`,
+		`nodegroups/secrets.cue:4:2: nodeGroups."cpu-burst".description: a private key (EC PRIVATE KEY, sha256:90064aa5) must not be in the source`,
+		`nodegroups/secrets.cue:8:52: nodeGroups."cpu-burst".labels."example.com/x": a kubeadm bootstrap token (z9y8… sha256:f121ffa2)`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no finding %q in:\n%s", want, got)

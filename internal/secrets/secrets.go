@@ -1,0 +1,454 @@
+// Package secrets finds credentials in text: in what the user wrote, in
+// the values CUE resolved, and in every rendered artifact. It reports a
+// secret only by a redacted fingerprint (a few leading characters and a
+// sha256 prefix), never the secret itself.
+//
+// The patterns are a table (see patterns): each catches one well-defined
+// shape of credential; none of them is a general entropy detector, so a
+// secret of no known shape (a plain password in a free-text field) passes.
+package secrets
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// pattern is one kind of credential.
+type pattern struct {
+	// class names the credential in messages.
+	class string
+	// re finds it; the submatch group (0: the whole match) is the secret,
+	// the part the fingerprint is taken of.
+	re    *regexp.Regexp
+	group int
+	// detail, when not 0, is a submatch group that is not secret and
+	// says more than class (a PEM block's type); the fingerprint then
+	// shows no leading characters, which would be the same for every
+	// secret of the class.
+	detail int
+	// advice says what to do instead.
+	advice string
+	// hint is a literal every match contains; re runs only on a window
+	// of before bytes ahead of and after bytes behind each occurrence, so
+	// that a large text costs a substring search, not a regexp run. Empty
+	// hint: find is used instead.
+	hint          string
+	before, after int
+	// find, when set, finds the secrets itself (start, end of each).
+	find func(text string) [][2]int
+	// pre, when set, is a cheap test of the hint at text[at:] that must
+	// hold for re to be worth running there.
+	pre func(text string, at int) bool
+}
+
+// isSep ends a word for the credential patterns.
+func isSep(c byte) bool { return strings.IndexByte(" \t\r\n\"'=,()[]<>", c) >= 0 }
+
+// notUserinfo are the words before a ':' that make "word:name@host" an
+// identity, not credentials: Google IAM members (user:alice@example.com,
+// serviceAccount:…, group:…, domain:…, deleted:…, principal:…) and mailto.
+var notUserinfo = map[string]bool{
+	"user": true, "serviceAccount": true, "group": true, "domain": true, "deleted": true,
+	"principal": true, "principalSet": true, "mailto": true,
+}
+
+// userinfoBefore: an '@' at at has "name:secret" right before it, and
+// name is not an IAM member type.
+func userinfoBefore(text string, at int) bool {
+	colon := -1
+	for k := at - 1; k >= 0 && at-k <= 256; k-- {
+		c := text[k]
+		if c == ':' && colon < 0 {
+			if k == at-1 {
+				return false
+			}
+			colon = k
+			continue
+		}
+		if isSep(c) || c == '/' || c == '@' || c == ':' {
+			return colon > k+1 && !notUserinfo[text[k+1:colon]]
+		}
+		if k == 0 {
+			return colon > 0 && !notUserinfo[text[:colon]]
+		}
+	}
+	return false
+}
+
+// typeBefore: the "service_account" at at is the value of a field
+// "type" (only quotes, blanks and one ':' between them).
+func typeBefore(text string, at int) bool {
+	k := strings.LastIndex(text[max(0, at-64):at], "type")
+	if k < 0 {
+		return false
+	}
+	return strings.Trim(text[max(0, at-64)+k+len("type"):at], "\"' \t:") == "" && strings.Count(text[max(0, at-64)+k:at], ":") == 1
+}
+
+// userinfoAfter: the "://" at at is followed by userinfo (an '@' before
+// the path).
+func userinfoAfter(text string, at int) bool {
+	for k := at + 3; k < len(text) && k-at <= 256; k++ {
+		switch c := text[k]; {
+		case c == '@':
+			return true
+		case isSep(c) || c == '/':
+			return false
+		}
+	}
+	return false
+}
+
+const moveAdvice = "keep it in Secret Manager (or another secret store), revoke this one, and reference the store from your own tooling"
+
+// patterns is every kind of credential the scanner knows, most specific
+// first (one place in a text is reported once, by the first pattern that
+// covers it).
+var patterns = []pattern{
+	{
+		// A kubeadm bootstrap token, [a-z0-9]{6}.[a-z0-9]{16}
+		// (k8s.io/cluster-bootstrap's BootstrapTokenPattern), not embedded
+		// in a longer run of letters and digits. Limits: a host or file
+		// name of exactly that shape (6 and 16 lowercase letters or digits
+		// around a dot) is taken for a token.
+		class:  "kubeadm bootstrap token",
+		find:   bootstrapTokens,
+		advice: "whoever can read it can join machines to the cluster; store it in Secret Manager, reference it with cluster.joinToken.secretManager, and delete this one (kubeadm token delete with the 6 characters before its dot)",
+	},
+	{
+		// A PEM private key block (PKCS#1 "RSA PRIVATE KEY", SEC 1 "EC
+		// PRIVATE KEY", PKCS#8 "PRIVATE KEY" and "ENCRYPTED PRIVATE KEY",
+		// "OPENSSH PRIVATE KEY", ...) from its BEGIN line to its END line
+		// (or the end of the text). Limits: a key in DER or without its
+		// BEGIN line is not recognised, except as base64 of a PEM block.
+		class:  "private key",
+		re:     regexp.MustCompile(`-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY)-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?`),
+		detail: 1,
+		advice: moveAdvice,
+		hint:   "-----BEGIN ", after: 64 << 10,
+	},
+	{
+		// The private_key_id of a Google service-account key file: 40 hex
+		// digits after "private_key_id" and a ':' or '=' (JSON, YAML, CUE,
+		// HCL, env). Limits: the id alone, without its field name, is just
+		// a hex string and passes.
+		class: "service-account key id",
+		re:    regexp.MustCompile(`private_key_id["']?\s*[:=]\s*["']?([0-9a-f]{40})`),
+		group: 1,
+		hint:  "private_key_id", after: 128,
+		advice: "it names a service-account key, which belongs in Secret Manager, not here; revoke the key (gcloud iam service-accounts keys delete) and use the instances' attached service account instead",
+	},
+	{
+		// The "type": "service_account" field of a Google service-account
+		// key file (JSON or YAML). Limits: it finds key files, not the
+		// other credential files (authorized_user, external_account).
+		class: "service-account key file",
+		re:    regexp.MustCompile(`["']?type["']?\s*:\s*["']?service_account["']?`),
+		hint:  "service_account", before: 64, after: 1,
+		pre:    typeBefore,
+		advice: "a service-account key file belongs in Secret Manager, not here; revoke the key (gcloud iam service-accounts keys delete) and use the instances' attached service account instead",
+	},
+	{
+		// A Google API key: "AIza" and 35 more characters of [0-9A-Za-z_-].
+		// Limits: other clouds' API keys have other shapes.
+		class: "Google API key",
+		re:    regexp.MustCompile(`(?:^|[^0-9A-Za-z_-])(AIza[0-9A-Za-z_-]{35})(?:[^0-9A-Za-z_-]|$)`),
+		group: 1,
+		hint:  "AIza", before: 1, after: 36,
+		advice: moveAdvice,
+	},
+	{
+		// A Google OAuth 2.0 access token ("ya29." and at least 20 more
+		// characters). Limits: tokens of other identity providers (JWTs)
+		// are not recognised.
+		class: "OAuth access token",
+		re:    regexp.MustCompile(`(?:^|[^0-9A-Za-z_.-])(ya29\.[0-9A-Za-z_.-]{20,})`),
+		group: 1,
+		hint:  "ya29.", before: 1, after: 4 << 10,
+		advice: moveAdvice,
+	},
+	{
+		// A Google OAuth 2.0 refresh token ("1//" and at least 30 more
+		// characters of [0-9A-Za-z_-]), not after a ':' or '/' (so not the
+		// "//" of a URL). Limits: as for access tokens.
+		class: "OAuth refresh token",
+		re:    regexp.MustCompile(`(?:^|[^0-9A-Za-z:/_-])(1//[0-9A-Za-z_-]{30,})`),
+		group: 1,
+		hint:  "1//", before: 1, after: 4 << 10,
+		advice: moveAdvice,
+	},
+	{
+		// A password in the userinfo of a URL, scheme://user:password@host.
+		// Limits: a URL whose password is itself a reference (${VAR}) is
+		// still reported; a user without a password (user@host) is not.
+		class: "password in a URL",
+		re:    regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@"'<>]+:([^/\s@"'<>]+)@`),
+		group: 1,
+		hint:  "://", before: 64, after: 256,
+		pre:    userinfoAfter,
+		advice: "put the credential in the consumer's own credential store (for an image, a registry credential on the node or an imagePullSecret) and remove it from the reference",
+	},
+	{
+		// Credentials in front of a host without a scheme, as in an image
+		// reference user:token@registry.example.com/image: a name, ':', a
+		// secret, '@' and a dotted host name. Limits: the host must contain
+		// a dot, so that "image:tag@sha256:..." (a tag and a digest) is not
+		// taken for credentials; user:secret@localhost passes, and so do
+		// IAM members (user:alice@example.com, serviceAccount:…) and
+		// mailto:, which have this shape but are identities.
+		class: "password before a host name",
+		re:    regexp.MustCompile(`(?:^|[\s"'=,(\[])[^\s/:@"'=,()\[\]]+:([^\s/:@"'=,()\[\]]+)@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+(?::[0-9]{1,5})?(?:[/\s"',)\]]|$)`),
+		group: 1,
+		hint:  "@", before: 256, after: 128,
+		pre:    userinfoBefore,
+		advice: "put the credential in the consumer's own credential store (for an image, a registry credential on the node or an imagePullSecret) and remove it from the reference",
+	},
+}
+
+// minBase64 is the shortest run of base64 (standard or URL alphabet) that
+// can hold the shortest secret above (a 23-character bootstrap token is 31
+// characters of base64 and one '='). Each run is decoded and the result scanned once
+// more with every pattern. Limits: base64 split across lines or strings,
+// or nested encodings, are not decoded.
+const minBase64 = 28
+
+// base64Runs finds the runs of base64 characters of at least minBase64
+// characters, with their '=' padding.
+func base64Runs(text string) [][2]int {
+	var runs [][2]int
+	start := -1
+	for i := 0; i <= len(text); i++ {
+		if i < len(text) && isBase64(text[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= minBase64 {
+			end := i
+			for end < len(text) && end-i < 2 && text[end] == '=' {
+				end++
+			}
+			runs = append(runs, [2]int{start, end})
+		}
+		start = -1
+	}
+	return runs
+}
+
+func isBase64(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+}
+
+// bootstrapTokens finds [a-z0-9]{6}.[a-z0-9]{16} not embedded in a longer
+// run of lower-case letters and digits.
+func bootstrapTokens(text string) [][2]int {
+	var out [][2]int
+	for i := 0; ; {
+		j := strings.IndexByte(text[i:], '.')
+		if j < 0 {
+			return out
+		}
+		dot := i + j
+		i = dot + 1
+		start, end := dot-6, dot+17
+		if start < 0 || end > len(text) || (start > 0 && isTokenChar(text[start-1])) || (end < len(text) && isTokenChar(text[end])) {
+			continue
+		}
+		if allTokenChars(text[start:dot]) && allTokenChars(text[dot+1:end]) {
+			out = append(out, [2]int{start, end})
+		}
+	}
+}
+
+func isTokenChar(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+func allTokenChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isTokenChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Secret is one credential found in a text.
+type Secret struct {
+	// Class names the kind of credential.
+	Class string
+	// Start and End are the byte offsets of the secret in the scanned
+	// text (of the base64 run it was decoded from, if Encoded).
+	Start, End int
+	// Encoded says the secret was found in the base64 decoding of the
+	// text at Start:End.
+	Encoded bool
+	value   string
+	detail  string
+	advice  string
+}
+
+// Fingerprint names the secret without revealing it: at most its first 4
+// characters (fewer for a short secret) and the first 8 hex digits of its
+// sha256, e.g. "abcd… sha256:3f2a9c1e"; for a class whose secrets all
+// start alike (PEM blocks), what the block is and the hash.
+func (s Secret) Fingerprint() string {
+	if s.detail != "" {
+		h := sha256.Sum256([]byte(s.value))
+		return s.detail + ", sha256:" + hex.EncodeToString(h[:4])
+	}
+	return Fingerprint(s.value)
+}
+
+// Fingerprint is the fingerprint of any string (see Secret.Fingerprint).
+func Fingerprint(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	n := min(4, len(secret)/4)
+	for n > 0 && !utf8.RuneStart(secret[n]) {
+		n--
+	}
+	return secret[:n] + "… sha256:" + hex.EncodeToString(h[:4])
+}
+
+// Describe is the message about the secret: its class and fingerprint,
+// that it must not be where (e.g. "in the source"), and what to do.
+func (s Secret) Describe(where string) string {
+	class := s.Class
+	if s.Encoded {
+		class = "base64-encoded " + class
+	}
+	return fmt.Sprintf("%s %s (%s) must not be %s: %s", article(class), class, s.Fingerprint(), where, s.advice)
+}
+
+func article(s string) string {
+	if strings.ContainsRune("aeiouAEIOU", rune(s[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+// Find returns every secret in text, ordered by position.
+func Find(text string) []Secret {
+	found := find(text)
+	for _, m := range base64Runs(text) {
+		decoded, ok := decodeBase64(text[m[0]:m[1]])
+		if !ok {
+			continue
+		}
+		for _, s := range find(decoded) {
+			if overlaps(found, m[0], m[1]) {
+				break
+			}
+			s.Start, s.End, s.Encoded = m[0], m[1], true
+			found = append(found, s)
+			break // one finding per run is enough
+		}
+	}
+	slices.SortFunc(found, func(a, b Secret) int { return a.Start - b.Start })
+	return found
+}
+
+// find runs the patterns over text, each place reported once.
+func find(text string) []Secret {
+	var found []Secret
+	add := func(p pattern, start, end int, detail string) {
+		if overlaps(found, start, end) {
+			return
+		}
+		found = append(found, Secret{Class: p.class, Start: start, End: end, value: text[start:end], detail: detail, advice: p.advice})
+	}
+	for _, p := range patterns {
+		if p.find != nil {
+			for _, m := range p.find(text) {
+				add(p, m[0], m[1], "")
+			}
+			continue
+		}
+		for from := 0; ; {
+			j := strings.Index(text[from:], p.hint)
+			if j < 0 {
+				break
+			}
+			at := from + j
+			from = at + len(p.hint)
+			if p.pre != nil && !p.pre(text, at) {
+				continue
+			}
+			lo, hi := max(0, at-p.before), min(len(text), at+len(p.hint)+p.after)
+			if p.before > 1 && lo > 0 {
+				// Start the window at a separator, so that the pattern's
+				// own start-of-text anchor does not match mid-word.
+				k := strings.IndexAny(text[lo:at], " \t\r\n\"'=,([")
+				if k < 0 {
+					continue
+				}
+				lo += k
+			}
+			for _, m := range p.re.FindAllStringSubmatchIndex(text[lo:hi], -1) {
+				detail := ""
+				if p.detail > 0 {
+					detail = text[lo+m[2*p.detail] : lo+m[2*p.detail+1]]
+				}
+				add(p, lo+m[2*p.group], lo+m[2*p.group+1], detail)
+			}
+		}
+	}
+	return found
+}
+
+func overlaps(found []Secret, start, end int) bool {
+	for _, s := range found {
+		if start < s.End && s.Start < end {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeBase64 decodes a run in any of the four base64 variants and keeps
+// the result only when it is text (a decoded secret is text; random bytes
+// that happen to be base64, such as a hex digest, decode to binary).
+func decodeBase64(run string) (string, bool) {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		b, err := enc.DecodeString(run)
+		if err != nil {
+			continue
+		}
+		if !utf8.Valid(b) || strings.ContainsFunc(string(b), func(r rune) bool { return r < 0x20 && r != '\n' && r != '\r' && r != '\t' }) {
+			return "", false
+		}
+		return string(b), true
+	}
+	return "", false
+}
+
+// Redact replaces every secret in text by its fingerprint, so that a
+// message that quotes a value (a label key, a group name, CUE's own
+// errors) never prints a secret.
+func Redact(text string) string {
+	found := Find(text)
+	if len(found) == 0 {
+		return text
+	}
+	var b strings.Builder
+	last := 0
+	for _, s := range found {
+		if s.Start < last {
+			continue
+		}
+		b.WriteString(text[last:s.Start])
+		if s.Encoded {
+			b.WriteString(Fingerprint(text[s.Start:s.End]))
+		} else {
+			b.WriteString(s.Fingerprint())
+		}
+		last = s.End
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}

@@ -1,0 +1,229 @@
+package secrets
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/literal"
+	"cuelang.org/go/cue/token"
+
+	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/render"
+)
+
+// inSource is where a secret in the source must not be.
+const inSource = "in the source"
+
+// Positioner finds where a value, or the key of a field, was written.
+type Positioner interface {
+	Pos(sels ...cue.Selector) token.Pos
+	KeyPos(sels ...cue.Selector) token.Pos
+}
+
+// Source reports every secret of a source: in what the user wrote
+// (strings, labels and comments of files, found at the secret itself) and
+// in the values CUE resolved from it (every string and field name of
+// value, so that a secret assembled by concatenation or interpolation is
+// found too, at the field that holds it). A secret already reported at a
+// path from the text is not reported again there from the value. Paths
+// and messages never hold a secret. value may be the zero Value (a source
+// that did not evaluate).
+func Source(files []*ast.File, value cue.Value, pos Positioner) diag.List {
+	list := Syntax(files)
+	seen := map[string]bool{}
+	for _, f := range list {
+		seen[f.Path+"\x00"+f.Msg] = true
+	}
+	for _, f := range Values(value, pos) {
+		if !seen[f.Path+"\x00"+f.Msg] {
+			list = append(list, f)
+		}
+	}
+	return list.Sorted()
+}
+
+// Syntax reports every string literal, label and comment of files that
+// holds a secret, at the position of the secret itself.
+func Syntax(files []*ast.File) diag.List {
+	var list diag.List
+	for _, f := range files {
+		scanSyntax(f, &list)
+	}
+	return list.Sorted()
+}
+
+func scanSyntax(f *ast.File, list *diag.List) {
+	var path []string
+	pushed := map[ast.Node]bool{}
+	index := map[ast.Node]int{}
+	report := func(pos token.Pos, raw, value string) {
+		if found := Find(raw); len(found) > 0 {
+			for _, s := range found {
+				list.Add(pos.Add(s.Start), Redact(strings.Join(path, ".")), "%s", s.Describe(inSource))
+			}
+		} else {
+			for _, s := range Find(value) {
+				list.Add(pos, Redact(strings.Join(path, ".")), "%s", s.Describe(inSource))
+			}
+		}
+	}
+	ast.Walk(f, func(n ast.Node) bool {
+		if i, ok := index[n]; ok {
+			path = append(path, strconv.Itoa(i))
+			pushed[n] = true
+		}
+		switch n := n.(type) {
+		case *ast.Field:
+			path = append(path, labelString(n.Label))
+			pushed[n] = true
+		case *ast.ListLit:
+			for i, e := range n.Elts {
+				index[e] = i
+			}
+		case *ast.BasicLit:
+			if n.Kind == token.STRING {
+				value, err := literal.Unquote(n.Value)
+				if err != nil {
+					value = n.Value
+				}
+				report(n.ValuePos, n.Value, value)
+			}
+		case *ast.Comment:
+			report(n.Slash, n.Text, n.Text)
+		}
+		return true
+	}, func(n ast.Node) {
+		if pushed[n] {
+			path = path[:len(path)-1]
+		}
+	})
+}
+
+// labelString writes a field label as findings write paths.
+func labelString(l ast.Label) string {
+	name, isIdent, err := ast.LabelName(l)
+	switch {
+	case err != nil:
+		return "[_]"
+	case isIdent:
+		return name
+	}
+	return diag.Path(name)
+}
+
+// Values reports every secret in the strings and field names of v, a
+// resolved value, at the position pos gives for the field.
+func Values(v cue.Value, pos Positioner) diag.List {
+	var list diag.List
+	var walk func(v cue.Value, path []cue.Selector)
+	walk = func(v cue.Value, path []cue.Selector) {
+		// By what the value holds, not by its kind: a struct with an
+		// error in one of its fields is of kind bottom, and its other
+		// fields must be scanned all the same.
+		if s, err := v.String(); err == nil {
+			for _, found := range Find(s) {
+				list.Add(pos.Pos(path...), Redact(pathString(path)), "%s", found.Describe(inSource))
+			}
+			return
+		}
+		if iter, err := v.List(); err == nil {
+			for i := 0; iter.Next(); i++ {
+				walk(iter.Value(), append(slices.Clip(path), cue.Index(i)))
+			}
+			return
+		}
+		iter, err := v.Fields()
+		if err != nil {
+			return
+		}
+		for iter.Next() {
+			sel := iter.Selector()
+			p := append(slices.Clip(path), sel)
+			fv := iter.Value()
+			if sel.LabelType() != cue.StringLabel {
+				walk(fv, p)
+				continue
+			}
+			label := sel.Unquoted()
+			for _, s := range Find(label) {
+				list.Add(pos.KeyPos(p...), Redact(pathString(p)), "%s", s.Describe(inSource))
+			}
+			value, err := fv.String()
+			if err != nil {
+				walk(fv, p)
+				continue
+			}
+			found := Find(value)
+			for _, s := range found {
+				list.Add(pos.Pos(p...), Redact(pathString(p)), "%s", s.Describe(inSource))
+			}
+			for _, s := range inField(label, value, found) {
+				list.Add(pos.Pos(p...), Redact(pathString(p)), "%s", s.Describe(inSource))
+			}
+		}
+	}
+	if v.Exists() {
+		walk(v, nil)
+	}
+	return list.Sorted()
+}
+
+// inField finds the secrets that only a field name and its value
+// together show (private_key_id: "<40 hex digits>", type:
+// "service_account"), not those in either alone.
+func inField(label, value string, inValue []Secret) []Secret {
+	if !strings.Contains(label, "private_key_id") && !strings.Contains(label, "type") {
+		return nil // the only patterns that need the field name
+	}
+	alone := map[string]bool{}
+	for _, s := range append(Find(label), inValue...) {
+		alone[s.Class] = true
+	}
+	var out []Secret
+	for _, s := range Find(strconv.Quote(label) + ": " + strconv.Quote(value)) {
+		if !alone[s.Class] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func pathString(path []cue.Selector) string {
+	labels := make([]string, len(path))
+	for i, s := range path {
+		labels[i] = s.String()
+	}
+	return strings.Join(labels, ".")
+}
+
+// Artifacts reports every secret in the rendered files: the last gate
+// before anything is written, for what the source scan cannot see (a
+// secret nodegen itself would assemble from harmless parts). The path of
+// a finding is the file and line.
+func Artifacts(files render.Files) diag.List {
+	var list diag.List
+	for _, p := range files.Paths() {
+		text := string(files[p])
+		for _, s := range Find(text) {
+			line := 1 + strings.Count(text[:s.Start], "\n")
+			list.Add(token.NoPos, fmt.Sprintf("%s:%d", p, line), "%s", s.Describe("in a generated artifact")+
+				"; nothing was written: find the values of the source it is made of (nodegen export shows them)")
+		}
+	}
+	return list.Sorted()
+}
+
+// RedactList returns list with every secret in its paths and messages
+// replaced by its fingerprint: the gate every printed finding passes.
+func RedactList(list diag.List) diag.List {
+	out := make(diag.List, len(list))
+	for i, f := range list {
+		f.Path, f.Msg = Redact(f.Path), Redact(f.Msg)
+		out[i] = f
+	}
+	return out
+}
