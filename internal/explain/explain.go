@@ -7,8 +7,11 @@
 //
 // Not evaluated: inter-pod affinity and topology spread (they depend on
 // the pods already running), host ports, volumes and PersistentVolume
-// topology, DRA claims, PriorityClass and the autoscaler's own limits
-// (--max-nodes-total, resource limits, backoff after failed scale-ups).
+// topology, DRA claims, PriorityClass, and the autoscaler's runtime state
+// (nodes already running, backoff after failed scale-ups). The caps in
+// cluster.autoscaler.caps are checked with every cloud group at its
+// minimum size; the priority expander's choice is reported when the
+// expander chain starts with it.
 package explain
 
 import (
@@ -67,6 +70,11 @@ type WorkloadResult struct {
 	Source    string        `json:"source"` // file:line
 	Fits      bool          `json:"fits"`   // fits at least one autoscaled group
 	Groups    []GroupResult `json:"groups"`
+	// Preferred are the groups the priority expander keeps among those
+	// the workload fits (all of the highest priority), when the expander
+	// chain starts with "priority"; PreferredPriority is their priority.
+	Preferred         []string `json:"preferred,omitempty"`
+	PreferredPriority *int     `json:"preferredPriority,omitempty"`
 }
 
 // GroupResult is the verdict for one workload and one node group.
@@ -116,6 +124,7 @@ type Explainer struct {
 	groups    []*model.NodeGroup
 	templates map[string][]*Template
 	errs      map[string]error
+	capacity  capacity
 }
 
 // New builds the template node of every autoscaled group's zonal MIGs from
@@ -142,7 +151,7 @@ func New(src *model.Source, files render.Files, workloads []*Workload) (*Explain
 		}
 	}
 	flagged := render.ExtraStartupTaints(src)
-	e := &Explainer{templates: map[string][]*Template{}, errs: map[string]error{}}
+	e := &Explainer{templates: map[string][]*Template{}, errs: map[string]error{}, capacity: newCapacity(src)}
 	for _, g := range src.Groups() {
 		e.groups = append(e.groups, g)
 		if !g.Autoscaled() {
@@ -206,6 +215,7 @@ func (e *Explainer) Workload(w *Workload) WorkloadResult {
 		wr.Groups = append(wr.Groups, gr)
 	}
 	wr.Groups = append(wr.Groups, rest...)
+	e.capacity.prefer(&wr)
 	return wr
 }
 
@@ -220,6 +230,7 @@ func (e *Explainer) group(g *model.NodeGroup, w *Workload, gr *GroupResult) {
 		if g.Max == 0 {
 			rs = append(rs, Reason{Kind: ReasonMaxSize, Message: "max size is 0: the autoscaler never adds a node"})
 		}
+		rs = append(rs, e.capacity.capReasons(g)...)
 		if len(rs) == 0 {
 			gr.Zones = append(gr.Zones, t.Zone)
 		}

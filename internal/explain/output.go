@@ -29,6 +29,11 @@ func WriteTable(w io.Writer, r *Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, wr := range r.Workloads {
+		if wr.Preferred != nil {
+			fmt.Fprintf(w, "%s: the priority expander prefers %s (priority %d)\n", wr.Workload, strings.Join(wr.Preferred, ", "), *wr.PreferredPriority)
+		}
+	}
 	var none []string
 	for _, wr := range r.Workloads {
 		if !wr.Fits {

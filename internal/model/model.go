@@ -108,12 +108,13 @@ type Autoscaler struct {
 	Version                          string  `json:"version,omitempty"`
 	Namespace                        string  `json:"namespace"`
 	Expander                         string  `json:"expander"`
-	BalanceSimilarNodeGroups         bool    `json:"balanceSimilarNodeGroups"`
+	BalanceSimilarNodeGroups         *bool   `json:"balanceSimilarNodeGroups,omitempty"`
 	ScaleDownUtilizationThreshold    float64 `json:"scaleDownUtilizationThreshold"`
 	ScaleDownGpuUtilizationThreshold float64 `json:"scaleDownGpuUtilizationThreshold"`
 	ScaleDownUnneededTime            string  `json:"scaleDownUnneededTime"`
 	ScaleDownUnreadyTime             string  `json:"scaleDownUnreadyTime"`
 	MaxNodeProvisionTime             string  `json:"maxNodeProvisionTime"`
+	Caps                             *Caps   `json:"caps,omitempty"`
 }
 
 // NodeGroup is one group of identical nodes.
@@ -124,6 +125,7 @@ type NodeGroup struct {
 	Labels         map[string]string  `json:"labels"`
 	Taints         []Taint            `json:"taints"`
 	GPU            *GPU               `json:"gpu,omitempty"`
+	Priority       *int               `json:"priority,omitempty"`
 	Zones          []string           `json:"zones,omitempty"`
 	MachineType    string             `json:"machineType,omitempty"`
 	Capacity       *Capacity          `json:"capacity,omitempty"`

@@ -48,11 +48,12 @@ func ExtraStartupTaints(src *model.Source) []string {
 }
 
 // AutoscalerOptions returns the autoscaler's global options as flag name
-// (without dashes) and value, sorted by name.
-func AutoscalerOptions(c *model.Cluster) [][2]string {
-	a := c.Autoscaler
+// (without dashes) and value, sorted by name; the cluster-wide limits
+// (CapFlags) come after them.
+func AutoscalerOptions(src *model.Source) [][2]string {
+	a := src.Cluster.Autoscaler
 	return [][2]string{
-		{"balance-similar-node-groups", strconv.FormatBool(a.BalanceSimilarNodeGroups)},
+		{"balance-similar-node-groups", strconv.FormatBool(src.BalanceSimilarNodeGroups())},
 		{"expander", a.Expander},
 		{"max-node-provision-time", a.MaxNodeProvisionTime},
 		{"scale-down-gpu-utilization-threshold", formatFloat(a.ScaleDownGpuUtilizationThreshold)},
@@ -73,7 +74,10 @@ func AutoscalerFlags(src *model.Source, header string) ([]byte, error) {
 	for _, k := range ExtraStartupTaints(src) {
 		fmt.Fprintf(&b, "--startup-taint=%s\n", k)
 	}
-	for _, o := range AutoscalerOptions(&src.Cluster) {
+	for _, o := range AutoscalerOptions(src) {
+		fmt.Fprintf(&b, "--%s=%s\n", o[0], o[1])
+	}
+	for _, o := range CapFlags(&src.Cluster) {
 		fmt.Fprintf(&b, "--%s=%s\n", o[0], o[1])
 	}
 	return b.Bytes(), nil
@@ -89,13 +93,22 @@ func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 		groups = append(groups, map[string]any{"name": m.URL, "minSize": m.Min, "maxSize": m.Max})
 	}
 	extra := map[string]any{}
-	for _, o := range AutoscalerOptions(c) {
+	for _, o := range AutoscalerOptions(src) {
 		extra[o[0]] = o[1]
 	}
 	for i, k := range ExtraStartupTaints(src) {
 		// The chart drops everything after the first '_' of a key, so
 		// repeated flags get distinct keys.
 		extra[fmt.Sprintf("startup-taint_%d", i+1)] = k
+	}
+	gpuTotals := 0
+	for _, o := range CapFlags(c) {
+		if o[0] == "gpu-total" {
+			gpuTotals++
+			extra[fmt.Sprintf("gpu-total_%d", gpuTotals)] = o[1]
+		} else {
+			extra[o[0]] = o[1]
+		}
 	}
 	var nodeSelector map[string]string
 	var tolerations []corev1.Toleration
@@ -111,6 +124,12 @@ func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 		"nodeSelector":      nodeSelector,
 		"tolerations":       tolerations,
 		"fullnameOverride":  "cluster-autoscaler",
+	}
+	if prios := ExpanderPriorities(src); prios != nil {
+		// The chart renders the priority expander's ConfigMap from this
+		// map (priority → patterns) when extraArgs.expander contains
+		// "priority", and then lets the autoscaler read it.
+		values["expanderPriorities"] = stringKeys(prios)
 	}
 	return marshalValues(header, values)
 }

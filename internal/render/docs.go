@@ -67,6 +67,7 @@ func Provenance(src *model.Source, paths []string) []Edge {
 		if g.Autoscaled() || (g.Cloud() && g.StartupTaint != nil && slices.Contains(ExtraStartupTaints(src), g.StartupTaint.Key)) {
 			add(o, AutoscalerFlagsPath)
 			add(o, AutoscalerValuesPath)
+			add(o, PriorityExpanderPath) // its MIGs and priority
 		}
 		if g.Name == src.Cluster.Autoscaler.NodeGroup {
 			add(o, AutoscalerValuesPath) // its nodeSelector and tolerations
@@ -111,6 +112,7 @@ func Docs(src *model.Source, files Files) error {
 	d.intro()
 	d.joinToken()
 	d.table()
+	d.capacity()
 	for _, g := range src.Groups() {
 		if err := d.group(g); err != nil {
 			return fmt.Errorf("node group %s: docs: %w", g.Name, err)
@@ -204,6 +206,18 @@ func sizeOf(g *model.NodeGroup) string {
 	return "—"
 }
 
+// totalOf is the group's size over all its zones (min and max are per
+// zonal MIG).
+func totalOf(g *model.NodeGroup) string {
+	switch g.Kind {
+	case model.KindGCE:
+		return fmt.Sprintf("%d–%d in %d zone(s)", g.MinNodes(), g.MaxNodes(), len(g.Zones))
+	case model.KindGCEStatic:
+		return fmt.Sprintf("%d in %d zone(s) (fixed)", g.MaxNodes(), len(g.Zones))
+	}
+	return "—"
+}
+
 func gpuOf(g *model.NodeGroup) string {
 	if g.GPU == nil {
 		return "—"
@@ -242,8 +256,8 @@ func orDash(s string) string {
 
 func (d *docWriter) table() {
 	d.p("\n## Overview\n\n")
-	d.p("| Group | Kind | Zones | Machine type | GPU | Min–max | Labels | Taints | Startup taint |\n")
-	d.p("|---|---|---|---|---|---|---|---|---|\n")
+	d.p("| Group | Kind | Zones | Machine type | GPU | Min–max per zone | Group total | Labels | Taints | Startup taint |\n")
+	d.p("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, g := range d.src.Groups() {
 		startup := "—"
 		if g.StartupTaint != nil {
@@ -253,8 +267,8 @@ func (d *docWriter) table() {
 		if len(g.Zones) > 0 {
 			zones = strings.Join(g.Zones, "<br>")
 		}
-		d.p("| [%s](#%s) | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			g.Name, g.Name, g.Kind, zones, orDash(mdCell(g.MachineType)), gpuOf(g), sizeOf(g),
+		d.p("| [%s](#%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			g.Name, g.Name, g.Kind, zones, orDash(mdCell(g.MachineType)), gpuOf(g), sizeOf(g), totalOf(g),
 			labelList(g.NodeLabels), taintList(g.Taints), startup)
 	}
 	d.p("\nColumns, as the schema documents the fields:\n\n")
@@ -263,7 +277,7 @@ func (d *docWriter) table() {
 		paths []string
 	}{
 		{"Kind", []string{"kind"}}, {"Zones", []string{"zones"}}, {"Machine type", []string{"machineType"}},
-		{"GPU", []string{"gpu"}}, {"Min–max", []string{"min", "max"}}, {"Labels", []string{"labels"}},
+		{"GPU", []string{"gpu"}}, {"Min–max per zone", []string{"min", "max"}}, {"Labels", []string{"labels"}},
 		{"Taints", []string{"taints"}}, {"Startup taint", []string{"startupTaint"}},
 	} {
 		var names, docs []string

@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -156,7 +157,7 @@ func TestDocsTable(t *testing.T) {
 			continue
 		}
 		cells := strings.Split(strings.Trim(row, "|"), " | ")
-		if len(cells) != 9 {
+		if len(cells) != 10 {
 			t.Fatalf("%s: %d cells in %q", g.Name, len(cells), row)
 		}
 		if strings.TrimSpace(cells[1]) != g.Kind {
@@ -167,18 +168,24 @@ func TestDocsTable(t *testing.T) {
 				t.Errorf("%s: zones cell lacks %s", g.Name, z)
 			}
 		}
+		// min and max are per zone; the group total multiplies them by the zones.
+		if g.Autoscaled() {
+			if want := fmt.Sprintf("%d–%d in %d zone(s)", g.Min*len(g.Zones), g.Max*len(g.Zones), len(g.Zones)); strings.TrimSpace(cells[6]) != want {
+				t.Errorf("%s: group total cell %q, want %q", g.Name, cells[6], want)
+			}
+		}
 		for k, v := range g.NodeLabels {
-			if !strings.Contains(cells[6], "`"+k+"="+v+"`") {
+			if !strings.Contains(cells[7], "`"+k+"="+v+"`") {
 				t.Errorf("%s: labels cell lacks %s=%s", g.Name, k, v)
 			}
 		}
 		for _, tt := range g.Taints {
-			if !strings.Contains(cells[7], "`"+tt.String()+"`") {
+			if !strings.Contains(cells[8], "`"+tt.String()+"`") {
 				t.Errorf("%s: taints cell lacks %s", g.Name, tt)
 			}
 		}
-		if g.StartupTaint != nil && !strings.Contains(cells[8], "`"+g.StartupTaint.String()+"`") {
-			t.Errorf("%s: startup taint cell %q", g.Name, cells[8])
+		if g.StartupTaint != nil && !strings.Contains(cells[9], "`"+g.StartupTaint.String()+"`") {
+			t.Errorf("%s: startup taint cell %q", g.Name, cells[9])
 		}
 		if g.GPU != nil && !strings.Contains(cells[4], g.GPU.Type) {
 			t.Errorf("%s: GPU cell %q", g.Name, cells[4])

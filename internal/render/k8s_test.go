@@ -117,11 +117,14 @@ type chartValues struct {
 		MinSize int    `json:"minSize"`
 		MaxSize int    `json:"maxSize"`
 	} `json:"autoscalingGroups"`
-	ExtraArgs        map[string]string    `json:"extraArgs"`
-	Image            struct{ Tag string } `json:"image"`
-	NodeSelector     map[string]string    `json:"nodeSelector"`
-	Tolerations      []corev1.Toleration  `json:"tolerations"`
-	FullnameOverride string               `json:"fullnameOverride"`
+	ExtraArgs map[string]string `json:"extraArgs"`
+	// ExpanderPriorities is what the chart renders into the priority
+	// expander's ConfigMap: priority → patterns.
+	ExpanderPriorities map[string][]string  `json:"expanderPriorities"`
+	Image              struct{ Tag string } `json:"image"`
+	NodeSelector       map[string]string    `json:"nodeSelector"`
+	Tolerations        []corev1.Toleration  `json:"tolerations"`
+	FullnameOverride   string               `json:"fullnameOverride"`
 }
 
 func TestAutoscalerPinnedToItsNode(t *testing.T) {

@@ -114,6 +114,11 @@ func All(src *model.Source) (Files, error) {
 	if files[AutoscalerValuesPath], err = AutoscalerValues(src, header); err != nil {
 		return nil, err
 	}
+	if pe, err := PriorityExpander(src, header); err != nil {
+		return nil, err
+	} else if pe != nil {
+		files[PriorityExpanderPath] = pe
+	}
 	if err := Terraform(src, files); err != nil {
 		return nil, err
 	}

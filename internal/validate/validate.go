@@ -145,6 +145,7 @@ func (c *checker) cluster() {
 	c.endpoint(cl.ControlPlaneEndpoint)
 	c.nodeLifecycle()
 	c.containerImage(sel("cluster", "taintRemover", "image"), cl.TaintRemover.Image)
+	c.capacity()
 
 	name := cl.Autoscaler.NodeGroup
 	g, ok := c.src.NodeGroups[name]

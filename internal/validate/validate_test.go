@@ -92,7 +92,7 @@ func TestAllAtOnce(t *testing.T) {
 	})
 	want := []string{
 		`nodegroups/autoscaler.cue:11:10: nodeGroups.autoscaler.labels."node-role.kubernetes.io/autoscaler": label "node-role.kubernetes.io/autoscaler" is in a kubernetes.io/k8s.io namespace the kubelet may not set on itself: the kubelet refuses to start with it (and NodeRestriction rejects it); use your own prefix, e.g. "example.com/autoscaler"`,
-		`nodegroups/cluster.cue:19:13: cluster.autoscaler.expander: "least-wasted" is not one of "least-waste", "random", "most-pods", "price", "priority" or "least-nodes"; did you mean "least-waste"?`,
+		`nodegroups/cluster.cue:19:13: cluster.autoscaler.expander: unknown expander "least-wasted"; did you mean "least-waste"?`,
 		`nodegroups/cpu-burst.cue:9:15: nodeGroups."cpu-burst".max: max must be at least 1 for an autoscaled group (the autoscaler rejects max 0)`,
 		`nodegroups/gpu-t4.cue:8:18: nodeGroups."gpu-t4".bootDiskSizeGb: want an int, not a string ("big")`,
 		`nodegroups/gpu-t4.cue:9:2: nodeGroups."gpu-t4".maxx: field not allowed; did you mean max?`,

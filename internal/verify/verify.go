@@ -59,8 +59,11 @@ func All(src *model.Source, files render.Files) error {
 	for _, e := range groupErrs {
 		errs = append(errs, e[0], e[1], e[2])
 	}
-	for _, p := range []string{render.TaintRemoverPath, render.NodeLifecyclePath, render.JoinTokenRenewerPath} {
+	for _, p := range []string{render.TaintRemoverPath, render.NodeLifecyclePath, render.JoinTokenRenewerPath, render.PriorityExpanderPath} {
 		if files[p] == nil && p == render.JoinTokenRenewerPath && !render.RendersJoinTokenRenewer(src) {
+			continue
+		}
+		if files[p] == nil && p == render.PriorityExpanderPath && !src.Cluster.Autoscaler.UsesPriority() {
 			continue
 		}
 		if _, err := DecodeObjects(files[p]); err != nil {

@@ -1,0 +1,123 @@
+package render
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/yamlout"
+)
+
+// PriorityExpanderPath is the priority expander's ConfigMap, rendered when
+// the expander chain contains "priority".
+const PriorityExpanderPath = "cluster-autoscaler/priority-expander.yaml"
+
+// PriorityExpanderConfigMapName and PriorityExpanderKey are the ConfigMap
+// and data key the autoscaler's priority expander reads
+// (expander/priority/priority.go: PriorityConfigMapName, ConfigMapKey), in
+// the autoscaler's --namespace.
+const (
+	PriorityExpanderConfigMapName = "cluster-autoscaler-priority-expander"
+	PriorityExpanderKey           = "priorities"
+)
+
+// MIGPattern is the priority expander's regular expression for one MIG:
+// the MIG's URL, which is what the GCE provider's NodeGroup.Id() returns
+// (GenerateMigUrl with the default domain), quoted and anchored so that it
+// matches that MIG and no other.
+func MIGPattern(url string) string { return "^" + regexp.QuoteMeta(url) + "$" }
+
+// ExpanderPriorities maps each priority to the patterns of the MIGs of the
+// autoscaled groups that have it, in MIG order. Nil unless the expander
+// chain contains "priority".
+func ExpanderPriorities(src *model.Source) map[int][]string {
+	if !src.Cluster.Autoscaler.UsesPriority() {
+		return nil
+	}
+	out := map[int][]string{}
+	for _, m := range AutoscaledMIGs(src) {
+		p := m.Group.GroupPriority()
+		out[p] = append(out[p], MIGPattern(m.URL))
+	}
+	return out
+}
+
+// expanderPrioritiesText is the ConfigMap's priorities value: a YAML map
+// of priority to list of patterns, as the expander parses it
+// (sigs.k8s.io/yaml into map[int][]string).
+func expanderPrioritiesText(prios map[int][]string) (string, error) {
+	b, err := yamlout.Marshal(stringKeys(prios))
+	return string(b), err
+}
+
+func stringKeys(prios map[int][]string) map[string][]string {
+	m := make(map[string][]string, len(prios))
+	for p, res := range prios {
+		m[strconv.Itoa(p)] = res
+	}
+	return m
+}
+
+// PriorityExpanderObjects returns the priority expander's ConfigMap, or
+// nothing when the expander chain has no "priority".
+func PriorityExpanderObjects(src *model.Source) ([]runtime.Object, error) {
+	prios := ExpanderPriorities(src)
+	if prios == nil {
+		return nil, nil
+	}
+	text, err := expanderPrioritiesText(prios)
+	if err != nil {
+		return nil, err
+	}
+	return []runtime.Object{&corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      PriorityExpanderConfigMapName,
+			Namespace: src.Cluster.Autoscaler.Namespace,
+			Labels:    map[string]string{"app.kubernetes.io/managed-by": "nodegen"},
+		},
+		Data: map[string]string{PriorityExpanderKey: text},
+	}}, nil
+}
+
+// PriorityExpander renders the priority expander's ConfigMap for
+// installs without the chart (the chart creates the same ConfigMap from
+// values.yaml's expanderPriorities).
+func PriorityExpander(src *model.Source, header string) ([]byte, error) {
+	objs, err := PriorityExpanderObjects(src)
+	if err != nil || objs == nil {
+		return nil, err
+	}
+	return MarshalObjects(header, objs)
+}
+
+// CapFlags returns the autoscaler's cluster-wide limit flags as name
+// (without dashes) and value: --max-nodes-total, --cores-total and
+// --memory-total (<min>:<max>, memory in GiB), and one --gpu-total
+// (<type>:<min>:<max>) per GPU type, by type.
+func CapFlags(c *model.Cluster) [][2]string {
+	caps := c.Autoscaler.Caps
+	if caps == nil {
+		return nil
+	}
+	var out [][2]string
+	if caps.Cores != nil {
+		out = append(out, [2]string{"cores-total", fmt.Sprintf("%d:%d", caps.Cores.Min, caps.Cores.Max)})
+	}
+	for _, t := range model.SortedKeys(caps.GPUs) {
+		r := caps.GPUs[t]
+		out = append(out, [2]string{"gpu-total", fmt.Sprintf("%s:%d:%d", t, r.Min, r.Max)})
+	}
+	if caps.MaxNodesTotal > 0 {
+		out = append(out, [2]string{"max-nodes-total", strconv.Itoa(caps.MaxNodesTotal)})
+	}
+	if caps.MemoryGiB != nil {
+		out = append(out, [2]string{"memory-total", fmt.Sprintf("%d:%d", caps.MemoryGiB.Min, caps.MemoryGiB.Max)})
+	}
+	return out
+}
