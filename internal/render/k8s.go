@@ -239,6 +239,13 @@ func GPUOperatorValues(src *model.Source, header string) ([]byte, error) {
 		"daemonsets":             map[string]any{"tolerations": tols},
 		"node-feature-discovery": map[string]any{"worker": map[string]any{"tolerations": nfd}},
 	}
+	dp, err := devicePluginValues(src)
+	if err != nil {
+		return nil, err
+	}
+	if dp != nil {
+		values["devicePlugin"] = dp
+	}
 	return marshalValues(header, values)
 }
 

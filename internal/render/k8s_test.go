@@ -210,6 +210,7 @@ func TestGPUOperatorToleratesGPUNodes(t *testing.T) {
 				Tolerations []corev1.Toleration `json:"tolerations"`
 			} `json:"worker"`
 		} `json:"node-feature-discovery"`
+		DevicePlugin any `json:"devicePlugin"`
 	}
 	if err := yaml.UnmarshalStrict(files[render.GPUOperatorValuesPath], &v); err != nil {
 		t.Fatal(err)

@@ -53,6 +53,8 @@ func All(src *model.Source, files render.Files) error {
 			groupErrs[i][1] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
 		} else if err := joinConfiguration(src, g, script, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
 			groupErrs[i][2] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
+		} else if err := Capacity(g, script, files[render.KubeEnvPath(g.Name)], files[render.GPUOperatorValuesPath], files[render.TerraformGroupPath(g.Name)]); err != nil {
+			groupErrs[i][2] = fmt.Errorf("%s: %w", render.StartupScriptPath(g.Name), err)
 		}
 	})
 	var errs []error
