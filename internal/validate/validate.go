@@ -208,6 +208,7 @@ func (c *checker) group(g *model.NodeGroup) {
 	if g.Cloud() {
 		c.cloudGroup(g, base, keys)
 	}
+	c.capacity(g, base)
 }
 
 // kubeEnvSeparators are the characters kube-env splits its variables,
