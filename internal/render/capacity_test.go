@@ -3,6 +3,7 @@ package render_test
 import (
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/scripttest"
 	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/internal/verify"
 )
@@ -32,7 +34,7 @@ var capacitySource = map[string]string{
 	kubernetesVersion:    "1.37.2"
 	controlPlaneEndpoint: "cp.cap.example.net:6443"
 	caCertHashes: ["sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"]
-	joinToken: metadataKey: "cap-join-token"
+	joinToken: secretManager: secret: "cap-join-token"
 	gcp: {project: "cap-project-1", region: "us-east1"}
 	autoscaler: nodeGroup: "ca"
 }
@@ -323,5 +325,80 @@ func TestCapacityMismatchesAreCaught(t *testing.T) {
 				t.Errorf("verify: %v, want an error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestCapacityStartupScriptLocalSSDs runs the local-SSD group's startup
+// script under bash: it joins only when the kubelet's and containerd's
+// directories are on a filesystem other than the boot disk's (/proc and
+// /sys stand in for the SSD mounts: any other filesystem will do).
+func TestCapacityStartupScriptLocalSSDs(t *testing.T) {
+	src, files := loadCapacitySource(t)
+	g := src.NodeGroups["t4"]
+	script := files[render.StartupScriptPath(g.Name)]
+	vm := scripttest.VM{
+		Project:       src.Cluster.GCP.Project,
+		NumericID:     "123456789012",
+		Zone:          g.Zones[0],
+		Instance:      src.Cluster.BaseInstanceName(g) + "-q2w3",
+		JoinToken:     joinToken,
+		Secret:        "cap-join-token",
+		SecretVersion: "latest",
+	}
+	boot := t.TempDir()
+	onBoot := filepath.Join(boot, "var-lib-kubelet")
+	if err := os.Mkdir(onBoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, kubelet, containerd, want string
+	}{
+		{"both off the boot disk", "/proc", "/sys", ""},
+		{"kubelet on the boot disk", onBoot, "/sys", onBoot + " is on the boot disk's filesystem"},
+		{"containerd missing", "/proc", filepath.Join(boot, "absent"), filepath.Join(boot, "absent") + " does not exist"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := scripttest.Run(t, script, vm, scripttest.Options{Env: []string{
+				"NODEGEN_BOOT_DIR=" + boot, "NODEGEN_KUBELET_DIR=" + c.kubelet, "NODEGEN_CONTAINERD_DIR=" + c.containerd,
+			}})
+			if c.want == "" {
+				if res.ExitCode != 0 || len(res.KubeadmCalls) != 1 {
+					t.Fatalf("exit %d, kubeadm calls %v\n%s", res.ExitCode, res.KubeadmCalls, res.Stderr)
+				}
+				return
+			}
+			if res.ExitCode != 1 || len(res.KubeadmCalls) != 0 || len(res.Requests) != 0 ||
+				!strings.Contains(res.Stderr, c.want) || !strings.Contains(res.Stderr, "ERROR: storage: ") || strings.Count(res.Stderr, "ERROR") != 1 {
+				t.Errorf("exit %d, kubeadm calls %v, requests %v; want one storage error mentioning %q\n%s", res.ExitCode, res.KubeadmCalls, res.Requests, c.want, res.Stderr)
+			}
+		})
+	}
+	// A group without local SSDs does not look at the directories.
+	plain := files[render.StartupScriptPath("plain")]
+	if strings.Contains(string(plain), "check_local_ssd_storage") {
+		t.Error("the plain group's script checks local SSD storage")
+	}
+}
+
+// TestCapacityStartupScriptShellcheck runs bash -n and shellcheck on the
+// local-SSD group's script, which the shipped example does not render.
+func TestCapacityStartupScriptShellcheck(t *testing.T) {
+	_, files := loadCapacitySource(t)
+	path := filepath.Join(t.TempDir(), "t4.sh")
+	if err := os.WriteFile(path, files[render.StartupScriptPath("t4")], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("bash", "-n", path).CombinedOutput(); err != nil {
+		t.Fatalf("bash -n: %v\n%s", err, out)
+	}
+	if _, err := exec.LookPath("shellcheck"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("shellcheck is not installed; .ci/run installs it")
+		}
+		t.Skip("shellcheck not installed")
+	}
+	if out, err := exec.Command("shellcheck", "--shell=bash", "--severity=style", path).CombinedOutput(); err != nil {
+		t.Errorf("shellcheck: %v\n%s", err, out)
 	}
 }
