@@ -21,6 +21,12 @@ var noLocalSSDFamilies = []string{"e2-", "t2a-", "t2d-", "n4-", "c4-", "c4a-", "
 // capacity checks the group's capacity policy: Spot, the kubelet's
 // graceful shutdown, local SSDs and GPU sharing.
 func (c *checker) capacity(g *model.NodeGroup, base []cue.Selector) {
+	if _, ok := g.Labels[model.SpotLabel]; ok {
+		c.atKey(join(base, "labels", model.SpotLabel), "label %q is set by nodegen on Spot groups; remove it and set spot: true", model.SpotLabel)
+	}
+	if _, ok := g.Labels[model.DevicePluginConfigLabel]; ok {
+		c.atKey(join(base, "labels", model.DevicePluginConfigLabel), "label %q is set by nodegen to select the group's device plugin config; remove it and set gpu.sharing", model.DevicePluginConfigLabel)
+	}
 	if g.Spot && g.Name == c.src.Cluster.Autoscaler.NodeGroup {
 		c.at(join(base, "spot"), "the autoscaler's own group cannot be Spot: a preemption would stop the autoscaler until GCE has capacity again")
 	}
