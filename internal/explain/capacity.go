@@ -2,6 +2,9 @@ package explain
 
 import (
 	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
 
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -58,4 +61,30 @@ func LocalSSDEphemeralStorage(attached, count int64, distribution string) (int64
 	}
 	storage := count * model.LocalSSDSizeGiB * gib
 	return max(storage-localSSDOverheadKiB[distribution][measured]*kib, 0), nil
+}
+
+// podCountReason is the scheduler's pod-count check (NodeResourcesFit
+// "Too many pods"): the pods a new node already runs (kube-proxy and the
+// DaemonSets it admits, the workload's own DaemonSet aside) plus this one
+// may not exceed the template's pods allocatable, the group's maxPods.
+func podCountReason(w *Workload, t *Template) (Reason, bool) {
+	running := 0
+	for _, f := range t.Fresh {
+		if f.ds != w {
+			running++
+		}
+	}
+	alloc := t.Node.Status.Allocatable[corev1.ResourcePods]
+	if int64(running+1) <= alloc.Value() {
+		return Reason{}, false
+	}
+	free := max(alloc.Value()-int64(running), 0)
+	return Reason{
+		Kind:        ReasonResource,
+		Message:     fmt.Sprintf("too many pods: a new node allows %d pods (maxPods) and already runs %d", alloc.Value(), running),
+		Resource:    string(corev1.ResourcePods),
+		Requested:   "1",
+		Free:        strconv.FormatInt(free, 10),
+		Allocatable: alloc.String(),
+	}, true
 }

@@ -415,6 +415,9 @@ func resourceReasons(w *Workload, t *Template) []Reason {
 		out = append(out, Reason{Kind: ReasonResource, Message: msg, Resource: k,
 			Requested: q.String(), Free: exact(name, free), Allocatable: exact(name, alloc)})
 	}
+	if r, ok := podCountReason(w, t); ok {
+		out = append(out, r)
+	}
 	return out
 }
 

@@ -73,10 +73,11 @@ var capacitySource = map[string]string{
 `,
 }
 
-func loadCapacitySource(t *testing.T) (*model.Source, render.Files) {
+func loadCapacitySource(t *testing.T, replace ...string) (*model.Source, render.Files) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range capacitySource {
+		body = strings.NewReplacer(replace...).Replace(body)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -400,5 +401,64 @@ func TestCapacityStartupScriptShellcheck(t *testing.T) {
 	}
 	if out, err := exec.Command("shellcheck", "--shell=bash", "--severity=style", path).CombinedOutput(); err != nil {
 		t.Errorf("shellcheck: %v\n%s", err, out)
+	}
+}
+
+// TestCapacityExplainMaxPods: explain counts pods against the template's
+// pods allocatable (maxPods), as the scheduler's NodeResourcesFit does:
+// kube-proxy, the taint remover and one DaemonSet fill a new node of the
+// GPU group at maxPods 3, and leave room for one pod at 4.
+func TestCapacityExplainMaxPods(t *testing.T) {
+	ws, _, err := explain.Decode("w.yaml", []byte(`
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      tolerations: [{operator: Exists}]
+      containers: [{name: agent, image: agent}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu}
+spec:
+  tolerations: [{operator: Exists}]
+  containers: [{name: c, image: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+`))
+	if err != nil || len(ws) != 2 {
+		t.Fatalf("decode: %d workloads, %v", len(ws), err)
+	}
+	for _, c := range []struct {
+		maxPods string
+		fits    bool
+	}{{"48", true}, {"4", true}, {"3", false}} {
+		src, files := loadCapacitySource(t, "maxPods: 48", "maxPods: "+c.maxPods)
+		e, err := explain.New(src, files, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var t4 *explain.GroupResult
+		r := e.Workload(ws[1])
+		for i := range r.Groups {
+			if r.Groups[i].Group == "t4" {
+				t4 = &r.Groups[i]
+			}
+		}
+		if t4 == nil {
+			t.Fatal("no verdict for t4")
+		}
+		if c.fits {
+			if t4.Verdict != explain.Fits {
+				t.Errorf("maxPods %s: %s %+v, want fits", c.maxPods, t4.Verdict, t4.Reasons)
+			}
+			continue
+		}
+		if t4.Verdict != explain.NoFit || len(t4.Reasons) != 1 || t4.Reasons[0].Resource != "pods" ||
+			!strings.Contains(t4.Reasons[0].Message, "a new node allows 3 pods (maxPods) and already runs 3") {
+			t.Errorf("maxPods %s: %s %+v, want one too-many-pods reason", c.maxPods, t4.Verdict, t4.Reasons)
+		}
 	}
 }
