@@ -86,6 +86,9 @@ type GroupResult struct {
 	Zones []string `json:"zones,omitempty"`
 	// Reasons are every reason the pod does not fit, when it fits no zone.
 	Reasons []Reason `json:"reasons,omitempty"`
+	// Notes say what a fitting pod should know about the group's nodes
+	// (Spot, shared GPUs).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Reason is one reason a pod does not fit a template node.
@@ -238,6 +241,7 @@ func (e *Explainer) group(g *model.NodeGroup, w *Workload, gr *GroupResult) {
 	}
 	if len(gr.Zones) > 0 {
 		gr.Verdict = Fits
+		gr.Notes = capacityNotes(g, w)
 		return
 	}
 	gr.Verdict = NoFit
@@ -421,6 +425,9 @@ func resourceReasons(w *Workload, t *Template) []Reason {
 		}
 		out = append(out, Reason{Kind: ReasonResource, Message: msg, Resource: k,
 			Requested: q.String(), Free: exact(name, free), Allocatable: exact(name, alloc)})
+	}
+	if r, ok := podCountReason(w, t); ok {
+		out = append(out, r)
 	}
 	return out
 }

@@ -23,6 +23,8 @@ type want struct {
 	verdict string
 	zones   []string
 	reasons []reasonWant
+	// notes, when set, must each be contained in the matching note.
+	notes []string
 }
 
 type reasonWant struct {
@@ -31,9 +33,15 @@ type reasonWant struct {
 
 var bothZones = []string{"us-central1-a", "us-central1-b"}
 
+var spotZones = []string{"us-central1-a", "us-central1-b", "us-central1-c"}
+
+// spotNote is the note every workload that fits spot-gpu-t4 gets.
+const spotNote = "lands on Spot VMs: GCE may preempt them with 30s notice (the kubelet stops pods within shutdownGracePeriod 30s)"
+
 // The shipped example: cpu-burst (n2-standard-8, untainted, 0..10) and
 // gpu-t4 (n1-standard-8 + 1 T4, tainted nvidia.com/gpu=present:NoSchedule,
-// 0..4) are autoscaled; autoscaler (gce-static) and onprem-gpu (onprem) are not.
+// 0..4) and spot-gpu-t4 (the same on Spot VMs in three zones, each T4
+// time-sliced 4 ways, maxPods 64) are autoscaled; autoscaler (gce-static) and onprem-gpu (onprem) are not.
 var workloadCases = []struct {
 	name   string
 	yaml   string
@@ -62,6 +70,28 @@ spec:
 		groups: map[string]want{
 			"cpu-burst": {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient nvidia.com/gpu: requests 1, the node has none"}}},
 			"gpu-t4":    {verdict: explain.Fits, zones: bothZones},
+			"spot-gpu-t4": {verdict: explain.Fits, zones: spotZones, notes: []string{spotNote,
+				"nvidia.com/gpu is time-sliced 4 ways: a node advertises 4 for 1 physical GPU(s); the pod's 1 share GPUs with other pods"}},
+		},
+	},
+	{
+		name: "three GPUs fit only the time-sliced group",
+		yaml: `
+apiVersion: v1
+kind: Pod
+metadata: {name: small-infer}
+spec:
+  tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+  containers:
+  - name: infer
+    image: infer
+    resources: {limits: {nvidia.com/gpu: 3}}
+`,
+		fits: true,
+		groups: map[string]want{
+			"cpu-burst":   {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient nvidia.com/gpu: requests 3, the node has none"}}},
+			"gpu-t4":      {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient nvidia.com/gpu: requests 3"}}},
+			"spot-gpu-t4": {verdict: explain.Fits, zones: spotZones, notes: []string{spotNote, "time-sliced 4 ways: a node advertises 4 for 1 physical GPU(s); the pod's 3 share"}},
 		},
 	},
 	{
@@ -83,8 +113,9 @@ spec:
 `,
 		fits: false,
 		groups: map[string]want{
-			"cpu-burst": {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient nvidia.com/gpu"}}},
-			"gpu-t4":    {verdict: explain.NoFit, reasons: []reasonWant{{kind: "taint", contains: "taint nvidia.com/gpu=present:NoSchedule not tolerated"}}},
+			"cpu-burst":   {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient nvidia.com/gpu"}}},
+			"gpu-t4":      {verdict: explain.NoFit, reasons: []reasonWant{{kind: "taint", contains: "taint nvidia.com/gpu=present:NoSchedule not tolerated"}}},
+			"spot-gpu-t4": {verdict: explain.NoFit, reasons: []reasonWant{{kind: "taint", contains: "taint nvidia.com/gpu=present:NoSchedule not tolerated"}}},
 		},
 	},
 	{
@@ -105,8 +136,9 @@ spec:
 `,
 		fits: false,
 		groups: map[string]want{
-			"cpu-burst": {verdict: explain.NoFit, reasons: []reasonWant{{kind: "nodeSelector", contains: "nodeSelector example.com/pool=gpu-onprem not met (node has example.com/pool=cpu-burst)"}}},
-			"gpu-t4":    {verdict: explain.NoFit, reasons: []reasonWant{{kind: "nodeSelector", contains: "nodeSelector example.com/pool=gpu-onprem not met (node has example.com/pool=gpu-burst)"}}},
+			"cpu-burst":   {verdict: explain.NoFit, reasons: []reasonWant{{kind: "nodeSelector", contains: "nodeSelector example.com/pool=gpu-onprem not met (node has example.com/pool=cpu-burst)"}}},
+			"gpu-t4":      {verdict: explain.NoFit, reasons: []reasonWant{{kind: "nodeSelector", contains: "nodeSelector example.com/pool=gpu-onprem not met (node has example.com/pool=gpu-burst)"}}},
+			"spot-gpu-t4": {verdict: explain.NoFit, reasons: []reasonWant{{kind: "nodeSelector", contains: "nodeSelector example.com/pool=gpu-onprem not met (node has example.com/pool=gpu-burst)"}}},
 		},
 	},
 	{
@@ -124,8 +156,9 @@ spec:
 `,
 		fits: false,
 		groups: map[string]want{
-			"cpu-burst": {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient memory: requests 40Gi, a new node has "}}},
-			"gpu-t4":    {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient memory: requests 40Gi, a new node has "}}},
+			"cpu-burst":   {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient memory: requests 40Gi, a new node has "}}},
+			"gpu-t4":      {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient memory: requests 40Gi, a new node has "}}},
+			"spot-gpu-t4": {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient memory: requests 40Gi, a new node has "}}},
 		},
 	},
 	{
@@ -149,6 +182,8 @@ spec:
 		groups: map[string]want{
 			"cpu-burst": {verdict: explain.Fits, zones: bothZones},
 			"gpu-t4":    {verdict: explain.Fits, zones: bothZones},
+			// The Spot note, but no GPU note: the pod requests no GPU.
+			"spot-gpu-t4": {verdict: explain.Fits, zones: spotZones, notes: []string{spotNote}},
 		},
 	},
 	{
@@ -187,6 +222,12 @@ spec:
 				{kind: "nodeAffinity", zone: "us-central1-a", contains: "topology.kubernetes.io/zone In [us-central1-b]"},
 				{kind: "resource", contains: "insufficient cpu: requests 16"},
 			}},
+			"spot-gpu-t4": {verdict: explain.NoFit, reasons: []reasonWant{
+				{kind: "taint", contains: "nvidia.com/gpu=present:NoSchedule"},
+				{kind: "nodeAffinity", zone: "us-central1-a", contains: "topology.kubernetes.io/zone In [us-central1-b]"},
+				{kind: "resource", contains: "insufficient cpu: requests 16"},
+				{kind: "nodeAffinity", zone: "us-central1-c", contains: "topology.kubernetes.io/zone In [us-central1-b]"},
+			}},
 		},
 	},
 	{
@@ -201,10 +242,23 @@ spec:
 `,
 		fits: true,
 		groups: map[string]want{
-			"cpu-burst": {verdict: explain.Fits, zones: []string{"us-central1-b"}},
-			"gpu-t4":    {verdict: explain.NoFit, reasons: []reasonWant{{kind: "taint"}, {kind: "nodeSelector", zone: "us-central1-a"}}},
+			"cpu-burst":   {verdict: explain.Fits, zones: []string{"us-central1-b"}},
+			"gpu-t4":      {verdict: explain.NoFit, reasons: []reasonWant{{kind: "taint"}, {kind: "nodeSelector", zone: "us-central1-a"}}},
+			"spot-gpu-t4": {verdict: explain.NoFit, reasons: []reasonWant{{kind: "taint"}, {kind: "nodeSelector", zone: "us-central1-a"}, {kind: "nodeSelector", zone: "us-central1-c"}}},
 		},
 	},
+}
+
+// workloadCase is the YAML of the workload case called name.
+func workloadCase(t *testing.T, name string) string {
+	t.Helper()
+	for _, c := range workloadCases {
+		if c.name == name {
+			return c.yaml
+		}
+	}
+	t.Fatalf("no workload case %q", name)
+	return ""
 }
 
 func TestExplainWorkloads(t *testing.T) {
@@ -239,7 +293,7 @@ func TestExplainWorkloads(t *testing.T) {
 				}
 				checkGroup(t, gr, w)
 			}
-			if want := []string{"cpu-burst", "gpu-t4", "autoscaler", "onprem-gpu"}; !slices.Equal(order, want) {
+			if want := []string{"cpu-burst", "gpu-t4", "spot-gpu-t4", "autoscaler", "onprem-gpu"}; !slices.Equal(order, want) {
 				t.Errorf("groups in order %v, want %v", order, want)
 			}
 		})
@@ -250,6 +304,15 @@ func checkGroup(t *testing.T, gr explain.GroupResult, w want) {
 	t.Helper()
 	if gr.Verdict != w.verdict || !slices.Equal(gr.Zones, w.zones) {
 		t.Errorf("%s: verdict %s zones %v, want %s %v (reasons %+v)", gr.Group, gr.Verdict, gr.Zones, w.verdict, w.zones, gr.Reasons)
+	}
+	if len(gr.Notes) != len(w.notes) {
+		t.Errorf("%s: notes %q, want %d containing %q", gr.Group, gr.Notes, len(w.notes), w.notes)
+	} else {
+		for i, n := range w.notes {
+			if !strings.Contains(gr.Notes[i], n) {
+				t.Errorf("%s: note %d = %q, want it to contain %q", gr.Group, i, gr.Notes[i], n)
+			}
+		}
 	}
 	if len(gr.Reasons) != len(w.reasons) {
 		t.Errorf("%s: %d reasons %+v, want %d", gr.Group, len(gr.Reasons), gr.Reasons, len(w.reasons))
@@ -267,7 +330,7 @@ func checkGroup(t *testing.T, gr explain.GroupResult, w want) {
 // what every fresh node runs, allocatable is below the request.
 func TestResourceReasonNumbers(t *testing.T) {
 	src, files := testsrc.Example(t)
-	ws, _, err := explain.Decode("w.yaml", []byte(workloadCases[3].yaml))
+	ws, _, err := explain.Decode("w.yaml", []byte(workloadCase(t, "more memory than the machine has")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +418,7 @@ func cpuPod(q resource.Quantity) *explain.Workload {
 func TestMaxSizeZero(t *testing.T) {
 	src, files := testsrc.Example(t)
 	src.NodeGroups["cpu-burst"].Max = 0
-	ws, _, err := explain.Decode("w.yaml", []byte(workloadCases[4].yaml)) // tolerates everything
+	ws, _, err := explain.Decode("w.yaml", []byte(workloadCase(t, "tolerates everything")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +437,7 @@ func TestUnknownMachineTypeAndOverride(t *testing.T) {
 	src, files := testsrc.Example(t)
 	g := src.NodeGroups["cpu-burst"]
 	g.MachineType = "z9-future-8"
-	ws, _, err := explain.Decode("w.yaml", []byte(workloadCases[4].yaml))
+	ws, _, err := explain.Decode("w.yaml", []byte(workloadCase(t, "tolerates everything")))
 	if err != nil {
 		t.Fatal(err)
 	}

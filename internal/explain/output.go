@@ -56,7 +56,7 @@ func WriteTable(w io.Writer, r *Report) error {
 func groupDetails(gr GroupResult) []string {
 	switch gr.Verdict {
 	case Fits:
-		return []string{"zones " + strings.Join(gr.Zones, ", ")}
+		return append([]string{"zones " + strings.Join(gr.Zones, ", ")}, gr.Notes...)
 	case NotAutoscaled:
 		return []string{"kind " + gr.Kind}
 	}

@@ -75,7 +75,13 @@ func TemplateNode(c *model.Cluster, g *model.NodeGroup, zone string, kubeEnv []b
 	if g.GPU != nil && strings.HasPrefix(g.GPU.Type, "nvidia-") {
 		capacity[model.GPUResource] = *resource.NewQuantity(int64(g.GPU.Count), resource.DecimalSI)
 	}
-	if g.BootDiskSizeGb > 0 {
+	if t.LocalSSDCount > 0 {
+		storage, err := LocalSSDEphemeralStorage(int64(g.LocalSSDCount), t.LocalSSDCount, t.OSDistribution)
+		if err != nil {
+			return nil, err
+		}
+		capacity[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(storage, resource.DecimalSI)
+	} else if g.BootDiskSizeGb > 0 && !t.BlockBootDiskEphemeral {
 		disk := int64(g.BootDiskSizeGb) * gib
 		storage := max(disk-OSReservedEphemeralStorage(disk, t.OSDistribution, t.Arch), 0)
 		capacity[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(storage, resource.DecimalSI)

@@ -120,8 +120,8 @@ func newEnv(t *testing.T, cp *testcp.ControlPlane) *env {
 	if e.files, err = render.All(e.src); err != nil {
 		t.Fatalf("rendering the test source: %v", err)
 	}
-	if n := len(render.GPUGroups(e.src)); n != 2 {
-		t.Fatalf("the test source has %d GPU groups, want 2", n)
+	if n := len(render.GPUGroups(e.src)); n != 3 {
+		t.Fatalf("the test source has %d GPU groups, want 3 (the example's gpu-t4 and spot-gpu-t4, and gpu-l4)", n)
 	}
 	for _, g := range e.src.Groups() {
 		if g.Cloud() {

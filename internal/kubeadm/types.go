@@ -106,6 +106,24 @@ type KubeletConfigurationPatch struct {
 	KubeReserved   map[string]string `json:"kubeReserved,omitempty"`
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	EvictionHard   map[string]string `json:"evictionHard,omitempty"`
+	// MaxPods, ShutdownGracePeriod and ShutdownGracePeriodCriticalPods
+	// have the kubelet's types (int32, metav1.Duration).
+	MaxPods                         int32            `json:"maxPods,omitempty"`
+	ShutdownGracePeriod             *metav1.Duration `json:"shutdownGracePeriod,omitempty"`
+	ShutdownGracePeriodCriticalPods *metav1.Duration `json:"shutdownGracePeriodCriticalPods,omitempty"`
+}
+
+// DecodeKubeletConfigurationPatch decodes a kubelet patch strictly and
+// checks apiVersion and kind.
+func DecodeKubeletConfigurationPatch(data []byte) (*KubeletConfigurationPatch, error) {
+	var p KubeletConfigurationPatch
+	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		return nil, err
+	}
+	if p.APIVersion != KubeletAPIVersion || p.Kind != KubeletKind {
+		return nil, fmt.Errorf("got %s %s, want %s %s", p.APIVersion, p.Kind, KubeletAPIVersion, KubeletKind)
+	}
+	return &p, nil
 }
 
 // KubeletAPIVersion and KubeletKind name the kubelet's configuration type.

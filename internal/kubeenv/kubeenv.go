@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -119,6 +120,11 @@ type Template struct {
 	OS                string
 	OSDistribution    string
 	Arch              string
+	// LocalSSDCount is ephemeral_storage_local_ssd_count (0 when absent
+	// or not an integer, as the autoscaler reads it), and
+	// BlockBootDiskEphemeral whether BLOCK_EPH_STORAGE_BOOT_DISK is "true".
+	LocalSSDCount          int64
+	BlockBootDiskEphemeral bool
 }
 
 // ReadTemplate parses a kube-env value into what the autoscaler uses:
@@ -199,6 +205,14 @@ func ReadTemplate(data []byte) (*Template, error) {
 	}
 	if t.Arch, err = scalar("arch", "amd64", "amd64", "arm64"); err != nil {
 		return nil, err
+	}
+	if v, ok, err := LookupVar(env, "ephemeral_storage_local_ssd_count"); err == nil && ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			t.LocalSSDCount = n
+		}
+	}
+	if v, ok, err := LookupVar(env, "BLOCK_EPH_STORAGE_BOOT_DISK"); err == nil && ok && v == "true" {
+		t.BlockBootDiskEphemeral = true
 	}
 	return t, nil
 }

@@ -123,3 +123,29 @@ func TestIsStartupTaint(t *testing.T) {
 		t.Error("a --startup-taint key is a startup taint")
 	}
 }
+
+// ephemeral_storage_local_ssd_count and BLOCK_EPH_STORAGE_BOOT_DISK as the
+// GCE provider reads them (templates.go ephemeralStorageLocalSSDCount,
+// isBootDiskEphemeralStorageWithInstanceTemplateDisabled): an integer, 0
+// when it does not parse; the block only for exactly "true".
+func TestReadTemplateLocalSSDs(t *testing.T) {
+	cases := []struct {
+		env   string
+		count int64
+		block bool
+	}{
+		{"AUTOSCALER_ENV_VARS: os=linux;ephemeral_storage_local_ssd_count=4;BLOCK_EPH_STORAGE_BOOT_DISK=true\n", 4, true},
+		{"AUTOSCALER_ENV_VARS: os=linux;ephemeral_storage_local_ssd_count=four;BLOCK_EPH_STORAGE_BOOT_DISK=True\n", 0, false},
+		{"AUTOSCALER_ENV_VARS: os=linux;ephemeral_storage_local_ssd_count='2'\n", 2, false},
+		{"AUTOSCALER_ENV_VARS: os=linux\n", 0, false},
+	}
+	for _, c := range cases {
+		tm, err := kubeenv.ReadTemplate([]byte(c.env))
+		if err != nil {
+			t.Fatalf("%q: %v", c.env, err)
+		}
+		if tm.LocalSSDCount != c.count || tm.BlockBootDiskEphemeral != c.block {
+			t.Errorf("%q: count %d block %t, want %d %t", c.env, tm.LocalSSDCount, tm.BlockBootDiskEphemeral, c.count, c.block)
+		}
+	}
+}

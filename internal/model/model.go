@@ -135,6 +135,7 @@ type NodeGroup struct {
 	BootDiskSizeGb int                `json:"bootDiskSizeGb,omitempty"`
 	BootDiskType   string             `json:"bootDiskType,omitempty"`
 	Spot           bool               `json:"spot,omitempty"`
+	LocalSSDCount  int                `json:"localSsdCount,omitempty"`
 	Min            int                `json:"min"`
 	Max            int                `json:"max"`
 	Kubelet        *Kubelet           `json:"kubelet,omitempty"`
@@ -162,8 +163,9 @@ func (t Taint) String() string { return t.Key + "=" + t.Value + ":" + t.Effect }
 
 // GPU describes the GPUs of each node.
 type GPU struct {
-	Type  string `json:"type"`
-	Count int    `json:"count"`
+	Type    string      `json:"type"`
+	Count   int         `json:"count"`
+	Sharing *GPUSharing `json:"sharing,omitempty"`
 }
 
 // Capacity overrides the vCPUs and memory nodegen's machine-type table
@@ -178,6 +180,12 @@ type Kubelet struct {
 	KubeReserved   map[string]string `json:"kubeReserved"`
 	SystemReserved map[string]string `json:"systemReserved"`
 	EvictionHard   map[string]string `json:"evictionHard"`
+	// MaxPods is the kubelet's maxPods (the schema defaults it to 110).
+	MaxPods int `json:"maxPods"`
+	// ShutdownGracePeriod and ShutdownGracePeriodCriticalPods are Go
+	// durations, empty when the source leaves them unset.
+	ShutdownGracePeriod             string `json:"shutdownGracePeriod,omitempty"`
+	ShutdownGracePeriodCriticalPods string `json:"shutdownGracePeriodCriticalPods,omitempty"`
 }
 
 // AutoscalingOptions are per-group autoscaler overrides.
@@ -210,6 +218,7 @@ func (s *Source) Resolve() {
 		if g.GPU != nil && g.Cloud() {
 			g.NodeLabels[GPULabel] = g.GPU.Type
 		}
+		g.resolveCapacity()
 	}
 }
 

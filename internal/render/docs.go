@@ -222,6 +222,9 @@ func gpuOf(g *model.NodeGroup) string {
 	if g.GPU == nil {
 		return "—"
 	}
+	if g.SharesGPUs() {
+		return fmt.Sprintf("%d × %s, time-sliced ×%d", g.GPU.Count, g.GPU.Type, g.GPUReplicas())
+	}
 	return fmt.Sprintf("%d × %s", g.GPU.Count, g.GPU.Type)
 }
 
@@ -331,7 +334,13 @@ func (d *docWriter) group(g *model.NodeGroup) error {
 	}
 	d.p("\n### Run a pod here\n\nAdd to the pod's `spec`:\n\n```yaml\n%s```\n", snippet)
 	if g.GPU != nil {
-		d.p("\nRequest the GPUs in each container's `resources.limits` (`%s`, at most %d per node).\n", model.GPUResource, g.GPU.Count)
+		d.p("\nRequest the GPUs in each container's `resources.limits` (`%s`, at most %d per node).\n", model.GPUResource, g.AdvertisedGPUs())
+		if g.SharesGPUs() {
+			d.p("\nEach GPU is time-sliced %d ways: pods share it without memory or fault isolation.\n", g.GPUReplicas())
+		}
+	}
+	if g.Spot {
+		d.p("\nThe nodes are Spot VMs (`%s=true`): GCE may preempt them with %s notice.\n", model.SpotLabel, model.SpotPreemptionNotice)
 	}
 	if g.StartupTaint != nil {
 		d.p("\nDo not tolerate the startup taint `%s`: new nodes carry it until their GPUs are validated, and a pod that tolerates it could start before the GPUs work.\n", g.StartupTaint.String())
@@ -377,7 +386,7 @@ func (d *docWriter) sequence(g *model.NodeGroup) {
 		"CA->>CA: startup taint: the node counts as coming up, no second scale-up",
 		"OP->>N: driver, container toolkit, device plugin, validator",
 		"OP->>N: validations " + ValidationsDir + "/(driver, toolkit, cuda, plugin)-ready",
-		fmt.Sprintf("TR->>N: %s allocatable is %d: remove taint %s", model.GPUResource, g.GPU.Count, g.StartupTaint.Key),
+		fmt.Sprintf("TR->>N: %s allocatable is %d: remove taint %s", model.GPUResource, g.AdvertisedGPUs(), g.StartupTaint.Key),
 		"S->>P: bind to the node",
 	}
 	for _, l := range lines {

@@ -196,7 +196,10 @@ func CheckJoinTemplate(doc []byte) error {
 func KubeletPatch(g *model.NodeGroup) ([]byte, error) {
 	p := kubeadm.KubeletConfigurationPatch{APIVersion: kubeadm.KubeletAPIVersion, Kind: kubeadm.KubeletKind}
 	if g.Kubelet != nil {
-		p.KubeReserved, p.SystemReserved, p.EvictionHard = g.Kubelet.KubeReserved, g.Kubelet.SystemReserved, g.Kubelet.EvictionHard
+		p.KubeReserved, p.SystemReserved = g.Kubelet.KubeReserved, g.Kubelet.SystemReserved
+	}
+	if err := kubeletCapacity(g, &p); err != nil {
+		return nil, err
 	}
 	b, err := yamlout.Marshal(p)
 	if err != nil {

@@ -149,7 +149,7 @@ func taintRemoverDaemonSet(image string, g *model.NodeGroup, common map[string]s
 							{Name: "STARTUP_TAINT_KEY", Value: g.StartupTaint.Key},
 							{Name: "STARTUP_TAINT_VALUE", Value: g.StartupTaint.Value},
 							{Name: "STARTUP_TAINT_EFFECT", Value: g.StartupTaint.Effect},
-							{Name: "GPU_COUNT", Value: strconv.Itoa(g.GPU.Count)},
+							{Name: "GPU_COUNT", Value: strconv.Itoa(g.AdvertisedGPUs())},
 							{Name: "VALIDATIONS_DIR", Value: ValidationsDir},
 							{Name: "HOME", Value: "/tmp"},
 						},
@@ -238,6 +238,13 @@ func GPUOperatorValues(src *model.Source, header string) ([]byte, error) {
 	values := map[string]any{
 		"daemonsets":             map[string]any{"tolerations": tols},
 		"node-feature-discovery": map[string]any{"worker": map[string]any{"tolerations": nfd}},
+	}
+	dp, err := devicePluginValues(src)
+	if err != nil {
+		return nil, err
+	}
+	if dp != nil {
+		values["devicePlugin"] = dp
 	}
 	return marshalValues(header, values)
 }

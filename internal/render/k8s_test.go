@@ -96,7 +96,7 @@ func TestTaintRemoverLandsOnlyOnItsGPUNodes(t *testing.T) {
 		for _, e := range spec.Containers[0].Env {
 			env[e.Name] = e.Value
 		}
-		if env["STARTUP_TAINT_KEY"] != g.StartupTaint.Key || env["GPU_COUNT"] != fmt.Sprint(g.GPU.Count) {
+		if env["STARTUP_TAINT_KEY"] != g.StartupTaint.Key || env["GPU_COUNT"] != fmt.Sprint(g.AdvertisedGPUs()) {
 			t.Errorf("%s env = %v", ds.Name, env)
 		}
 		if !slices.ContainsFunc(nodes[g.Name][0].Spec.Taints, func(t corev1.Taint) bool { return t.Key == g.StartupTaint.Key }) {
@@ -213,6 +213,7 @@ func TestGPUOperatorToleratesGPUNodes(t *testing.T) {
 				Tolerations []corev1.Toleration `json:"tolerations"`
 			} `json:"worker"`
 		} `json:"node-feature-discovery"`
+		DevicePlugin any `json:"devicePlugin"`
 	}
 	if err := yaml.UnmarshalStrict(files[render.GPUOperatorValuesPath], &v); err != nil {
 		t.Fatal(err)

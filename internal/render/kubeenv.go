@@ -34,13 +34,13 @@ func KubeEnvVars(g *model.NodeGroup) ([]kubeenv.Var, error) {
 	}
 	vars = append(vars,
 		kubeenv.Var{Name: "kube_reserved", Value: joinPairs(reserved, "=")},
-		kubeenv.Var{Name: "evictionHard", Value: joinPairs(g.Kubelet.EvictionHard, "=")},
+		kubeenv.Var{Name: "evictionHard", Value: joinPairs(g.AutoscalerEvictionHard(), "=")},
+		// The autoscaler counts only guestAccelerators for nvidia.com/gpu;
+		// extended_resources also covers machine types with built-in GPUs,
+		// GPU sharing, and maxPods.
+		kubeenv.Var{Name: "extended_resources", Value: joinPairs(ExtendedResources(g), "=")},
 	)
-	if g.GPU != nil {
-		// The autoscaler counts only guestAccelerators; this also covers
-		// machine types with built-in GPUs.
-		vars = append(vars, kubeenv.Var{Name: "extended_resources", Value: fmt.Sprintf("%s=%d", model.GPUResource, g.GPU.Count)})
-	}
+	vars = append(vars, localSSDVars(g)...)
 	if opts := AutoscalingOptions(g.Autoscaling); len(opts) > 0 {
 		vars = append(vars, kubeenv.Var{Name: "autoscaling_options", Value: joinPairs(opts, "=")})
 	}

@@ -43,6 +43,7 @@ type startupData struct {
 	JoinConfiguration                        string
 	PatchDelimiter                           string
 	KubeletPatch                             string
+	LocalSSDs                                int
 }
 
 // StartupScript renders a cloud group's startup script. It carries the
@@ -87,6 +88,7 @@ func StartupScript(src *model.Source, g *model.NodeGroup, header string) ([]byte
 		JoinConfiguration:    string(join),
 		PatchDelimiter:       KubeletPatchHeredocDelimiter,
 		KubeletPatch:         string(patch),
+		LocalSSDs:            g.LocalSSDCount,
 	}
 	if sm := c.JoinToken.SecretManager; sm != nil {
 		d.TokenSecret, d.TokenSecretVersion = sm.Secret, sm.Version

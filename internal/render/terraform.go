@@ -321,6 +321,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 	disk.SetAttributeValue("disk_type", cty.StringVal(g.BootDiskType))
 	disk.SetAttributeValue("boot", cty.True)
 	disk.SetAttributeValue("auto_delete", cty.True)
+	localSSDDisks(t, g)
 
 	t.AppendNewline()
 	nic := t.AppendNewBlock("network_interface", nil).Body()
@@ -406,6 +407,7 @@ func schedulingOf(g *model.NodeGroup) []hclAttr {
 			{"preemptible", cty.True},
 			{"automatic_restart", cty.False},
 			{"on_host_maintenance", cty.StringVal("TERMINATE")},
+			{"instance_termination_action", cty.StringVal(SpotTerminationAction)},
 		}
 	case gpu:
 		return []hclAttr{

@@ -218,6 +218,7 @@ func (c *checker) group(g *model.NodeGroup) {
 		c.cloudGroup(g, base, keys)
 	}
 	c.reality(g, base)
+	c.nodeShape(g, base)
 }
 
 // kubeEnvSeparators are the characters kube-env splits its variables,
@@ -434,8 +435,8 @@ func (c *checker) kubelet(g *model.NodeGroup, base []cue.Selector) {
 	for _, k := range model.SortedKeys(g.Kubelet.EvictionHard) {
 		v := g.Kubelet.EvictionHard[k]
 		p := join(base, "kubelet", "evictionHard", k)
-		if k != "memory.available" && k != "nodefs.available" {
-			c.at(p, "the autoscaler reads only memory.available and nodefs.available from evictionHard")
+		if _, ok := model.DefaultEvictionHard[k]; !ok {
+			c.at(p, "not a hard eviction signal nodegen sets: use one of %s", strings.Join(model.SortedKeys(model.DefaultEvictionHard), ", "))
 			continue
 		}
 		if _, err := resource.ParseQuantity(v); err != nil && !percentage.MatchString(v) {

@@ -53,6 +53,8 @@ func All(src *model.Source, files render.Files) error {
 			groupErrs[i][1] = &GroupError{Group: g.Name, Path: render.StartupScriptPath(g.Name), Err: err}
 		} else if err := joinConfiguration(src, g, script, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
 			groupErrs[i][2] = &GroupError{Group: g.Name, Path: render.StartupScriptPath(g.Name), Err: err}
+		} else if err := Capacity(g, script, files[render.KubeEnvPath(g.Name)], files[render.GPUOperatorValuesPath], files[render.TerraformGroupPath(g.Name)]); err != nil {
+			groupErrs[i][2] = &GroupError{Group: g.Name, Path: render.StartupScriptPath(g.Name), Err: err}
 		}
 	})
 	var errs []error

@@ -3,20 +3,24 @@
 output "instance_groups" {
   description = "Instance-group URL of every MIG, by MIG name: the URLs the Cluster Autoscaler's --nodes flags name."
   value = {
-    "hybrid-ai-autoscaler-us-central1-a" = google_compute_instance_group_manager.autoscaler_us_central1_a.instance_group
-    "hybrid-ai-cpu-burst-us-central1-a"  = google_compute_instance_group_manager.cpu_burst_us_central1_a.instance_group
-    "hybrid-ai-cpu-burst-us-central1-b"  = google_compute_instance_group_manager.cpu_burst_us_central1_b.instance_group
-    "hybrid-ai-gpu-t4-us-central1-a"     = google_compute_instance_group_manager.gpu_t4_us_central1_a.instance_group
-    "hybrid-ai-gpu-t4-us-central1-b"     = google_compute_instance_group_manager.gpu_t4_us_central1_b.instance_group
+    "hybrid-ai-autoscaler-us-central1-a"  = google_compute_instance_group_manager.autoscaler_us_central1_a.instance_group
+    "hybrid-ai-cpu-burst-us-central1-a"   = google_compute_instance_group_manager.cpu_burst_us_central1_a.instance_group
+    "hybrid-ai-cpu-burst-us-central1-b"   = google_compute_instance_group_manager.cpu_burst_us_central1_b.instance_group
+    "hybrid-ai-gpu-t4-us-central1-a"      = google_compute_instance_group_manager.gpu_t4_us_central1_a.instance_group
+    "hybrid-ai-gpu-t4-us-central1-b"      = google_compute_instance_group_manager.gpu_t4_us_central1_b.instance_group
+    "hybrid-ai-spot-gpu-t4-us-central1-a" = google_compute_instance_group_manager.spot_gpu_t4_us_central1_a.instance_group
+    "hybrid-ai-spot-gpu-t4-us-central1-b" = google_compute_instance_group_manager.spot_gpu_t4_us_central1_b.instance_group
+    "hybrid-ai-spot-gpu-t4-us-central1-c" = google_compute_instance_group_manager.spot_gpu_t4_us_central1_c.instance_group
   }
 }
 
 output "instance_templates" {
   description = "Current instance template of every cloud node group, by group name."
   value = {
-    "autoscaler" = google_compute_instance_template.autoscaler.self_link_unique
-    "cpu-burst"  = google_compute_instance_template.cpu_burst.self_link_unique
-    "gpu-t4"     = google_compute_instance_template.gpu_t4.self_link_unique
+    "autoscaler"  = google_compute_instance_template.autoscaler.self_link_unique
+    "cpu-burst"   = google_compute_instance_template.cpu_burst.self_link_unique
+    "gpu-t4"      = google_compute_instance_template.gpu_t4.self_link_unique
+    "spot-gpu-t4" = google_compute_instance_template.spot_gpu_t4.self_link_unique
   }
 }
 

@@ -297,12 +297,16 @@ main() {
 	cat >"${STATE_DIR}/patches/kubeletconfiguration+merge.yaml" <<'NODEGEN_KUBELET_PATCH'
 apiVersion: kubelet.config.k8s.io/v1beta1
 evictionHard:
+  imagefs.available: 15%
+  imagefs.inodesFree: 5%
   memory.available: 100Mi
   nodefs.available: 10%
+  nodefs.inodesFree: 5%
 kind: KubeletConfiguration
 kubeReserved:
   cpu: 100m
   memory: 1Gi
+maxPods: 110
 NODEGEN_KUBELET_PATCH
 
 	local attempt=0 delay="${RETRY_DELAY}" remaining rc

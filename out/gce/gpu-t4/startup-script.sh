@@ -303,12 +303,16 @@ main() {
 	cat >"${STATE_DIR}/patches/kubeletconfiguration+merge.yaml" <<'NODEGEN_KUBELET_PATCH'
 apiVersion: kubelet.config.k8s.io/v1beta1
 evictionHard:
+  imagefs.available: 15%
+  imagefs.inodesFree: 5%
   memory.available: 100Mi
   nodefs.available: 10%
+  nodefs.inodesFree: 5%
 kind: KubeletConfiguration
 kubeReserved:
   cpu: 100m
   memory: 1Gi
+maxPods: 110
 systemReserved:
   cpu: 100m
   memory: 512Mi

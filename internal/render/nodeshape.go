@@ -1,0 +1,90 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// kubeletCapacity sets the capacity policy's kubelet settings in the
+// patch: the full hard eviction set (the source's signals, the kubelet's
+// defaults for the others, since a partial evictionHard disables the
+// defaults it leaves out), maxPods and the graceful shutdown periods.
+func kubeletCapacity(g *model.NodeGroup, p *kubeadm.KubeletConfigurationPatch) error {
+	p.EvictionHard = g.EvictionHard()
+	p.MaxPods = int32(g.MaxPods())
+	if g.Kubelet == nil {
+		return nil
+	}
+	for _, f := range []struct {
+		name, val string
+		dst       **metav1.Duration
+	}{
+		{"shutdownGracePeriod", g.Kubelet.ShutdownGracePeriod, &p.ShutdownGracePeriod},
+		{"shutdownGracePeriodCriticalPods", g.Kubelet.ShutdownGracePeriodCriticalPods, &p.ShutdownGracePeriodCriticalPods},
+	} {
+		if f.val == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f.val)
+		if err != nil {
+			return fmt.Errorf("kubelet %s %q: %w", f.name, f.val, err)
+		}
+		*f.dst = &metav1.Duration{Duration: d}
+	}
+	return nil
+}
+
+// ExtendedResources is the group's kube-env extended_resources: the
+// template's pods capacity (the GCE provider gives every template 110
+// pods and has no max-pods variable, but extended_resources overrides any
+// capacity entry, pods included) and, for GPU groups, nvidia.com/gpu as the
+// device plugin will advertise it (count × time-slicing replicas).
+func ExtendedResources(g *model.NodeGroup) map[string]string {
+	out := map[string]string{"pods": strconv.Itoa(g.MaxPods())}
+	if g.GPU != nil {
+		out[model.GPUResource] = strconv.Itoa(g.AdvertisedGPUs())
+	}
+	return out
+}
+
+// localSSDVars are the kube-env variables that make the autoscaler count
+// the group's local SSDs, not its boot disk, as ephemeral storage.
+func localSSDVars(g *model.NodeGroup) []kubeenv.Var {
+	if g.LocalSSDCount == 0 {
+		return nil
+	}
+	return []kubeenv.Var{
+		{Name: "ephemeral_storage_local_ssd_count", Value: strconv.Itoa(g.LocalSSDCount)},
+		{Name: "BLOCK_EPH_STORAGE_BOOT_DISK", Value: "true"},
+	}
+}
+
+// SpotTerminationAction is what GCE does with a preempted Spot VM of a
+// group: delete it. The MIG recreates the instance (same name, fresh boot
+// disk) when Spot capacity returns, and the node garbage collector removes
+// the Node object the deleted VM left behind.
+const SpotTerminationAction = "DELETE"
+
+// localSSDDisks appends the group's local SSDs to the instance template:
+// SCRATCH disks of type local-ssd on the NVMe interface, the form the
+// autoscaler counts (templates.go getLocalSsdCount).
+func localSSDDisks(t *hclwrite.Body, g *model.NodeGroup) {
+	for range g.LocalSSDCount {
+		t.AppendNewline()
+		d := t.AppendNewBlock("disk", nil).Body()
+		d.SetAttributeValue("type", cty.StringVal("SCRATCH"))
+		d.SetAttributeValue("disk_type", cty.StringVal("local-ssd"))
+		d.SetAttributeValue("interface", cty.StringVal("NVME"))
+		d.SetAttributeValue("disk_size_gb", cty.NumberIntVal(model.LocalSSDSizeGiB))
+		d.SetAttributeValue("auto_delete", cty.True)
+	}
+}

@@ -1,0 +1,284 @@
+package verify
+
+import (
+	"fmt"
+	"maps"
+
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"mvdan.cc/sh/v3/syntax"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
+)
+
+// Capacity checks the capacity policy of a cloud group on both sides: the
+// template node the autoscaler builds from kube-env (pods, nvidia.com/gpu,
+// evictionHard, kube_reserved, local-SSD ephemeral storage, the Spot
+// label), the node as its kubelet configuration patch, the GPU Operator's
+// device-plugin config and the instance template make it, and the source.
+func Capacity(g *model.NodeGroup, script *syntax.File, kubeEnv, gpuValues, tf []byte) error {
+	tmpl, err := kubeenv.ReadTemplate(kubeEnv)
+	if err != nil {
+		return fmt.Errorf("kube-env: %w", err)
+	}
+	docs := quotedHeredocs(script, render.KubeletPatchHeredocDelimiter)
+	if len(docs) != 1 {
+		return fmt.Errorf("the script carries %d quoted heredocs delimited by %s, want 1", len(docs), render.KubeletPatchHeredocDelimiter)
+	}
+	patch, err := kubeadm.DecodeKubeletConfigurationPatch([]byte(docs[0]))
+	if err != nil {
+		return fmt.Errorf("kubelet configuration patch: %w", err)
+	}
+	var errs []string
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+
+	// Eviction: the kubelet runs with every default signal, the source's
+	// values win, and the autoscaler subtracts the same two it reads.
+	for k := range model.DefaultEvictionHard {
+		if _, ok := patch.EvictionHard[k]; !ok {
+			fail("the kubelet's evictionHard lacks %s: a partial evictionHard disables the kubelet's default for it", k)
+		}
+	}
+	if !maps.Equal(patch.EvictionHard, g.EvictionHard()) {
+		fail("kubelet evictionHard %v, source %v", patch.EvictionHard, g.EvictionHard())
+	}
+	for _, k := range model.AutoscalerEvictionSignals {
+		if tmpl.EvictionHard[k] != patch.EvictionHard[k] {
+			fail("evictionHard %s: kube-env %q, kubelet %q", k, tmpl.EvictionHard[k], patch.EvictionHard[k])
+		}
+	}
+	if len(tmpl.EvictionHard) != len(model.AutoscalerEvictionSignals) {
+		fail("kube-env evictionHard %v: the autoscaler reads only %v", tmpl.EvictionHard, model.AutoscalerEvictionSignals)
+	}
+
+	// Reservations: kube_reserved is kubeReserved + systemReserved.
+	if err := sameReserved(tmpl.KubeReserved, patch.KubeReserved, patch.SystemReserved); err != nil {
+		fail("%v", err)
+	}
+
+	// Pods: the template's pods capacity is extended_resources' pods, or
+	// the GCE provider's fixed 110.
+	tmplPods := int64(model.DefaultMaxPods)
+	if q, ok := templateQuantity(tmpl, "pods"); ok {
+		tmplPods = q
+	}
+	kubeletPods := int64(patch.MaxPods)
+	if kubeletPods == 0 {
+		kubeletPods = model.DefaultMaxPods
+	}
+	if tmplPods != kubeletPods || kubeletPods != int64(g.MaxPods()) {
+		fail("pods: template %d, kubelet maxPods %d, source %d", tmplPods, kubeletPods, g.MaxPods())
+	}
+
+	// GPUs: the template's nvidia.com/gpu is what the device plugin will
+	// advertise under the config the node's label selects.
+	if g.GPU != nil {
+		tmplGPUs, ok := templateQuantity(tmpl, model.GPUResource)
+		if !ok {
+			fail("kube-env declares no %s (extended_resources)", model.GPUResource)
+		}
+		adv, err := advertisedGPUs(g, tmpl.Labels, gpuValues)
+		if err != nil {
+			fail("device plugin: %v", err)
+		} else if tmplGPUs != int64(adv) || adv != g.AdvertisedGPUs() {
+			fail("%s: template %d, device plugin %d, source %d", model.GPUResource, tmplGPUs, adv, g.AdvertisedGPUs())
+		}
+	}
+
+	// Spot: label on both sides iff Terraform provisions Spot VMs, and a
+	// shutdown grace period within GCE's preemption notice.
+	ts, err := templateFacts(tf)
+	if err != nil {
+		fail("terraform: %v", err)
+	} else {
+		spot := ts.provisioningModel == "SPOT"
+		if spot != g.Spot || (tmpl.Labels[model.SpotLabel] == "true") != spot {
+			fail("spot: terraform provisioning_model %q, kube-env %s=%q, source spot %t", ts.provisioningModel, model.SpotLabel, tmpl.Labels[model.SpotLabel], g.Spot)
+		}
+		if spot && ts.terminationAction != render.SpotTerminationAction {
+			fail("spot: instance_termination_action %q, want %q", ts.terminationAction, render.SpotTerminationAction)
+		}
+		if tmpl.LocalSSDCount != int64(ts.localSSDs) || ts.localSSDs != g.LocalSSDCount {
+			fail("local SSDs: kube-env ephemeral_storage_local_ssd_count %d, terraform %d SCRATCH local-ssd disks, source %d", tmpl.LocalSSDCount, ts.localSSDs, g.LocalSSDCount)
+		}
+		if tmpl.BlockBootDiskEphemeral != (ts.localSSDs > 0) {
+			fail("local SSDs: BLOCK_EPH_STORAGE_BOOT_DISK %t with %d local SSDs", tmpl.BlockBootDiskEphemeral, ts.localSSDs)
+		}
+	}
+	if g.Spot {
+		d := durationOf(patch.ShutdownGracePeriod)
+		if d <= 0 || d > model.SpotPreemptionNotice {
+			fail("spot: kubelet shutdownGracePeriod %s, want more than 0 and at most GCE's preemption notice %s", d, model.SpotPreemptionNotice)
+		}
+	}
+	if c, t := durationOf(patch.ShutdownGracePeriodCriticalPods), durationOf(patch.ShutdownGracePeriod); c > t {
+		fail("kubelet shutdownGracePeriodCriticalPods %s exceeds shutdownGracePeriod %s", c, t)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("group %s: %s", g.Name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func durationOf(d *metav1.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.Duration
+}
+
+// templateQuantity is an extended_resources entry as the autoscaler
+// parses it (a quantity that does not parse is ignored).
+func templateQuantity(t *kubeenv.Template, name string) (int64, bool) {
+	s, ok := t.ExtendedResources[name]
+	if !ok {
+		return 0, false
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() < 0 {
+		return 0, false
+	}
+	return q.Value(), true
+}
+
+// sameReserved checks kube_reserved against the sum of the kubelet's
+// kubeReserved and systemReserved, per resource.
+func sameReserved(tmpl map[string]string, parts ...map[string]string) error {
+	sum := map[string]resource.Quantity{}
+	for _, m := range parts {
+		for k, v := range m {
+			q, err := resource.ParseQuantity(v)
+			if err != nil {
+				return fmt.Errorf("kubelet reservation %s=%q: %w", k, v, err)
+			}
+			s := sum[k]
+			s.Add(q)
+			sum[k] = s
+		}
+	}
+	if len(sum) != len(tmpl) {
+		return fmt.Errorf("kube_reserved %v, kubelet kubeReserved+systemReserved %v", tmpl, sum)
+	}
+	for k, want := range sum {
+		got, err := resource.ParseQuantity(tmpl[k])
+		if err != nil || got.Cmp(want) != 0 {
+			return fmt.Errorf("kube_reserved %s=%q, kubelet kubeReserved+systemReserved %s", k, tmpl[k], want.String())
+		}
+	}
+	return nil
+}
+
+// advertisedGPUs is the nvidia.com/gpu a node of the group gets from the
+// device plugin: the GPU Operator values' devicePlugin config entry named
+// by the node's nvidia.com/device-plugin.config label (else the default
+// entry; with no config at all, one per GPU).
+func advertisedGPUs(g *model.NodeGroup, labels map[string]string, values []byte) (int, error) {
+	var v struct {
+		DevicePlugin *struct {
+			Config struct {
+				Create  bool              `json:"create"`
+				Name    string            `json:"name"`
+				Default string            `json:"default"`
+				Data    map[string]string `json:"data"`
+			} `json:"config"`
+		} `json:"devicePlugin"`
+	}
+	if err := yaml.Unmarshal(values, &v); err != nil {
+		return 0, err
+	}
+	name, labelled := labels[model.DevicePluginConfigLabel]
+	if v.DevicePlugin == nil {
+		if labelled {
+			return 0, fmt.Errorf("the node selects config %q, but the GPU Operator values set no device plugin config", name)
+		}
+		return g.GPU.Count, nil
+	}
+	if !labelled {
+		name = v.DevicePlugin.Config.Default
+	}
+	doc, ok := v.DevicePlugin.Config.Data[name]
+	if !ok {
+		return 0, fmt.Errorf("config %q is not in the device plugin ConfigMap", name)
+	}
+	c, err := render.DecodeDevicePluginConfig([]byte(doc))
+	if err != nil {
+		return 0, fmt.Errorf("config %q: %w", name, err)
+	}
+	return c.AdvertisedGPUs(g.GPU.Count), nil
+}
+
+// instanceTemplateFacts are what the instance template says about Spot
+// and local SSDs.
+type instanceTemplateFacts struct {
+	provisioningModel, terminationAction string
+	localSSDs                            int
+}
+
+// templateFacts reads the one instance template of a group's .tf file.
+func templateFacts(tf []byte) (instanceTemplateFacts, error) {
+	var out instanceTemplateFacts
+	f, diags := hclsyntax.ParseConfig(tf, "group.tf", hcl.InitialPos)
+	if diags.HasErrors() {
+		return out, diags
+	}
+	var tmpl *hclsyntax.Body
+	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
+		if b.Type == "resource" && len(b.Labels) == 2 && b.Labels[0] == render.TFInstanceTemplate {
+			if tmpl != nil {
+				return out, fmt.Errorf("more than one %s", render.TFInstanceTemplate)
+			}
+			tmpl = b.Body
+		}
+	}
+	if tmpl == nil {
+		return out, fmt.Errorf("no %s", render.TFInstanceTemplate)
+	}
+	str := func(body *hclsyntax.Body, name string) string {
+		a, ok := body.Attributes[name]
+		if !ok {
+			return ""
+		}
+		v, d := a.Expr.Value(nil)
+		if d.HasErrors() || !v.Type().Equals(cty.String) {
+			return ""
+		}
+		return v.AsString()
+	}
+	for _, b := range tmpl.Blocks {
+		switch b.Type {
+		case "scheduling":
+			out.provisioningModel = str(b.Body, "provisioning_model")
+			out.terminationAction = str(b.Body, "instance_termination_action")
+		case "disk":
+			if str(b.Body, "type") == "SCRATCH" && str(b.Body, "disk_type") == "local-ssd" {
+				out.localSSDs++
+			}
+		}
+	}
+	return out, nil
+}
+
+// quotedHeredocs returns the bodies of the script's heredocs (<<, not <<-)
+// whose delimiter is the single-quoted word delim.
+func quotedHeredocs(f *syntax.File, delim string) []string {
+	var docs []string
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if r, ok := n.(*syntax.Redirect); ok && r.Op == syntax.Hdoc && len(r.Word.Parts) == 1 {
+			if sq, ok := r.Word.Parts[0].(*syntax.SglQuoted); ok && sq.Value == delim && r.Hdoc != nil {
+				docs = append(docs, literal(r.Hdoc))
+			}
+		}
+		return true
+	})
+	return docs
+}
