@@ -383,24 +383,37 @@ func TestCapacityStartupScriptLocalSSDs(t *testing.T) {
 }
 
 // TestCapacityStartupScriptShellcheck runs bash -n and shellcheck on the
-// local-SSD group's script, which the shipped example does not render.
+// local-SSD group's script, which the shipped example does not render,
+// with the join token read from Secret Manager and from a metadata key
+// (each variant leaves out what the other one needs).
 func TestCapacityStartupScriptShellcheck(t *testing.T) {
-	_, files := loadCapacitySource(t)
-	path := filepath.Join(t.TempDir(), "t4.sh")
-	if err := os.WriteFile(path, files[render.StartupScriptPath("t4")], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("bash", "-n", path).CombinedOutput(); err != nil {
-		t.Fatalf("bash -n: %v\n%s", err, out)
-	}
-	if _, err := exec.LookPath("shellcheck"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("shellcheck is not installed; .ci/run installs it")
-		}
-		t.Skip("shellcheck not installed")
-	}
-	if out, err := exec.Command("shellcheck", "--shell=bash", "--severity=style", path).CombinedOutput(); err != nil {
-		t.Errorf("shellcheck: %v\n%s", err, out)
+	for name, replace := range map[string][]string{
+		"secretManager": nil,
+		"metadataKey":   {`joinToken: secretManager: secret: "cap-join-token"`, `joinToken: metadataKey: "cap-join-token"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, files := loadCapacitySource(t, replace...)
+			script := files[render.StartupScriptPath("t4")]
+			if name == "metadataKey" && !strings.Contains(string(script), "project/attributes/") {
+				t.Fatal("the replacement did not switch the token source")
+			}
+			path := filepath.Join(t.TempDir(), "t4.sh")
+			if err := os.WriteFile(path, script, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("bash", "-n", path).CombinedOutput(); err != nil {
+				t.Fatalf("bash -n: %v\n%s", err, out)
+			}
+			if _, err := exec.LookPath("shellcheck"); err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatal("shellcheck is not installed; .ci/run installs it")
+				}
+				t.Skip("shellcheck not installed")
+			}
+			if out, err := exec.Command("shellcheck", "--shell=bash", "--severity=style", path).CombinedOutput(); err != nil {
+				t.Errorf("shellcheck: %v\n%s", err, out)
+			}
+		})
 	}
 }
 
