@@ -10,7 +10,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -123,75 +122,25 @@ func NodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
 }
 
 func nodeLifecycleCronJob(src *model.Source, home *model.NodeGroup, grace int64, meta metav1.ObjectMeta) *batchv1.CronJob {
-	podLabels := map[string]string{"app.kubernetes.io/name": NodeLifecycleName}
-	no, yes := false, true
-	nobody := int64(65534)
-	mode := int32(0o555)
-	backoff := int32(0)
-	deadline := int64(600)
-	starting := int64(240)
-	keepOK, keepFailed := int32(1), int32(3)
-	return &batchv1.CronJob{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
-		ObjectMeta: meta,
-		Spec: batchv1.CronJobSpec{
-			Schedule:                   NodeLifecycleSchedule,
-			ConcurrencyPolicy:          batchv1.ForbidConcurrent,
-			StartingDeadlineSeconds:    &starting,
-			SuccessfulJobsHistoryLimit: &keepOK,
-			FailedJobsHistoryLimit:     &keepFailed,
-			JobTemplate: batchv1.JobTemplateSpec{
-				Spec: batchv1.JobSpec{
-					BackoffLimit:          &backoff,
-					ActiveDeadlineSeconds: &deadline,
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-						Spec: corev1.PodSpec{
-							ServiceAccountName: NodeLifecycleName,
-							RestartPolicy:      corev1.RestartPolicyNever,
-							NodeSelector:       map[string]string{model.GroupLabel: home.Name},
-							Tolerations:        Tolerations(home.JoinTaints()),
-							SecurityContext: &corev1.PodSecurityContext{
-								RunAsNonRoot:   &yes,
-								RunAsUser:      &nobody,
-								RunAsGroup:     &nobody,
-								SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-							},
-							Containers: []corev1.Container{{
-								Name:    "node-lifecycle",
-								Image:   src.Cluster.TaintRemover.Image,
-								Command: []string{"bash", "/nodegen/node-lifecycle.sh"},
-								Env: []corev1.EnvVar{
-									{Name: "PROJECT", Value: src.Cluster.GCP.Project},
-									{Name: "NODE_GROUPS", Value: strings.Join(CloudGroupNames(src), ",")},
-									{Name: "GRACE_SECONDS", Value: strconv.FormatInt(grace, 10)},
-									{Name: "HOME", Value: "/tmp"},
-								},
-								Resources: corev1.ResourceRequirements{
-									Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-									Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
-								},
-								SecurityContext: &corev1.SecurityContext{
-									AllowPrivilegeEscalation: &no,
-									ReadOnlyRootFilesystem:   &yes,
-									Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-								},
-								VolumeMounts: []corev1.VolumeMount{
-									{Name: "script", MountPath: "/nodegen", ReadOnly: true},
-									{Name: "tmp", MountPath: "/tmp"},
-								},
-							}},
-							Volumes: []corev1.Volume{
-								{Name: "script", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-									LocalObjectReference: corev1.LocalObjectReference{Name: NodeLifecycleName}, DefaultMode: &mode}}},
-								{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-							},
-						},
-					},
-				},
-			},
+	return scriptCronJob{
+		Name:      NodeLifecycleName,
+		Container: "node-lifecycle",
+		Script:    "node-lifecycle.sh",
+		Env: []corev1.EnvVar{
+			{Name: "PROJECT", Value: src.Cluster.GCP.Project},
+			{Name: "NODE_GROUPS", Value: strings.Join(CloudGroupNames(src), ",")},
+			{Name: "GRACE_SECONDS", Value: strconv.FormatInt(grace, 10)},
+			{Name: "HOME", Value: "/tmp"},
 		},
-	}
+		Schedule:          NodeLifecycleSchedule,
+		StartingDeadline:  240,
+		SuccessfulHistory: 1,
+		FailedHistory:     3,
+		BackoffLimit:      0,
+		ActiveDeadline:    600,
+		Home:              home,
+		ObjectMeta:        meta,
+	}.object(src.Cluster.TaintRemover.Image)
 }
 
 // nodeLifecyclePolicy holds the collector's ServiceAccount to deleting,

@@ -11,7 +11,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -136,74 +135,23 @@ func JoinTokenRenewerEnv(src *model.Source, r model.Renewal) []corev1.EnvVar {
 }
 
 func joinTokenRenewerCronJob(src *model.Source, r model.Renewal, schedule string, home *model.NodeGroup, meta metav1.ObjectMeta) *batchv1.CronJob {
-	no, yes := false, true
-	nobody := int64(65534)
-	mode := int32(0o555)
-	history := int32(3)
-	backoff := int32(2)
-	deadline := int64(600)
-	starting := int64(r.Period / time.Second)
-	tz := "Etc/UTC"
-	podLabels := map[string]string{"app.kubernetes.io/name": JoinTokenRenewerName}
-	return &batchv1.CronJob{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
-		ObjectMeta: meta,
-		Spec: batchv1.CronJobSpec{
-			Schedule:                   schedule,
-			TimeZone:                   &tz,
-			ConcurrencyPolicy:          batchv1.ForbidConcurrent,
-			StartingDeadlineSeconds:    &starting,
-			SuccessfulJobsHistoryLimit: &history,
-			FailedJobsHistoryLimit:     &history,
-			JobTemplate: batchv1.JobTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec: batchv1.JobSpec{
-					BackoffLimit:          &backoff,
-					ActiveDeadlineSeconds: &deadline,
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-						Spec: corev1.PodSpec{
-							ServiceAccountName: JoinTokenRenewerName,
-							RestartPolicy:      corev1.RestartPolicyNever,
-							NodeSelector:       map[string]string{model.GroupLabel: home.Name},
-							Tolerations:        Tolerations(home.JoinTaints()),
-							SecurityContext: &corev1.PodSecurityContext{
-								RunAsNonRoot:   &yes,
-								RunAsUser:      &nobody,
-								RunAsGroup:     &nobody,
-								SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-							},
-							Containers: []corev1.Container{{
-								Name:    "renewer",
-								Image:   src.Cluster.TaintRemover.Image,
-								Command: []string{"bash", "/nodegen/join-token-renewer.sh"},
-								Env:     JoinTokenRenewerEnv(src, r),
-								Resources: corev1.ResourceRequirements{
-									Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-									Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
-								},
-								SecurityContext: &corev1.SecurityContext{
-									AllowPrivilegeEscalation: &no,
-									ReadOnlyRootFilesystem:   &yes,
-									Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-								},
-								VolumeMounts: []corev1.VolumeMount{
-									{Name: "script", MountPath: "/nodegen", ReadOnly: true},
-									{Name: "tmp", MountPath: "/tmp"},
-								},
-							}},
-							Volumes: []corev1.Volume{
-								{Name: "script", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-									LocalObjectReference: corev1.LocalObjectReference{Name: JoinTokenRenewerName}, DefaultMode: &mode}}},
-								// The token passes through files here: memory, not the node's disk.
-								{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
-							},
-						},
-					},
-				},
-			},
-		},
-	}
+	return scriptCronJob{
+		Name:              JoinTokenRenewerName,
+		Container:         "renewer",
+		Script:            "join-token-renewer.sh",
+		Env:               JoinTokenRenewerEnv(src, r),
+		Schedule:          schedule,
+		TimeZone:          "Etc/UTC",
+		StartingDeadline:  int64(r.Period / time.Second),
+		SuccessfulHistory: 3,
+		FailedHistory:     3,
+		BackoffLimit:      2,
+		ActiveDeadline:    600,
+		LabelJobTemplate:  true,
+		TmpInMemory:       true, // the token passes through files here: memory, not the node's disk
+		Home:              home,
+		ObjectMeta:        meta,
+	}.object(src.Cluster.TaintRemover.Image)
 }
 
 // JoinTokenDataKeys are the data keys of a token Secret the renewer creates.
