@@ -40,4 +40,4 @@ bench:
 
 # Each stage on its own (load, validate, render, verify, compare, ...).
 bench-go:
-	$(GO) test -run '^$$' -bench . ./internal/bench/
+	$(GO) test -run '^$$' -bench . ./internal/testing/bench/

@@ -2,7 +2,7 @@
 // `make bench` runs it.
 //
 // It writes synthetic sources of 10, 100 and 1000 node groups (see
-// internal/bench), builds nodegen and cuelang.org/go's own cue command at
+// internal/testing/bench), builds nodegen and cuelang.org/go's own cue command at
 // the version in go.mod, checks that both evaluate the same thing, then
 // runs, in interleaved rounds: `nodegen gen` into an empty output
 // directory, `nodegen gen` again with nothing changed, `nodegen check`
@@ -35,8 +35,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nodegen/nodegen/internal/bench"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/testing/bench"
 	"github.com/nodegen/nodegen/schema"
 )
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build.sh builds the kube-apiserver and etcd binaries that internal/testcp
+# build.sh builds the kube-apiserver and etcd binaries that internal/testing/testcp
 # runs in tests. Both are built from the Go module proxy (no prebuilt
 # downloads), in throwaway wrapper modules under a temporary folder, so the
 # project's go.mod and go.sum are never touched.
@@ -19,7 +19,7 @@
 # Progress goes to stderr; the last line of stdout is the binaries' folder.
 #
 # Keep the default versions in step with KubernetesVersion and EtcdVersion in
-# internal/testcp/testcp.go (a unit test there checks this).
+# internal/testing/testcp/testcp.go (a unit test there checks this).
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"

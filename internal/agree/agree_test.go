@@ -10,8 +10,8 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/scripttest"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/scripttest"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // join runs the group's real startup script in zone and returns the node

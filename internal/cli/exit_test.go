@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/nodegen/nodegen/internal/cli"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 func TestExitCodes(t *testing.T) {

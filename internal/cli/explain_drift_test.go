@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nodegen/nodegen/internal/cli"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // Exit codes of explain and drift: 0 fit / no drift, 1 no fit / drift /

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/nodegen/nodegen/internal/cli"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // positioned matches a finding printed as file:line:col: …

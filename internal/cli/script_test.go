@@ -13,7 +13,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/source"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 var update = flag.Bool("update", false, "update testscript golden files")
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestScript runs testdata/script/*.txtar. Each script starts in a work
-// directory holding the tests' copy of the example (internal/testsrc) in nodegroups/ (unless
+// directory holding the tests' copy of the example (internal/testing/testsrc) in nodegroups/ (unless
 // the script brings its own files there).
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{

@@ -19,8 +19,8 @@ import (
 
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/drift"
-	"github.com/nodegen/nodegen/internal/testcp"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testcp"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // The recorded nodes, created in a real API server and read back live

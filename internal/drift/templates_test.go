@@ -8,7 +8,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 func readFixtureTemplate(t *testing.T, name string) []*drift.InstanceTemplate {

@@ -13,7 +13,7 @@ import (
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // want is the expected verdict for one group: the verdict, the zones it

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // The expected values are worked out by hand from the autoscaler's

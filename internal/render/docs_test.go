@@ -18,7 +18,7 @@ import (
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // docSection returns the text of the "## name" section of the docs.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/scripttest"
 	"github.com/nodegen/nodegen/internal/source"
+	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 

@@ -18,7 +18,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/scripttest"
+	"github.com/nodegen/nodegen/internal/testing/scripttest"
 )
 
 // requireNetns skips the test unless it can create network namespaces

@@ -19,7 +19,7 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/scripttest"
+	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/internal/verify"
 )

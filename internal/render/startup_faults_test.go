@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/scripttest"
+	"github.com/nodegen/nodegen/internal/testing/scripttest"
 )
 
 // faultSlack is how much longer than its deadline a failing run may take:

@@ -9,9 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodegen/nodegen/internal/bench"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/source"
+	"github.com/nodegen/nodegen/internal/testing/bench"
 	"github.com/nodegen/nodegen/internal/yamlout"
 )
 
@@ -38,7 +38,7 @@ func TestYAMLMatchesLibrary(t *testing.T) {
 	if err := bench.Write(synthetic, 30); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"../testsrc/testdata/nodegroups", synthetic} {
+	for _, dir := range []string{"../testing/testsrc/testdata/nodegroups", synthetic} {
 		l, err := source.Load(dir)
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/source"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // copyExample copies the shipped example into a temporary directory and

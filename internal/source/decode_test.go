@@ -6,13 +6,13 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/nodegen/nodegen/internal/bench"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/testing/bench"
 )
 
-// exampleDir is the tests' copy of the example (internal/testsrc imports
+// exampleDir is the tests' copy of the example (internal/testing/testsrc imports
 // this package, so it cannot be used here).
-const exampleDir = "../testsrc/testdata/nodegroups"
+const exampleDir = "../testing/testsrc/testdata/nodegroups"
 
 // TestDecodeMatchesCUE checks that the loader's decoder gives exactly what
 // cue.Value.Decode gives, on the shipped example, a synthetic fleet, and a

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nodegen/nodegen/internal/diag"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/validate"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"cuelang.org/go/cue"
 
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/internal/verify"
 )

@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/testcp"
+	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
 // gcPolicyDenied starts the error of a request the collector's policy denies.

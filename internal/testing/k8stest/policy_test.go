@@ -16,7 +16,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/testcp"
+	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
 // policyDenied starts the error of a request the generated policy denies.

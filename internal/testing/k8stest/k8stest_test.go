@@ -21,10 +21,10 @@ import (
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/scripttest"
 	"github.com/nodegen/nodegen/internal/source"
-	"github.com/nodegen/nodegen/internal/testcp"
-	"github.com/nodegen/nodegen/internal/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/scripttest"
+	"github.com/nodegen/nodegen/internal/testing/testcp"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // TestAPIServer runs every test of the package against one control plane
@@ -92,7 +92,7 @@ type env struct {
 
 func newEnv(t *testing.T, cp *testcp.ControlPlane) *env {
 	_, file, _, _ := runtime.Caller(0)
-	e := &env{cp: cp, root: filepath.Join(filepath.Dir(file), "..", ".."), joined: map[string]*corev1.Node{}}
+	e := &env{cp: cp, root: filepath.Join(filepath.Dir(file), "..", "..", ".."), joined: map[string]*corev1.Node{}}
 	e.dir = t.TempDir()
 	dir := filepath.Join(e.dir, "nodegroups")
 	if err := os.Mkdir(dir, 0o755); err != nil {

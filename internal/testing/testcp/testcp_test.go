@@ -162,7 +162,7 @@ func TestIdentities(t *testing.T) {
 }
 
 func TestDefaultVersionsMatchBuildScript(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "hack", "testcp", "build.sh"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "hack", "testcp", "build.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,13 +23,13 @@ func here() string {
 }
 
 // Dir returns the tests' copy of the example source,
-// internal/testsrc/testdata/nodegroups: four groups (autoscaler, cpu-burst,
+// internal/testing/testsrc/testdata/nodegroups: four groups (autoscaler, cpu-burst,
 // gpu-t4, onprem-gpu) and the cluster. Tests may rely on its content; it
 // changes only with the tests that rely on it.
 func Dir() string { return filepath.Join(here(), "testdata", "nodegroups") }
 
 // RepoRoot returns the repository's root directory.
-func RepoRoot() string { return filepath.Join(here(), "..", "..") }
+func RepoRoot() string { return filepath.Join(here(), "..", "..", "..") }
 
 // ShippedDir returns the repository's nodegroups/ directory. Only the
 // golden test of the shipped example may use it.

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegen/nodegen/internal/bench"
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
+	"github.com/nodegen/nodegen/internal/testing/bench"
 	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/internal/verify"
 )

@@ -22,7 +22,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/testcp"
+	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/internal/verify"
 )

@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/testcp"
+	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
 // validationFiles are the files the GPU Operator's validator writes once
