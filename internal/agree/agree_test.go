@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/agree"
 	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
@@ -16,7 +17,7 @@ import (
 
 // join runs the group's real startup script in zone and returns the node
 // it registers.
-func join(t *testing.T, src *model.Source, files render.Files, g *model.NodeGroup, zone string) agree.Joined {
+func join(t *testing.T, src *model.Source, files layout.Files, g *model.NodeGroup, zone string) agree.Joined {
 	t.Helper()
 	vm := scripttest.VM{
 		Project:       src.Cluster.GCP.Project,
@@ -27,7 +28,7 @@ func join(t *testing.T, src *model.Source, files render.Files, g *model.NodeGrou
 		Secret:        src.Cluster.JoinToken.SecretManager.Secret,
 		SecretVersion: src.Cluster.JoinToken.SecretManager.Version,
 	}
-	res := scripttest.Run(t, files[render.StartupScriptPath(g.Name)], vm, scripttest.Options{})
+	res := scripttest.Run(t, files[layout.StartupScriptPath(g.Name)], vm, scripttest.Options{})
 	if res.ExitCode != 0 || len(res.JoinConfigs) != 1 {
 		t.Fatalf("startup script: exit %d, %d joins\n%s", res.ExitCode, len(res.JoinConfigs), res.Stderr)
 	}
@@ -58,7 +59,7 @@ func TestKubeEnvAgreesWithJoin(t *testing.T) {
 	n := 0
 	for _, g := range src.Groups() {
 		if !g.Cloud() {
-			if _, ok := files[render.KubeEnvPath(g.Name)]; ok {
+			if _, ok := files[layout.KubeEnvPath(g.Name)]; ok {
 				t.Errorf("%s group %s has a kube-env", g.Kind, g.Name)
 			}
 			continue
@@ -66,7 +67,7 @@ func TestKubeEnvAgreesWithJoin(t *testing.T) {
 		for _, zone := range g.Zones {
 			t.Run(g.Name+"/"+zone, func(t *testing.T) {
 				node := join(t, src, files, g, zone)
-				if err := agree.Check(&src.Cluster, g, files[render.KubeEnvPath(g.Name)], flagged, node, zone); err != nil {
+				if err := agree.Check(&src.Cluster, g, files[layout.KubeEnvPath(g.Name)], flagged, node, zone); err != nil {
 					t.Error(err)
 				}
 				if g.GPU != nil {
@@ -92,7 +93,7 @@ func TestCheckCatchesBrokenSides(t *testing.T) {
 	src, files := testsrc.Example(t)
 	g := src.NodeGroups["gpu-t4"]
 	zone := g.Zones[0]
-	env := files[render.KubeEnvPath(g.Name)]
+	env := files[layout.KubeEnvPath(g.Name)]
 	node := join(t, src, files, g, zone)
 	if err := agree.Check(&src.Cluster, g, env, nil, node, zone); err != nil {
 		t.Fatalf("unbroken: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/secrets"
@@ -141,7 +142,7 @@ func noArgs(c *cli.Context) error {
 
 // loadAndRender loads, validates, renders and verifies; findings are
 // printed to s.err and reported as errFindings.
-func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) {
+func loadAndRender(s *streams, dir string) (*model.Source, layout.Files, error) {
 	l, files, err := loadAndRenderLoaded(s, dir)
 	if err != nil {
 		return nil, nil, err
@@ -151,7 +152,7 @@ func loadAndRender(s *streams, dir string) (*model.Source, render.Files, error) 
 
 // loadAndRenderLoaded is loadAndRender returning the loaded source, whose
 // positions the warnings need.
-func loadAndRenderLoaded(s *streams, dir string) (*source.Loaded, render.Files, error) {
+func loadAndRenderLoaded(s *streams, dir string) (*source.Loaded, layout.Files, error) {
 	l, err := loadValid(s, dir)
 	if err != nil {
 		return nil, nil, err

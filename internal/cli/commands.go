@@ -11,9 +11,9 @@ import (
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/secrets"
 	"github.com/nodegen/nodegen/internal/validate"
 )
@@ -34,7 +34,7 @@ rename.`
 // renderCommand builds a command that takes no arguments, loads,
 // validates and renders the source, and hands the result to run. more
 // adds flags (nil: --source only).
-func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []cli.Flag, run func(f *ioFlags, src *model.Source, files render.Files) error) *cli.Command {
+func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []cli.Flag, run func(f *ioFlags, src *model.Source, files layout.Files) error) *cli.Command {
 	f := &ioFlags{}
 	flags := []cli.Flag{sourceFlag(f)}
 	if more != nil {
@@ -91,7 +91,7 @@ func outOptions(s *streams, f *ioFlags) outdir.Options {
 
 func genCommand(s *streams) *cli.Command {
 	return renderCommand(s, "gen", "render the source into the output directory", genDoc, outFlags(true),
-		func(f *ioFlags, _ *model.Source, files render.Files) error {
+		func(f *ioFlags, _ *model.Source, files layout.Files) error {
 			r, err := outdir.WriteWith(f.Out, files, outOptions(s, f))
 			var ce *outdir.ConflictError
 			if errors.As(err, &ce) {
@@ -143,7 +143,7 @@ prints each stale file with a unified diff and exits 1.`
 
 func checkCommand(s *streams) *cli.Command {
 	return renderCommand(s, "check", "fail with a diff when the output directory is not what gen would write", checkDoc, outFlags(false),
-		func(f *ioFlags, _ *model.Source, files render.Files) error {
+		func(f *ioFlags, _ *model.Source, files layout.Files) error {
 			r, err := outdir.CompareWith(f.Out, files, outOptions(s, f))
 			if err != nil {
 				return err
@@ -193,13 +193,13 @@ func staleReason(ch outdir.Change) string {
 func vetCommand(s *streams) *cli.Command {
 	return renderCommand(s, "vet", "validate the source; silent when it is valid",
 		"vet loads and validates the source and renders it in memory, writing nothing.", nil,
-		func(*ioFlags, *model.Source, render.Files) error { return nil })
+		func(*ioFlags, *model.Source, layout.Files) error { return nil })
 }
 
 func exportCommand(s *streams) *cli.Command {
 	return renderCommand(s, "export", "print the resolved model, derived labels and taints included, as JSON",
 		"export prints the source as nodegen resolved it: defaults applied, derived labels added.", nil,
-		func(_ *ioFlags, src *model.Source, _ render.Files) error {
+		func(_ *ioFlags, src *model.Source, _ layout.Files) error {
 			enc := json.NewEncoder(s.out)
 			enc.SetIndent("", "  ")
 			return enc.Encode(src)

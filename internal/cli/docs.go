@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/schemadoc"
 )
 
@@ -43,7 +43,7 @@ func docsCommand(s *streams) *cli.Command {
 			if err != nil {
 				return err
 			}
-			_, err = s.out.Write(files[render.DocsPath])
+			_, err = s.out.Write(files[layout.DocsPath])
 			return err
 		},
 	}

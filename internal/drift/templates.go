@@ -13,8 +13,8 @@ import (
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // InstanceTemplate is the part of a Compute Engine instance template
@@ -162,7 +162,7 @@ func GroupOfTemplate(src *model.Source, name string) *model.NodeGroup {
 // CheckTemplates compares instance templates with the rendered artifacts
 // in files: the kube-env and startup-script metadata, the guest
 // accelerators, the machine type and the boot disk size.
-func CheckTemplates(src *model.Source, files render.Files, tmpls []*InstanceTemplate) []TemplateResult {
+func CheckTemplates(src *model.Source, files layout.Files, tmpls []*InstanceTemplate) []TemplateResult {
 	out := []TemplateResult{}
 	for _, t := range tmpls {
 		r := TemplateResult{Name: t.Name, File: t.File, Findings: []Finding{}}
@@ -181,8 +181,8 @@ func CheckTemplates(src *model.Source, files render.Files, tmpls []*InstanceTemp
 		}
 		r.Group = g.Name
 		p := t.Properties
-		r.Findings = append(r.Findings, checkKubeEnv(metadataValue(p, kubeenv.Key), files[render.KubeEnvPath(g.Name)], render.KubeEnvPath(g.Name))...)
-		r.Findings = append(r.Findings, checkScript(metadataValue(p, "startup-script"), files[render.StartupScriptPath(g.Name)], render.StartupScriptPath(g.Name))...)
+		r.Findings = append(r.Findings, checkKubeEnv(metadataValue(p, kubeenv.Key), files[layout.KubeEnvPath(g.Name)], layout.KubeEnvPath(g.Name))...)
+		r.Findings = append(r.Findings, checkScript(metadataValue(p, "startup-script"), files[layout.StartupScriptPath(g.Name)], layout.StartupScriptPath(g.Name))...)
 		r.Findings = append(r.Findings, checkAccelerators(g, p.GuestAccelerators)...)
 		if mt := lastSegment(p.MachineType); mt != g.MachineType {
 			r.Findings = append(r.Findings, Finding{Kind: MachineType, Want: g.MachineType, Got: mt,

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/nodegen/nodegen/internal/drift"
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -62,8 +62,8 @@ func TestTemplateDifferences(t *testing.T) {
 	src, files := testsrc.Example(t)
 	fresh := func() *drift.InstanceTemplate {
 		tm := readFixtureTemplate(t, "template-gpu-t4-lost-taint.json")[0]
-		setMetadata(tm, "kube-env", files[render.KubeEnvPath("gpu-t4")])
-		setMetadata(tm, "startup-script", files[render.StartupScriptPath("gpu-t4")])
+		setMetadata(tm, "kube-env", files[layout.KubeEnvPath("gpu-t4")])
+		setMetadata(tm, "startup-script", files[layout.StartupScriptPath("gpu-t4")])
 		return tm
 	}
 	cases := []struct {
@@ -74,15 +74,15 @@ func TestTemplateDifferences(t *testing.T) {
 	}{
 		{"matching", func(*drift.InstanceTemplate) {}, []string{}, ""},
 		{"kube-env: a label changed and one added", func(tm *drift.InstanceTemplate) {
-			env := strings.Replace(string(files[render.KubeEnvPath("gpu-t4")]), "example.com/pool=gpu-burst", "example.com/pool=gpu,team=ml", 1)
+			env := strings.Replace(string(files[layout.KubeEnvPath("gpu-t4")]), "example.com/pool=gpu-burst", "example.com/pool=gpu,team=ml", 1)
 			setMetadata(tm, "kube-env", []byte(env))
 		}, []string{"kube-env", "kube-env"}, "kube-env: label example.com/pool is gpu, the source says gpu-burst"},
 		{"kube-env: reservations", func(tm *drift.InstanceTemplate) {
-			env := strings.Replace(string(files[render.KubeEnvPath("gpu-t4")]), "kube_reserved=cpu=200m,memory=1536Mi", "kube_reserved=cpu=100m,memory=1Gi", 1)
+			env := strings.Replace(string(files[layout.KubeEnvPath("gpu-t4")]), "kube_reserved=cpu=200m,memory=1536Mi", "kube_reserved=cpu=100m,memory=1Gi", 1)
 			setMetadata(tm, "kube-env", []byte(env))
 		}, []string{"kube-env"}, `kube-env: kube_reserved is "cpu=100m,memory=1Gi", the source says "cpu=200m,memory=1536Mi"`},
 		{"kube-env: the header comment only", func(tm *drift.InstanceTemplate) {
-			env := strings.Replace(string(files[render.KubeEnvPath("gpu-t4")]), "# Code generated", "# Edited. Code generated", 1)
+			env := strings.Replace(string(files[layout.KubeEnvPath("gpu-t4")]), "# Code generated", "# Edited. Code generated", 1)
 			setMetadata(tm, "kube-env", []byte(env))
 		}, []string{"kube-env"}, "kube-env differs from what gen renders (gce/gpu-t4/kube-env) in comments or layout only: the autoscaler reads the same"},
 		{"kube-env the autoscaler cannot read", func(tm *drift.InstanceTemplate) {
@@ -92,7 +92,7 @@ func TestTemplateDifferences(t *testing.T) {
 			tm.Properties.Metadata.Items = tm.Properties.Metadata.Items[1:]
 		}, []string{"kube-env"}, ""},
 		{"startup script changed", func(tm *drift.InstanceTemplate) {
-			setMetadata(tm, "startup-script", append(files[render.StartupScriptPath("gpu-t4")], "echo extra\n"...))
+			setMetadata(tm, "startup-script", append(files[layout.StartupScriptPath("gpu-t4")], "echo extra\n"...))
 		}, []string{"startup-script"}, "startup-script differs from what gen renders (gce/gpu-t4/startup-script.sh)"},
 		{"no GPU attached", func(tm *drift.InstanceTemplate) { tm.Properties.GuestAccelerators = nil }, []string{"guest-accelerators"}, "guestAccelerators none, the source says 1 × nvidia-tesla-t4"},
 		{"two GPUs", func(tm *drift.InstanceTemplate) { tm.Properties.GuestAccelerators[0].AcceleratorCount = 2 }, []string{"guest-accelerators"}, "guestAccelerators 2 × nvidia-tesla-t4, the source says 1 × nvidia-tesla-t4"},

@@ -29,6 +29,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
@@ -134,16 +135,16 @@ type Explainer struct {
 // the rendered kube-env values in files, with the pods a fresh node runs:
 // kube-proxy, the DaemonSets nodegen renders (the taint remover) and the
 // DaemonSets among workloads whose pods the node admits.
-func New(src *model.Source, files render.Files, workloads []*Workload) (*Explainer, error) {
-	objs, err := verify.DecodeObjects(files[render.TaintRemoverPath])
+func New(src *model.Source, files layout.Files, workloads []*Workload) (*Explainer, error) {
+	objs, err := verify.DecodeObjects(files[layout.TaintRemoverPath])
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", render.TaintRemoverPath, err)
+		return nil, fmt.Errorf("%s: %w", layout.TaintRemoverPath, err)
 	}
 	var daemonSets []*Workload
 	for _, o := range objs {
 		if ds, ok := o.(*appsv1.DaemonSet); ok {
 			w := workloadOf(ds)
-			w.File = render.TaintRemoverPath
+			w.File = layout.TaintRemoverPath
 			DefaultRequests(&w.Pod.Spec)
 			daemonSets = append(daemonSets, w)
 		}
@@ -161,7 +162,7 @@ func New(src *model.Source, files render.Files, workloads []*Workload) (*Explain
 			continue
 		}
 		for _, z := range g.Zones {
-			node, err := TemplateNode(&src.Cluster, g, z, files[render.KubeEnvPath(g.Name)], flagged)
+			node, err := TemplateNode(&src.Cluster, g, z, files[layout.KubeEnvPath(g.Name)], flagged)
 			if err != nil {
 				e.errs[g.Name] = err
 				break

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/layout"
 )
 
 // ManifestName is the file, at the top of the output directory, in which
@@ -28,7 +28,7 @@ const manifestFormat = 1
 
 // manifest is the record of what nodegen wrote into a directory.
 type manifest struct {
-	// Header makes the file say what it is; render.IsGenerated sees it.
+	// Header makes the file say what it is; layout.IsGenerated sees it.
 	Header string `json:"//"`
 	Format int    `json:"format"`
 	// Nodegen names the binary that wrote the record, for people: it is
@@ -87,7 +87,7 @@ func hashOf(b []byte) string {
 }
 
 // newManifest is the record of files, as gen writes it.
-func newManifest(files render.Files) *manifest {
+func newManifest(files layout.Files) *manifest {
 	m := &manifest{Header: manifestHeader, Format: manifestFormat, Nodegen: thisBuild()}
 	for _, p := range files.Paths() {
 		m.Files = append(m.Files, manifestEntry{Path: p, SHA256: hashOf(files[p]), Mode: modeString(mode(p))})

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/par"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // Kind says how a file changes.
@@ -142,12 +142,12 @@ func (o Options) timeout() time.Duration {
 // Compare reads dir and compares it with files. A missing dir is empty.
 // It holds a shared lock on dir's parent while it reads, so that it sees
 // the tree before or after a concurrent Write, never a mix.
-func Compare(dir string, files render.Files) (Report, error) {
+func Compare(dir string, files layout.Files) (Report, error) {
 	return CompareWith(dir, files, Options{})
 }
 
 // CompareWith is Compare with options.
-func CompareWith(dir string, files render.Files, o Options) (Report, error) {
+func CompareWith(dir string, files layout.Files, o Options) (Report, error) {
 	dir = filepath.Clean(dir)
 	unlock, err := lock(filepath.Dir(dir), false, o)
 	switch {
@@ -165,7 +165,7 @@ func CompareWith(dir string, files render.Files, o Options) (Report, error) {
 }
 
 // compareTree is Compare without the lock; it also returns the tree read.
-func compareTree(dir string, files render.Files, force bool) (Report, *tree, error) {
+func compareTree(dir string, files layout.Files, force bool) (Report, *tree, error) {
 	var r Report
 	t, err := scan(dir)
 	if err != nil {
@@ -187,7 +187,7 @@ func compareTree(dir string, files render.Files, force bool) (Report, *tree, err
 		// with nodegen's header at paths it renders are taken as its own.
 		recorded = map[string]manifestEntry{}
 		for _, p := range files.Paths() {
-			if b, ok := t.files[p]; ok && render.IsGenerated(b) {
+			if b, ok := t.files[p]; ok && layout.IsGenerated(b) {
 				recorded[p] = manifestEntry{Path: p, SHA256: hashOf(b)}
 				r.Adopted = append(r.Adopted, p)
 			}

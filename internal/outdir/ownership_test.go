@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/layout"
 )
 
 // snapshot reads every entry below dir with its mode, for "untouched"
@@ -74,9 +74,9 @@ func readFile(t *testing.T, path string) string {
 func TestHeaderQuotingFileKept(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	mustWrite(t, dir, oldRender)
-	quote := "# How to read these files\n\nEach starts with \"# " + render.HeaderLine("nodegroups") + "\"; do not edit them.\n"
+	quote := "# How to read these files\n\nEach starts with \"# " + layout.HeaderLine("nodegroups") + "\"; do not edit them.\n"
 	writeTestFile(t, filepath.Join(dir, "gce/NOTES.md"), quote)
-	writeTestFile(t, filepath.Join(dir, "gce/b/README"), "# "+render.HeaderLine("nodegroups")+"\nmine\n") // in a group that goes away
+	writeTestFile(t, filepath.Join(dir, "gce/b/README"), "# "+layout.HeaderLine("nodegroups")+"\nmine\n") // in a group that goes away
 	r := mustWrite(t, dir, newRender)
 	if got := readFile(t, filepath.Join(dir, "gce/NOTES.md")); got != quote {
 		t.Errorf("NOTES.md: %q", got)
@@ -164,7 +164,7 @@ func TestHandEditedFile(t *testing.T) {
 	assertHolds(t, dir, newRender)
 }
 
-func mustWriteWith(t *testing.T, dir string, files render.Files, o Options) Report {
+func mustWriteWith(t *testing.T, dir string, files layout.Files, o Options) Report {
 	t.Helper()
 	r, err := WriteWith(dir, files, o)
 	if err != nil {
@@ -346,7 +346,7 @@ func TestManifest(t *testing.T) {
 	if ma != mb {
 		t.Errorf("records differ:\n%s\n%s", ma, mb)
 	}
-	if !render.IsGenerated([]byte(ma)) {
+	if !layout.IsGenerated([]byte(ma)) {
 		t.Errorf("the record has no nodegen header:\n%s", ma)
 	}
 	m, err := parseManifest("x", []byte(ma))

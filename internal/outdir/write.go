@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/par"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // FailPoint, when set, is called at named stages of Write; an error it
@@ -29,7 +29,7 @@ func failAt(stage string) error {
 }
 
 // Write is WriteWith without options.
-func Write(dir string, files render.Files) (Report, error) {
+func Write(dir string, files layout.Files) (Report, error) {
 	return WriteWith(dir, files, Options{})
 }
 
@@ -44,7 +44,7 @@ func Write(dir string, files render.Files) (Report, error) {
 // rename, carries over into the new tree what other processes wrote into
 // the old one meanwhile, and removes the old one. Leftovers of an
 // interrupted run are removed first.
-func WriteWith(dir string, files render.Files, o Options) (Report, error) {
+func WriteWith(dir string, files layout.Files, o Options) (Report, error) {
 	dir = filepath.Clean(dir)
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -112,7 +112,7 @@ func sibling(dir, what string) string {
 // files, links, empty directories), with every directory that existed
 // keeping its mode. It creates the files in parallel and makes the tree
 // durable with one syncfs rather than an fsync per file.
-func buildTree(dir, staging string, files render.Files, r Report, old *tree) error {
+func buildTree(dir, staging string, files layout.Files, r Report, old *tree) error {
 	rewrite := map[string]bool{}
 	for _, c := range r.Changes {
 		rewrite[c.Path] = c.Kind != Removed
@@ -199,7 +199,7 @@ func mapsKeys[V any](m map[string]V) []string {
 // device and inode) are already in the new tree (hard-linked) or were
 // nodegen's. A file written at a path nodegen generates is carried to that
 // path plus ".nodegen-concurrent", next to the generated file.
-func carryOver(retired, dir string, files render.Files, old *tree, r *Report) error {
+func carryOver(retired, dir string, files layout.Files, old *tree, r *Report) error {
 	if _, err := os.Lstat(retired); errors.Is(err, fs.ErrNotExist) {
 		return nil // there was no old tree
 	}

@@ -13,15 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/layout"
 )
 
 // gen makes a render: every file carries nodegen's header, so that
 // Write may delete the ones a later render drops.
-func gen(files map[string]string) render.Files {
-	out := render.Files{}
+func gen(files map[string]string) layout.Files {
+	out := layout.Files{}
 	for p, body := range files {
-		out[p] = []byte("# " + render.HeaderLine("nodegroups") + "\n" + body)
+		out[p] = []byte("# " + layout.HeaderLine("nodegroups") + "\n" + body)
 	}
 	return out
 }
@@ -59,7 +59,7 @@ func failAtStage(stage string) func(string) error {
 	}
 }
 
-func mustWrite(t *testing.T, dir string, files render.Files) Report {
+func mustWrite(t *testing.T, dir string, files layout.Files) Report {
 	t.Helper()
 	r, err := Write(dir, files)
 	if err != nil {
@@ -69,7 +69,7 @@ func mustWrite(t *testing.T, dir string, files render.Files) Report {
 }
 
 // assertHolds fails unless dir holds exactly files (plus foreign).
-func assertHolds(t *testing.T, dir string, files render.Files, foreign ...string) {
+func assertHolds(t *testing.T, dir string, files layout.Files, foreign ...string) {
 	t.Helper()
 	r, err := Compare(dir, files)
 	if err != nil {
@@ -150,7 +150,7 @@ func TestWriteReplaces(t *testing.T) {
 func TestFailPoints(t *testing.T) {
 	for _, c := range []struct {
 		stage string
-		want  render.Files
+		want  layout.Files
 	}{
 		{"mid-tree", oldRender},
 		{"before-swap", oldRender},
@@ -341,7 +341,7 @@ func TestConcurrentWrites(t *testing.T) {
 		}
 		return nil
 	})
-	renders := []render.Files{oldRender, newRender}
+	renders := []layout.Files{oldRender, newRender}
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
 	for i := range 20 {
@@ -387,7 +387,7 @@ func TestCompareSeesWholeTrees(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		renders := []render.Files{newRender, oldRender}
+		renders := []layout.Files{newRender, oldRender}
 		for i := 0; ; i++ {
 			select {
 			case <-done:
@@ -416,8 +416,8 @@ func TestCompareSeesWholeTrees(t *testing.T) {
 }
 
 // seen rebuilds the tree Compare read from its report against files.
-func seen(r Report, files render.Files) render.Files {
-	out := render.Files{}
+func seen(r Report, files layout.Files) layout.Files {
+	out := layout.Files{}
 	for p, b := range files {
 		out[p] = b
 	}
@@ -432,7 +432,7 @@ func seen(r Report, files render.Files) render.Files {
 	return out
 }
 
-func equalFiles(a, b render.Files) bool {
+func equalFiles(a, b layout.Files) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -455,7 +455,7 @@ func TestSwapWithoutExchange(t *testing.T) {
 	t.Cleanup(func() { exchange = exchangePaths })
 	for _, c := range []struct {
 		stage string
-		want  render.Files
+		want  layout.Files
 	}{
 		{"", newRender},
 		{"before-swap", oldRender},

@@ -13,10 +13,6 @@ import (
 	"github.com/nodegen/nodegen/internal/yamlout"
 )
 
-// PriorityExpanderPath is the priority expander's ConfigMap, rendered when
-// the expander chain contains "priority".
-const PriorityExpanderPath = "cluster-autoscaler/priority-expander.yaml"
-
 // PriorityExpanderConfigMapName and PriorityExpanderKey are the ConfigMap
 // and data key the autoscaler's priority expander reads
 // (expander/priority/priority.go: PriorityConfigMapName, ConfigMapKey), in

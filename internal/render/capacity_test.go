@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/validate"
@@ -100,7 +101,7 @@ func loadCapacity(t *testing.T, autoscaler, cpuPrio, cpuBPrio string) (*model.So
 	return l.Source, l, nil
 }
 
-func renderCapacity(t *testing.T, autoscaler, cpuPrio, cpuBPrio string) (*model.Source, render.Files) {
+func renderCapacity(t *testing.T, autoscaler, cpuPrio, cpuBPrio string) (*model.Source, layout.Files) {
 	t.Helper()
 	src, _, err := loadCapacity(t, autoscaler, cpuPrio, cpuBPrio)
 	if err != nil {
@@ -141,7 +142,7 @@ func bestByPriority(prios map[int][]*regexp.Regexp, ids []string) []string {
 
 func TestPriorityExpanderConfigMap(t *testing.T) {
 	src, files := renderCapacity(t, `expander: "priority,least-waste"`, "priority: 30", "priority: 20")
-	objs, err := verify.DecodeObjects(files[render.PriorityExpanderPath])
+	objs, err := verify.DecodeObjects(files[layout.PriorityExpanderPath])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestPriorityExpanderConfigMap(t *testing.T) {
 	// The chart renders the same ConfigMap from values.yaml: priorities
 	// rendered key by key as {{ $k | int }}: <list>.
 	var v chartValues
-	if err := yaml.UnmarshalStrict(files[render.AutoscalerValuesPath], &v); err != nil {
+	if err := yaml.UnmarshalStrict(files[layout.AutoscalerValuesPath], &v); err != nil {
 		t.Fatal(err)
 	}
 	fromChart := map[int][]string{}
@@ -263,10 +264,10 @@ func TestPriorityExpanderConfigMap(t *testing.T) {
 
 func TestNoPriorityExpanderWithoutPriority(t *testing.T) {
 	_, files := renderCapacity(t, `expander: "least-waste"`, "", "")
-	if _, ok := files[render.PriorityExpanderPath]; ok {
-		t.Errorf("%s rendered without the priority expander", render.PriorityExpanderPath)
+	if _, ok := files[layout.PriorityExpanderPath]; ok {
+		t.Errorf("%s rendered without the priority expander", layout.PriorityExpanderPath)
 	}
-	if bytes.Contains(files[render.AutoscalerValuesPath], []byte("expanderPriorities")) {
+	if bytes.Contains(files[layout.AutoscalerValuesPath], []byte("expanderPriorities")) {
 		t.Errorf("values.yaml sets expanderPriorities without the priority expander")
 	}
 }
@@ -274,10 +275,10 @@ func TestNoPriorityExpanderWithoutPriority(t *testing.T) {
 // chartArgs renders the chart's autoscaler arguments from values.yaml as
 // the chart does (autoscalingGroups → --nodes=min:max:name, extraArgs →
 // --key=value with everything from the first '_' of the key dropped), sorted.
-func chartArgs(t *testing.T, files render.Files) []string {
+func chartArgs(t *testing.T, files layout.Files) []string {
 	t.Helper()
 	var v chartValues
-	if err := yaml.UnmarshalStrict(files[render.AutoscalerValuesPath], &v); err != nil {
+	if err := yaml.UnmarshalStrict(files[layout.AutoscalerValuesPath], &v); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"--cloud-provider=" + v.CloudProvider}
@@ -293,9 +294,9 @@ func chartArgs(t *testing.T, files render.Files) []string {
 }
 
 // flagLines are flags.txt's flags, sorted.
-func flagLines(files render.Files) []string {
+func flagLines(files layout.Files) []string {
 	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(files[render.AutoscalerFlagsPath]))
+	sc := bufio.NewScanner(bytes.NewReader(files[layout.AutoscalerFlagsPath]))
 	for sc.Scan() {
 		if line := sc.Text(); !strings.HasPrefix(line, "#") {
 			out = append(out, line)
@@ -306,7 +307,7 @@ func flagLines(files render.Files) []string {
 }
 
 // flagValues returns the values of a flag in flags.txt, in order.
-func flagValues(files render.Files, name string) []string {
+func flagValues(files layout.Files, name string) []string {
 	var out []string
 	for _, l := range flagLines(files) {
 		if v, ok := strings.CutPrefix(l, "--"+name+"="); ok {
@@ -441,7 +442,7 @@ func TestValuesKeysExistInChart(t *testing.T) {
 	_, files := renderCapacity(t, `expander: "priority,least-waste"
 		caps: {maxNodesTotal: 30, cores: max: 200, memoryGiB: max: 900, gpus: "nvidia-tesla-t4": max: 8}`, "priority: 30", "")
 	var ours map[string]any
-	if err := yaml.Unmarshal(files[render.AutoscalerValuesPath], &ours); err != nil {
+	if err := yaml.Unmarshal(files[layout.AutoscalerValuesPath], &ours); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := ours["expanderPriorities"]; !ok {

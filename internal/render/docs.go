@@ -9,15 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/schemadoc"
 )
 
-// DocsPath is the generated node-group documentation.
-const DocsPath = "docs/nodegroups.md"
-
 // markdownHeader is HeaderLine in Markdown's comment syntax.
-func markdownHeader(origin string) string { return "<!-- " + HeaderLine(origin) + " -->\n" }
+func markdownHeader(origin string) string { return "<!-- " + layout.HeaderLine(origin) + " -->\n" }
 
 // Placement is what a pod spec needs to run on a group's nodes.
 type Placement struct {
@@ -59,30 +57,30 @@ func Provenance(src *model.Source, paths []string) []Edge {
 	for _, g := range src.Groups() {
 		o := origin(g)
 		if g.Cloud() {
-			add(o, KubeEnvPath(g.Name))
-			add(o, StartupScriptPath(g.Name))
-			add(o, TerraformGroupPath(g.Name))
-			add(o, TerraformOutputsPath)
+			add(o, layout.KubeEnvPath(g.Name))
+			add(o, layout.StartupScriptPath(g.Name))
+			add(o, layout.TerraformGroupPath(g.Name))
+			add(o, layout.TerraformOutputsPath)
 		}
 		if g.Autoscaled() || (g.Cloud() && g.StartupTaint != nil && slices.Contains(ExtraStartupTaints(src), g.StartupTaint.Key)) {
-			add(o, AutoscalerFlagsPath)
-			add(o, AutoscalerValuesPath)
-			add(o, PriorityExpanderPath) // its MIGs and priority
+			add(o, layout.AutoscalerFlagsPath)
+			add(o, layout.AutoscalerValuesPath)
+			add(o, layout.PriorityExpanderPath) // its MIGs and priority
 		}
 		if g.Name == src.Cluster.Autoscaler.NodeGroup {
-			add(o, AutoscalerValuesPath) // its nodeSelector and tolerations
-			add(o, NodeLifecyclePath)    // the collector's too
+			add(o, layout.AutoscalerValuesPath) // its nodeSelector and tolerations
+			add(o, layout.NodeLifecyclePath)    // the collector's too
 		}
 		if g.Cloud() {
 			// The longest provisioning time; the autoscaler's group
 			// also gives the renewer's placement.
-			add(o, JoinTokenRenewerPath)
+			add(o, layout.JoinTokenRenewerPath)
 		}
 		if slices.Contains(gpu, g) {
-			add(o, TaintRemoverPath)
-			add(o, GPUOperatorValuesPath)
+			add(o, layout.TaintRemoverPath)
+			add(o, layout.GPUOperatorValuesPath)
 		}
-		add(o, DocsPath)
+		add(o, layout.DocsPath)
 	}
 	cluster := src.ClusterOrigin
 	if cluster == "" {
@@ -99,12 +97,12 @@ func Provenance(src *model.Source, paths []string) []Edge {
 // and which source file produced which artifact. Column descriptions come
 // from the schema's comments. It must run last: the provenance graph
 // lists the artifacts already in files.
-func Docs(src *model.Source, files Files) error {
+func Docs(src *model.Source, files layout.Files) error {
 	sch, err := schemadoc.Load()
 	if err != nil {
 		return err
 	}
-	paths := append(files.Paths(), DocsPath)
+	paths := append(files.Paths(), layout.DocsPath)
 	slices.Sort(paths)
 	var b bytes.Buffer
 	d := &docWriter{b: &b, src: src, sch: sch}
@@ -119,7 +117,7 @@ func Docs(src *model.Source, files Files) error {
 		}
 	}
 	d.provenance(Provenance(src, paths))
-	files[DocsPath] = b.Bytes()
+	files[layout.DocsPath] = b.Bytes()
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -26,9 +27,9 @@ func (d *docWriter) joinToken() {
 		return // Docs runs after JoinTokenRenewer, which reported it
 	}
 	d.p("VMs read the kubeadm bootstrap token at boot from Secret Manager secret `projects/%s/secrets/%s` (latest version). The CronJob `%s/%s` (`%s`, on node group `%s`) creates a token valid for %s every %s and adds it as a new version; tokens superseded for more than %s (the longest provisioning time, %s, plus %s) are deleted and their versions disabled.\n",
-		c.GCP.Project, sm.Secret, JoinTokenRenewerNamespace, JoinTokenRenewerName, JoinTokenRenewerPath, c.Autoscaler.NodeGroup,
+		c.GCP.Project, sm.Secret, JoinTokenRenewerNamespace, JoinTokenRenewerName, layout.JoinTokenRenewerPath, c.Autoscaler.NodeGroup,
 		model.FormatDuration(r.TTL), model.FormatDuration(r.Period), model.FormatDuration(r.Grace()),
 		model.FormatDuration(r.Provision), model.FormatDuration(model.JoinTokenMargin))
 	d.p("\nOnce, after `kubectl apply -f out/%s` and before the first VM boots, create the first token:\n\n```sh\n%s\n```\n",
-		JoinTokenRenewerPath, JoinTokenFirstRunCommand())
+		layout.JoinTokenRenewerPath, JoinTokenFirstRunCommand())
 }

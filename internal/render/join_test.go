@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/validate"
@@ -161,11 +162,11 @@ func TestJoinConfigurationMutationsAreCaught(t *testing.T) {
 			if err == nil {
 				t.Fatal("verification accepted the broken JoinConfiguration")
 			}
-			if !strings.Contains(err.Error(), "group "+m.group) || !strings.Contains(err.Error(), render.StartupScriptPath(m.group)) || !strings.Contains(err.Error(), m.want) {
+			if !strings.Contains(err.Error(), "group "+m.group) || !strings.Contains(err.Error(), layout.StartupScriptPath(m.group)) || !strings.Contains(err.Error(), m.want) {
 				t.Errorf("verification: %v\nwant an error naming group %s and containing %q", err, m.group, m.want)
 			}
 			for _, other := range src.Groups() {
-				if other.Cloud() && other.Name != m.group && strings.Contains(err.Error(), render.StartupScriptPath(other.Name)) {
+				if other.Cloud() && other.Name != m.group && strings.Contains(err.Error(), layout.StartupScriptPath(other.Name)) {
 					t.Errorf("verification blames the unbroken group %s: %v", other.Name, err)
 				}
 			}
@@ -200,7 +201,7 @@ func TestJoinDeadline(t *testing.T) {
 	}
 	margin := model.JoinBootMargin + model.JoinRegistrationMargin
 	for group, mnpt := range map[string]time.Duration{"l4": 25 * time.Minute, "batch": 12 * time.Minute, "ca": 12 * time.Minute} {
-		script := files[render.StartupScriptPath(group)]
+		script := files[layout.StartupScriptPath(group)]
 		m := renderedDeadline.FindSubmatch(script)
 		if m == nil {
 			t.Fatalf("%s: no RENDERED_DEADLINE in the script", group)

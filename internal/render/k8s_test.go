@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
@@ -42,7 +43,7 @@ func schedulable(spec *corev1.PodSpec, node *corev1.Node) (bool, string) {
 }
 
 // exampleNodes joins one node of every cloud group of the example, per zone.
-func exampleNodes(t *testing.T) (*model.Source, render.Files, map[string][]*corev1.Node) {
+func exampleNodes(t *testing.T) (*model.Source, layout.Files, map[string][]*corev1.Node) {
 	src, files := testsrc.Example(t)
 	nodes := map[string][]*corev1.Node{}
 	for _, g := range src.Groups() {
@@ -57,7 +58,7 @@ func exampleNodes(t *testing.T) (*model.Source, render.Files, map[string][]*core
 
 func TestTaintRemoverLandsOnlyOnItsGPUNodes(t *testing.T) {
 	src, files, nodes := exampleNodes(t)
-	objs, err := verify.DecodeObjects(files[render.TaintRemoverPath])
+	objs, err := verify.DecodeObjects(files[layout.TaintRemoverPath])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ type chartValues struct {
 func TestAutoscalerPinnedToItsNode(t *testing.T) {
 	src, files, nodes := exampleNodes(t)
 	var v chartValues
-	if err := yaml.UnmarshalStrict(files[render.AutoscalerValuesPath], &v); err != nil {
+	if err := yaml.UnmarshalStrict(files[layout.AutoscalerValuesPath], &v); err != nil {
 		t.Fatal(err)
 	}
 	pod := &corev1.PodSpec{NodeSelector: v.NodeSelector, Tolerations: v.Tolerations}
@@ -162,7 +163,7 @@ func TestAutoscalerPinnedToItsNode(t *testing.T) {
 func TestFlagsMatchChartValues(t *testing.T) {
 	src, files := testsrc.Example(t)
 	var v chartValues
-	if err := yaml.UnmarshalStrict(files[render.AutoscalerValuesPath], &v); err != nil {
+	if err := yaml.UnmarshalStrict(files[layout.AutoscalerValuesPath], &v); err != nil {
 		t.Fatal(err)
 	}
 	chart := []string{"--cloud-provider=" + v.CloudProvider}
@@ -174,7 +175,7 @@ func TestFlagsMatchChartValues(t *testing.T) {
 		chart = append(chart, "--"+k+"="+val)
 	}
 	var flags []string
-	sc := bufio.NewScanner(bytes.NewReader(files[render.AutoscalerFlagsPath]))
+	sc := bufio.NewScanner(bytes.NewReader(files[layout.AutoscalerFlagsPath]))
 	for sc.Scan() {
 		if line := sc.Text(); !strings.HasPrefix(line, "#") {
 			flags = append(flags, line)
@@ -215,7 +216,7 @@ func TestGPUOperatorToleratesGPUNodes(t *testing.T) {
 		} `json:"node-feature-discovery"`
 		DevicePlugin any `json:"devicePlugin"`
 	}
-	if err := yaml.UnmarshalStrict(files[render.GPUOperatorValuesPath], &v); err != nil {
+	if err := yaml.UnmarshalStrict(files[layout.GPUOperatorValuesPath], &v); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(v.Daemonsets.Tolerations, func(t corev1.Toleration) bool {

@@ -21,8 +21,6 @@ import (
 const (
 	NodeLifecycleNamespace = "kube-system"
 	NodeLifecycleName      = "nodegen-node-lifecycle"
-	// NodeLifecyclePath is the collector's manifest, relative to out/.
-	NodeLifecyclePath = "k8s/node-lifecycle.yaml"
 	// NodeLifecycleSchedule is how often the collector runs.
 	NodeLifecycleSchedule = "*/5 * * * *"
 	// MinNotReadyGracePeriod is the shortest cluster.nodeLifecycle.notReadyGracePeriod.

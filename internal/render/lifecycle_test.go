@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
@@ -81,7 +82,7 @@ func TestNodeLifecycleManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := verify.DecodeObjects(files[render.NodeLifecyclePath])
+	objs, err := verify.DecodeObjects(files[layout.NodeLifecyclePath])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestNodeLifecycleManifest(t *testing.T) {
 		}
 	}
 	if cj == nil || role == nil || crb == nil || vap == nil || cm == nil {
-		t.Fatalf("%s lacks the CronJob, ClusterRole, its binding, the policy or the ConfigMap", render.NodeLifecyclePath)
+		t.Fatalf("%s lacks the CronJob, ClusterRole, its binding, the policy or the ConfigMap", layout.NodeLifecyclePath)
 	}
 	if cm.Data["node-lifecycle.sh"] != string(render.NodeLifecycleScript()) {
 		t.Error("the ConfigMap does not hold templates/node-lifecycle.sh")

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
 )
@@ -113,12 +114,12 @@ func TestMetadataBlockedForPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := scriptFunction(t, files[render.StartupScriptPath("batch")], "block_pod_metadata_access")
+	block := scriptFunction(t, files[layout.StartupScriptPath("batch")], "block_pod_metadata_access")
 	if block == "" {
 		t.Fatal("the batch group's script has no block_pod_metadata_access")
 	}
 	// The autoscaler's own group keeps the metadata server for its pods.
-	if f := scriptFunction(t, files[render.StartupScriptPath("ca")], "block_pod_metadata_access"); f != "" || src.Cluster.PodsMayReachMetadataServer(src.NodeGroups["batch"]) ||
+	if f := scriptFunction(t, files[layout.StartupScriptPath("ca")], "block_pod_metadata_access"); f != "" || src.Cluster.PodsMayReachMetadataServer(src.NodeGroups["batch"]) ||
 		!src.Cluster.PodsMayReachMetadataServer(src.NodeGroups["ca"]) {
 		t.Fatalf("the autoscaler's group ca blocks its pods' metadata access:\n%s", f)
 	}
@@ -223,7 +224,7 @@ func TestMetadataBlockOnlyOffTheAutoscalerGroup(t *testing.T) {
 		}
 		vm := scripttest.VM{Project: src.Cluster.GCP.Project, NumericID: "1", Zone: g.Zones[0],
 			Instance: src.Cluster.BaseInstanceName(g) + "-a1b2", JoinToken: joinToken, MetadataKey: "lab-join-token"}
-		res := scripttest.Run(t, files[render.StartupScriptPath(g.Name)], vm, scripttest.Options{})
+		res := scripttest.Run(t, files[layout.StartupScriptPath(g.Name)], vm, scripttest.Options{})
 		if res.ExitCode != 0 {
 			t.Fatalf("%s: exit %d\n%s", g.Name, res.ExitCode, res.Stderr)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
@@ -73,7 +74,7 @@ var nodeShapeSource = map[string]string{
 `,
 }
 
-func loadCapacitySource(t *testing.T, replace ...string) (*model.Source, render.Files) {
+func loadCapacitySource(t *testing.T, replace ...string) (*model.Source, layout.Files) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range nodeShapeSource {
@@ -118,7 +119,7 @@ func kubeletConfig(t *testing.T, script []byte) *kubeletv1beta1.KubeletConfigura
 
 func TestCapacityKubeletConfiguration(t *testing.T) {
 	_, files := loadCapacitySource(t)
-	t4 := kubeletConfig(t, files[render.StartupScriptPath("t4")])
+	t4 := kubeletConfig(t, files[layout.StartupScriptPath("t4")])
 	want := map[string]string{
 		"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
 		"imagefs.available": "20%", "imagefs.inodesFree": "5%",
@@ -132,7 +133,7 @@ func TestCapacityKubeletConfiguration(t *testing.T) {
 	if t4.ShutdownGracePeriod.Duration.String() != "30s" || t4.ShutdownGracePeriodCriticalPods.Duration.String() != "10s" {
 		t.Errorf("t4 (Spot) shutdown %s/%s, want 30s/10s", t4.ShutdownGracePeriod.Duration, t4.ShutdownGracePeriodCriticalPods.Duration)
 	}
-	plain := kubeletConfig(t, files[render.StartupScriptPath("plain")])
+	plain := kubeletConfig(t, files[layout.StartupScriptPath("plain")])
 	if len(plain.EvictionHard) != 5 || plain.EvictionHard["imagefs.available"] != "15%" {
 		t.Errorf("plain evictionHard %v, want the kubelet's five defaults", plain.EvictionHard)
 	}
@@ -143,7 +144,7 @@ func TestCapacityKubeletConfiguration(t *testing.T) {
 
 func TestCapacityKubeEnv(t *testing.T) {
 	_, files := loadCapacitySource(t)
-	tm, err := kubeenv.ReadTemplate(files[render.KubeEnvPath("t4")])
+	tm, err := kubeenv.ReadTemplate(files[layout.KubeEnvPath("t4")])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestCapacityKubeEnv(t *testing.T) {
 	if want := map[string]string{"memory.available": "100Mi", "nodefs.available": "10%"}; !maps.Equal(tm.EvictionHard, want) {
 		t.Errorf("t4 kube-env evictionHard %v, want %v", tm.EvictionHard, want)
 	}
-	pm, err := kubeenv.ReadTemplate(files[render.KubeEnvPath("plain")])
+	pm, err := kubeenv.ReadTemplate(files[layout.KubeEnvPath("plain")])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestCapacityKubeEnv(t *testing.T) {
 // Spot group the way explain does and checks the capacity the policy sets.
 func TestCapacityTemplateNode(t *testing.T) {
 	src, files := loadCapacitySource(t)
-	n, err := explain.TemplateNode(&src.Cluster, src.NodeGroups["t4"], "us-east1-c", files[render.KubeEnvPath("t4")], nil)
+	n, err := explain.TemplateNode(&src.Cluster, src.NodeGroups["t4"], "us-east1-c", files[layout.KubeEnvPath("t4")], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestCapacityTemplateNode(t *testing.T) {
 func TestCapacityTerraform(t *testing.T) {
 	_, files := loadCapacitySource(t)
 	p := hclparse.NewParser()
-	f, diags := p.ParseHCL(files[render.TerraformGroupPath("t4")], "t4.tf")
+	f, diags := p.ParseHCL(files[layout.TerraformGroupPath("t4")], "t4.tf")
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -247,7 +248,7 @@ func TestCapacityTerraform(t *testing.T) {
 	if ssds != 2 || sched != 1 {
 		t.Errorf("%d local SSDs and %d scheduling blocks, want 2 and 1", ssds, sched)
 	}
-	if strings.Contains(string(files[render.TerraformGroupPath("plain")]), "SCRATCH") {
+	if strings.Contains(string(files[layout.TerraformGroupPath("plain")]), "SCRATCH") {
 		t.Error("plain group has a local SSD")
 	}
 }
@@ -264,7 +265,7 @@ func TestCapacityDevicePluginConfig(t *testing.T) {
 			} `json:"config"`
 		} `json:"devicePlugin"`
 	}
-	if err := yaml.Unmarshal(files[render.GPUOperatorValuesPath], &v); err != nil {
+	if err := yaml.Unmarshal(files[layout.GPUOperatorValuesPath], &v); err != nil {
 		t.Fatal(err)
 	}
 	c := v.DevicePlugin.Config
@@ -302,17 +303,17 @@ func TestCapacityMismatchesAreCaught(t *testing.T) {
 	cases := []struct {
 		name, path, old, new, want string
 	}{
-		{"kube-env GPUs without sharing", render.KubeEnvPath("t4"), "nvidia.com/gpu=6", "nvidia.com/gpu=2", "nvidia.com/gpu: template 2"},
-		{"device plugin replicas", render.GPUOperatorValuesPath, "replicas: 3", "replicas: 2", "device plugin 4"},
-		{"kube-env pods", render.KubeEnvPath("t4"), "pods=48", "pods=110", "pods: template 110"},
-		{"kubelet maxPods", render.StartupScriptPath("t4"), "maxPods: 48", "maxPods: 64", "kubelet maxPods 64"},
-		{"a default eviction signal lost", render.StartupScriptPath("plain"), "  nodefs.inodesFree: 5%\n", "", "lacks nodefs.inodesFree"},
-		{"kube-env eviction differs", render.KubeEnvPath("plain"), "nodefs.available=10%", "nodefs.available=5%", "evictionHard nodefs.available"},
-		{"Terraform not Spot", render.TerraformGroupPath("t4"), `"SPOT"`, `"STANDARD"`, "spot: terraform provisioning_model"},
-		{"a local SSD missing", render.TerraformGroupPath("t4"), `  disk {
+		{"kube-env GPUs without sharing", layout.KubeEnvPath("t4"), "nvidia.com/gpu=6", "nvidia.com/gpu=2", "nvidia.com/gpu: template 2"},
+		{"device plugin replicas", layout.GPUOperatorValuesPath, "replicas: 3", "replicas: 2", "device plugin 4"},
+		{"kube-env pods", layout.KubeEnvPath("t4"), "pods=48", "pods=110", "pods: template 110"},
+		{"kubelet maxPods", layout.StartupScriptPath("t4"), "maxPods: 48", "maxPods: 64", "kubelet maxPods 64"},
+		{"a default eviction signal lost", layout.StartupScriptPath("plain"), "  nodefs.inodesFree: 5%\n", "", "lacks nodefs.inodesFree"},
+		{"kube-env eviction differs", layout.KubeEnvPath("plain"), "nodefs.available=10%", "nodefs.available=5%", "evictionHard nodefs.available"},
+		{"Terraform not Spot", layout.TerraformGroupPath("t4"), `"SPOT"`, `"STANDARD"`, "spot: terraform provisioning_model"},
+		{"a local SSD missing", layout.TerraformGroupPath("t4"), `  disk {
     type         = "SCRATCH"`, `  disk {
     type         = "PERSISTENT"`, "local SSDs"},
-		{"shutdown past the notice", render.StartupScriptPath("t4"), "shutdownGracePeriod: 30s", "shutdownGracePeriod: 1m0s", "preemption notice"},
+		{"shutdown past the notice", layout.StartupScriptPath("t4"), "shutdownGracePeriod: 30s", "shutdownGracePeriod: 1m0s", "preemption notice"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -336,7 +337,7 @@ func TestCapacityMismatchesAreCaught(t *testing.T) {
 func TestCapacityStartupScriptLocalSSDs(t *testing.T) {
 	src, files := loadCapacitySource(t)
 	g := src.NodeGroups["t4"]
-	script := files[render.StartupScriptPath(g.Name)]
+	script := files[layout.StartupScriptPath(g.Name)]
 	vm := scripttest.VM{
 		Project:       src.Cluster.GCP.Project,
 		NumericID:     "123456789012",
@@ -376,7 +377,7 @@ func TestCapacityStartupScriptLocalSSDs(t *testing.T) {
 		})
 	}
 	// A group without local SSDs does not look at the directories.
-	plain := files[render.StartupScriptPath("plain")]
+	plain := files[layout.StartupScriptPath("plain")]
 	if strings.Contains(string(plain), "check_local_ssd_storage") {
 		t.Error("the plain group's script checks local SSD storage")
 	}
@@ -393,7 +394,7 @@ func TestCapacityStartupScriptShellcheck(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, files := loadCapacitySource(t, replace...)
-			script := files[render.StartupScriptPath("t4")]
+			script := files[layout.StartupScriptPath("t4")]
 			if name == "metadataKey" && !strings.Contains(string(script), "project/attributes/") {
 				t.Fatal("the replacement did not switch the token source")
 			}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
@@ -23,7 +24,7 @@ func taintRemoverObjects(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, 
 	[]*appsv1.DaemonSet, *rbacv1.ClusterRoleBinding) {
 	t.Helper()
 	_, files := testsrc.Example(t)
-	objs, err := verify.DecodeObjects(files[render.TaintRemoverPath])
+	objs, err := verify.DecodeObjects(files[layout.TaintRemoverPath])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func taintRemoverObjects(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, 
 		}
 	}
 	if vap == nil || vapb == nil || crb == nil || len(dss) == 0 {
-		t.Fatalf("%s lacks the policy, its binding, the ClusterRoleBinding or a DaemonSet", render.TaintRemoverPath)
+		t.Fatalf("%s lacks the policy, its binding, the ClusterRoleBinding or a DaemonSet", layout.TaintRemoverPath)
 	}
 	return vap, vapb, dss, crb
 }

@@ -20,7 +20,6 @@ import (
 
 // Join-token renewer names and the bootstrap-token format it writes.
 const (
-	JoinTokenRenewerPath      = "k8s/join-token-renewer.yaml"
 	JoinTokenRenewerName      = "nodegen-join-token-renewer"
 	JoinTokenRenewerNamespace = "kube-system"
 	// JoinTokenLabelKey=JoinTokenLabelValue marks the tokens the renewer

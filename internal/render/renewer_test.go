@@ -8,13 +8,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 
 func TestJoinTokenRenewerPinnedToAutoscalerNode(t *testing.T) {
 	src, files, nodes := exampleNodes(t)
-	objs, err := verify.DecodeObjects(files[render.JoinTokenRenewerPath])
+	objs, err := verify.DecodeObjects(files[layout.JoinTokenRenewerPath])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestNoJoinTokenRenewerForMetadataKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files[render.JoinTokenRenewerPath] != nil {
+	if files[layout.JoinTokenRenewerPath] != nil {
 		t.Errorf("a renewer was rendered for a token in project metadata")
 	}
 	if err := verify.All(src, files); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"cuelang.org/go/cue/literal"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/validate"
@@ -133,7 +134,7 @@ func (s srcSpec) load(t testing.TB) (*model.Source, error) {
 }
 
 // mustRender loads and renders a source nodegen must accept.
-func (s srcSpec) mustRender(t testing.TB) (*model.Source, render.Files) {
+func (s srcSpec) mustRender(t testing.TB) (*model.Source, layout.Files) {
 	t.Helper()
 	src, err := s.load(t)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
 )
@@ -29,7 +30,7 @@ func TestStartupScriptFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := src.NodeGroups["batch"]
-	script := files[render.StartupScriptPath(g.Name)]
+	script := files[layout.StartupScriptPath(g.Name)]
 	vm := scripttest.VM{
 		Project:       src.Cluster.GCP.Project,
 		NumericID:     "998877665544",

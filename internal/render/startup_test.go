@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
@@ -36,7 +37,7 @@ func gpuVM(src *model.Source, g *model.NodeGroup) scripttest.VM {
 func TestStartupScriptJoinsOnceAndKeepsNoSecret(t *testing.T) {
 	src, files := testsrc.Example(t)
 	g := src.NodeGroups["gpu-t4"]
-	script := files[render.StartupScriptPath(g.Name)]
+	script := files[layout.StartupScriptPath(g.Name)]
 	vm := gpuVM(src, g)
 	res := scripttest.Run(t, script, vm, scripttest.Options{})
 	if res.ExitCode != 0 {
@@ -101,7 +102,7 @@ func TestStartupScriptJoinsOnceAndKeepsNoSecret(t *testing.T) {
 func TestStartupScriptRetries(t *testing.T) {
 	src, files := testsrc.Example(t)
 	g := src.NodeGroups["gpu-t4"]
-	script := files[render.StartupScriptPath(g.Name)]
+	script := files[layout.StartupScriptPath(g.Name)]
 	vm := gpuVM(src, g)
 
 	t.Run("flapping VPN: two failed joins, then success", func(t *testing.T) {
@@ -133,7 +134,7 @@ func TestStartupScriptRetries(t *testing.T) {
 func TestStartupScriptRefusesBadInput(t *testing.T) {
 	src, files := testsrc.Example(t)
 	g := src.NodeGroups["gpu-t4"]
-	script := files[render.StartupScriptPath(g.Name)]
+	script := files[layout.StartupScriptPath(g.Name)]
 	cases := []struct {
 		name string
 		edit func(*scripttest.VM)

@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -97,11 +98,11 @@ func TestStructureSeeds(t *testing.T) {
 var fuzzing bool
 
 // plainRenders caches the render with each field's plain value.
-var plainRenders sync.Map // field index -> render.Files
+var plainRenders sync.Map // field index -> layout.Files
 
 // fuzzedRenders caches the renders of the seeds by field and value, so
 // the four targets' seeds load each source once per test binary.
-var fuzzedRenders sync.Map // structKey -> render.Files (nil: rejected)
+var fuzzedRenders sync.Map // structKey -> layout.Files (nil: rejected)
 
 type structKey struct {
 	field int
@@ -110,7 +111,7 @@ type structKey struct {
 
 // structPair renders the source with value in field i and with the field's
 // plain value. ok is false when nodegen rejects value.
-func structPair(t *testing.T, i uint8, value string) (fuzzed, plain render.Files, ok bool) {
+func structPair(t *testing.T, i uint8, value string) (fuzzed, plain layout.Files, ok bool) {
 	t.Helper()
 	fld := structFields[int(i)%len(structFields)]
 	key := structKey{int(i) % len(structFields), value}
@@ -122,7 +123,7 @@ func structPair(t *testing.T, i uint8, value string) (fuzzed, plain render.Files
 			}
 		}
 	} else if c, ok := fuzzedRenders.Load(key); ok {
-		fuzzed = c.(render.Files)
+		fuzzed = c.(layout.Files)
 	} else {
 		var spec srcSpec
 		fld.set(&spec, value)
@@ -139,7 +140,7 @@ func structPair(t *testing.T, i uint8, value string) (fuzzed, plain render.Files
 		return nil, nil, false
 	}
 	if p, ok := plainRenders.Load(int(i) % len(structFields)); ok {
-		return fuzzed, p.(render.Files), true
+		return fuzzed, p.(layout.Files), true
 	}
 	var pspec srcSpec
 	fld.set(&pspec, fld.plain)
@@ -191,7 +192,7 @@ func compareStructure(t *testing.T, i uint8, value string, which func(path strin
 func isTerraform(p string) bool { return strings.HasSuffix(p, ".tf") }
 
 func isYAML(p string) bool {
-	return strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, "/kube-env") || p == render.AutoscalerFlagsPath
+	return strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, "/kube-env") || p == layout.AutoscalerFlagsPath
 }
 
 func isScript(p string) bool { return strings.HasSuffix(p, ".sh") }
@@ -200,7 +201,7 @@ func isMarkdown(p string) bool { return strings.HasSuffix(p, ".md") }
 
 // hclSkeleton: the blocks, their labels and attribute names.
 func hclSkeleton(t *testing.T, p string, b []byte) []string {
-	return hclBlocks(t, render.Files{p: b})[p]
+	return hclBlocks(t, layout.Files{p: b})[p]
 }
 
 // yamlSkeleton: per document, its keys and the shape of its values (lists
@@ -209,7 +210,7 @@ func hclSkeleton(t *testing.T, p string, b []byte) []string {
 // inside AUTOSCALER_ENV_VARS and the number of items of each (split as the
 // autoscaler splits them).
 func yamlSkeleton(t *testing.T, p string, b []byte) []string {
-	if p == render.AutoscalerFlagsPath {
+	if p == layout.AutoscalerFlagsPath {
 		var out []string
 		for _, line := range strings.Split(string(b), "\n") {
 			name, _, _ := strings.Cut(line, "=")
@@ -421,8 +422,8 @@ func FuzzDocsStructure(f *testing.F) {
 // breakage it exists for, on hand-broken copies of real artifacts.
 func TestStructureSkeletonsSeeBreakage(t *testing.T) {
 	_, files := srcSpec{}.mustRender(t)
-	tf := render.TerraformGroupPath("gpu-t4")
-	script := render.StartupScriptPath("gpu-t4")
+	tf := layout.TerraformGroupPath("gpu-t4")
+	script := layout.StartupScriptPath("gpu-t4")
 	cases := []struct {
 		name     string
 		path     string
@@ -430,12 +431,12 @@ func TestStructureSkeletonsSeeBreakage(t *testing.T) {
 		skeleton func(*testing.T, string, []byte) []string
 	}{
 		{"HCL: injected block", tf, "# Node group gpu-t4", "resource \"x\" \"y\" {}\n# Node group gpu-t4", hclSkeleton},
-		{"YAML: injected key", render.GPUOperatorValuesPath, "\n", "\nevil: true\n", yamlSkeleton},
-		{"kube-env: injected variable", render.KubeEnvPath("gpu-t4"), "os=linux", "os=linux;evil=1", yamlSkeleton},
+		{"YAML: injected key", layout.GPUOperatorValuesPath, "\n", "\nevil: true\n", yamlSkeleton},
+		{"kube-env: injected variable", layout.KubeEnvPath("gpu-t4"), "os=linux", "os=linux;evil=1", yamlSkeleton},
 		{"bash: command substitution in a quoted word", script, "'gpu-t4'", "\"$(id)\"", bashSkeleton},
-		{"Markdown: heading", render.DocsPath, "Cloud T4 GPU burst workers.", "\n# Cloud T4\n", markdownSkeleton},
-		{"Markdown: table row", render.DocsPath, "| gce |", "| gce |\n| x |", markdownSkeleton},
-		{"Mermaid: edge", render.DocsPath, "  S->>P: bind to the node", "  S->>P: bind; P->>S: x", markdownSkeleton},
+		{"Markdown: heading", layout.DocsPath, "Cloud T4 GPU burst workers.", "\n# Cloud T4\n", markdownSkeleton},
+		{"Markdown: table row", layout.DocsPath, "| gce |", "| gce |\n| x |", markdownSkeleton},
+		{"Mermaid: edge", layout.DocsPath, "  S->>P: bind to the node", "  S->>P: bind; P->>S: x", markdownSkeleton},
 	}
 	for _, c := range cases {
 		broken := bytes.Replace(files[c.path], []byte(c.old), []byte(c.new), 1)

@@ -11,19 +11,9 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
-)
-
-// Terraform module paths, relative to the output directory. The module is
-// out/terraform; its metadata reads the kube-env and startup script from
-// out/gce/<group>/ with file(), so it must stay next to out/gce.
-const (
-	TerraformDir           = "terraform"
-	TerraformMainPath      = TerraformDir + "/main.tf"
-	TerraformVariablesPath = TerraformDir + "/variables.tf"
-	TerraformOutputsPath   = TerraformDir + "/outputs.tf"
-	TerraformVersionsPath  = TerraformDir + "/versions.tf"
 )
 
 // Terraform resource types nodegen writes.
@@ -31,10 +21,6 @@ const (
 	TFInstanceTemplate = "google_compute_instance_template"
 	TFGroupManager     = "google_compute_instance_group_manager"
 )
-
-// TerraformGroupPath is the file holding a cloud group's instance template
-// and zonal MIGs.
-func TerraformGroupPath(group string) string { return TerraformDir + "/nodegroup-" + group + ".tf" }
 
 // TFName turns a GCE-style name (lower case, digits, '-') into a Terraform
 // resource name. Group names and zones contain no '_', so the result is
@@ -57,19 +43,19 @@ var DefaultServiceAccountScopes = []string{"cloud-platform"}
 // cloud node group (instance template and zonal MIGs), the cluster's
 // project and region, its variables, outputs and provider requirements.
 // It writes nothing for onprem groups.
-func Terraform(src *model.Source, files Files) error {
+func Terraform(src *model.Source, files layout.Files) error {
 	header := func(origin string) string { return hashHeader(origin) }
 	main, err := terraformMain(src, header(src.Name))
 	if err != nil {
 		return err
 	}
-	files[TerraformMainPath] = main
-	files[TerraformVersionsPath] = terraformVersions(header(src.Name))
-	files[TerraformVariablesPath] = terraformVariables(src, header(src.Name))
-	files[TerraformOutputsPath] = terraformOutputs(src, header(src.Name))
-	files[TerraformIAMPath] = terraformIAM(src, header(src.Name))
+	files[layout.TerraformMainPath] = main
+	files[layout.TerraformVersionsPath] = terraformVersions(header(src.Name))
+	files[layout.TerraformVariablesPath] = terraformVariables(src, header(src.Name))
+	files[layout.TerraformOutputsPath] = terraformOutputs(src, header(src.Name))
+	files[layout.TerraformIAMPath] = terraformIAM(src, header(src.Name))
 	if js := terraformJoinSecret(src, header(src.Name)); js != nil {
-		files[TerraformJoinSecretPath] = js
+		files[layout.TerraformJoinSecretPath] = js
 	}
 	var cloud []*model.NodeGroup
 	for _, g := range src.Groups() {
@@ -93,7 +79,7 @@ func Terraform(src *model.Source, files Files) error {
 		if errs[i] != nil {
 			return errs[i]
 		}
-		files[TerraformGroupPath(g.Name)] = out[i]
+		files[layout.TerraformGroupPath(g.Name)] = out[i]
 	}
 	return nil
 }
@@ -274,8 +260,8 @@ var safePathRE = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
 // generated file (relative to the output directory) it is read from.
 func TerraformMetadataFiles(g *model.NodeGroup) map[string]string {
 	return map[string]string{
-		"kube-env":       KubeEnvPath(g.Name),
-		"startup-script": StartupScriptPath(g.Name),
+		"kube-env":       layout.KubeEnvPath(g.Name),
+		"startup-script": layout.StartupScriptPath(g.Name),
 	}
 }
 

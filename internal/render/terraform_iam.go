@@ -32,12 +32,6 @@ import (
 // the one privilege boundary is between the nodes and the autoscaler's
 // node.
 
-// Terraform files of the identity and the join secret.
-const (
-	TerraformIAMPath        = TerraformDir + "/iam.tf"
-	TerraformJoinSecretPath = TerraformDir + "/join-secret.tf"
-)
-
 // Terraform resource types of the identity and the join secret.
 const (
 	TFServiceAccount   = "google_service_account"

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -91,7 +92,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 
 	// The locals: each role's account is the variable or the one created
 	// for that role, never the other's.
-	iam := parseBodies(t, files[render.TerraformIAMPath])
+	iam := parseBodies(t, files[layout.TerraformIAMPath])
 	for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
 		var local *hclsyntax.Attribute
 		for _, b := range iam.Blocks {
@@ -216,7 +217,7 @@ func TestTerraformBringYourOwn(t *testing.T) {
 			}
 		}
 	}
-	iam := parseBodies(t, files[render.TerraformIAMPath])
+	iam := parseBodies(t, files[layout.TerraformIAMPath])
 	for _, b := range iam.Blocks {
 		if b.Type != "locals" {
 			continue
@@ -260,8 +261,8 @@ func TestTerraformJoinSecretModes(t *testing.T) {
 		"metadata key": {MetadataKey: "kubeadm-join-token"},
 	} {
 		_, files := spec.mustRender(t)
-		if _, ok := files[render.TerraformJoinSecretPath]; ok {
-			t.Errorf("%s: %s rendered", name, render.TerraformJoinSecretPath)
+		if _, ok := files[layout.TerraformJoinSecretPath]; ok {
+			t.Errorf("%s: %s rendered", name, layout.TerraformJoinSecretPath)
 		}
 		for p, b := range files {
 			if strings.HasSuffix(p, ".tf") && strings.Contains(string(b), "google_secret_manager") {

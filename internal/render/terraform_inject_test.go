@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 
@@ -19,7 +19,7 @@ import (
 // ("resource google_compute_instance_template gpu_t4/disk"), sorted, with
 // each block's attribute names. It fails the test when a file does not
 // parse.
-func hclBlocks(t testing.TB, files render.Files) map[string][]string {
+func hclBlocks(t testing.TB, files layout.Files) map[string][]string {
 	t.Helper()
 	parser := hclparse.NewParser()
 	out := map[string][]string{}
@@ -87,7 +87,7 @@ func TestTerraformDescriptionInjection(t *testing.T) {
 				t.Errorf("gen's verification rejects the output: %v", err)
 			}
 			// The comment still says what the group is, in one line.
-			gp := render.TerraformGroupPath("gpu-t4")
+			gp := layout.TerraformGroupPath("gpu-t4")
 			if !strings.Contains(string(files[gp]), "# Node group gpu-t4 (gce: \"") {
 				t.Errorf("%s lost the group's description comment:\n%s", gp, files[gp])
 			}

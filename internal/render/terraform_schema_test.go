@@ -16,7 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/layout"
 )
 
 // providerSchemaPath is `terraform providers schema -json` of the
@@ -161,7 +161,7 @@ func checkBlock(where string, body *hclsyntax.Body, s tfSchemaBlock, resource bo
 
 // checkProviderSchema checks every resource of the module against the
 // provider schema and returns the problems.
-func checkProviderSchema(t *testing.T, files render.Files) []string {
+func checkProviderSchema(t *testing.T, files layout.Files) []string {
 	t.Helper()
 	schemas := googleResources(t)
 	parser := hclparse.NewParser()
@@ -212,11 +212,11 @@ func TestTerraformMatchesProviderSchema(t *testing.T) {
 
 	_, files := srcSpec{}.mustRender(t)
 	for _, c := range []struct{ path, old, new string }{
-		{render.TerraformIAMPath, "  role_id ", "  role_name "},
-		{render.TerraformJoinSecretPath, "    auto {", "    automatic {"},
-		{render.TerraformGroupPath("gpu-t4"), "google_compute_instance_template", "google_compute_instance_templat"},
-		{render.TerraformGroupPath("gpu-t4"), "  machine_type = \"n1-standard-8\"\n", ""},
-		{render.TerraformGroupPath("gpu-t4"), "disk_size_gb = 100", "disk_size_gb = \"big\""},
+		{layout.TerraformIAMPath, "  role_id ", "  role_name "},
+		{layout.TerraformJoinSecretPath, "    auto {", "    automatic {"},
+		{layout.TerraformGroupPath("gpu-t4"), "google_compute_instance_template", "google_compute_instance_templat"},
+		{layout.TerraformGroupPath("gpu-t4"), "  machine_type = \"n1-standard-8\"\n", ""},
+		{layout.TerraformGroupPath("gpu-t4"), "disk_size_gb = 100", "disk_size_gb = \"big\""},
 	} {
 		broken := maps.Clone(files)
 		broken[c.path] = []byte(strings.Replace(string(files[c.path]), c.old, c.new, 1))

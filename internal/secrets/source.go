@@ -12,7 +12,7 @@ import (
 	"cuelang.org/go/cue/token"
 
 	"github.com/nodegen/nodegen/internal/diag"
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/layout"
 )
 
 // inSource is where a secret in the source must not be.
@@ -204,7 +204,7 @@ func pathString(path []cue.Selector) string {
 // before anything is written, for what the source scan cannot see (a
 // secret nodegen itself would assemble from harmless parts). The path of
 // a finding is the file and line.
-func Artifacts(files render.Files) diag.List {
+func Artifacts(files layout.Files) diag.List {
 	var list diag.List
 	for _, p := range files.Paths() {
 		text := string(files[p])

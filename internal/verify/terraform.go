@@ -8,8 +8,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/par"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // Terraform parses every .tf file of the rendered Terraform module as
@@ -18,10 +18,10 @@ import (
 // canonical is render's job (it ends each with hclwrite.Format) and the
 // tests' to prove; formatting every file a second time here would double
 // the cost of the largest stage of gen.
-func Terraform(files render.Files) error {
+func Terraform(files layout.Files) error {
 	var paths []string
 	for _, path := range files.Paths() {
-		if strings.HasPrefix(path, render.TerraformDir+"/") && strings.HasSuffix(path, ".tf") {
+		if strings.HasPrefix(path, layout.TerraformDir+"/") && strings.HasSuffix(path, ".tf") {
 			paths = append(paths, path)
 		}
 	}

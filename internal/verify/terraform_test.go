@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/verify"
 )
@@ -22,10 +22,10 @@ func TestTerraform(t *testing.T) {
 		"unterminated string": "locals {\n  a = \"x\n}\n",
 	}
 	for name, body := range cases {
-		bad := render.Files{render.TerraformMainPath: []byte(body)}
+		bad := layout.Files{layout.TerraformMainPath: []byte(body)}
 		err := verify.Terraform(bad)
-		if err == nil || !strings.Contains(err.Error(), render.TerraformMainPath) {
-			t.Errorf("%s: error %v, want one naming %s", name, err, render.TerraformMainPath)
+		if err == nil || !strings.Contains(err.Error(), layout.TerraformMainPath) {
+			t.Errorf("%s: error %v, want one naming %s", name, err, layout.TerraformMainPath)
 		}
 	}
 }

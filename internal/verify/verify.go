@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render"
@@ -34,7 +35,7 @@ const MetadataValueLimit = 256 * 1024
 
 // All checks every rendered artifact. The node groups' artifacts are
 // checked in parallel; the errors are reported in group order.
-func All(src *model.Source, files render.Files) error {
+func All(src *model.Source, files layout.Files) error {
 	var cloud []*model.NodeGroup
 	for _, g := range src.Groups() {
 		if g.Cloud() {
@@ -45,27 +46,27 @@ func All(src *model.Source, files render.Files) error {
 	groupErrs := make([][3]error, len(cloud))
 	par.Do(len(cloud), func(i int) {
 		g := cloud[i]
-		if err := KubeEnv(g, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
-			groupErrs[i][0] = &GroupError{Group: g.Name, Path: render.KubeEnvPath(g.Name), Err: err}
+		if err := KubeEnv(g, files[layout.KubeEnvPath(g.Name)], flagged); err != nil {
+			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
 		}
-		script, err := parseScript(files[render.StartupScriptPath(g.Name)])
+		script, err := parseScript(files[layout.StartupScriptPath(g.Name)])
 		if err != nil {
-			groupErrs[i][1] = &GroupError{Group: g.Name, Path: render.StartupScriptPath(g.Name), Err: err}
-		} else if err := joinConfiguration(src, g, script, files[render.KubeEnvPath(g.Name)], flagged); err != nil {
-			groupErrs[i][2] = &GroupError{Group: g.Name, Path: render.StartupScriptPath(g.Name), Err: err}
-		} else if err := Capacity(g, script, files[render.KubeEnvPath(g.Name)], files[render.GPUOperatorValuesPath], files[render.TerraformGroupPath(g.Name)]); err != nil {
-			groupErrs[i][2] = &GroupError{Group: g.Name, Path: render.StartupScriptPath(g.Name), Err: err}
+			groupErrs[i][1] = &GroupError{Group: g.Name, Path: layout.StartupScriptPath(g.Name), Err: err}
+		} else if err := joinConfiguration(src, g, script, files[layout.KubeEnvPath(g.Name)], flagged); err != nil {
+			groupErrs[i][2] = &GroupError{Group: g.Name, Path: layout.StartupScriptPath(g.Name), Err: err}
+		} else if err := Capacity(g, script, files[layout.KubeEnvPath(g.Name)], files[layout.GPUOperatorValuesPath], files[layout.TerraformGroupPath(g.Name)]); err != nil {
+			groupErrs[i][2] = &GroupError{Group: g.Name, Path: layout.StartupScriptPath(g.Name), Err: err}
 		}
 	})
 	var errs []error
 	for _, e := range groupErrs {
 		errs = append(errs, e[0], e[1], e[2])
 	}
-	for _, p := range []string{render.TaintRemoverPath, render.NodeLifecyclePath, render.JoinTokenRenewerPath, render.PriorityExpanderPath} {
-		if files[p] == nil && p == render.JoinTokenRenewerPath && !render.RendersJoinTokenRenewer(src) {
+	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.PriorityExpanderPath} {
+		if files[p] == nil && p == layout.JoinTokenRenewerPath && !render.RendersJoinTokenRenewer(src) {
 			continue
 		}
-		if files[p] == nil && p == render.PriorityExpanderPath && !src.Cluster.Autoscaler.UsesPriority() {
+		if files[p] == nil && p == layout.PriorityExpanderPath && !src.Cluster.Autoscaler.UsesPriority() {
 			continue
 		}
 		if _, err := DecodeObjects(files[p]); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
@@ -241,7 +242,7 @@ func BenchmarkVerify(b *testing.B) {
 
 // upToDate renders the n-group source and writes it to a fresh output
 // directory, for the benchmarks of what runs on an up-to-date out/.
-func upToDate(b *testing.B, n int) (string, render.Files) {
+func upToDate(b *testing.B, n int) (string, layout.Files) {
 	files, err := render.All(load(b, n).Source)
 	if err != nil {
 		b.Fatal(err)

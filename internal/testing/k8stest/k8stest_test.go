@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
@@ -74,7 +75,7 @@ type env struct {
 	root  string        // the repository
 	dir   string        // a temporary folder for the whole test
 	src   *model.Source // the test source: the example plus gpu-l4
-	files render.Files  // its rendering
+	files layout.Files  // its rendering
 	// joined holds, per group name, the Node its startup script registers
 	// (in its first zone), as scripttest.JoinNode returns it.
 	joined map[string]*corev1.Node

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
@@ -129,7 +130,7 @@ func (f *fakeGCE) askedFor() []string {
 // testLifecycleApply applies the test source's collector over the
 // committed one and waits until its policy knows gpu-l4.
 func (e *env) testLifecycleApply(t *testing.T) {
-	e.admin(t, string(e.files[render.NodeLifecyclePath]),
+	e.admin(t, string(e.files[layout.NodeLifecyclePath]),
 		"apply", "--server-side", "--force-conflicts", "--field-manager=nodegen-test", "-f", "-")
 	var cm corev1.ConfigMap
 	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "configmap", render.NodeLifecycleName,

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
 )
@@ -22,11 +23,11 @@ import (
 // helmValues lists, for each Helm values file nodegen writes, where its
 // Kubernetes fragments are and which Pod spec field the chart puts them in.
 var helmValues = map[string]map[string]string{
-	render.GPUOperatorValuesPath: {
+	layout.GPUOperatorValuesPath: {
 		"daemonsets.tolerations":                    "tolerations",
 		"node-feature-discovery.worker.tolerations": "tolerations",
 	},
-	render.AutoscalerValuesPath: {
+	layout.AutoscalerValuesPath: {
 		"nodeSelector": "nodeSelector",
 		"tolerations":  "tolerations",
 	},
@@ -74,8 +75,8 @@ func (e *env) committedYAML(t *testing.T) (manifests, values map[string][]byte) 
 
 func (e *env) testManifests(t *testing.T) {
 	manifests, values := e.committedYAML(t)
-	if manifests[render.TaintRemoverPath] == nil {
-		t.Fatalf("no %s among the committed manifests %v", render.TaintRemoverPath, keys(manifests))
+	if manifests[layout.TaintRemoverPath] == nil {
+		t.Fatalf("no %s among the committed manifests %v", layout.TaintRemoverPath, keys(manifests))
 	}
 	if len(values) != len(helmValues) {
 		t.Errorf("committed Helm values files %v, want %v", keys(values), keys(helmValues))
@@ -92,7 +93,7 @@ func (e *env) testManifests(t *testing.T) {
 		}
 	})
 	t.Run("BrokenManifestsAreRejected", func(t *testing.T) {
-		e.testBroken(t, manifests[render.TaintRemoverPath])
+		e.testBroken(t, manifests[layout.TaintRemoverPath])
 	})
 }
 
@@ -230,7 +231,7 @@ func (e *env) testBroken(t *testing.T, data []byte) {
 				return o.DeepCopyObject()
 			}
 		}
-		t.Fatalf("no %s in %s", kind, render.TaintRemoverPath)
+		t.Fatalf("no %s in %s", kind, layout.TaintRemoverPath)
 		return nil
 	}
 	cases := []struct {

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
@@ -51,7 +52,7 @@ const twinName = "nodegen-test-twin"
 // twin, grants broadGroup its rights, and waits until the server enforces the new
 // policy (the API server loads policies asynchronously).
 func (e *env) testApply(t *testing.T) {
-	e.admin(t, string(e.files[render.TaintRemoverPath]),
+	e.admin(t, string(e.files[layout.TaintRemoverPath]),
 		"apply", "--server-side", "--force-conflicts", "--field-manager=nodegen-test", "-f", "-")
 
 	var cm corev1.ConfigMap

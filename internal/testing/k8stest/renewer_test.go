@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
@@ -102,7 +103,7 @@ func TestJoinTokenRenewer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifest := files[render.JoinTokenRenewerPath]
+	manifest := files[layout.JoinTokenRenewerPath]
 	objs, err := verify.DecodeObjects(manifest)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func TestJoinTokenRenewer(t *testing.T) {
 		}
 	}
 	if e.script == "" || len(e.env) == 0 {
-		t.Fatalf("no script or no CronJob in %s", render.JoinTokenRenewerPath)
+		t.Fatalf("no script or no CronJob in %s", layout.JoinTokenRenewerPath)
 	}
 
 	e.cp = testcp.Start(t)

@@ -8,15 +8,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // JoinNode runs group g's generated startup script for a VM in zone and
 // returns the Node the kubelet would register from the JoinConfiguration
 // it wrote: the node-labels (parsed as the kubelet parses them) plus the
 // kubelet's own well-known labels, the registration taints, the providerID.
-func JoinNode(t testing.TB, src *model.Source, files render.Files, g *model.NodeGroup, zone string) *corev1.Node {
+func JoinNode(t testing.TB, src *model.Source, files layout.Files, g *model.NodeGroup, zone string) *corev1.Node {
 	t.Helper()
 	vm := VM{
 		Project:   src.Cluster.GCP.Project,
@@ -30,7 +30,7 @@ func JoinNode(t testing.TB, src *model.Source, files render.Files, g *model.Node
 	} else {
 		vm.MetadataKey = src.Cluster.JoinToken.MetadataKey
 	}
-	res := Run(t, files[render.StartupScriptPath(g.Name)], vm, Options{})
+	res := Run(t, files[layout.StartupScriptPath(g.Name)], vm, Options{})
 	if res.ExitCode != 0 || len(res.JoinConfigs) != 1 {
 		t.Fatalf("startup script of %s: exit %d, %d joins\n%s", g.Name, res.ExitCode, len(res.JoinConfigs), res.Stderr)
 	}

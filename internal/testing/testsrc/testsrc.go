@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
@@ -85,7 +86,7 @@ func CopyTo(dst string) error {
 
 // Example loads, validates nothing more than the loader does, and renders
 // the tests' copy of the example.
-func Example(t testing.TB) (*model.Source, render.Files) {
+func Example(t testing.TB) (*model.Source, layout.Files) {
 	t.Helper()
 	l, err := source.Load(Dir())
 	if err != nil {
