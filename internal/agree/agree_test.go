@@ -10,7 +10,6 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -55,7 +54,7 @@ func join(t *testing.T, src *model.Source, files layout.Files, g *model.NodeGrou
 // node registers with at join, minus the startup taint, and is the source.
 func TestKubeEnvAgreesWithJoin(t *testing.T) {
 	src, files := testsrc.Example(t)
-	flagged := render.ExtraStartupTaints(src)
+	flagged := src.ExtraStartupTaints()
 	n := 0
 	for _, g := range src.Groups() {
 		if !g.Cloud() {

@@ -128,8 +128,8 @@ func GroupOfInstance(src *model.Source, ref GCERef) *model.NodeGroup {
 	if ref.Project != src.Cluster.GCP.Project {
 		return nil
 	}
-	for _, g := range src.Groups() {
-		if !g.Cloud() || !slices.Contains(g.Zones, ref.Zone) {
+	for _, g := range src.CloudGroups() {
+		if !slices.Contains(g.Zones, ref.Zone) {
 			continue
 		}
 		rest, ok := strings.CutPrefix(ref.Instance, src.Cluster.BaseInstanceName(g))

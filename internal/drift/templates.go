@@ -169,10 +169,8 @@ func CheckTemplates(src *model.Source, files layout.Files, tmpls []*InstanceTemp
 		g := GroupOfTemplate(src, t.Name)
 		if g == nil {
 			var prefixes []string
-			for _, g := range src.Groups() {
-				if g.Cloud() {
-					prefixes = append(prefixes, src.Cluster.TemplatePrefix(g))
-				}
+			for _, g := range src.CloudGroups() {
+				prefixes = append(prefixes, src.Cluster.TemplatePrefix(g))
 			}
 			r.Findings = append(r.Findings, Finding{Kind: UnknownTemplate, Got: t.Name,
 				Message: fmt.Sprintf("template %s belongs to no node group (names start with %s)", t.Name, strings.Join(prefixes, ", "))})

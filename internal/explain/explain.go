@@ -31,7 +31,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 
@@ -154,7 +153,7 @@ func New(src *model.Source, files layout.Files, workloads []*Workload) (*Explain
 			daemonSets = append(daemonSets, w)
 		}
 	}
-	flagged := render.ExtraStartupTaints(src)
+	flagged := src.ExtraStartupTaints()
 	e := &Explainer{templates: map[string][]*Template{}, errs: map[string]error{}, capacity: newCapacity(src)}
 	for _, g := range src.Groups() {
 		e.groups = append(e.groups, g)

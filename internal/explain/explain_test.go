@@ -371,7 +371,7 @@ func TestFreshNodePods(t *testing.T) {
 	} {
 		g := src.NodeGroups[tc.group]
 		m, _ := gce.MachineType(g.MachineType)
-		reserved, err := render.TotalReserved(g)
+		reserved, err := g.TotalReserved()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -60,7 +59,7 @@ func TestOSReservedEphemeralStorage(t *testing.T) {
 func TestTemplateNodeGPU(t *testing.T) {
 	src, files := testsrc.Example(t)
 	g := src.NodeGroups["gpu-t4"]
-	n, err := explain.TemplateNode(&src.Cluster, g, "us-central1-b", files[layout.KubeEnvPath(g.Name)], render.ExtraStartupTaints(src))
+	n, err := explain.TemplateNode(&src.Cluster, g, "us-central1-b", files[layout.KubeEnvPath(g.Name)], src.ExtraStartupTaints())
 	if err != nil {
 		t.Fatal(err)
 	}

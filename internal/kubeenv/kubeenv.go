@@ -12,8 +12,6 @@ package kubeenv
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -166,7 +164,7 @@ func ReadTemplate(data []byte) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range sortedKeys(taints) {
+	for _, k := range model.SortedKeys(taints) {
 		value, effect, _ := strings.Cut(taints[k], ":")
 		t.Taints = append(t.Taints, Taint{Key: k, Value: value, Effect: effect})
 	}
@@ -234,8 +232,4 @@ func (t *Template) SanitizedTaints(flagged ...string) []Taint {
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	return slices.Sorted(maps.Keys(m))
 }

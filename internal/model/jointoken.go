@@ -42,10 +42,7 @@ func (s *Source) Renewal() (Renewal, error) {
 	if r.Period, err = time.ParseDuration(jt.RenewEvery); err != nil {
 		return r, fmt.Errorf("joinToken.renewEvery: %w", err)
 	}
-	for _, g := range s.Groups() {
-		if !g.Cloud() {
-			continue
-		}
+	for _, g := range s.CloudGroups() {
 		v := g.Autoscaling.MaxNodeProvisionTime
 		if v == "" {
 			v = s.Cluster.Autoscaler.MaxNodeProvisionTime

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -221,7 +222,7 @@ func compareTree(dir string, files layout.Files, force bool) (Report, *tree, err
 			r.Conflicts = append(r.Conflicts, Conflict{Path: p, Kind: InTheWay, Old: old, New: newB})
 		}
 	}
-	for _, p := range sortedKeys(t.files) {
+	for _, p := range slices.Sorted(maps.Keys(t.files)) {
 		if _, ok := files[p]; ok {
 			continue
 		}
@@ -346,13 +347,4 @@ func scan(dir string) (*tree, error) {
 		t.files[rels[i]] = contents[i]
 	}
 	return t, nil
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -10,43 +10,6 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// MIG is one zonal MIG the autoscaler sizes.
-type MIG struct {
-	Group    *model.NodeGroup
-	Zone     string
-	URL      string
-	Min, Max int
-}
-
-// AutoscaledMIGs returns the MIGs of every autoscaled group, by group then zone.
-func AutoscaledMIGs(src *model.Source) []MIG {
-	var out []MIG
-	for _, g := range src.Groups() {
-		if !g.Autoscaled() {
-			continue
-		}
-		for _, z := range g.Zones {
-			out = append(out, MIG{Group: g, Zone: z, URL: src.Cluster.MIGURL(g, z), Min: g.Min, Max: g.Max})
-		}
-	}
-	return out
-}
-
-// ExtraStartupTaints are the autoscaled groups' startup-taint keys that the
-// autoscaler does not recognise by prefix: each needs --startup-taint.
-func ExtraStartupTaints(src *model.Source) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, g := range src.Groups() {
-		if !g.Cloud() || g.StartupTaint == nil || model.IsStartupTaint(g.StartupTaint.Key) || seen[g.StartupTaint.Key] {
-			continue
-		}
-		seen[g.StartupTaint.Key] = true
-		out = append(out, g.StartupTaint.Key)
-	}
-	return out
-}
-
 // AutoscalerOptions returns the autoscaler's global options as flag name
 // (without dashes) and value, sorted by name; the cluster-wide limits
 // (CapFlags) come after them.
@@ -68,10 +31,10 @@ func AutoscalerFlags(src *model.Source, header string) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(header)
 	b.WriteString("--cloud-provider=gce\n")
-	for _, m := range AutoscaledMIGs(src) {
+	for _, m := range src.AutoscaledMIGs() {
 		fmt.Fprintf(&b, "--nodes=%d:%d:%s\n", m.Min, m.Max, m.URL)
 	}
-	for _, k := range ExtraStartupTaints(src) {
+	for _, k := range src.ExtraStartupTaints() {
 		fmt.Fprintf(&b, "--startup-taint=%s\n", k)
 	}
 	for _, o := range AutoscalerOptions(src) {
@@ -89,14 +52,14 @@ func AutoscalerFlags(src *model.Source, header string) ([]byte, error) {
 func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 	c := &src.Cluster
 	groups := []map[string]any{}
-	for _, m := range AutoscaledMIGs(src) {
+	for _, m := range src.AutoscaledMIGs() {
 		groups = append(groups, map[string]any{"name": m.URL, "minSize": m.Min, "maxSize": m.Max})
 	}
 	extra := map[string]any{}
 	for _, o := range AutoscalerOptions(src) {
 		extra[o[0]] = o[1]
 	}
-	for i, k := range ExtraStartupTaints(src) {
+	for i, k := range src.ExtraStartupTaints() {
 		// The chart drops everything after the first '_' of a key, so
 		// repeated flags get distinct keys.
 		extra[fmt.Sprintf("startup-taint_%d", i+1)] = k

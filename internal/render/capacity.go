@@ -36,7 +36,7 @@ func ExpanderPriorities(src *model.Source) map[int][]string {
 		return nil
 	}
 	out := map[int][]string{}
-	for _, m := range AutoscaledMIGs(src) {
+	for _, m := range src.AutoscaledMIGs() {
 		p := m.Group.GroupPriority()
 		out[p] = append(out[p], MIGPattern(m.URL))
 	}

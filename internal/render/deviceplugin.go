@@ -50,7 +50,7 @@ type DevicePluginResource struct {
 // configuration to the chart).
 func DevicePluginConfigs(src *model.Source) map[string]DevicePluginConfig {
 	var out map[string]DevicePluginConfig
-	for _, g := range GPUGroups(src) {
+	for _, g := range src.GPUGroups() {
 		if !g.SharesGPUs() {
 			continue
 		}

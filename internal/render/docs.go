@@ -53,7 +53,7 @@ func Provenance(src *model.Source, paths []string) []Edge {
 			out = append(out, Edge{from, to})
 		}
 	}
-	gpu := GPUGroups(src)
+	gpu := src.GPUGroups()
 	for _, g := range src.Groups() {
 		o := origin(g)
 		if g.Cloud() {
@@ -62,7 +62,7 @@ func Provenance(src *model.Source, paths []string) []Edge {
 			add(o, layout.TerraformGroupPath(g.Name))
 			add(o, layout.TerraformOutputsPath)
 		}
-		if g.Autoscaled() || (g.Cloud() && g.StartupTaint != nil && slices.Contains(ExtraStartupTaints(src), g.StartupTaint.Key)) {
+		if g.Autoscaled() || (g.Cloud() && g.StartupTaint != nil && slices.Contains(src.ExtraStartupTaints(), g.StartupTaint.Key)) {
 			add(o, layout.AutoscalerFlagsPath)
 			add(o, layout.AutoscalerValuesPath)
 			add(o, layout.PriorityExpanderPath) // its MIGs and priority

@@ -200,7 +200,7 @@ func TestDocsTable(t *testing.T) {
 func TestDocsScaleUpSequence(t *testing.T) {
 	src, files := testsrc.Example(t)
 	doc := string(files[layout.DocsPath])
-	gpu := render.GPUGroups(src)
+	gpu := src.GPUGroups()
 	if len(gpu) == 0 {
 		t.Fatal("the example has no GPU group")
 	}

@@ -158,7 +158,7 @@ func FuzzKubeEnvRoundTrip(f *testing.F) {
 			want = append(want, kubeenv.Taint{Key: tt.Key, Value: tt.Value, Effect: tt.Effect})
 		}
 		slices.SortFunc(want, func(a, b kubeenv.Taint) int { return strings.Compare(a.Key, b.Key) })
-		if got := tmpl.SanitizedTaints(render.ExtraStartupTaints(src)...); !slices.Equal(got, want) {
+		if got := tmpl.SanitizedTaints(src.ExtraStartupTaints()...); !slices.Equal(got, want) {
 			t.Errorf("taints read back %v, want %v\n%s", got, want, env)
 		}
 		if tmpl.Arch != g.Arch {

@@ -28,17 +28,6 @@ const (
 	ValidationsDir = "/run/nvidia/validations"
 )
 
-// GPUGroups returns the cloud groups with GPUs and a startup taint, sorted.
-func GPUGroups(src *model.Source) []*model.NodeGroup {
-	var out []*model.NodeGroup
-	for _, g := range src.Groups() {
-		if g.Cloud() && g.GPU != nil && g.StartupTaint != nil {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
 // TaintRemoverScript returns the script the taint remover runs.
 func TaintRemoverScript() []byte {
 	b, err := templates.FS.ReadFile("taint-remover.sh")
@@ -88,7 +77,7 @@ func TaintRemoverObjects(src *model.Source) []runtime.Object {
 			Data:       map[string]string{"taint-remover.sh": string(TaintRemoverScript())},
 		},
 	}
-	for _, g := range GPUGroups(src) {
+	for _, g := range src.GPUGroups() {
 		objs = append(objs, taintRemoverDaemonSet(src.Cluster.TaintRemover.Image, g, labels))
 	}
 	return append(objs, taintRemoverPolicy(src, meta(TaintRemoverName, false))...)
@@ -218,7 +207,7 @@ func marshalObject(o runtime.Object) ([]byte, error) { return yamlout.MarshalWit
 // tainted node and its startup taint is never removed.
 func GPUOperatorTolerations(src *model.Source) []corev1.Toleration {
 	out := []corev1.Toleration{{Key: model.GPUResource, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-	for _, g := range GPUGroups(src) {
+	for _, g := range src.GPUGroups() {
 		for _, t := range g.JoinTaints() {
 			taint := &corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
 			if !corev1helpers.TolerationsTolerateTaint(klog.Background(), out, taint, false) {

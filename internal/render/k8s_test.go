@@ -72,7 +72,7 @@ func TestTaintRemoverLandsOnlyOnItsGPUNodes(t *testing.T) {
 			role = o
 		}
 	}
-	gpuGroups := render.GPUGroups(src)
+	gpuGroups := src.GPUGroups()
 	if len(gpuGroups) == 0 || len(daemonSets) != len(gpuGroups) {
 		t.Fatalf("%d DaemonSets for %d GPU groups", len(daemonSets), len(gpuGroups))
 	}
@@ -224,7 +224,7 @@ func TestGPUOperatorToleratesGPUNodes(t *testing.T) {
 	}) {
 		t.Errorf("the operator's default nvidia.com/gpu toleration is gone: %+v", v.Daemonsets.Tolerations)
 	}
-	for _, g := range render.GPUGroups(src) {
+	for _, g := range src.GPUGroups() {
 		for _, node := range nodes[g.Name] {
 			for name, tols := range map[string][]corev1.Toleration{"daemonsets": v.Daemonsets.Tolerations, "NFD worker": v.NFD.Worker.Tolerations} {
 				if ok, why := schedulable(&corev1.PodSpec{Tolerations: tols}, node); !ok {

@@ -1,11 +1,8 @@
 package render
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
@@ -28,7 +25,7 @@ func KubeEnvVars(g *model.NodeGroup) ([]kubeenv.Var, error) {
 		}
 		vars = append(vars, kubeenv.Var{Name: "node_taints", Value: strings.Join(taints, ",")})
 	}
-	reserved, err := TotalReserved(g)
+	reserved, err := g.TotalReserved()
 	if err != nil {
 		return nil, err
 	}
@@ -54,28 +51,6 @@ func KubeEnv(_ *model.Source, g *model.NodeGroup, header string) ([]byte, error)
 		return nil, err
 	}
 	return kubeenv.Marshal(header, vars)
-}
-
-// TotalReserved adds kubeReserved and systemReserved per resource: the
-// autoscaler takes both from kube-env's kube_reserved.
-func TotalReserved(g *model.NodeGroup) (map[string]string, error) {
-	sum := map[string]resource.Quantity{}
-	for _, m := range []map[string]string{g.Kubelet.KubeReserved, g.Kubelet.SystemReserved} {
-		for k, v := range m {
-			q, err := resource.ParseQuantity(v)
-			if err != nil {
-				return nil, fmt.Errorf("kubelet reservation %s=%q: %w", k, v, err)
-			}
-			total := sum[k]
-			total.Add(q)
-			sum[k] = total
-		}
-	}
-	out := make(map[string]string, len(sum))
-	for k, q := range sum {
-		out[k] = q.String()
-	}
-	return out, nil
 }
 
 // AutoscalingOptions returns a group's per-MIG autoscaler options under

@@ -23,8 +23,6 @@ const (
 	NodeLifecycleName      = "nodegen-node-lifecycle"
 	// NodeLifecycleSchedule is how often the collector runs.
 	NodeLifecycleSchedule = "*/5 * * * *"
-	// MinNotReadyGracePeriod is the shortest cluster.nodeLifecycle.notReadyGracePeriod.
-	MinNotReadyGracePeriod = 5 * time.Minute
 )
 
 // NodeLifecycleUser is the user name the API server gives the collector's
@@ -42,17 +40,6 @@ func NodeLifecycleScript() []byte {
 	return b
 }
 
-// CloudGroupNames returns the names of the cloud groups, sorted.
-func CloudGroupNames(src *model.Source) []string {
-	var out []string
-	for _, g := range src.Groups() {
-		if g.Cloud() {
-			out = append(out, g.Name)
-		}
-	}
-	return out
-}
-
 // NotReadyGraceSeconds returns cluster.nodeLifecycle.notReadyGracePeriod in
 // whole seconds.
 func NotReadyGraceSeconds(src *model.Source) (int64, error) {
@@ -60,8 +47,8 @@ func NotReadyGraceSeconds(src *model.Source) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cluster.nodeLifecycle.notReadyGracePeriod: %w", err)
 	}
-	if d < MinNotReadyGracePeriod {
-		return 0, fmt.Errorf("cluster.nodeLifecycle.notReadyGracePeriod %s is shorter than %s", d, MinNotReadyGracePeriod)
+	if d < model.MinNotReadyGracePeriod {
+		return 0, fmt.Errorf("cluster.nodeLifecycle.notReadyGracePeriod %s is shorter than %s", d, model.MinNotReadyGracePeriod)
 	}
 	return int64(d / time.Second), nil
 }
@@ -126,7 +113,7 @@ func nodeLifecycleCronJob(src *model.Source, home *model.NodeGroup, grace int64,
 		Script:    "node-lifecycle.sh",
 		Env: []corev1.EnvVar{
 			{Name: "PROJECT", Value: src.Cluster.GCP.Project},
-			{Name: "NODE_GROUPS", Value: strings.Join(CloudGroupNames(src), ",")},
+			{Name: "NODE_GROUPS", Value: strings.Join(src.CloudGroupNames(), ",")},
 			{Name: "GRACE_SECONDS", Value: strconv.FormatInt(grace, 10)},
 			{Name: "HOME", Value: "/tmp"},
 		},
@@ -154,7 +141,7 @@ func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Ob
 		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
 	}
 	var groups []string
-	for _, g := range CloudGroupNames(src) {
+	for _, g := range src.CloudGroupNames() {
 		groups = append(groups, strconv.Quote(g))
 	}
 	prefix := strconv.Quote("gce://" + src.Cluster.GCP.Project + "/")

@@ -30,7 +30,7 @@ func TaintRemoverUser() string {
 // strconv.Quote, so the literal is also valid JSON.
 func StartupTaintsCEL(src *model.Source) string {
 	var pairs []string
-	for _, g := range GPUGroups(src) {
+	for _, g := range src.GPUGroups() {
 		t := g.StartupTaint
 		pairs = append(pairs, fmt.Sprintf("%s: {%q: %s, %q: %s, %q: %s}", strconv.Quote(g.Name),
 			"key", strconv.Quote(t.Key), "value", strconv.Quote(t.Value), "effect", strconv.Quote(t.Effect)))

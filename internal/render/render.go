@@ -15,12 +15,7 @@ func hashHeader(origin string) string { return "# " + layout.HeaderLine(origin) 
 // All renders every artifact of src. The node groups' files are rendered
 // in parallel; the result does not depend on the order.
 func All(src *model.Source) (layout.Files, error) {
-	var cloud []*model.NodeGroup
-	for _, g := range src.Groups() {
-		if g.Cloud() {
-			cloud = append(cloud, g)
-		}
-	}
+	cloud := src.CloudGroups()
 	type groupFiles struct {
 		env, script []byte
 		err         error

@@ -57,12 +57,7 @@ func Terraform(src *model.Source, files layout.Files) error {
 	if js := terraformJoinSecret(src, header(src.Name)); js != nil {
 		files[layout.TerraformJoinSecretPath] = js
 	}
-	var cloud []*model.NodeGroup
-	for _, g := range src.Groups() {
-		if g.Cloud() {
-			cloud = append(cloud, g)
-		}
-	}
+	cloud := src.CloudGroups()
 	out := make([][]byte, len(cloud))
 	errs := make([]error, len(cloud))
 	par.Do(len(cloud), func(i int) {
@@ -204,10 +199,7 @@ func terraformVariables(src *model.Source, header string) []byte {
 
 func terraformOutputs(src *model.Source, header string) []byte {
 	var migs, templates []hclwrite.ObjectAttrTokens
-	for _, g := range src.Groups() {
-		if !g.Cloud() {
-			continue
-		}
+	for _, g := range src.CloudGroups() {
 		templates = append(templates, hclwrite.ObjectAttrTokens{
 			Name:  hclwrite.TokensForValue(cty.StringVal(g.Name)),
 			Value: ref(TFInstanceTemplate, TFName(g.Name), "self_link_unique"),

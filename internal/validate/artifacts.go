@@ -6,24 +6,20 @@ import (
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // Artifacts checks what only the rendered artifacts tell: that each cloud
 // group's kube-env and startup script fit in a GCE metadata value.
 func Artifacts(src *model.Source, files layout.Files, pos Positioner) diag.List {
 	c := &checker{src: src, pos: pos}
-	for _, g := range src.Groups() {
-		if !g.Cloud() {
-			continue
-		}
+	for _, g := range src.CloudGroups() {
 		for _, a := range []struct{ what, path string }{
 			{"kube-env", layout.KubeEnvPath(g.Name)},
 			{"startup script", layout.StartupScriptPath(g.Name)},
 		} {
-			if n := len(files[a.path]); n > verify.MetadataValueLimit {
+			if n := len(files[a.path]); n > layout.MetadataValueLimit {
 				c.atKey(sel("nodeGroups", g.Name), "the group's %s is %d bytes, over GCE's metadata value limit of %d (256 KiB): use fewer or shorter labels and taints",
-					a.what, n, verify.MetadataValueLimit)
+					a.what, n, layout.MetadataValueLimit)
 			}
 		}
 	}
@@ -31,7 +27,7 @@ func Artifacts(src *model.Source, files layout.Files, pos Positioner) diag.List 
 }
 
 // VerificationFailures turns a verification failure of node groups'
-// artifacts (verify.GroupError) into findings at each group's position,
+// artifacts (layout.GroupError) into findings at each group's position,
 // so that a gap in validation still points at the source. It returns nil
 // unless every failure belongs to a group.
 func VerificationFailures(err error, pos Positioner) diag.List {
@@ -41,7 +37,7 @@ func VerificationFailures(err error, pos Positioner) diag.List {
 	}
 	c := &checker{pos: pos}
 	for _, e := range errs {
-		var ge *verify.GroupError
+		var ge *layout.GroupError
 		if !errors.As(e, &ge) {
 			return nil
 		}

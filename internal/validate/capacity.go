@@ -140,10 +140,7 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 		var parts []string
 		used := false
 		known := true
-		for _, g := range c.src.Groups() {
-			if !g.Cloud() {
-				continue
-			}
+		for _, g := range c.src.CloudGroups() {
 			per, ok := res.per(g)
 			if !ok {
 				known = false
@@ -161,8 +158,8 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 			if !warnings && c.gpusSettled() {
 				t := strings.TrimSuffix(res.what, " GPUs")
 				var types []string
-				for _, g := range c.src.Groups() {
-					if g.Cloud() && g.GPU != nil && !slices.Contains(types, g.GPU.Type) {
+				for _, g := range c.src.CloudGroups() {
+					if g.GPU != nil && !slices.Contains(types, g.GPU.Type) {
 						types = append(types, g.GPU.Type)
 					}
 				}
@@ -257,8 +254,8 @@ func (c *checker) capacityWarnings() {
 // machine type: until they are, their own findings say what to fix, and a
 // cap naming a GPU type no group has may name the one they will have.
 func (c *checker) gpusSettled() bool {
-	for _, g := range c.src.Groups() {
-		if g.Cloud() && g.GPU != nil && gce.CheckGPU(g.MachineType, g.GPU.Type, g.GPU.Count) != nil {
+	for _, g := range c.src.CloudGroups() {
+		if g.GPU != nil && gce.CheckGPU(g.MachineType, g.GPU.Type, g.GPU.Count) != nil {
 			return false
 		}
 	}

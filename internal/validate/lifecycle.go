@@ -3,7 +3,7 @@ package validate
 import (
 	"time"
 
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/model"
 )
 
 // nodeLifecycle checks the node garbage collector's grace period: a Node
@@ -15,7 +15,7 @@ func (c *checker) nodeLifecycle() {
 	switch {
 	case err != nil:
 		c.at(p, "%q is not a duration: %v", v, err)
-	case d < render.MinNotReadyGracePeriod:
-		c.at(p, "%s is shorter than %s: a node that is not Ready for less is more often rebooting than gone, and its VM is looked up in the Compute API on every run", v, render.MinNotReadyGracePeriod)
+	case d < model.MinNotReadyGracePeriod:
+		c.at(p, "%s is shorter than %s: a node that is not Ready for less is more often rebooting than gone, and its VM is looked up in the Compute API on every run", v, model.MinNotReadyGracePeriod)
 	}
 }

@@ -482,9 +482,9 @@ func (c *checker) instanceNamePrefixes() {
 // same key: the flag applies to every group, so the autoscaler would drop
 // that regular taint from the other group's template node.
 func (c *checker) startupTaintFlags() {
-	for _, g := range c.src.Groups() {
+	for _, g := range c.src.CloudGroups() {
 		st := g.StartupTaint
-		if !g.Cloud() || st == nil || kubeenv.IsStartupTaint(st.Key) {
+		if st == nil || kubeenv.IsStartupTaint(st.Key) {
 			continue
 		}
 		for _, o := range c.src.Groups() {

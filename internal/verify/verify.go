@@ -30,19 +30,11 @@ import (
 	"github.com/nodegen/nodegen/internal/render"
 )
 
-// MetadataValueLimit is GCE's limit on one metadata value (256 KiB).
-const MetadataValueLimit = 256 * 1024
-
 // All checks every rendered artifact. The node groups' artifacts are
 // checked in parallel; the errors are reported in group order.
 func All(src *model.Source, files layout.Files) error {
-	var cloud []*model.NodeGroup
-	for _, g := range src.Groups() {
-		if g.Cloud() {
-			cloud = append(cloud, g)
-		}
-	}
-	flagged := render.ExtraStartupTaints(src)
+	cloud := src.CloudGroups()
+	flagged := src.ExtraStartupTaints()
 	groupErrs := make([][3]error, len(cloud))
 	par.Do(len(cloud), func(i int) {
 		g := cloud[i]
@@ -78,20 +70,13 @@ func All(src *model.Source, files layout.Files) error {
 }
 
 // GroupError is a node group's artifact that failed verification.
-type GroupError struct {
-	Group string // node group name
-	Path  string // artifact path under out/
-	Err   error
-}
-
-func (e *GroupError) Error() string { return e.Path + ": " + e.Err.Error() }
-func (e *GroupError) Unwrap() error { return e.Err }
+type GroupError = layout.GroupError
 
 // KubeEnv checks that a kube-env value fits in GCE metadata and that the
 // autoscaler reads from it exactly the group's labels and taints.
 func KubeEnv(g *model.NodeGroup, data []byte, flagged []string) error {
-	if len(data) > MetadataValueLimit {
-		return fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), MetadataValueLimit)
+	if len(data) > layout.MetadataValueLimit {
+		return fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), layout.MetadataValueLimit)
 	}
 	t, err := kubeenv.ReadTemplate(data)
 	if err != nil {
@@ -120,8 +105,8 @@ func Script(data []byte) error {
 
 // parseScript is Script, returning the parsed script.
 func parseScript(data []byte) (*syntax.File, error) {
-	if len(data) > MetadataValueLimit {
-		return nil, fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), MetadataValueLimit)
+	if len(data) > layout.MetadataValueLimit {
+		return nil, fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), layout.MetadataValueLimit)
 	}
 	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(data), "")
 }

@@ -121,7 +121,7 @@ func newEnv(t *testing.T, cp *testcp.ControlPlane) *env {
 	if e.files, err = render.All(e.src); err != nil {
 		t.Fatalf("rendering the test source: %v", err)
 	}
-	if n := len(render.GPUGroups(e.src)); n != 3 {
+	if n := len(e.src.GPUGroups()); n != 3 {
 		t.Fatalf("the test source has %d GPU groups, want 3 (the example's gpu-t4 and spot-gpu-t4, and gpu-l4)", n)
 	}
 	for _, g := range e.src.Groups() {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
 )
@@ -76,34 +77,25 @@ func (e *env) committedYAML(t *testing.T) (manifests, values map[string][]byte) 
 func (e *env) testManifests(t *testing.T) {
 	manifests, values := e.committedYAML(t)
 	if manifests[layout.TaintRemoverPath] == nil {
-		t.Fatalf("no %s among the committed manifests %v", layout.TaintRemoverPath, keys(manifests))
+		t.Fatalf("no %s among the committed manifests %v", layout.TaintRemoverPath, model.SortedKeys(manifests))
 	}
 	if len(values) != len(helmValues) {
-		t.Errorf("committed Helm values files %v, want %v", keys(values), keys(helmValues))
+		t.Errorf("committed Helm values files %v, want %v", model.SortedKeys(values), model.SortedKeys(helmValues))
 	}
 	t.Run("DryRunThenCreate", func(t *testing.T) {
-		for _, path := range keys(manifests) {
+		for _, path := range model.SortedKeys(manifests) {
 			e.createManifest(t, path, manifests[path])
 		}
 	})
 	t.Run("HelmValuesFragments", func(t *testing.T) {
 		e.admin(t, "", "create", "namespace", valuesNamespace)
-		for _, path := range keys(values) {
+		for _, path := range model.SortedKeys(values) {
 			e.createValuesPods(t, path, values[path])
 		}
 	})
 	t.Run("BrokenManifestsAreRejected", func(t *testing.T) {
 		e.testBroken(t, manifests[layout.TaintRemoverPath])
 	})
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // objectNames returns kubectl's "-o name" for each object:
@@ -175,7 +167,7 @@ func (e *env) createValuesPods(t *testing.T, path string, data []byte) {
 	if fragments == nil {
 		t.Fatalf("%s: not a known values file", path)
 	}
-	for _, at := range keys(fragments) {
+	for _, at := range model.SortedKeys(fragments) {
 		var v any = values
 		for _, k := range strings.Split(at, ".") {
 			m, _ := v.(map[string]any)

@@ -81,13 +81,13 @@ func (e *env) testApply(t *testing.T) {
 		ds := &list.Items[i]
 		e.daemonSets[ds.Spec.Template.Spec.NodeSelector["nodegen.dev/node-group"]] = ds
 	}
-	for _, g := range render.GPUGroups(e.src) {
+	for _, g := range e.src.GPUGroups() {
 		if e.daemonSets[g.Name] == nil {
 			t.Fatalf("no taint-remover DaemonSet for group %s on the server", g.Name)
 		}
 	}
-	if len(e.daemonSets) != len(render.GPUGroups(e.src)) {
-		t.Fatalf("%d taint-remover DaemonSets on the server, want %d", len(e.daemonSets), len(render.GPUGroups(e.src)))
+	if len(e.daemonSets) != len(e.src.GPUGroups()) {
+		t.Fatalf("%d taint-remover DaemonSets on the server, want %d", len(e.daemonSets), len(e.src.GPUGroups()))
 	}
 
 	e.admin(t, "", "create", "serviceaccount", twinName, "-n", render.TaintRemoverNamespace)
