@@ -57,16 +57,16 @@ func Check(cl *model.Cluster, g *model.NodeGroup, kubeEnv []byte, flagged []stri
 
 	// The labels the script adds at boot are the ones the autoscaler adds
 	// to every template itself: check them against the group's facts.
-	region := zone[:strings.LastIndex(zone, "-")]
-	for k, want := range map[string]string{model.ZoneLabel: zone, model.RegionLabel: region, model.InstanceTypeLabel: g.MachineType} {
-		if got, ok := node.Labels[k]; !ok || got != want {
-			fail("node label %s=%q, want %q", k, got, want)
+	boot := cl.BootLabels(g, zone)
+	for _, k := range model.SortedKeys(boot) {
+		if got, ok := node.Labels[k]; !ok || got != boot[k] {
+			fail("node label %s=%q, want %q", k, got, boot[k])
 		}
 	}
 	nodeLabels := maps.Clone(node.Labels)
-	delete(nodeLabels, model.ZoneLabel)
-	delete(nodeLabels, model.RegionLabel)
-	delete(nodeLabels, model.InstanceTypeLabel)
+	for k := range boot {
+		delete(nodeLabels, k)
+	}
 	if !maps.Equal(tmpl.Labels, nodeLabels) {
 		fail("labels differ: kube-env %v, join %v", tmpl.Labels, nodeLabels)
 	}

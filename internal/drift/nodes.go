@@ -191,9 +191,13 @@ func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref GCERef
 				Message: fmt.Sprintf("providerID %q is not an instance of the group's MIGs (%s-xxxx in %s of project %s)",
 					n.Spec.ProviderID, src.Cluster.BaseInstanceName(g), strings.Join(g.Zones, ", "), src.Cluster.GCP.Project)})
 		}
-		// The join adds these; the autoscaler's template has them too.
-		want[model.RegionLabel] = src.Cluster.GCP.Region
-		want[model.InstanceTypeLabel] = g.MachineType
+		// The join adds these; the autoscaler's template has them too. The
+		// zone is checked below against the VM's or the group's zones.
+		for k, v := range src.Cluster.BootLabels(g, "") {
+			if k != model.ZoneLabel {
+				want[k] = v
+			}
+		}
 		want[corev1.LabelArchStable] = g.Arch
 		want[corev1.LabelOSStable] = "linux"
 		if isGCE && slices.Contains(g.Zones, ref.Zone) {

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -103,4 +104,21 @@ func (g *NodeGroup) TotalReserved() (map[string]string, error) {
 		out[k] = q.String()
 	}
 	return out, nil
+}
+
+// BootLabels are the labels the join adds at boot to a node of the cloud
+// group g in zone, beyond its NodeLabels: the zone, region and
+// instance-type labels, which the autoscaler adds to its template nodes
+// itself (so kube-env does not carry them).
+func (c *Cluster) BootLabels(g *NodeGroup, zone string) map[string]string {
+	return map[string]string{ZoneLabel: zone, RegionLabel: c.GCP.Region, InstanceTypeLabel: g.MachineType}
+}
+
+// JoinLabels are all the labels a node of the cloud group g registers
+// with in zone: its NodeLabels and its BootLabels.
+func (c *Cluster) JoinLabels(g *NodeGroup, zone string) map[string]string {
+	out := make(map[string]string, len(g.NodeLabels)+3)
+	maps.Copy(out, g.NodeLabels)
+	maps.Copy(out, c.BootLabels(g, zone))
+	return out
 }

@@ -84,13 +84,7 @@ func JoinConfiguration(src *model.Source, g *model.NodeGroup) (*kubeadm.JoinConf
 	if err != nil {
 		return nil, err
 	}
-	labels := make(map[string]string, len(g.NodeLabels)+3)
-	for k, v := range g.NodeLabels {
-		labels[k] = v
-	}
-	labels[model.ZoneLabel] = ZonePlaceholder
-	labels[model.RegionLabel] = c.GCP.Region
-	labels[model.InstanceTypeLabel] = g.MachineType
+	labels := c.JoinLabels(g, ZonePlaceholder)
 	taints := []corev1.Taint{}
 	for _, t := range g.JoinTaints() {
 		taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
