@@ -12,6 +12,8 @@ package kubeenv
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -232,4 +234,27 @@ func (t *Template) SanitizedTaints(flagged ...string) []Taint {
 		}
 	}
 	return out
+}
+
+// MatchesSource reports, as an error, where the template node the
+// autoscaler builds from this kube-env differs from the group in the
+// source: its labels must be the group's NodeLabels, and the taints it
+// keeps after sanitising the group's taints (the startup taint is dropped
+// by the autoscaler, so kube-env may carry it or not). This is the one
+// comparison of kube-env with the source; gen's verification, the
+// agreement check and the tests all use it.
+func (t *Template) MatchesSource(g *model.NodeGroup, flagged ...string) error {
+	if !maps.Equal(t.Labels, g.NodeLabels) {
+		return fmt.Errorf("the autoscaler would read labels %v, want %v", t.Labels, g.NodeLabels)
+	}
+	got := t.SanitizedTaints(flagged...)
+	want := make([]Taint, 0, len(g.Taints))
+	for _, tt := range g.Taints {
+		want = append(want, Taint{Key: tt.Key, Value: tt.Value, Effect: tt.Effect})
+	}
+	slices.SortFunc(want, func(a, b Taint) int { return strings.Compare(a.Key, b.Key) })
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("the autoscaler would read taints %v, want %v", got, want)
+	}
+	return nil
 }

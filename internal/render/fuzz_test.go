@@ -150,16 +150,8 @@ func FuzzKubeEnvRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the autoscaler cannot read the kube-env: %v\n%s", err, env)
 		}
-		if !maps.Equal(tmpl.Labels, g.NodeLabels) {
-			t.Errorf("labels read back %v, want %v\n%s", tmpl.Labels, g.NodeLabels, env)
-		}
-		var want []kubeenv.Taint
-		for _, tt := range g.Taints {
-			want = append(want, kubeenv.Taint{Key: tt.Key, Value: tt.Value, Effect: tt.Effect})
-		}
-		slices.SortFunc(want, func(a, b kubeenv.Taint) int { return strings.Compare(a.Key, b.Key) })
-		if got := tmpl.SanitizedTaints(src.ExtraStartupTaints()...); !slices.Equal(got, want) {
-			t.Errorf("taints read back %v, want %v\n%s", got, want, env)
+		if err := tmpl.MatchesSource(g, src.ExtraStartupTaints()...); err != nil {
+			t.Errorf("%v\n%s", err, env)
 		}
 		if tmpl.Arch != g.Arch {
 			t.Errorf("arch read back %q, want %q", tmpl.Arch, g.Arch)

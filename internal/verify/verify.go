@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -82,19 +80,7 @@ func KubeEnv(g *model.NodeGroup, data []byte, flagged []string) error {
 	if err != nil {
 		return err
 	}
-	if !maps.Equal(t.Labels, g.NodeLabels) {
-		return fmt.Errorf("the autoscaler would read labels %v, want %v", t.Labels, g.NodeLabels)
-	}
-	got := t.SanitizedTaints(flagged...)
-	want := make([]kubeenv.Taint, 0, len(g.Taints))
-	for _, tt := range g.Taints {
-		want = append(want, kubeenv.Taint{Key: tt.Key, Value: tt.Value, Effect: tt.Effect})
-	}
-	slices.SortFunc(want, func(a, b kubeenv.Taint) int { return strings.Compare(a.Key, b.Key) })
-	if !slices.Equal(got, want) {
-		return fmt.Errorf("the autoscaler would read taints %v, want %v", got, want)
-	}
-	return nil
+	return t.MatchesSource(g, flagged...)
 }
 
 // Script checks that a startup script parses as bash and fits in GCE metadata.
