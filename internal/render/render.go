@@ -12,9 +12,58 @@ import (
 
 func hashHeader(origin string) string { return "# " + layout.HeaderLine(origin) + "\n" }
 
-// All renders every artifact of src. The node groups' files are rendered
-// in parallel; the result does not depend on the order.
+// A stage renders some of the artifacts into files. Every renderer runs
+// as one, in the order of stages.
+type stage func(src *model.Source, files layout.Files) error
+
+// stages are the renderers in pipeline order: the node groups' kube-env
+// and startup scripts first, then the cluster-wide files, Terraform (which
+// reads the node groups' files with file()), and the docs last, since
+// they describe every other artifact.
+var stages = []stage{
+	nodeGroupFiles,
+	file(layout.TaintRemoverPath, TaintRemover),
+	file(layout.NodeLifecyclePath, NodeLifecycle),
+	file(layout.JoinTokenRenewerPath, func(src *model.Source, header string) ([]byte, error) {
+		if !RendersJoinTokenRenewer(src) {
+			return nil, nil
+		}
+		return JoinTokenRenewer(src, header)
+	}),
+	file(layout.GPUOperatorValuesPath, GPUOperatorValues),
+	file(layout.AutoscalerFlagsPath, AutoscalerFlags),
+	file(layout.AutoscalerValuesPath, AutoscalerValues),
+	file(layout.PriorityExpanderPath, PriorityExpander),
+	Terraform,
+	Docs,
+}
+
+// file is the stage of a renderer of one cluster-wide file at path; a
+// renderer that returns no bytes renders no file for this source.
+func file(path string, render func(src *model.Source, header string) ([]byte, error)) stage {
+	return func(src *model.Source, files layout.Files) error {
+		b, err := render(src, hashHeader(src.Name))
+		if err == nil && b != nil {
+			files[path] = b
+		}
+		return err
+	}
+}
+
+// All renders every artifact of src, stage by stage. The node groups'
+// files are rendered in parallel; the result does not depend on the order.
 func All(src *model.Source) (layout.Files, error) {
+	files := make(layout.Files, 3*len(src.NodeGroups)+16)
+	for _, run := range stages {
+		if err := run(src, files); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// nodeGroupFiles renders each cloud group's kube-env and startup script.
+func nodeGroupFiles(src *model.Source, files layout.Files) error {
 	cloud := src.CloudGroups()
 	type groupFiles struct {
 		env, script []byte
@@ -35,47 +84,12 @@ func All(src *model.Source) (layout.Files, error) {
 			r.err = fmt.Errorf("node group %s: %w", g.Name, r.err)
 		}
 	})
-	files := make(layout.Files, 2*len(cloud)+4)
 	for i, g := range cloud {
 		if err := rendered[i].err; err != nil {
-			return nil, err
+			return err
 		}
 		files[layout.KubeEnvPath(g.Name)] = rendered[i].env
 		files[layout.StartupScriptPath(g.Name)] = rendered[i].script
 	}
-	header := hashHeader(src.Name)
-	k8s, err := TaintRemover(src, header)
-	if err != nil {
-		return nil, err
-	}
-	files[layout.TaintRemoverPath] = k8s
-	if files[layout.NodeLifecyclePath], err = NodeLifecycle(src, header); err != nil {
-		return nil, err
-	}
-	if RendersJoinTokenRenewer(src) {
-		if files[layout.JoinTokenRenewerPath], err = JoinTokenRenewer(src, header); err != nil {
-			return nil, err
-		}
-	}
-	if files[layout.GPUOperatorValuesPath], err = GPUOperatorValues(src, header); err != nil {
-		return nil, err
-	}
-	if files[layout.AutoscalerFlagsPath], err = AutoscalerFlags(src, header); err != nil {
-		return nil, err
-	}
-	if files[layout.AutoscalerValuesPath], err = AutoscalerValues(src, header); err != nil {
-		return nil, err
-	}
-	if pe, err := PriorityExpander(src, header); err != nil {
-		return nil, err
-	} else if pe != nil {
-		files[layout.PriorityExpanderPath] = pe
-	}
-	if err := Terraform(src, files); err != nil {
-		return nil, err
-	}
-	if err := Docs(src, files); err != nil {
-		return nil, err
-	}
-	return files, nil
+	return nil
 }
