@@ -135,7 +135,6 @@ func nodeLifecycleCronJob(src *model.Source, home *model.NodeGroup, grace int64,
 // reaches admission (an update, a subresource, a Node of no cloud group, an
 // on-prem Node, another project's VM) is denied, whatever RBAC grants.
 func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Object {
-	fail := admissionv1.Fail
 	forbidden := metav1.StatusReasonForbidden
 	rule := func(expr, message string) admissionv1.Validation {
 		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
@@ -145,56 +144,26 @@ func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Ob
 		groups = append(groups, strconv.Quote(g))
 	}
 	prefix := strconv.Quote("gce://" + src.Cluster.GCP.Project + "/")
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: meta,
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{
-				ResourceRules: []admissionv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionv1.RuleWithOperations{
-						Operations: []admissionv1.OperationType{admissionv1.OperationAll},
-						Rule: admissionv1.Rule{
-							APIGroups:   []string{""},
-							APIVersions: []string{"*"},
-							Resources:   []string{"nodes", "nodes/*"},
-						},
-					},
-				}},
-			},
-			MatchConditions: []admissionv1.MatchCondition{{
-				Name:       "node-lifecycle",
-				Expression: "request.userInfo.username == " + strconv.Quote(NodeLifecycleUser()),
-			}},
-			Variables: []admissionv1.Variable{
-				{Name: "delete", Expression: `request.operation == "DELETE" && request.?subResource.orValue("") == ""`},
-				{Name: "cloudGroups", Expression: "[" + strings.Join(groups, ", ") + "]"},
-				{Name: "group", Expression: celGroup},
-				{Name: "providerID", Expression: `oldObject.?spec.?providerID.orValue("")`},
-				{Name: "boundNode", Expression: celBoundNode},
-			},
-			Validations: []admissionv1.Validation{
-				rule(`variables.delete`,
-					`"the node garbage collector may only delete nodes, not " + request.operation + " " + request.resource.resource + `+
-						`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
-				rule(`!variables.delete || variables.boundNode.size() > 0`,
-					`"the node garbage collector may delete a node only with a pod-bound token that names its node (`+NodeNameExtra+`); this request has none"`),
-				rule(`!variables.delete || variables.group in variables.cloudGroups`,
-					`"node " + request.name + " is in no nodegen cloud node group (`+model.GroupLabel+`=" + variables.group + ")"`),
-				rule(`!variables.delete || (variables.providerID.startsWith(`+prefix+`) && variables.providerID.endsWith("/" + request.name))`,
-					`"node " + request.name + " has providerID " + variables.providerID + ", not " + `+prefix+` + "<zone>/" + request.name`),
-			},
+	policy := userPolicy(meta, "nodes", "node-lifecycle", NodeLifecycleUser(),
+		[]admissionv1.Variable{
+			{Name: "delete", Expression: `request.operation == "DELETE" && request.?subResource.orValue("") == ""`},
+			{Name: "cloudGroups", Expression: "[" + strings.Join(groups, ", ") + "]"},
+			{Name: "group", Expression: celGroup},
+			{Name: "providerID", Expression: `oldObject.?spec.?providerID.orValue("")`},
+			{Name: "boundNode", Expression: celBoundNode},
 		},
-	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: meta,
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-		},
-	}
-	return []runtime.Object{policy, binding}
+		[]admissionv1.Validation{
+			rule(`variables.delete`,
+				`"the node garbage collector may only delete nodes, not " + request.operation + " " + request.resource.resource + `+
+					`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
+			rule(`!variables.delete || variables.boundNode.size() > 0`,
+				`"the node garbage collector may delete a node only with a pod-bound token that names its node (`+NodeNameExtra+`); this request has none"`),
+			rule(`!variables.delete || variables.group in variables.cloudGroups`,
+				`"node " + request.name + " is in no nodegen cloud node group (`+model.GroupLabel+`=" + variables.group + ")"`),
+			rule(`!variables.delete || (variables.providerID.startsWith(`+prefix+`) && variables.providerID.endsWith("/" + request.name))`,
+				`"node " + request.name + " has providerID " + variables.providerID + ", not " + `+prefix+` + "<zone>/" + request.name`),
+		})
+	return []runtime.Object{policy, denyBinding(meta)}
 }
 
 // NodeLifecycle renders the node garbage collector's manifests.

@@ -123,9 +123,29 @@ func taintRemoverValidations() []admissionv1.Validation {
 // create token`) changes nothing. It may not create or delete nodes or
 // write any node subresource.
 func taintRemoverPolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Object {
+	policy := userPolicy(meta, "nodes", "taint-remover", TaintRemoverUser(),
+		[]admissionv1.Variable{
+			{Name: "update", Expression: celUpdate},
+			{Name: "startupTaints", Expression: StartupTaintsCEL(src)},
+			{Name: "group", Expression: celGroup},
+			{Name: "startupTaint", Expression: celStartupTaint},
+			{Name: "startupTaintKey", Expression: celStartupTaintKey},
+			{Name: "boundNode", Expression: celBoundNode},
+			{Name: "oldTaints", Expression: celOldTaints},
+			{Name: "newTaints", Expression: celNewTaints},
+		},
+		taintRemoverValidations())
+	return []runtime.Object{policy, denyBinding(meta)}
+}
+
+// userPolicy is a ValidatingAdmissionPolicy that holds one user (a
+// ServiceAccount's user name) on one core resource and its subresources:
+// every request of that user, and only of that user, must pass
+// validations, and a failing or erroring check denies (failurePolicy
+// Fail). name names the match condition.
+func userPolicy(meta metav1.ObjectMeta, resource, name, user string, variables []admissionv1.Variable, validations []admissionv1.Validation) *admissionv1.ValidatingAdmissionPolicy {
 	fail := admissionv1.Fail
-	all := admissionv1.OperationAll
-	policy := &admissionv1.ValidatingAdmissionPolicy{
+	return &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: meta,
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
@@ -133,39 +153,33 @@ func taintRemoverPolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Obj
 			MatchConstraints: &admissionv1.MatchResources{
 				ResourceRules: []admissionv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionv1.RuleWithOperations{
-						Operations: []admissionv1.OperationType{all},
+						Operations: []admissionv1.OperationType{admissionv1.OperationAll},
 						Rule: admissionv1.Rule{
 							APIGroups:   []string{""},
 							APIVersions: []string{"*"},
-							Resources:   []string{"nodes", "nodes/*"},
+							Resources:   []string{resource, resource + "/*"},
 						},
 					},
 				}},
 			},
 			MatchConditions: []admissionv1.MatchCondition{{
-				Name:       "taint-remover",
-				Expression: "request.userInfo.username == " + strconv.Quote(TaintRemoverUser()),
+				Name:       name,
+				Expression: "request.userInfo.username == " + strconv.Quote(user),
 			}},
-			Variables: []admissionv1.Variable{
-				{Name: "update", Expression: celUpdate},
-				{Name: "startupTaints", Expression: StartupTaintsCEL(src)},
-				{Name: "group", Expression: celGroup},
-				{Name: "startupTaint", Expression: celStartupTaint},
-				{Name: "startupTaintKey", Expression: celStartupTaintKey},
-				{Name: "boundNode", Expression: celBoundNode},
-				{Name: "oldTaints", Expression: celOldTaints},
-				{Name: "newTaints", Expression: celNewTaints},
-			},
-			Validations: taintRemoverValidations(),
+			Variables:   variables,
+			Validations: validations,
 		},
 	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+}
+
+// denyBinding binds the policy named meta.Name, denying what it rejects.
+func denyBinding(meta metav1.ObjectMeta) *admissionv1.ValidatingAdmissionPolicyBinding {
+	return &admissionv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
 		ObjectMeta: meta,
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
+			PolicyName:        meta.Name,
 			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
 		},
 	}
-	return []runtime.Object{policy, binding}
 }

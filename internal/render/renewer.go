@@ -109,14 +109,7 @@ func JoinTokenRenewerObjects(src *model.Source) ([]runtime.Object, error) {
 		},
 		joinTokenRenewerCronJob(src, r, schedule, home, meta(true)),
 		joinTokenRenewerPolicy(r, meta(false)),
-		&admissionv1.ValidatingAdmissionPolicyBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-			ObjectMeta: meta(false),
-			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-				PolicyName:        JoinTokenRenewerName,
-				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-			},
-		},
+		denyBinding(meta(false)),
 	}, nil
 }
 
@@ -243,7 +236,6 @@ func celExpirationText(l string) string {
 // are such tokens with its label. RBAC cannot restrict a Secret's type,
 // labels or data.
 func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv1.ValidatingAdmissionPolicy {
-	fail := admissionv1.Fail
 	forbidden := metav1.StatusReasonForbidden
 	rule := func(expr, message string) admissionv1.Validation {
 		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
@@ -258,62 +250,40 @@ func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv
 	keyList := "[" + strings.Join(keys, ", ") + "]"
 	maxLife := int64((r.TTL + JoinTokenSkew) / time.Second)
 	name := `"bootstrap token " + request.namespace + "/" + request.name`
-	return &admissionv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: meta,
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{
-				ResourceRules: []admissionv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionv1.RuleWithOperations{
-						Operations: []admissionv1.OperationType{admissionv1.OperationAll},
-						Rule: admissionv1.Rule{
-							APIGroups:   []string{""},
-							APIVersions: []string{"*"},
-							Resources:   []string{"secrets", "secrets/*"},
-						},
-					},
-				}},
-			},
-			MatchConditions: []admissionv1.MatchCondition{{
-				Name:       "join-token-renewer",
-				Expression: "request.userInfo.username == " + strconv.Quote(JoinTokenRenewerUser()),
-			}},
-			Variables: []admissionv1.Variable{
-				{Name: "secret", Expression: `request.operation == "DELETE" ? oldObject : object`},
-				// The values are base64 text, as in the Secret's JSON.
-				{Name: "data", Expression: `variables.secret.?data.orValue({})`},
-				{Name: "tokenID", Expression: celBase64Bytes(data("token-id"), tokenIDLen)},
-				{Name: "tokenSecret", Expression: celBase64Bytes(data("token-secret"), tokenSecretLen)},
-				{Name: "expirationBytes", Expression: celBase64Bytes(data("expiration"), expirationLen)},
-				{Name: "expiration", Expression: celExpirationText("variables.expirationBytes")},
-			},
-			Validations: []admissionv1.Validation{
-				rule(`request.operation in ["CREATE", "DELETE"] && request.?subResource.orValue("") == ""`,
-					`"the join-token renewer may only create and delete bootstrap tokens, not " + request.operation + " " + request.resource.resource + `+
-						`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
-				rule(`request.namespace == "`+JoinTokenRenewerNamespace+`"`,
-					`"the join-token renewer may only write Secrets in `+JoinTokenRenewerNamespace+`, not in " + request.namespace`),
-				rule(`variables.secret.?type.orValue("") == "`+BootstrapTokenType+`"`,
-					`"the join-token renewer may only write Secrets of type `+BootstrapTokenType+`, not " + variables.secret.?type.orValue("")`),
-				rule(`variables.secret.metadata.?labels[?"`+JoinTokenLabelKey+`"].orValue("") == "`+JoinTokenLabelValue+`"`,
-					name+` + " is not labelled `+JoinTokenLabelKey+`=`+JoinTokenLabelValue+`: the join-token renewer may only write its own tokens"`),
-				rule(onCreate(`variables.data.all(k, k in `+keyList+`) && `+keyList+`.all(k, k in variables.data)`),
-					name+` + " must have exactly the data keys `+strings.Join(JoinTokenDataKeys, ", ")+`"`),
-				rule(onCreate(`variables.tokenID.size() == `+strconv.Itoa(tokenIDLen)+` && `+celLowerAlnum("variables.tokenID")+` && `+
-					`variables.tokenSecret.size() == `+strconv.Itoa(tokenSecretLen)+` && `+celLowerAlnum("variables.tokenSecret")+` && `+
-					`request.name == "bootstrap-token-" + `+celLowerAlnumText("variables.tokenID")),
-					name+` + " must be named bootstrap-token-<token-id>, with a token-id of `+strconv.Itoa(tokenIDLen)+` and a token-secret of `+strconv.Itoa(tokenSecretLen)+` characters in [a-z0-9]"`),
-				rule(onCreate(data("usage-bootstrap-authentication")+` == `+b64("true")+` && `+data("usage-bootstrap-signing")+` == `+b64("true")+` && `+
-					data("auth-extra-groups")+` == `+b64(BootstrapTokenGroup)),
-					name+` + " must be usable for authentication and signing and in the group `+BootstrapTokenGroup+` only"`),
-				rule(onCreate(`variables.expiration != "" && `+
-					`timestamp(variables.expiration) > timestamp(object.metadata.creationTimestamp) && `+
-					fmt.Sprintf(`timestamp(variables.expiration) <= timestamp(object.metadata.creationTimestamp) + duration("%ds")`, maxLife)),
-					name+fmt.Sprintf(` + " must expire (YYYY-MM-DDTHH:MM:SSZ) after its creation and at most %s later, not at " + (variables.expiration == "" ? "an unreadable time" : variables.expiration)`, model.FormatDuration(r.TTL+JoinTokenSkew))),
-			},
+	return userPolicy(meta, "secrets", "join-token-renewer", JoinTokenRenewerUser(),
+		[]admissionv1.Variable{
+			{Name: "secret", Expression: `request.operation == "DELETE" ? oldObject : object`},
+			// The values are base64 text, as in the Secret's JSON.
+			{Name: "data", Expression: `variables.secret.?data.orValue({})`},
+			{Name: "tokenID", Expression: celBase64Bytes(data("token-id"), tokenIDLen)},
+			{Name: "tokenSecret", Expression: celBase64Bytes(data("token-secret"), tokenSecretLen)},
+			{Name: "expirationBytes", Expression: celBase64Bytes(data("expiration"), expirationLen)},
+			{Name: "expiration", Expression: celExpirationText("variables.expirationBytes")},
 		},
-	}
+		[]admissionv1.Validation{
+			rule(`request.operation in ["CREATE", "DELETE"] && request.?subResource.orValue("") == ""`,
+				`"the join-token renewer may only create and delete bootstrap tokens, not " + request.operation + " " + request.resource.resource + `+
+					`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
+			rule(`request.namespace == "`+JoinTokenRenewerNamespace+`"`,
+				`"the join-token renewer may only write Secrets in `+JoinTokenRenewerNamespace+`, not in " + request.namespace`),
+			rule(`variables.secret.?type.orValue("") == "`+BootstrapTokenType+`"`,
+				`"the join-token renewer may only write Secrets of type `+BootstrapTokenType+`, not " + variables.secret.?type.orValue("")`),
+			rule(`variables.secret.metadata.?labels[?"`+JoinTokenLabelKey+`"].orValue("") == "`+JoinTokenLabelValue+`"`,
+				name+` + " is not labelled `+JoinTokenLabelKey+`=`+JoinTokenLabelValue+`: the join-token renewer may only write its own tokens"`),
+			rule(onCreate(`variables.data.all(k, k in `+keyList+`) && `+keyList+`.all(k, k in variables.data)`),
+				name+` + " must have exactly the data keys `+strings.Join(JoinTokenDataKeys, ", ")+`"`),
+			rule(onCreate(`variables.tokenID.size() == `+strconv.Itoa(tokenIDLen)+` && `+celLowerAlnum("variables.tokenID")+` && `+
+				`variables.tokenSecret.size() == `+strconv.Itoa(tokenSecretLen)+` && `+celLowerAlnum("variables.tokenSecret")+` && `+
+				`request.name == "bootstrap-token-" + `+celLowerAlnumText("variables.tokenID")),
+				name+` + " must be named bootstrap-token-<token-id>, with a token-id of `+strconv.Itoa(tokenIDLen)+` and a token-secret of `+strconv.Itoa(tokenSecretLen)+` characters in [a-z0-9]"`),
+			rule(onCreate(data("usage-bootstrap-authentication")+` == `+b64("true")+` && `+data("usage-bootstrap-signing")+` == `+b64("true")+` && `+
+				data("auth-extra-groups")+` == `+b64(BootstrapTokenGroup)),
+				name+` + " must be usable for authentication and signing and in the group `+BootstrapTokenGroup+` only"`),
+			rule(onCreate(`variables.expiration != "" && `+
+				`timestamp(variables.expiration) > timestamp(object.metadata.creationTimestamp) && `+
+				fmt.Sprintf(`timestamp(variables.expiration) <= timestamp(object.metadata.creationTimestamp) + duration("%ds")`, maxLife)),
+				name+fmt.Sprintf(` + " must expire (YYYY-MM-DDTHH:MM:SSZ) after its creation and at most %s later, not at " + (variables.expiration == "" ? "an unreadable time" : variables.expiration)`, model.FormatDuration(r.TTL+JoinTokenSkew))),
+		})
 }
 
 // JoinTokenRenewer renders the renewer's manifests.
