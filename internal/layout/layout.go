@@ -48,6 +48,19 @@ const (
 	TerraformJoinSecretPath = TerraformDir + "/join-secret.tf"
 )
 
+// Istio mesh artifacts of a cluster that is part of a mesh, relative to
+// the cluster's tree: the Helm values for the official charts (base,
+// istiod, gateway), the manifests nodegen applies with kubectl, and the
+// mesh's drawing with the cluster's install steps.
+const (
+	IstioDir                  = "istio"
+	IstioBaseValuesPath       = IstioDir + "/base-values.yaml"
+	IstiodValuesPath          = IstioDir + "/istiod-values.yaml"
+	EastWestGatewayValuesPath = IstioDir + "/eastwest-gateway-values.yaml"
+	MeshManifestsPath         = IstioDir + "/mesh.yaml"
+	MeshDocsPath              = "docs/mesh.md"
+)
+
 // KubeEnvPath is the path of a group's kube-env value.
 func KubeEnvPath(group string) string { return "gce/" + group + "/kube-env" }
 

@@ -1,0 +1,359 @@
+package render
+
+import (
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// The mesh's artifacts of one cluster (layout.IstioDir): Helm values for
+// the official Istio charts and the manifests nodegen adds to them.
+//
+// Helm releases, in install order, all in istio-system:
+//
+//	istio-base             istio/base     -f istio/base-values.yaml
+//	istiod                 istio/istiod   -f istio/istiod-values.yaml
+//	istio-eastwestgateway  istio/gateway  -f istio/eastwest-gateway-values.yaml
+//
+// The east-west gateway's values do not set the gateway chart's
+// networkGateway: with it set, the chart renders the Service with its four
+// fixed ports and ignores service.ports, so extra ports could only be
+// patched in afterwards. The values set what networkGateway sets (the
+// network label on the Service and the pods, ISTIO_META_REQUESTED_NETWORK_VIEW)
+// and list Istio's four ports and the extra ones in service.ports; a test
+// renders the chart both ways and finds the same objects.
+
+// Helm release names of the mesh's charts.
+const (
+	IstioBaseRelease = "istio-base"
+	IstiodRelease    = "istiod"
+)
+
+// Names of the manifests' Istio objects.
+const (
+	CrossNetworkGatewayName = "cross-network-gateway"
+	IstiodGatewayName       = "istiod-gateway"
+	IstiodVirtualService    = "istiod-vs"
+	// IstiodHost is istiod's Service in the primary.
+	IstiodHost = "istiod." + model.IstioNamespace + ".svc.cluster.local"
+	// IstiodWebhookServicePort is istiod's Service port that targets its
+	// webhook port 15017.
+	IstiodWebhookServicePort = 443
+)
+
+// meshCluster returns src's place in f's mesh, or nil.
+func meshCluster(f *model.Fleet, src *model.Source) *model.MeshCluster {
+	if f == nil || f.Mesh == nil {
+		return nil
+	}
+	return f.Mesh.Clusters[src.Cluster.Name]
+}
+
+// MeshFiles renders the mesh artifacts of src, one cluster of f, with
+// paths relative to the cluster's tree. A cluster outside the mesh has
+// none.
+func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
+	mc := meshCluster(f, src)
+	if mc == nil {
+		return layout.Files{}, nil
+	}
+	header := hashHeader(src.Name)
+	files := layout.Files{}
+	for _, r := range []struct {
+		path   string
+		render func(*model.Fleet, *model.Source, string) ([]byte, error)
+	}{
+		{layout.IstioBaseValuesPath, IstioBaseValues},
+		{layout.IstiodValuesPath, IstiodValues},
+		{layout.EastWestGatewayValuesPath, EastWestGatewayValues},
+		{layout.MeshManifestsPath, MeshManifests},
+	} {
+		b, err := r.render(f, src, header)
+		if err != nil {
+			return nil, fmt.Errorf("mesh cluster %s: %s: %w", src.Cluster.Name, r.path, err)
+		}
+		files[r.path] = b
+	}
+	return files, nil
+}
+
+func mustMeshCluster(f *model.Fleet, src *model.Source) (*model.MeshCluster, error) {
+	mc := meshCluster(f, src)
+	if mc == nil {
+		return nil, fmt.Errorf("cluster %q is not in the mesh", src.Cluster.Name)
+	}
+	return mc, nil
+}
+
+// IstioBaseValues renders the values of the istio/base chart: the
+// istio-reader ServiceAccount and its RBAC that a remote secret uses
+// (kept on explicitly: the mesh depends on it), and on a remote the
+// remote profile.
+func IstioBaseValues(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
+	mc, err := mustMeshCluster(f, src)
+	if err != nil {
+		return nil, err
+	}
+	v := map[string]any{"global": map[string]any{"enableReaderRBAC": true}}
+	if mc.Role == model.MeshRoleRemote {
+		v["profile"] = "remote"
+	}
+	return marshalValues(header, v)
+}
+
+// IstiodValues renders the values of the istio/istiod chart. Every
+// cluster gets the mesh ID, its cluster name and network. A primary of a
+// primary-remote mesh with remotes also serves them as their external
+// istiod (global.externalIstiod). A remote installs the chart's remote
+// profile: no istiod of its own, the injection webhook and the istiod
+// Service pointing at its primary's east-west gateway
+// (global.remotePilotAddress), the sidecar injector path naming the
+// remote's cluster and network.
+func IstiodValues(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
+	mc, err := mustMeshCluster(f, src)
+	if err != nil {
+		return nil, err
+	}
+	name := src.Cluster.Name
+	global := map[string]any{
+		"meshID":       f.Mesh.ID,
+		"multiCluster": map[string]any{"clusterName": name},
+		"network":      mc.Network,
+	}
+	v := map[string]any{"global": global}
+	switch mc.Role {
+	case model.MeshRolePrimary:
+		if f.Mesh.Model == model.MeshPrimaryRemote && len(f.Mesh.RemotesOf(name)) > 0 {
+			global["externalIstiod"] = true
+		}
+	case model.MeshRoleRemote:
+		primary := f.Mesh.PrimaryOf(name)
+		pc := f.Mesh.Clusters[primary]
+		if pc == nil || pc.EastWestGateway.Address == "" {
+			return nil, fmt.Errorf("remote %q: its primary %q has no east-west gateway address", name, primary)
+		}
+		v["profile"] = "remote"
+		global["remotePilotAddress"] = pc.EastWestGateway.Address
+		v["istiodRemote"] = map[string]any{"injectionPath": InjectionPath(name, mc.Network)}
+	}
+	return marshalValues(header, v)
+}
+
+// InjectionPath is the sidecar injector path a remote's webhook calls on
+// its primary's istiod: it tells istiod the pod's cluster and network.
+func InjectionPath(cluster, network string) string {
+	return "/inject/cluster/" + cluster + "/net/" + network
+}
+
+// EastWestGatewayPlacement is the placement of the east-west gateway's pods:
+// the node group's identity label, and tolerations for exactly that
+// group's taints.
+func EastWestGatewayPlacement(src *model.Source, gw *model.EastWestGateway) (map[string]string, []corev1.Toleration, error) {
+	g := src.NodeGroups[gw.NodeGroup]
+	if g == nil {
+		return nil, nil, fmt.Errorf("east-west gateway node group %q is not a node group of cluster %q", gw.NodeGroup, src.Cluster.Name)
+	}
+	return map[string]string{model.GroupLabel: g.Name}, Tolerations(g.Taints), nil
+}
+
+// EastWestGatewayLabels are the gateway's labels: the selector labels the
+// cross-network Gateway and istiod's exposure select, and its network.
+func EastWestGatewayLabels(network string) map[string]string {
+	return map[string]string{
+		"app":              model.EastWestGatewayName,
+		"istio":            model.EastWestGatewaySelector,
+		model.NetworkLabel: network,
+	}
+}
+
+// EastWestGatewayValues renders the values of the istio/gateway chart for
+// the cluster's east-west gateway.
+func EastWestGatewayValues(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
+	mc, err := mustMeshCluster(f, src)
+	if err != nil {
+		return nil, err
+	}
+	gw := &mc.EastWestGateway
+	nodeSelector, tolerations, err := EastWestGatewayPlacement(src, gw)
+	if err != nil {
+		return nil, err
+	}
+	var ports []map[string]any
+	for _, p := range gw.Ports() {
+		ports = append(ports, map[string]any{"name": p.Name, "port": p.Port, "targetPort": p.TargetPort, "protocol": p.Protocol})
+	}
+	service := map[string]any{
+		"type":        gw.Service.Type,
+		"annotations": nonNil(gw.Service.Annotations),
+		"ports":       ports,
+	}
+	if gw.Service.LoadBalancerIP != "" {
+		service["loadBalancerIP"] = gw.Service.LoadBalancerIP
+	}
+	v := map[string]any{
+		"name":         model.EastWestGatewayName,
+		"labels":       EastWestGatewayLabels(mc.Network),
+		"env":          map[string]any{"ISTIO_META_REQUESTED_NETWORK_VIEW": mc.Network},
+		"replicaCount": gw.Replicas,
+		"autoscaling":  map[string]any{"enabled": false},
+		"service":      service,
+		"nodeSelector": nodeSelector,
+		"tolerations":  tolerations,
+	}
+	if gw.Replicas > 1 {
+		v["podDisruptionBudget"] = map[string]any{"minAvailable": 1}
+	}
+	return marshalValues(header, v)
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(m)
+}
+
+// Istio networking objects, as the networking.istio.io/v1 CRDs define
+// them (the fields nodegen sets).
+type (
+	istioGateway struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        metav1.ObjectMeta `json:"metadata"`
+		Spec            istioGatewaySpec  `json:"spec"`
+	}
+	istioGatewaySpec struct {
+		Selector map[string]string `json:"selector"`
+		Servers  []istioServer     `json:"servers"`
+	}
+	istioServer struct {
+		Port  istioPort      `json:"port"`
+		TLS   istioServerTLS `json:"tls"`
+		Hosts []string       `json:"hosts"`
+	}
+	istioPort struct {
+		Number   int    `json:"number"`
+		Name     string `json:"name"`
+		Protocol string `json:"protocol"`
+	}
+	istioServerTLS struct {
+		Mode string `json:"mode"`
+	}
+	istioVirtualService struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        metav1.ObjectMeta `json:"metadata"`
+		Spec            istioVSSpec       `json:"spec"`
+	}
+	istioVSSpec struct {
+		Hosts    []string     `json:"hosts"`
+		Gateways []string     `json:"gateways"`
+		TLS      []istioTLSVS `json:"tls"`
+	}
+	istioTLSVS struct {
+		Match []istioTLSMatch `json:"match"`
+		Route []istioRoute    `json:"route"`
+	}
+	istioTLSMatch struct {
+		Port     int      `json:"port"`
+		SNIHosts []string `json:"sniHosts"`
+	}
+	istioRoute struct {
+		Destination istioDestination `json:"destination"`
+	}
+	istioDestination struct {
+		Host string          `json:"host"`
+		Port istioPortNumber `json:"port"`
+	}
+	istioPortNumber struct {
+		Number int `json:"number"`
+	}
+)
+
+// GetObjectKind and DeepCopyObject make the Istio objects runtime.Objects
+// for MarshalObjects; nodegen never copies them.
+func (g *istioGateway) DeepCopyObject() runtime.Object        { c := *g; return &c }
+func (v *istioVirtualService) DeepCopyObject() runtime.Object { c := *v; return &c }
+
+var networkingV1 = metav1.TypeMeta{APIVersion: "networking.istio.io/v1"}
+
+func meshMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: model.IstioNamespace,
+		Labels:    map[string]string{"app.kubernetes.io/managed-by": "nodegen"},
+	}
+}
+
+// MeshObjects are the cluster's mesh manifests: the istio-system
+// namespace with its network (and, on a remote, its primary), the
+// cross-network Gateway on the east-west gateway's port 15443, and on a
+// primary with remotes the exposure of istiod (15012, 15017) through it.
+func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
+	mc, err := mustMeshCluster(f, src)
+	if err != nil {
+		return nil, err
+	}
+	name := src.Cluster.Name
+	ns := &corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   model.IstioNamespace,
+			Labels: map[string]string{model.NetworkLabel: mc.Network},
+		},
+	}
+	if mc.Role == model.MeshRoleRemote {
+		ns.Annotations = map[string]string{model.ControlPlaneClustersAnnotation: f.Mesh.PrimaryOf(name)}
+	}
+	selector := map[string]string{"istio": model.EastWestGatewaySelector}
+	cross := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(CrossNetworkGatewayName), Spec: istioGatewaySpec{
+		Selector: selector,
+		Servers: []istioServer{{
+			Port:  istioPort{Number: model.MeshPortTLS, Name: "tls", Protocol: "TLS"},
+			TLS:   istioServerTLS{Mode: "AUTO_PASSTHROUGH"},
+			Hosts: []string{"*.local"},
+		}},
+	}}
+	cross.Kind = "Gateway"
+	objs := []runtime.Object{ns, cross}
+	if mc.Role == model.MeshRolePrimary && f.Mesh.Model == model.MeshPrimaryRemote && len(f.Mesh.RemotesOf(name)) > 0 {
+		gw := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(IstiodGatewayName), Spec: istioGatewaySpec{
+			Selector: selector,
+			Servers: []istioServer{
+				{Port: istioPort{Number: model.MeshPortIstiod, Name: "tls-istiod", Protocol: "TLS"}, TLS: istioServerTLS{Mode: "PASSTHROUGH"}, Hosts: []string{"*"}},
+				{Port: istioPort{Number: model.MeshPortWebhook, Name: "tls-istiodwebhook", Protocol: "TLS"}, TLS: istioServerTLS{Mode: "PASSTHROUGH"}, Hosts: []string{"*"}},
+			},
+		}}
+		gw.Kind = "Gateway"
+		route := func(port, to int) istioTLSVS {
+			return istioTLSVS{
+				Match: []istioTLSMatch{{Port: port, SNIHosts: []string{"*"}}},
+				Route: []istioRoute{{Destination: istioDestination{Host: IstiodHost, Port: istioPortNumber{Number: to}}}},
+			}
+		}
+		vs := &istioVirtualService{TypeMeta: networkingV1, Metadata: meshMeta(IstiodVirtualService), Spec: istioVSSpec{
+			Hosts:    []string{"*"},
+			Gateways: []string{IstiodGatewayName},
+			TLS: []istioTLSVS{
+				route(model.MeshPortIstiod, model.MeshPortIstiod),
+				route(model.MeshPortWebhook, IstiodWebhookServicePort),
+			},
+		}}
+		vs.Kind = "VirtualService"
+		objs = append(objs, gw, vs)
+	}
+	return objs, nil
+}
+
+// MeshManifests renders MeshObjects as a multi-document YAML stream.
+func MeshManifests(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
+	objs, err := MeshObjects(f, src)
+	if err != nil {
+		return nil, err
+	}
+	return MarshalObjects(header, objs)
+}
