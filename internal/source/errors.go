@@ -44,7 +44,7 @@ func (l *Loaded) addErr(err error) {
 	for _, e := range cueerrors.Errors(err) {
 		format, args := e.Msg()
 		path := e.Path()
-		if len(path) > 0 && path[0] == "#Source" {
+		if len(path) > 0 && (path[0] == "#Source" || path[0] == "#Fleet") {
 			path = path[1:]
 		}
 		ce := cueErr{path: path, format: format, args: args}
@@ -227,12 +227,17 @@ func (l *Loaded) addFinding(e cueErr) {
 				}
 			}
 		}
-	case e.format == fmtBound && len(e.path) == 3 && e.path[0] == "nodeGroups" && e.path[2] == "name" &&
-		!l.user.LookupPath(cue.MakePath(sels...)).Exists():
-		// The name comes from the key: report the key.
+	case e.format == fmtBound && isClusterName(e.path) && !l.user.LookupPath(cue.MakePath(sels...)).Exists():
+		// The name comes from the key in clusters: report the key.
 		e.path = e.path[:2]
-		msg = fmt.Sprintf("invalid node group name %v: it must be a lower-case RFC 1035 label (a-z, 0-9 and '-', starting with a letter), since it becomes part of GCE names", e.args[0])
+		msg = fmt.Sprintf("invalid cluster name %v: it must be a lower-case RFC 1035 label (a-z, 0-9 and '-', starting with a letter), since it prefixes GCE names", e.args[0])
 		pos = l.KeyPos(sels[:2]...)
+	case e.format == fmtBound && isGroupName(e.path) && !l.user.LookupPath(cue.MakePath(sels...)).Exists():
+		// The name comes from the key: report the key.
+		n := len(e.path)
+		e.path = e.path[:n-1]
+		msg = fmt.Sprintf("invalid node group name %v: it must be a lower-case RFC 1035 label (a-z, 0-9 and '-', starting with a letter), since it becomes part of GCE names", e.args[0])
+		pos = l.KeyPos(sels[:n-1]...)
 	case e.format == fmtBound && len(e.args) == 2 && strings.HasPrefix(fmt.Sprint(e.args[1]), "=~"):
 		// A pattern says little to a person: add what the field is.
 		field := sels
@@ -242,8 +247,14 @@ func (l *Loaded) addFinding(e cueErr) {
 		if doc := l.doc(field); doc != "" {
 			msg += "; expected: " + doc
 		}
-	case len(e.path) == 3 && e.path[0] == "nodeGroups" && e.path[2] == "name" && e.pos.IsValid():
-		msg = fmt.Sprintf("a node group's name is its key in nodeGroups (%s); remove this field", e.path[1])
+	case isGroupName(e.path) && e.pos.IsValid():
+		msg = fmt.Sprintf("a node group's name is its key in nodeGroups (%s); remove this field", e.path[len(e.path)-2])
+	case e.format == fmtIncomplete && isClusterName(e.path) && !validName.MatchString(e.path[1]) &&
+		!l.user.LookupPath(cue.MakePath(sels...)).Exists():
+		// The name defaults to the key in clusters, which is not a name.
+		e.path = e.path[:2]
+		msg = fmt.Sprintf("invalid cluster name %q: it must be a lower-case RFC 1035 label (a-z, 0-9 and '-', starting with a letter), since it prefixes GCE names", sels[1].Unquoted())
+		pos = l.KeyPos(sels[:2]...)
 	case e.format == fmtIncomplete && !pos.IsValid() && l.user.Exists():
 		// A field the user did not write: report the outermost missing
 		// field once, at its parent, with the schema's description.

@@ -45,9 +45,29 @@ type Loaded struct {
 	// Findings; checks on the decoded model must skip them.
 	Broken Broken
 
+	// Fleet is the whole source as a fleet: in the one-cluster form one
+	// cluster (Source) with Single set; in the fleet form every cluster
+	// that decoded, and the mesh when it has one and it decoded. Set by
+	// Open whenever something could be evaluated.
+	Fleet *model.Fleet
+	// Members are the clusters of the source as sources of their own, in
+	// Fleet.Clusters order: each is a Positioner for its cluster (paths
+	// relative to the cluster: cluster..., nodeGroups...), with its
+	// Source and Broken. In the one-cluster form Members is [l] itself.
+	// In the fleet form the root's Source is nil: use Members or Fleet.
+	Members []*Loaded
+	// Prefix is the path of a member in the source (clusters."<name>"),
+	// "" for the one-cluster form and for the root of a fleet. Findings
+	// about a member carry it before their path.
+	Prefix string
+	// Key is a fleet member's key in clusters; "" otherwise.
+	Key string
+
 	// user is the value of the user's files alone; its positions point at
 	// what the user wrote.
 	user cue.Value
+	// root is the whole source of a fleet member; nil otherwise.
+	root *Loaded
 	// schema is the schema's #Source.
 	schema cue.Value
 }
@@ -61,10 +81,18 @@ type Broken struct {
 	Cluster bool
 	// Groups are the node groups that did not decode.
 	Groups map[string]bool
+	// Clusters are the fleet's clusters that did not decode as a whole
+	// (the root of a fleet only).
+	Clusters map[string]bool
+	// Mesh is set when the fleet's mesh did not decode (the root of a
+	// fleet only).
+	Mesh bool
 }
 
 // Any reports whether any part of the source is missing from the model.
-func (b Broken) Any() bool { return b.All || b.Cluster || len(b.Groups) > 0 }
+func (b Broken) Any() bool {
+	return b.All || b.Cluster || len(b.Groups) > 0 || len(b.Clusters) > 0 || b.Mesh
+}
 
 // Load reads every .cue file in dir (not its subdirectories), unifies the
 // files with the schema's #Source, checks that the result is concrete and
@@ -152,7 +180,7 @@ func Open(dir string) (*Loaded, error) {
 	for i, f := range files {
 		paths[i] = filepath.Join(absDir, f)
 	}
-	inst := load.Instances(files, &load.Config{Dir: absDir, ParseFile: newPrefetcher(paths).ParseFile})[0]
+	inst := load.Instances(files, &load.Config{Dir: absDir, ParseFile: onePackage(newPrefetcher(paths).ParseFile)})[0]
 	if inst.Err != nil {
 		l.addErr(inst.Err)
 		l.Broken.All = true
@@ -162,6 +190,14 @@ func Open(dir string) (*Loaded, error) {
 	if err := l.user.Err(); err != nil {
 		l.addErr(err)
 		l.Broken.All = true
+		return l, nil
+	}
+	if l.fleetForm() {
+		l.schema = sch.LookupPath(cue.MakePath(cue.Def("Fleet")))
+	}
+	if l.formFindings() {
+		l.Broken.All = true
+		l.anchorUnpositioned(absDir)
 		return l, nil
 	}
 	l.Value = l.schema.Unify(l.user)
@@ -174,39 +210,54 @@ func Open(dir string) (*Loaded, error) {
 		// field unreported; look for those too.
 		l.addUnknownFields()
 	}
-	l.decode()
+	if l.fleetForm() {
+		l.decodeFleet()
+	} else {
+		l.decode()
+		l.Members = []*Loaded{l}
+		l.Fleet = &model.Fleet{Clusters: []*model.Source{l.Source}, Single: true}
+	}
 	l.anchorUnpositioned(absDir)
 	return l, nil
+}
+
+// rootOf is the whole source l is part of: l itself, or a fleet
+// member's fleet.
+func (l *Loaded) rootOf() *Loaded {
+	if l.root != nil {
+		return l.root
+	}
+	return l
+}
+
+// under reports whether a finding of the whole source is about path or
+// something below it.
+func (l *Loaded) under(path string) bool {
+	for _, f := range l.rootOf().Findings {
+		if f.Path == path || strings.HasPrefix(f.Path, path+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // decode fills l.Source: all of it when CUE found no problem, otherwise
 // the cluster and each node group that has no problem of its own.
 func (l *Loaded) decode() {
 	src := l.Source
-	if len(l.Findings) == 0 {
+	root := l.rootOf()
+	if len(root.Findings) == 0 {
 		if err := decode(l.Value, src); err != nil {
-			l.addDecodeErr(err)
+			root.addDecodeErr(err)
 			l.Broken.All = true
 			return
 		}
 	} else {
 		l.Broken.Groups = map[string]bool{}
-		broken := map[string]bool{}
-		for _, f := range l.Findings {
-			broken[f.Path] = true
-		}
-		under := func(prefix string) bool {
-			for p := range broken {
-				if p == prefix || strings.HasPrefix(p, prefix+".") {
-					return true
-				}
-			}
-			return false
-		}
-		if under("cluster") {
+		if l.under(l.sub("cluster")) {
 			l.Broken.Cluster = true
 		} else if err := decode(l.Value.LookupPath(cue.ParsePath("cluster")), &src.Cluster); err != nil {
-			l.addDecodeErr(err)
+			root.addDecodeErr(err)
 			l.Broken.Cluster = true
 		}
 		iter, err := l.user.LookupPath(cue.ParsePath("nodeGroups")).Fields()
@@ -214,12 +265,12 @@ func (l *Loaded) decode() {
 			name := iter.Selector().Unquoted()
 			p := cue.MakePath(cue.Str("nodeGroups"), cue.Str(name))
 			g := &model.NodeGroup{}
-			if under(diag.Path("nodeGroups", name)) {
+			if l.under(l.sub("nodeGroups", name)) {
 				l.Broken.Groups[name] = true
 				continue
 			}
 			if err := decode(l.Value.LookupPath(p), g); err != nil {
-				l.addDecodeErr(err)
+				root.addDecodeErr(err)
 				l.Broken.Groups[name] = true
 				continue
 			}
@@ -298,7 +349,7 @@ func (l *Loaded) addDecodeErr(err error) {
 		return
 	}
 	path := de.Path
-	if len(path) > 0 && path[0].String() == "#Source" {
+	if len(path) > 0 && (path[0].String() == "#Source" || path[0].String() == "#Fleet") {
 		path = path[1:]
 	}
 	labels := make([]string, len(path))

@@ -60,7 +60,12 @@ func Load(dir string) (*source.Loaded, error) {
 	list = append(list, secrets...)
 	list = append(list, DuplicateGroups(l.Syntax)...)
 	if !l.Broken.All {
-		list = append(list, check(l.Source, l, l.Broken)...)
+		for _, m := range l.Members {
+			if !m.Broken.All {
+				list = append(list, check(m.Source, m, m.Broken)...)
+			}
+		}
+		list = append(list, Fleet(l)...)
 	}
 	if len(list) > 0 {
 		return nil, list.Sorted()
@@ -99,12 +104,28 @@ func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
 
 // at records a finding about the value at path.
 func (c *checker) at(path []cue.Selector, format string, args ...any) {
-	c.list.Add(c.pos.Pos(path...), pathString(path), format, args...)
+	c.list.Add(c.pos.Pos(path...), c.path(path), format, args...)
 }
 
 // atKey records a finding about the key of the field at path.
 func (c *checker) atKey(path []cue.Selector, format string, args ...any) {
-	c.list.Add(c.pos.KeyPos(path...), pathString(path), format, args...)
+	c.list.Add(c.pos.KeyPos(path...), c.path(path), format, args...)
+}
+
+// prefixer is a Positioner of a part of the source (a fleet's cluster):
+// paths relative to it are written after its prefix in findings.
+type prefixer interface{ PathPrefix() string }
+
+// path names path in a finding, from the root of the source.
+func (c *checker) path(path []cue.Selector) string {
+	p := pathString(path)
+	if pp, ok := c.pos.(prefixer); ok && pp.PathPrefix() != "" {
+		if p == "" {
+			return pp.PathPrefix()
+		}
+		return pp.PathPrefix() + "." + p
+	}
+	return p
 }
 
 func pathString(path []cue.Selector) string {

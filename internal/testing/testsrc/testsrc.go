@@ -61,11 +61,14 @@ func Copy(t testing.TB, edits map[string]string) string {
 }
 
 // CopyTo copies the tests' example source into dst, creating it.
-func CopyTo(dst string) error {
+func CopyTo(dst string) error { return copyDir(Dir(), dst) }
+
+// copyDir copies the files of src into dst, creating it.
+func copyDir(src, dst string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(Dir())
+	entries, err := os.ReadDir(src)
 	if err != nil {
 		return err
 	}
@@ -73,7 +76,7 @@ func CopyTo(dst string) error {
 		if e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(Dir(), e.Name()))
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
 		if err != nil {
 			return err
 		}
@@ -97,4 +100,35 @@ func Example(t testing.TB) (*model.Source, layout.Files) {
 		t.Fatalf("rendering the example: %v", err)
 	}
 	return l.Source, files
+}
+
+// FleetDir returns the tests' fleet source,
+// internal/testing/testsrc/testdata/fleet: two clusters (serve: autoscaler,
+// gateway, gpu-t4; train: autoscaler, gpu-t4, onprem-gpu) sharing a hidden
+// cluster base (_cluster), a definition (#Autoscaler) and a hidden group
+// (_gpu, used by train with max changed), and a primary-remote mesh
+// (serve primary, train remote). Tests may rely on its content.
+func FleetDir() string { return filepath.Join(here(), "testdata", "fleet") }
+
+// CopyFleet copies FleetDir into a new temporary directory named fleet and
+// applies edits like Copy. It returns the directory.
+func CopyFleet(t testing.TB, edits map[string]string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "fleet")
+	if err := copyDir(FleetDir(), dst); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range edits {
+		p := filepath.Join(dst, name)
+		if content == "" {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
 }
