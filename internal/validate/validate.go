@@ -66,6 +66,7 @@ func Load(dir string) (*source.Loaded, error) {
 			}
 		}
 		list = append(list, Fleet(l)...)
+		list = append(list, Mesh(l)...)
 	}
 	if len(list) > 0 {
 		return nil, list.Sorted()

@@ -1,0 +1,210 @@
+package validate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/source"
+)
+
+// Mesh checks the mesh of a fleet source against what Istio's
+// multi-cluster, multi-network installation needs and what nodegen renders
+// from it. Positions are taken from the source's root (mesh.clusters...).
+//
+// nodegen's mesh is multi-network: every cluster is on a network of its
+// own, and reaches the others' pods only through their east-west gateways
+// (Istio's "primary-remote on different networks" and "multi-primary on
+// different networks"). The rules:
+//
+//   - two clusters on one network: rejected (each needs its own network);
+//   - primary-remote: a remote's primary must be a primary of the mesh; a
+//     remote that names none needs the mesh to have exactly one primary;
+//     a primary that remotes use needs eastWestGateway.address, the
+//     address the remotes reach its istiod at (global.remotePilotAddress);
+//   - multi-primary: no remotes, and no primary fields;
+//   - primary set on a primary: rejected (it names a remote's primary);
+//   - the gateway's node group must be a group of that cluster that never
+//     scales to zero: an onprem group, or a gce-static group of size at
+//     least 1 (a gce group is sized by the autoscaler, down to its min);
+//   - extra ports: no port (per protocol) used twice, none of Istio's
+//     own (15021, 15443, 15012, 15017), no name used twice or one of the
+//     gateway's own port names;
+//   - Service: annotation keys valid Kubernetes annotation keys;
+//     loadBalancerIP only with type LoadBalancer.
+//
+// Mesh clusters that are not clusters of the fleet are reported by Fleet.
+func Mesh(l *source.Loaded) diag.List {
+	if l.Fleet == nil || l.Fleet.Single || l.Fleet.Mesh == nil || l.Broken.Mesh {
+		return nil
+	}
+	return MeshOf(l.Fleet, l, func(cluster string) *source.Broken {
+		if l.Broken.Clusters[cluster] {
+			return nil
+		}
+		if m := l.Member(cluster); m != nil {
+			return &m.Broken
+		}
+		return nil
+	})
+}
+
+// MeshOf checks f's mesh with positions from pos (the source's root).
+// broken returns what did not decode of a cluster, nil when the cluster
+// is missing or did not decode at all.
+func MeshOf(f *model.Fleet, pos Positioner, broken func(cluster string) *source.Broken) diag.List {
+	c := &checker{pos: pos}
+	m := f.Mesh
+	base := func(name string, parts ...any) []cue.Selector {
+		return append(sel("mesh", "clusters", name), sel(parts...)...)
+	}
+
+	// Networks: one per cluster.
+	onNetwork := map[string]string{}
+	for _, name := range m.Names() {
+		mc := m.Clusters[name]
+		if first, ok := onNetwork[mc.Network]; ok {
+			c.at(base(name, "network"), "clusters %q and %q are both on network %q: nodegen's mesh is multi-network (a cluster reaches another's pods only through its east-west gateway), so every cluster needs a network of its own", first, name, mc.Network)
+			continue
+		}
+		onNetwork[mc.Network] = name
+	}
+
+	// Roles.
+	primaries := m.Primaries()
+	for _, name := range m.Names() {
+		mc := m.Clusters[name]
+		switch {
+		case m.Model == model.MeshMultiPrimary && mc.Role == model.MeshRoleRemote:
+			c.at(base(name, "role"), "a multi-primary mesh has no remotes: every cluster runs its own istiod; make %q a primary, or make the mesh's model \"primary-remote\"", name)
+		case m.Model == model.MeshMultiPrimary && mc.Primary != "":
+			c.at(base(name, "primary"), "a multi-primary mesh has no remotes, so no cluster names a primary; remove it")
+		case mc.Role == model.MeshRolePrimary && mc.Primary != "":
+			c.at(base(name, "primary"), "%q is a primary: primary names the primary whose istiod a remote uses; remove it", name)
+		case mc.Role == model.MeshRoleRemote && mc.Primary != "":
+			p := m.Clusters[mc.Primary]
+			switch {
+			case p == nil:
+				if s := diag.Suggest(mc.Primary, m.Names()); s != "" {
+					c.at(base(name, "primary"), "no cluster %q in the mesh; did you mean %q?", mc.Primary, s)
+				} else {
+					c.at(base(name, "primary"), "no cluster %q in the mesh: a remote's primary must be a primary of the mesh (%s)", mc.Primary, orNone(primaries))
+				}
+			case p.Role != model.MeshRolePrimary:
+				c.at(base(name, "primary"), "%q is a remote, not a primary: a remote uses a primary's istiod (primaries: %s)", mc.Primary, orNone(primaries))
+			}
+		case mc.Role == model.MeshRoleRemote && len(primaries) != 1:
+			if len(primaries) == 0 {
+				c.at(base(name, "role"), "remote %q has no primary: a primary-remote mesh needs a cluster with role \"primary\", whose istiod the remotes use", name)
+			} else {
+				c.atKey(base(name), "remote %q names no primary and the mesh has %d (%s): set primary", name, len(primaries), strings.Join(primaries, ", "))
+			}
+		}
+	}
+	if m.Model == model.MeshPrimaryRemote {
+		for _, p := range primaries {
+			remotes := m.RemotesOf(p)
+			if len(remotes) > 0 && m.Clusters[p].EastWestGateway.Address == "" {
+				c.atKey(base(p, "eastWestGateway"), "remotes %s reach the istiod of %q through its east-west gateway: set address to the address they reach it at (an IP address or a DNS name; with a fixed loadBalancerIP, that address)", strings.Join(quoted(remotes), ", "), p)
+			}
+		}
+	}
+
+	for _, name := range m.Names() {
+		c.gateway(f, name, base(name, "eastWestGateway"), broken)
+	}
+	return c.list.Sorted()
+}
+
+// gateway checks one cluster's east-west gateway.
+func (c *checker) gateway(f *model.Fleet, name string, p []cue.Selector, broken func(string) *source.Broken) {
+	gw := &f.Mesh.Clusters[name].EastWestGateway
+	if src := f.Cluster(name); src != nil {
+		if b := broken(name); b != nil && !b.Groups[gw.NodeGroup] {
+			c.gatewayGroup(src, gw, join(p, "nodeGroup"))
+		}
+	}
+
+	svc := join(p, "service")
+	if gw.Service.LoadBalancerIP != "" && gw.Service.Type != "LoadBalancer" {
+		c.at(join(svc, "loadBalancerIP"), "loadBalancerIP applies to a Service of type LoadBalancer, and this one is %s: remove it or make the type \"LoadBalancer\"", gw.Service.Type)
+	}
+	for _, k := range model.SortedKeys(gw.Service.Annotations) {
+		if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
+			c.atKey(join(svc, "annotations", k), "invalid annotation key %q: %s", k, strings.Join(errs, "; "))
+		}
+	}
+
+	type portKey struct {
+		port     int
+		protocol string
+	}
+	ports := map[portKey]string{}
+	names := map[string]string{}
+	for _, mp := range model.MeshPorts {
+		ports[portKey{mp.Port, mp.Protocol}] = "Istio's " + mp.Name
+		names[mp.Name] = "Istio's own port " + fmt.Sprint(mp.Port)
+	}
+	for i, ep := range gw.ExtraPorts {
+		ip := join(p, "extraPorts", i)
+		k := portKey{ep.Port, ep.Protocol}
+		if k.protocol == "" {
+			k.protocol = "TCP"
+		}
+		if owner, ok := ports[k]; ok {
+			if slices.ContainsFunc(model.MeshPorts, func(mp model.GatewayPort) bool { return mp.Port == ep.Port }) {
+				c.at(join(ip, "port"), "port %d/%s is %s port on the east-west gateway (15021 status, 15443 cross-network mTLS, 15012 istiod, 15017 istiod webhook): pick another port", ep.Port, k.protocol, owner)
+			} else {
+				c.at(join(ip, "port"), "port %d/%s is already opened by extra port %s", ep.Port, k.protocol, owner)
+			}
+		} else {
+			ports[k] = fmt.Sprintf("%q", ep.Name)
+		}
+		if owner, ok := names[ep.Name]; ok {
+			c.at(join(ip, "name"), "port name %q is already used by %s: Service port names must be unique", ep.Name, owner)
+		} else {
+			names[ep.Name] = fmt.Sprintf("extra port %d", ep.Port)
+		}
+	}
+}
+
+// gatewayGroup checks that the gateway's group is a group of its cluster
+// that never scales to zero.
+func (c *checker) gatewayGroup(src *model.Source, gw *model.EastWestGateway, p []cue.Selector) {
+	g := src.NodeGroups[gw.NodeGroup]
+	if g == nil {
+		names := model.SortedKeys(src.NodeGroups)
+		if s := diag.Suggest(gw.NodeGroup, names); s != "" {
+			c.at(p, "no node group %q in cluster %q; did you mean %q?", gw.NodeGroup, src.Cluster.Name, s)
+		} else {
+			c.at(p, "no node group %q in cluster %q (groups: %s)", gw.NodeGroup, src.Cluster.Name, strings.Join(names, ", "))
+		}
+		return
+	}
+	switch {
+	case g.Kind == model.KindGCE:
+		c.at(p, "node group %q is autoscaled (kind \"gce\", min %d): the autoscaler can remove the nodes the east-west gateway runs on, down to zero, and the mesh loses its way into %q; place the gateway on an onprem group or a gce-static group", g.Name, g.Min, src.Cluster.Name)
+	case g.Kind == model.KindGCEStatic && g.Min < 1:
+		c.at(p, "node group %q has size 0: the east-west gateway would have no node to run on", g.Name)
+	}
+}
+
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%q", n)
+	}
+	return out
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(quoted(names), ", ")
+}

@@ -1,0 +1,136 @@
+package validate_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
+	"github.com/nodegen/nodegen/internal/validate"
+)
+
+// meshFindings loads the tests' fleet with files replaced and returns
+// its findings, file names relative to the source.
+func meshFindings(t *testing.T, files map[string]string) []string {
+	t.Helper()
+	dir := testsrc.CopyFleet(t, files)
+	_, err := validate.Load(dir)
+	if err == nil {
+		return nil
+	}
+	var list diag.List
+	if !errors.As(err, &list) {
+		t.Fatalf("Load: %v", err)
+	}
+	var out []string
+	for _, f := range list {
+		out = append(out, f.Format(dir))
+	}
+	return out
+}
+
+const meshHead = `mesh: {
+	id: "acme-mesh"
+`
+
+// Each rule of validate.Mesh, on the tests' fleet (serve: autoscaler,
+// gateway (gce-static, 2), gpu-t4 (gce, min 0); train: autoscaler, gpu-t4,
+// onprem-gpu (onprem)), reported at the value that breaks it.
+func TestMeshRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, mesh string
+		want       []string // findings, each "line:col: path: message" start
+	}{
+		{"valid", `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10"}}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}`, nil},
+		{"one network", `	clusters: {
+		serve: {role: "primary", network: "net-1", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10"}}
+		train: {role: "remote", network: "net-1", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}`, []string{`mesh.cue:5:36: mesh.clusters.train.network: clusters "serve" and "train" are both on network "net-1"`}},
+		{"remote without primary", `	clusters: {
+		serve: {role: "remote", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10"}}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}`, []string{
+			`mesh.cue:4:17: mesh.clusters.serve.role: remote "serve" has no primary`,
+			`mesh.cue:5:17: mesh.clusters.train.role: remote "train" has no primary`,
+		}},
+		{"primary names a remote", `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10"}}
+		train: {role: "remote", primary: "train", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}`, []string{`mesh.cue:5:36: mesh.clusters.train.primary: "train" is a remote, not a primary`}},
+		{"primary typo", `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10"}}
+		train: {role: "remote", primary: "serv", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}`, []string{`mesh.cue:5:36: mesh.clusters.train.primary: no cluster "serv" in the mesh; did you mean "serve"?`}},
+		{"remote in multi-primary", `	model: "multi-primary"
+	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: nodeGroup: "gateway"}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}`, []string{`mesh.cue:6:17: mesh.clusters.train.role: a multi-primary mesh has no remotes`}},
+		{"primary without address", `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: nodeGroup: "gateway"}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}`, []string{`mesh.cue:4:50: mesh.clusters.serve.eastWestGateway: remotes "train" reach the istiod of "serve" through its east-west gateway: set address`}},
+		{"gateway group missing", `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gatewy", address: "10.20.1.10"}}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}`, []string{`mesh.cue:4:79: mesh.clusters.serve.eastWestGateway.nodeGroup: no node group "gatewy" in cluster "serve"; did you mean "gateway"?`}},
+		{"gateway on scale-to-zero group", `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gpu-t4", address: "10.20.1.10"}}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}`, []string{`mesh.cue:4:79: mesh.clusters.serve.eastWestGateway.nodeGroup: node group "gpu-t4" is autoscaled (kind "gce", min 0)`}},
+		{"extra ports", `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10"}}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: {
+			nodeGroup: "onprem-gpu"
+			extraPorts: [
+				{name: "tcp-nats", port: 4222},
+				{name: "tcp-bad", port: 15443},
+				{name: "tcp-nats", port: 4223},
+				{name: "tls", port: 4224},
+				{name: "tcp-again", port: 4222},
+				{name: "udp-nats", port: 4222, protocol: "UDP"},
+			]
+		}}
+	}
+}`, []string{
+			`mesh.cue:9:29: mesh.clusters.train.eastWestGateway.extraPorts.1.port: port 15443/TCP is Istio's tls port on the east-west gateway`,
+			`mesh.cue:10:12: mesh.clusters.train.eastWestGateway.extraPorts.2.name: port name "tcp-nats" is already used by extra port 4222`,
+			`mesh.cue:11:12: mesh.clusters.train.eastWestGateway.extraPorts.3.name: port name "tls" is already used by Istio's own port 15443`,
+			`mesh.cue:12:31: mesh.clusters.train.eastWestGateway.extraPorts.4.port: port 4222/TCP is already opened by extra port "tcp-nats"`,
+		}},
+		{"service", `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10",
+			service: {type: "NodePort", loadBalancerIP: "10.20.1.10", annotations: {"bad key!": "x", "example.com/ok": "y"}}}}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}`, []string{
+			`mesh.cue:5:48: mesh.clusters.serve.eastWestGateway.service.loadBalancerIP: loadBalancerIP applies to a Service of type LoadBalancer, and this one is NodePort`,
+			`mesh.cue:5:76: mesh.clusters.serve.eastWestGateway.service.annotations."bad key!": invalid annotation key "bad key!"`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := meshFindings(t, map[string]string{"mesh.cue": meshHead + tc.mesh + "\n"})
+			if len(got) != len(tc.want) {
+				t.Fatalf("findings:\n%s\nwant %d:\n%s", strings.Join(got, "\n"), len(tc.want), strings.Join(tc.want, "\n"))
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("finding %d:\n got %s\nwant %s…", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
