@@ -254,10 +254,16 @@ func kubectl(t testing.TB, cp *testcp.ControlPlane, stdin []byte, args ...string
 // DryRun creates the YAML stream in the control plane with server-side
 // dry-run and strict field validation (dryRun=All, fieldValidation=Strict):
 // every object is decoded, defaulted, validated and admitted by the real
-// API server, and none is stored. It returns kubectl's error output.
-func DryRun(t testing.TB, cp *testcp.ControlPlane, stream string) error {
+// API server, and none is stored. Namespaced objects without a namespace
+// go to namespace (when not ""), as `helm install -n namespace` puts them.
+// It returns kubectl's error output.
+func DryRun(t testing.TB, cp *testcp.ControlPlane, namespace, stream string) error {
 	t.Helper()
-	cmd := cp.KubectlCmd(t, "create", "--dry-run=server", "--validate=strict", "-o", "name", "-f", "-")
+	args := []string{"create", "--dry-run=server", "--validate=strict", "-o", "name", "-f", "-"}
+	if namespace != "" {
+		args = append(args, "--namespace", namespace)
+	}
+	cmd := cp.KubectlCmd(t, args...)
 	cmd.Stdin = strings.NewReader(stream)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -265,4 +271,15 @@ func DryRun(t testing.TB, cp *testcp.ControlPlane, stream string) error {
 		return fmt.Errorf("%v\n%s", err, stderr.String())
 	}
 	return nil
+}
+
+// Create creates the YAML stream in the control plane for real, failing
+// the test on an error.
+func Create(t testing.TB, cp *testcp.ControlPlane, namespace, stream string) {
+	t.Helper()
+	args := []string{"create", "-f", "-"}
+	if namespace != "" {
+		args = append(args, "--namespace", namespace)
+	}
+	kubectl(t, cp, []byte(stream), args...)
 }

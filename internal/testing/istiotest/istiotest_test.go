@@ -82,11 +82,11 @@ spec:
     tls: {mode: AUTO_PASSTHROUGH}
     hosts: ["*.local"]
 `
-	if err := DryRun(t, cp, gw); err != nil {
+	if err := DryRun(t, cp, "", gw); err != nil {
 		t.Fatalf("valid Gateway rejected: %v", err)
 	}
 	bad := strings.Replace(gw, "hosts:", "hostz:", 1)
-	if err := DryRun(t, cp, bad); err == nil || !strings.Contains(err.Error(), "hostz") {
+	if err := DryRun(t, cp, "", bad); err == nil || !strings.Contains(err.Error(), "hostz") {
 		t.Fatalf("Gateway with unknown field hostz: error = %v, want a strict-validation error naming it", err)
 	}
 }
