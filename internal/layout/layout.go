@@ -50,13 +50,15 @@ const (
 
 // Istio mesh artifacts of a cluster that is part of a mesh, relative to
 // the cluster's tree: the Helm values for the official charts (base,
-// istiod, gateway), the manifests nodegen applies with kubectl, and the
-// mesh's drawing with the cluster's install steps.
+// istiod, gateway), the manifests nodegen applies with kubectl (the
+// istio-system namespace before the charts, the Istio objects after), and
+// the mesh's drawing with the cluster's install steps.
 const (
 	IstioDir                  = "istio"
 	IstioBaseValuesPath       = IstioDir + "/base-values.yaml"
 	IstiodValuesPath          = IstioDir + "/istiod-values.yaml"
 	EastWestGatewayValuesPath = IstioDir + "/eastwest-gateway-values.yaml"
+	IstioNamespacePath        = IstioDir + "/namespace.yaml"
 	MeshManifestsPath         = IstioDir + "/mesh.yaml"
 	MeshDocsPath              = "docs/mesh.md"
 )

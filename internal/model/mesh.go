@@ -40,6 +40,9 @@ type Mesh struct {
 	ID       string                  `json:"id"`
 	Model    string                  `json:"model"`
 	Clusters map[string]*MeshCluster `json:"clusters"`
+	// IstioVersion pins the Istio release (charts and istioctl) the
+	// install steps use; "" leaves it to the operator.
+	IstioVersion string `json:"istioVersion,omitempty"`
 }
 
 // MeshCluster is one cluster's place in the mesh.

@@ -72,7 +72,9 @@ func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
 		{layout.IstioBaseValuesPath, IstioBaseValues},
 		{layout.IstiodValuesPath, IstiodValues},
 		{layout.EastWestGatewayValuesPath, EastWestGatewayValues},
+		{layout.IstioNamespacePath, IstioNamespace},
 		{layout.MeshManifestsPath, MeshManifests},
+		{layout.MeshDocsPath, MeshDocs},
 	} {
 		b, err := r.render(f, src, header)
 		if err != nil {
@@ -289,16 +291,15 @@ func meshMeta(name string) metav1.ObjectMeta {
 	}
 }
 
-// MeshObjects are the cluster's mesh manifests: the istio-system
-// namespace with its network (and, on a remote, its primary), the
-// cross-network Gateway on the east-west gateway's port 15443, and on a
-// primary with remotes the exposure of istiod (15012, 15017) through it.
-func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
+// IstioNamespaceObject is the cluster's istio-system namespace, created
+// before the charts are installed: its network label tells istiod the
+// network of the cluster's workloads, and on a remote the annotation names
+// the primary whose istiod manages it.
+func IstioNamespaceObject(f *model.Fleet, src *model.Source) (*corev1.Namespace, error) {
 	mc, err := mustMeshCluster(f, src)
 	if err != nil {
 		return nil, err
 	}
-	name := src.Cluster.Name
 	ns := &corev1.Namespace{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -307,8 +308,30 @@ func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
 		},
 	}
 	if mc.Role == model.MeshRoleRemote {
-		ns.Annotations = map[string]string{model.ControlPlaneClustersAnnotation: f.Mesh.PrimaryOf(name)}
+		ns.Annotations = map[string]string{model.ControlPlaneClustersAnnotation: f.Mesh.PrimaryOf(src.Cluster.Name)}
 	}
+	return ns, nil
+}
+
+// IstioNamespace renders IstioNamespaceObject.
+func IstioNamespace(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
+	ns, err := IstioNamespaceObject(f, src)
+	if err != nil {
+		return nil, err
+	}
+	return MarshalObjects(header, []runtime.Object{ns})
+}
+
+// MeshObjects are the cluster's Istio objects, applied once the charts
+// are installed: the cross-network Gateway on the east-west gateway's port
+// 15443, and on a primary with remotes the exposure of istiod (15012,
+// 15017) through it.
+func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
+	mc, err := mustMeshCluster(f, src)
+	if err != nil {
+		return nil, err
+	}
+	name := src.Cluster.Name
 	selector := map[string]string{"istio": model.EastWestGatewaySelector}
 	cross := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(CrossNetworkGatewayName), Spec: istioGatewaySpec{
 		Selector: selector,
@@ -319,7 +342,7 @@ func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
 		}},
 	}}
 	cross.Kind = "Gateway"
-	objs := []runtime.Object{ns, cross}
+	objs := []runtime.Object{cross}
 	if mc.Role == model.MeshRolePrimary && f.Mesh.Model == model.MeshPrimaryRemote && len(f.Mesh.RemotesOf(name)) > 0 {
 		gw := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(IstiodGatewayName), Spec: istioGatewaySpec{
 			Selector: selector,

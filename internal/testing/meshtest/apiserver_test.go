@@ -58,16 +58,24 @@ func TestMeshOnAPIServer(t *testing.T) {
 			cp := testcp.Start(t)
 			istiotest.InstallCRDs(t, cp)
 
+			nsDocs, kinds := documents(t, r.files[layout.IstioNamespacePath])
+			if !slices.Equal(kinds, []string{"Namespace"}) {
+				t.Fatalf("%s kinds %v: want one Namespace", layout.IstioNamespacePath, kinds)
+			}
+			if err := istiotest.DryRun(t, cp, "", nsDocs[0]); err != nil {
+				t.Fatalf("%s: %v", layout.IstioNamespacePath, err)
+			}
+			istiotest.Create(t, cp, "", nsDocs[0])
 			docs, kinds := documents(t, r.files[layout.MeshManifestsPath])
-			if len(docs) < 2 || kinds[0] != "Namespace" {
-				t.Fatalf("mesh.yaml kinds %v: want the Namespace first", kinds)
+			wantKinds := []string{"Gateway"}
+			if len(f.Mesh.RemotesOf(src.Cluster.Name)) > 0 {
+				wantKinds = append(wantKinds, "Gateway", "VirtualService")
 			}
-			if err := istiotest.DryRun(t, cp, "", docs[0]); err != nil {
-				t.Fatalf("mesh.yaml Namespace: %v", err)
+			if !slices.Equal(kinds, wantKinds) {
+				t.Errorf("%s kinds %v, want %v", layout.MeshManifestsPath, kinds, wantKinds)
 			}
-			istiotest.Create(t, cp, "", docs[0])
-			if err := istiotest.DryRun(t, cp, "", "---\n"+strings.Join(docs[1:], "---\n")); err != nil {
-				t.Errorf("mesh.yaml: %v", err)
+			if err := istiotest.DryRun(t, cp, "", "---\n"+strings.Join(docs, "---\n")); err != nil {
+				t.Errorf("%s: %v", layout.MeshManifestsPath, err)
 			}
 			ns, _, err := cp.Kubectl(t, "get", "namespace", model.IstioNamespace, "-o", "jsonpath={.metadata.labels.topology\\.istio\\.io/network} {.metadata.annotations.topology\\.istio\\.io/controlPlaneClusters}")
 			if err != nil {

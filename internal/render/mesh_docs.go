@@ -1,0 +1,184 @@
+package render
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"strings"
+
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// IstioChartRepo is the Helm repository of the official Istio charts.
+const IstioChartRepo = "https://istio-release.storage.googleapis.com/charts"
+
+// MeshDocs renders the cluster's docs/mesh.md: the mesh drawn (clusters,
+// networks, gateways, istiod, each remote's link to its primary) and what
+// to install in this cluster, in order, with the commands.
+func MeshDocs(f *model.Fleet, src *model.Source, _ string) ([]byte, error) {
+	mc, err := mustMeshCluster(f, src)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	d := &docWriter{b: &b, src: src}
+	m := f.Mesh
+	name := src.Cluster.Name
+	d.p("%s# Istio mesh %s: cluster %s\n\n", markdownHeader(src.Name), code(m.ID), code(name))
+	switch mc.Role {
+	case model.MeshRolePrimary:
+		d.p("Mesh model %s, one network per cluster. This cluster is a **primary** on network %s: it runs istiod", code(m.Model), code(mc.Network))
+		if remotes := m.RemotesOf(name); m.Model == model.MeshPrimaryRemote && len(remotes) > 0 {
+			d.p(", which also serves the remotes %s through this cluster's east-west gateway", codeList(remotes))
+		}
+		d.p(".\n")
+	case model.MeshRoleRemote:
+		d.p("Mesh model %s, one network per cluster. This cluster is a **remote** on network %s: it runs no istiod of its own and uses the istiod of %s, reached through that cluster's east-west gateway at %s.\n",
+			code(m.Model), code(mc.Network), code(m.PrimaryOf(name)), code(m.Clusters[m.PrimaryOf(name)].EastWestGateway.Address))
+	}
+	meshDrawing(d, f)
+	meshInstall(d, f, src, mc)
+	return b.Bytes(), nil
+}
+
+func codeList(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = code(n)
+	}
+	return strings.Join(out, ", ")
+}
+
+// meshDrawing draws the mesh: a box per network holding its cluster, the
+// cluster's istiod (primaries) and east-west gateway; cross-network
+// traffic between the gateways; each remote's link to its primary's
+// istiod through that primary's gateway; the remote secrets.
+func meshDrawing(d *docWriter, f *model.Fleet) {
+	m := f.Mesh
+	d.p("\n## The mesh\n\n```mermaid\nflowchart LR\n")
+	names := m.Names()
+	id := map[string]int{}
+	for i, n := range names {
+		id[n] = i
+	}
+	for i, n := range names {
+		mc := m.Clusters[n]
+		d.p("  subgraph n%d[\"network %s\"]\n", i, mermaidText(mc.Network))
+		d.p("    subgraph c%d[\"cluster %s (%s)\"]\n", i, mermaidText(n), mc.Role)
+		if mc.Role == model.MeshRolePrimary {
+			d.p("      i%d[\"istiod\"]\n", i)
+		}
+		gw := mc.EastWestGateway
+		label := fmt.Sprintf("east-west gateway, node group %s, %d replicas", gw.NodeGroup, gw.Replicas)
+		if gw.Address != "" {
+			label += ", " + gw.Address
+		}
+		d.p("      g%d[\"%s\"]\n", i, mermaidText(label))
+		d.p("    end\n  end\n")
+	}
+	for i := range names {
+		for j := i + 1; j < len(names); j++ {
+			d.p("  g%d <-- \"15443 mTLS\" --> g%d\n", i, j)
+		}
+	}
+	for _, n := range names {
+		if p := m.PrimaryOf(n); p != "" {
+			d.p("  c%d -- \"istiod 15012 and 15017\" --> g%d\n", id[n], id[p])
+			d.p("  g%d --> i%d\n", id[p], id[p])
+		}
+	}
+	for _, p := range m.Primaries() {
+		for _, r := range m.RemoteSecretClusters(p) {
+			d.p("  i%d -. \"remote secret: reads the API server\" .-> c%d\n", id[p], id[r])
+		}
+	}
+	d.p("```\n")
+}
+
+// meshInstall writes the cluster's install steps.
+func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.MeshCluster) {
+	m := f.Mesh
+	name := src.Cluster.Name
+	ctx := "--context=" + name
+	helm := func(release, chart, values string) string {
+		v := ""
+		if m.IstioVersion != "" {
+			v = " --version " + m.IstioVersion
+		}
+		return fmt.Sprintf("helm install %s istio/%s%s --kube-context %s -n %s -f %s", release, chart, v, name, model.IstioNamespace, values)
+	}
+	d.p("\n## Install, in order\n\n")
+	d.p("The commands run from this cluster's output directory (the one holding `%s/`), with a kubeconfig context named after each cluster of the mesh, and the official charts' repository added: `helm repo add istio %s`.", layout.IstioDir, IstioChartRepo)
+	if m.IstioVersion != "" {
+		d.p(" Every cluster installs Istio %s, the charts and `istioctl` alike.", code(m.IstioVersion))
+	} else {
+		d.p(" Install the same Istio version in every cluster, the charts and `istioctl` alike (set `mesh.istioVersion` to pin it here).")
+	}
+	d.p("\n\n")
+	n := 0
+	step := func(what string, cmds ...string) {
+		n++
+		d.p("%d. %s\n\n", n, what)
+		if len(cmds) > 0 {
+			d.p("   ```sh\n")
+			for _, c := range cmds {
+				d.p("   %s\n", c)
+			}
+			d.p("   ```\n\n")
+		}
+	}
+	var nsWhat string
+	if mc.Role == model.MeshRoleRemote {
+		nsWhat = fmt.Sprintf("The %s namespace, labelled with the network %s and annotated with the primary %s whose istiod manages this cluster.", code(model.IstioNamespace), code(mc.Network), code(m.PrimaryOf(name)))
+	} else {
+		nsWhat = fmt.Sprintf("The %s namespace, labelled with the network %s.", code(model.IstioNamespace), code(mc.Network))
+	}
+	step(nsWhat, fmt.Sprintf("kubectl %s apply -f %s", ctx, layout.IstioNamespacePath))
+	if mc.Role == model.MeshRoleRemote {
+		step("Istio's CRDs and the istio-reader ServiceAccount (base chart, remote profile).", helm(IstioBaseRelease, "base", layout.IstioBaseValuesPath))
+		step(fmt.Sprintf("The remote profile of istiod: no istiod here; the injection webhook and the %s Service point at the primary's east-west gateway.", code("istiod")), helm(IstiodRelease, "istiod", layout.IstiodValuesPath))
+		p := m.PrimaryOf(name)
+		step(fmt.Sprintf("Attach this cluster to %s (whose istiod must be exposed already): a remote secret, made here from the istio-reader ServiceAccount's token and applied in %s, lets its istiod read this cluster's API server and accept this cluster's workloads, the east-west gateway's pods among them. It goes straight from `istioctl` to the primary: no credential is written to a file.", code(p), code(p)),
+			remoteSecret(name, p))
+	} else {
+		step("Istio's CRDs and the istio-reader ServiceAccount (base chart).", helm(IstioBaseRelease, "base", layout.IstioBaseValuesPath))
+		step("istiod, with the mesh ID, this cluster's name and network.", helm(IstiodRelease, "istiod", layout.IstiodValuesPath))
+	}
+	gw := mc.EastWestGateway
+	gwWhat := fmt.Sprintf("The east-west gateway (%d replicas on node group %s, ports 15021, 15443, 15012, 15017", gw.Replicas, code(gw.NodeGroup))
+	for _, p := range gw.ExtraPorts {
+		gwWhat += fmt.Sprintf(", %d", p.Port)
+	}
+	gwWhat += ").\n\n   "
+	if addr := cmp.Or(gw.Address, gw.Service.LoadBalancerIP); addr != "" {
+		gwWhat += fmt.Sprintf("Check that its Service's address is %s, the address the source gives: ", code(addr))
+	} else {
+		gwWhat += "Its Service's address: "
+	}
+	step(gwWhat+fmt.Sprintf("`kubectl %s -n %s get service %s`.", ctx, model.IstioNamespace, model.EastWestGatewayName),
+		helm(model.EastWestGatewayName, "gateway", layout.EastWestGatewayValuesPath))
+	what := "The cross-network Gateway (port 15443, `AUTO_PASSTHROUGH`, hosts `*.local`)"
+	if mc.Role == model.MeshRolePrimary && m.Model == model.MeshPrimaryRemote && len(m.RemotesOf(name)) > 0 {
+		what += ", and istiod's exposure on the east-west gateway for the remotes (Gateway and VirtualService, ports 15012 and 15017)"
+	}
+	step(what+".", fmt.Sprintf("kubectl %s apply -f %s", ctx, layout.MeshManifestsPath))
+
+	// Remote secrets: the primary's istiod reads the other clusters' API
+	// servers with the istio-reader ServiceAccount of each.
+	if mc.Role == model.MeshRolePrimary {
+		if others := m.RemoteSecretClusters(name); len(others) > 0 {
+			var cmds []string
+			for _, o := range others {
+				cmds = append(cmds, remoteSecret(o, name))
+			}
+			step(fmt.Sprintf("Once %s has its base and istiod charts installed: give this cluster's istiod read access to its API server with a remote secret, made from that cluster's istio-reader ServiceAccount. It goes straight from `istioctl` to this cluster: no credential is written to a file.", codeList(others)), cmds...)
+		}
+	}
+}
+
+// remoteSecret is the command that makes from's remote secret and applies
+// it in into.
+func remoteSecret(from, into string) string {
+	return fmt.Sprintf("istioctl create-remote-secret --context=%s --name=%s | kubectl apply -f - --context=%s", from, from, into)
+}
