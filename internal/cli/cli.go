@@ -13,13 +13,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodegen/nodegen/internal/diag"
-	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/secrets"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/validate"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // Exit codes.
@@ -118,6 +114,7 @@ func isKnownCommand(cmds []*cli.Command, name string) bool {
 // ioFlags are the flags every command shares.
 type ioFlags struct {
 	Source      string
+	Clusters    cli.StringSlice
 	Out         string
 	Force       bool
 	LockTimeout time.Duration
@@ -138,43 +135,6 @@ func noArgs(c *cli.Context) error {
 		return usageError{fmt.Errorf("%s takes no arguments, got %q", c.Command.Name, c.Args().First())}
 	}
 	return nil
-}
-
-// loadAndRender loads, validates, renders and verifies; findings are
-// printed to s.err and reported as errFindings.
-func loadAndRender(s *streams, dir string) (*model.Source, layout.Files, error) {
-	l, files, err := loadAndRenderLoaded(s, dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	return l.Source, files, nil
-}
-
-// loadAndRenderLoaded is loadAndRender returning the loaded source, whose
-// positions the warnings need.
-func loadAndRenderLoaded(s *streams, dir string) (*source.Loaded, layout.Files, error) {
-	l, err := loadValid(s, dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	src := l.Source
-	files, err := render.All(src)
-	if err != nil {
-		return nil, nil, fmt.Errorf("render: %w", err)
-	}
-	if list := validate.Artifacts(src, files, l); len(list) > 0 {
-		return nil, nil, printFindings(s, list)
-	}
-	if list := secrets.Artifacts(files); len(list) > 0 {
-		return nil, nil, printFindings(s, list)
-	}
-	if err := verify.All(src, files); err != nil {
-		if list := validate.VerificationFailures(err, l); len(list) > 0 {
-			return nil, nil, printFindings(s, list)
-		}
-		return nil, nil, fmt.Errorf("internal error: a rendered artifact failed verification: %w", err)
-	}
-	return l, files, nil
 }
 
 // warnCommands are the commands that print the warnings of a valid source

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/secrets"
@@ -34,9 +35,9 @@ rename.`
 // renderCommand builds a command that takes no arguments, loads,
 // validates and renders the source, and hands the result to run. more
 // adds flags (nil: --source only).
-func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []cli.Flag, run func(f *ioFlags, src *model.Source, files layout.Files) error) *cli.Command {
+func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []cli.Flag, run func(f *ioFlags, r *rendered) error) *cli.Command {
 	f := &ioFlags{}
-	flags := []cli.Flag{sourceFlag(f)}
+	flags := []cli.Flag{sourceFlag(f), clusterFlag(f)}
 	if more != nil {
 		flags = append(flags, more(f)...)
 	}
@@ -50,15 +51,19 @@ func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			l, files, err := loadAndRenderLoaded(s, f.Source)
+			r, err := loadAndRenderFleet(s, f)
 			if err != nil {
 				return err
 			}
 			if warnCommands[name] {
 				cwd, _ := os.Getwd()
-				secrets.RedactList(validate.Warnings(l.Source, l)).Print(s.err, cwd)
+				var list diag.List
+				for _, c := range r.clusters {
+					list = append(list, validate.Warnings(c.m.Source, c.m)...)
+				}
+				secrets.RedactList(list).Print(s.err, cwd)
 			}
-			return run(f, l.Source, files)
+			return run(f, r)
 		},
 	}
 }
@@ -81,18 +86,19 @@ func outFlags(force bool) func(f *ioFlags) []cli.Flag {
 	}
 }
 
-// outOptions are the options of outdir for f; waiting is said on s.err.
-func outOptions(s *streams, f *ioFlags) outdir.Options {
+// outOptions are the options of outdir for f and the clusters of r;
+// waiting is said on s.err.
+func outOptions(s *streams, f *ioFlags, r *rendered) outdir.Options {
 	if f.LockTimeout <= 0 {
 		f.LockTimeout = time.Nanosecond // 0 means "do not wait"
 	}
-	return outdir.Options{Force: f.Force, LockTimeout: f.LockTimeout, Waiting: func(msg string) { fmt.Fprintf(s.err, "nodegen: %s\n", msg) }}
+	return outdir.Options{Force: f.Force, LockTimeout: f.LockTimeout, Scope: r.scope, Waiting: func(msg string) { fmt.Fprintf(s.err, "nodegen: %s\n", msg) }}
 }
 
 func genCommand(s *streams) *cli.Command {
 	return renderCommand(s, "gen", "render the source into the output directory", genDoc, outFlags(true),
-		func(f *ioFlags, _ *model.Source, files layout.Files) error {
-			r, err := outdir.WriteWith(f.Out, files, outOptions(s, f))
+		func(f *ioFlags, rd *rendered) error {
+			r, err := outdir.WriteWith(f.Out, rd.files, outOptions(s, f, rd))
 			var ce *outdir.ConflictError
 			if errors.As(err, &ce) {
 				for _, c := range ce.Conflicts {
@@ -143,8 +149,8 @@ prints each stale file with a unified diff and exits 1.`
 
 func checkCommand(s *streams) *cli.Command {
 	return renderCommand(s, "check", "fail with a diff when the output directory is not what gen would write", checkDoc, outFlags(false),
-		func(f *ioFlags, _ *model.Source, files layout.Files) error {
-			r, err := outdir.CompareWith(f.Out, files, outOptions(s, f))
+		func(f *ioFlags, rd *rendered) error {
+			r, err := outdir.CompareWith(f.Out, rd.files, outOptions(s, f, rd))
 			if err != nil {
 				return err
 			}
@@ -173,7 +179,11 @@ func checkCommand(s *streams) *cli.Command {
 			if len(r.Conflicts) > 0 {
 				first = "resolve the files above, then "
 			}
-			fmt.Fprintf(s.err, "nodegen: %srun `nodegen gen --source %s --out %s` and commit the result\n", first, f.Source, f.Out)
+			only := ""
+			if rd.selected {
+				only = " --cluster " + strings.Join(f.Clusters.Value(), ",")
+			}
+			fmt.Fprintf(s.err, "nodegen: %srun `nodegen gen --source %s --out %s%s` and commit the result\n", first, f.Source, f.Out, only)
 			return errFindings
 		})
 }
@@ -193,15 +203,25 @@ func staleReason(ch outdir.Change) string {
 func vetCommand(s *streams) *cli.Command {
 	return renderCommand(s, "vet", "validate the source; silent when it is valid",
 		"vet loads and validates the source and renders it in memory, writing nothing.", nil,
-		func(*ioFlags, *model.Source, layout.Files) error { return nil })
+		func(*ioFlags, *rendered) error { return nil })
 }
 
 func exportCommand(s *streams) *cli.Command {
 	return renderCommand(s, "export", "print the resolved model, derived labels and taints included, as JSON",
 		"export prints the source as nodegen resolved it: defaults applied, derived labels added.", nil,
-		func(_ *ioFlags, src *model.Source, _ layout.Files) error {
+		func(_ *ioFlags, r *rendered) error {
 			enc := json.NewEncoder(s.out)
 			enc.SetIndent("", "  ")
-			return enc.Encode(src)
+			if r.l.Fleet.Single {
+				return enc.Encode(r.clusters[0].m.Source)
+			}
+			out := fleetExport{Clusters: map[string]*model.Source{}}
+			for _, c := range r.clusters {
+				out.Clusters[c.m.Source.Cluster.Name] = c.m.Source
+			}
+			if !r.selected {
+				out.Mesh = r.l.Fleet.Mesh
+			}
+			return enc.Encode(out)
 		})
 }

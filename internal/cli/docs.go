@@ -13,7 +13,9 @@ With --schema it prints the reference of the source format: every field
 with its type, default and comment, read from the schema built into
 nodegen, so it always matches the binary. Without --schema it prints the
 node-group documentation of the source: what gen writes to
-out/docs/nodegroups.md.`
+out/docs/nodegroups.md. Of a fleet source it prints the fleet's drawing
+(out/docs/fleet.md) and then each cluster's node-group documentation;
+with --cluster only those clusters'.`
 
 func docsCommand(s *streams) *cli.Command {
 	f := &ioFlags{}
@@ -24,6 +26,7 @@ func docsCommand(s *streams) *cli.Command {
 		Description: docsDoc,
 		Flags: []cli.Flag{
 			sourceFlag(f),
+			clusterFlag(f),
 			&cli.BoolFlag{Name: "schema", Usage: "print the reference of the source format (no source needed)", Destination: &schemaRef},
 		},
 		OnUsageError: onUsageError,
@@ -39,12 +42,23 @@ func docsCommand(s *streams) *cli.Command {
 				_, err = s.out.Write(sch.Reference())
 				return err
 			}
-			_, files, err := loadAndRender(s, f.Source)
+			r, err := loadAndRenderFleet(s, f)
 			if err != nil {
 				return err
 			}
-			_, err = s.out.Write(files[layout.DocsPath])
-			return err
+			// A fleet's drawing first (without --cluster), then each
+			// cluster's node groups.
+			if b, ok := r.files[layout.FleetDocsPath]; ok {
+				if _, err := s.out.Write(b); err != nil {
+					return err
+				}
+			}
+			for _, c := range r.clusters {
+				if _, err := s.out.Write(c.files[layout.DocsPath]); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}
 }

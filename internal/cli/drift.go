@@ -54,6 +54,7 @@ func driftCommand(s *streams) *cli.Command {
 			&cli.StringFlag{Name: "kubeconfig", Usage: "read the nodes live from the cluster of this kubeconfig `FILE`", Destination: &kubeconfig},
 			&cli.StringSliceFlag{Name: "instance-template", Usage: "`FILE` holding gcloud instance-templates describe/list --format=json output (repeatable)", Destination: &templates},
 			sourceFlag(&src),
+			clusterFlag(&src),
 			outputFlag(&output),
 			&cli.DurationFlag{Name: "stuck-after", Value: 30 * time.Minute, Usage: "a startup taint older than `DURATION` is stuck", Destination: &stuckAfter},
 			&cli.StringFlag{Name: "now", Usage: "measure node ages as if it were this RFC 3339 `TIME` (reproducible reports)", Destination: &now},
@@ -111,7 +112,7 @@ func driftCommand(s *streams) *cli.Command {
 					return err
 				}
 			}
-			model, rendered, err := loadAndRender(s, src.Source)
+			model, rendered, err := oneCluster(s, &src, "drift")
 			if err != nil {
 				return err
 			}

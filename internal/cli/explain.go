@@ -58,6 +58,7 @@ func explainCommand(s *streams) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "workload manifest `FILE` (repeatable; - for stdin)", Destination: &files},
 			sourceFlag(&src),
+			clusterFlag(&src),
 			outputFlag(&output),
 		},
 		OnUsageError: onUsageError,
@@ -94,7 +95,7 @@ func explainCommand(s *streams) *cli.Command {
 			if len(workloads) == 0 {
 				return fmt.Errorf("no Pods or pod templates in %v", files.Value())
 			}
-			model, rendered, err := loadAndRender(s, src.Source)
+			model, rendered, err := oneCluster(s, &src, "explain")
 			if err != nil {
 				return err
 			}

@@ -22,3 +22,16 @@ func TestGoldenShippedExample(t *testing.T) {
 		t.Fatalf("out/ does not match the rendering of nodegroups/ (exit %d): run nodegen gen (go run ./cmd/nodegen gen) and commit out/\n%s%s", code, out.String(), errb.String())
 	}
 }
+
+// TestGoldenMeshExample does for the shipped fleet example,
+// examples/mesh/nodegroups, what TestGoldenShippedExample does for
+// nodegroups/: its committed out/ (examples/mesh/out) must be what gen
+// renders.
+func TestGoldenMeshExample(t *testing.T) {
+	dir := filepath.Join(testsrc.RepoRoot(), "examples", "mesh")
+	var out, errb bytes.Buffer
+	code := cli.Main([]string{"check", "--source", filepath.Join(dir, "nodegroups"), "--out", filepath.Join(dir, "out")}, strings.NewReader(""), &out, &errb)
+	if code != cli.ExitOK {
+		t.Fatalf("examples/mesh/out does not match the rendering of examples/mesh/nodegroups (exit %d): run go run ./cmd/nodegen gen --source examples/mesh/nodegroups --out examples/mesh/out and commit it\n%s%s", code, out.String(), errb.String())
+	}
+}

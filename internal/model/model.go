@@ -141,6 +141,7 @@ type NodeGroup struct {
 	Kubelet        *Kubelet           `json:"kubelet,omitempty"`
 	Autoscaling    AutoscalingOptions `json:"autoscaling"`
 	StartupTaint   *Taint             `json:"startupTaint,omitempty"`
+	Locality       *Locality          `json:"locality,omitempty"`
 
 	// Derived by Resolve.
 
@@ -219,6 +220,7 @@ func (s *Source) Resolve() {
 			g.NodeLabels[GPULabel] = g.GPU.Type
 		}
 		g.resolveCapacity()
+		g.resolveLocality()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/nodegen/nodegen/internal/layout"
@@ -93,6 +94,11 @@ func newManifest(files layout.Files) *manifest {
 		m.Files = append(m.Files, manifestEntry{Path: p, SHA256: hashOf(files[p]), Mode: modeString(mode(p))})
 	}
 	return m
+}
+
+// sort puts the record's files in path order.
+func (m *manifest) sort() {
+	slices.SortFunc(m.Files, func(a, b manifestEntry) int { return strings.Compare(a.Path, b.Path) })
 }
 
 func (m *manifest) encode() []byte {

@@ -110,6 +110,9 @@ type Report struct {
 	// Write ran: carried over into the new tree. A file written at a path
 	// nodegen generates is carried to that path plus ".nodegen-concurrent".
 	Carried []string
+	// Outside lists the files outside Options.Scope: neither compared nor
+	// touched, their record kept as it was.
+	Outside []string
 }
 
 // Clean reports whether the directory already holds exactly the render.
@@ -128,6 +131,11 @@ type Options struct {
 	// Waiting, if set, is called once when the lock is held by another
 	// run, before waiting for it.
 	Waiting func(msg string)
+	// Scope, if set, limits the comparison and the write to the paths it
+	// accepts (one cluster's tree of a fleet's out/): the files outside it
+	// are left as they are, with their record, and the files given must
+	// all be in it. Nil means the whole directory.
+	Scope func(path string) bool
 }
 
 // DefaultLockTimeout is how long Compare and Write wait for another run.
@@ -161,16 +169,23 @@ func CompareWith(dir string, files layout.Files, o Options) (Report, error) {
 	if retired := sibling(dir, "old"); interruptedSwap(dir, retired) {
 		read = retired // the old tree, until the next Write moves it back
 	}
-	r, _, err := compareTree(read, files, o.Force)
+	r, _, err := compareTree(read, files, o.Force, o.Scope)
 	return r, err
 }
 
 // compareTree is Compare without the lock; it also returns the tree read.
-func compareTree(dir string, files layout.Files, force bool) (Report, *tree, error) {
+// scope is Options.Scope.
+func compareTree(dir string, files layout.Files, force bool, scope func(string) bool) (Report, *tree, error) {
 	var r Report
 	t, err := scan(dir)
 	if err != nil {
 		return r, nil, err
+	}
+	inScope := func(p string) bool { return scope == nil || scope(p) }
+	for _, p := range files.Paths() {
+		if !inScope(p) {
+			return r, nil, fmt.Errorf("internal error: %s is outside the scope of this run", p)
+		}
 	}
 	want := newManifest(files)
 	var recorded map[string]manifestEntry
@@ -180,6 +195,15 @@ func compareTree(dir string, files layout.Files, force bool) (Report, *tree, err
 			return r, nil, err
 		}
 		recorded = m.entries()
+		if scope != nil {
+			// The record of the files outside the scope stays as it is.
+			for _, e := range m.Files {
+				if !inScope(e.Path) {
+					want.Files = append(want.Files, e)
+				}
+			}
+			want.sort()
+		}
 		if !m.sameFiles(want) {
 			r.Manifest = &Change{Path: ManifestName, Kind: Modified, Old: t.manifest, New: want.encode()}
 		}
@@ -192,6 +216,17 @@ func compareTree(dir string, files layout.Files, force bool) (Report, *tree, err
 				recorded[p] = manifestEntry{Path: p, SHA256: hashOf(b)}
 				r.Adopted = append(r.Adopted, p)
 			}
+		}
+		if scope != nil {
+			// Outside the scope too: the files with nodegen's header are
+			// its own, recorded as they are.
+			for _, p := range slices.Sorted(maps.Keys(t.files)) {
+				if b := t.files[p]; !inScope(p) && layout.IsGenerated(b) {
+					want.Files = append(want.Files, manifestEntry{Path: p, SHA256: hashOf(b), Mode: modeString(t.modes[p])})
+					r.Adopted = append(r.Adopted, p)
+				}
+			}
+			want.sort()
 		}
 		r.Manifest = &Change{Path: ManifestName, Kind: Added, New: want.encode(), NewMode: 0o644}
 	}
@@ -226,6 +261,10 @@ func compareTree(dir string, files layout.Files, force bool) (Report, *tree, err
 		if _, ok := files[p]; ok {
 			continue
 		}
+		if !inScope(p) {
+			r.Outside = append(r.Outside, p)
+			continue
+		}
 		rec, isRecorded := recorded[p]
 		switch {
 		case !isRecorded:
@@ -241,9 +280,14 @@ func compareTree(dir string, files layout.Files, force bool) (Report, *tree, err
 	}
 	for _, p := range t.special {
 		if _, ok := files[p]; !ok {
-			r.Foreign = append(r.Foreign, p)
+			if inScope(p) {
+				r.Foreign = append(r.Foreign, p)
+			} else {
+				r.Outside = append(r.Outside, p)
+			}
 		}
 	}
+	slices.Sort(r.Outside)
 	slices.Sort(r.Foreign)
 	slices.Sort(r.Forced)
 	slices.SortFunc(r.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })

@@ -69,7 +69,7 @@ func WriteWith(dir string, files layout.Files, o Options) (Report, error) {
 		}
 	}
 
-	r, old, err := compareTree(dir, files, o.Force)
+	r, old, err := compareTree(dir, files, o.Force, o.Scope)
 	if err != nil {
 		return r, err
 	}
@@ -120,7 +120,7 @@ func buildTree(dir, staging string, files layout.Files, r Report, old *tree) err
 	if err := os.MkdirAll(staging, 0o755); err != nil {
 		return err
 	}
-	keep := append(files.Paths(), r.Foreign...)
+	keep := append(append(files.Paths(), r.Foreign...), r.Outside...)
 	if r.Manifest != nil || old.manifest != nil {
 		keep = append(keep, ManifestName)
 	}

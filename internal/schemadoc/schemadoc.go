@@ -136,6 +136,15 @@ func Load() (*Schema, error) {
 	fields[at].Required = true
 	s.Fields = slices.Insert(fields, at+1, merged...)
 
+	// The fleet form: clusters, each holding a cluster and its node
+	// groups as above (its mesh is #Source's).
+	fleet := sch.LookupPath(cue.MakePath(cue.Def("Fleet"), cue.Str("clusters")))
+	if !fleet.Exists() {
+		return nil, fmt.Errorf("schema: #Fleet has no clusters")
+	}
+	s.Fields = append(s.Fields, Field{Path: "clusters", Optional: true, Doc: docOf(fleet),
+		Type: "map of {cluster: #Cluster, nodeGroups: map of #NodeGroup}"})
+
 	it, err := sch.Fields(cue.Definitions(true))
 	if err != nil {
 		return nil, err

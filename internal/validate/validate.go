@@ -239,6 +239,7 @@ func (c *checker) group(g *model.NodeGroup) {
 	if g.Cloud() {
 		c.cloudGroup(g, base, keys)
 	}
+	c.locality(g, base)
 	c.reality(g, base)
 	c.nodeShape(g, base)
 }
