@@ -11,10 +11,22 @@ import (
 )
 
 // Cluster renders one cluster of a fleet: its artifacts, with paths
-// relative to its tree (layout.ClusterDir), exactly what a one-cluster
-// source of that cluster renders into out/.
+// relative to its tree (layout.ClusterDir), what a one-cluster source of
+// that cluster renders into out/, and, when the cluster is in the fleet's
+// mesh, its mesh artifacts (MeshFiles).
 func Cluster(f *model.Fleet, src *model.Source) (layout.Files, error) {
-	return All(src)
+	files, err := All(src)
+	if err != nil {
+		return nil, err
+	}
+	mesh, err := MeshFiles(f, src)
+	if err != nil {
+		return nil, err
+	}
+	for p, b := range mesh {
+		files[p] = b
+	}
+	return files, nil
 }
 
 // FleetWide renders the files of a fleet source that belong to no single
