@@ -30,7 +30,8 @@ func TestMain(m *testing.M) {
 
 // TestScript runs testdata/script/*.txtar. Each script starts in a work
 // directory holding the tests' copy of the example (internal/testing/testsrc) in nodegroups/ (unless
-// the script brings its own files there).
+// the script brings its own files there), and the tests' fleet source
+// (testsrc.FleetDir) in fleet/ (likewise).
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
@@ -39,6 +40,11 @@ func TestScript(t *testing.T) {
 		RequireUniqueNames:  true,
 		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode},
 		Setup: func(env *testscript.Env) error {
+			if _, err := os.Stat(filepath.Join(env.WorkDir, "fleet")); err != nil {
+				if err := testsrc.CopyFleetTo(filepath.Join(env.WorkDir, "fleet")); err != nil {
+					return err
+				}
+			}
 			dst := filepath.Join(env.WorkDir, "nodegroups")
 			if _, err := os.Stat(dst); err == nil {
 				return nil

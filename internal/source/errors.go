@@ -202,13 +202,19 @@ func (l *Loaded) addFinding(e cueErr) {
 	sels := selectors(e.path)
 	msg := e.msg()
 	pos := e.pos
-	if e.format == fmtUnresolved && !pos.IsValid() && len(e.args) > 0 {
+	if e.format == fmtUnresolved && len(e.args) > 0 {
 		// A struct whose fields depend on a discriminator the user did not
 		// write (a node group without kind): that field is what is missing.
-		if name := l.missingField(sels, fmt.Sprint(e.args[0])); name != "" {
+		// (Validating a fleet's cluster places the error at the struct.)
+		name := l.missingField(sels, fmt.Sprint(e.args[0]))
+		if name == "" && l.kindMissing(sels) {
+			name = "kind"
+		}
+		if name != "" {
 			e.path = append(e.path[:len(e.path):len(e.path)], name)
 			sels = append(sels, cue.Str(name))
 			e.format = fmtIncomplete
+			pos = token.NoPos
 		}
 	}
 	switch {

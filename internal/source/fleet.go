@@ -120,6 +120,13 @@ func (l *Loaded) decodeFleet() {
 			schema: l.schema.LookupPath(cue.MakePath(cue.Str("clusters"), cue.AnyString)),
 			root:   l,
 		}
+		if !l.under(m.Prefix) {
+			// CUE's validation of the whole fleet does not always report
+			// a field missing inside a cluster; the cluster's own does.
+			if err := m.Value.Validate(cue.Concrete(true), cue.Final()); err != nil {
+				l.addErr(err)
+			}
+		}
 		if slices.ContainsFunc(l.Findings, func(f diag.Finding) bool { return f.Path == m.Prefix }) {
 			// The cluster itself is wrong (its key): nothing in it decodes.
 			m.Broken.All = true

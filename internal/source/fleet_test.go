@@ -116,6 +116,12 @@ func TestFleetFindings(t *testing.T) {
 			[]string{`train.cue:4:9: clusters.train.cluster.name: cluster name "train2" differs from its key "train" in clusters`}},
 		{"name of another cluster", map[string]string{"train.cue": strings.Replace(readFleet(t, "train.cue"), `controlPlaneEndpoint: "10.30.0.10:6443"`, `name: "serve", controlPlaneEndpoint: "10.30.0.10:6443"`, 1)},
 			[]string{`train.cue:4:9: clusters.train.cluster.name: cluster name "serve" is the key of another cluster in clusters`}},
+		{"missing cluster field", map[string]string{"train.cue": strings.Replace(readFleet(t, "train.cue"), `controlPlaneEndpoint: "10.30.0.10:6443"`, ``, 1)},
+			[]string{`train.cue:3:2: clusters.train.cluster.controlPlaneEndpoint: required field is missing (host:port of the kube-apiserver`}},
+		{"missing kind", map[string]string{"train.cue": strings.Replace(readFleet(t, "train.cue"), `kind:        "onprem"`, ``, 1)},
+			[]string{`train.cue:11:3: clusters.train.nodeGroups."onprem-gpu".kind: required field is missing ("gce": MIGs the autoscaler sizes`}},
+		{"cluster without cluster", map[string]string{"x.cue": "clusters: x: nodeGroups: {}\n"},
+			[]string{`x.cue:1:11: clusters.x.cluster: required field is missing (The cluster the node groups join)`}},
 		{"mixed forms", map[string]string{"single.cue": "nodeGroups: x: {kind: \"onprem\"}\ncluster: name: \"x\"\n"},
 			[]string{
 				`single.cue:1:1: nodeGroups: a source is either one cluster (top-level cluster and nodeGroups) or a fleet (top-level clusters), not both`,

@@ -110,6 +110,9 @@ func Example(t testing.TB) (*model.Source, layout.Files) {
 // (serve primary, train remote). Tests may rely on its content.
 func FleetDir() string { return filepath.Join(here(), "testdata", "fleet") }
 
+// CopyFleetTo copies the tests' fleet source into dst, creating it.
+func CopyFleetTo(dst string) error { return copyDir(FleetDir(), dst) }
+
 // CopyFleet copies FleetDir into a new temporary directory named fleet and
 // applies edits like Copy. It returns the directory.
 func CopyFleet(t testing.TB, edits map[string]string) string {
