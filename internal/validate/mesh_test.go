@@ -2,10 +2,16 @@ package validate_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/token"
+
 	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/source"
+	"github.com/nodegen/nodegen/internal/testing/meshtest"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/validate"
 )
@@ -132,5 +138,44 @@ func TestMeshRules(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// noPos is a Positioner of a fleet built in Go: no source positions.
+type noPos struct{}
+
+func (noPos) Pos(...cue.Selector) token.Pos    { return token.NoPos }
+func (noPos) KeyPos(...cue.Selector) token.Pos { return token.NoPos }
+
+// A gce-static gateway group of size 0 has no node for the gateway; an
+// onprem group and a gce-static group of size 1 or more are fine.
+func TestMeshGatewayGroupSize(t *testing.T) {
+	f := meshtest.Fleet()
+	all := func(string) *source.Broken { return &source.Broken{} }
+	if list := validate.MeshOf(f, noPos{}, all); len(list) > 0 {
+		t.Fatalf("valid fleet: %v", list)
+	}
+	f.Cluster(meshtest.Primary).NodeGroups[meshtest.PrimaryGateway].Min = 0
+	list := validate.MeshOf(f, noPos{}, all)
+	if len(list) != 1 || list[0].Path != "mesh.clusters.cloud.eastWestGateway.nodeGroup" || !strings.Contains(list[0].Msg, `node group "edge" has size 0`) {
+		t.Errorf("gce-static gateway group of size 0: %v", list)
+	}
+}
+
+// The schema pins istioVersion to a release number.
+func TestMeshIstioVersion(t *testing.T) {
+	mesh := `	istioVersion: %s
+	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10"}}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}
+`
+	if got := meshFindings(t, map[string]string{"mesh.cue": meshHead + fmt.Sprintf(mesh, `"1.28.1"`)}); got != nil {
+		t.Errorf("istioVersion 1.28.1: %v", got)
+	}
+	got := meshFindings(t, map[string]string{"mesh.cue": meshHead + fmt.Sprintf(mesh, `"latest"`)})
+	if len(got) != 1 || !strings.HasPrefix(got[0], "mesh.cue:3:16: mesh.istioVersion: ") {
+		t.Errorf("istioVersion latest: %v", got)
 	}
 }
