@@ -47,6 +47,10 @@ type Source struct {
 	Origins map[string]string `json:"-"`
 	// ClusterOrigin is the source file that defines the cluster, like Origins.
 	ClusterOrigin string `json:"-"`
+	// Tree is the directory of the cluster's artifacts in out/, with a
+	// trailing slash: "" for a one-cluster source, "<cluster>/" for a
+	// cluster of a fleet (layout.ClusterDir). Docs name paths with it.
+	Tree string `json:"-"`
 }
 
 // Cluster describes the hybrid cluster.

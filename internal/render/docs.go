@@ -319,7 +319,7 @@ func (d *docWriter) group(g *model.NodeGroup) error {
 		}
 		d.p("\nMIGs (%s): %s. VMs are named `%s-xxxx` and boot from %s.\n", how, strings.Join(migs, ", "), c.BaseInstanceName(g), mdCode(g.Image))
 		if g.Name == c.Autoscaler.NodeGroup {
-			d.p("\nThe Cluster Autoscaler runs here (`out/cluster-autoscaler/values.yaml` carries the placement below).\n")
+			d.p("\nThe Cluster Autoscaler runs here (`out/%s%s` carries the placement below).\n", d.src.Tree, layout.AutoscalerValuesPath)
 		}
 	default:
 		d.p("\nnodegen does not join or scale these nodes. The selector below needs the group's labels on them, e.g. `kubectl label node <node> %s`.\n",
@@ -405,7 +405,7 @@ func mermaidText(s string) string {
 
 func (d *docWriter) provenance(edges []Edge) {
 	d.p("\n## Which source file produced which artifact\n\n")
-	d.p("Paths under `out/`. The cluster's file feeds every artifact; a group's file feeds its own artifacts and the shared ones that list the group.\n\n")
+	d.p("Paths under `out/%s`. The cluster's file feeds every artifact; a group's file feeds its own artifacts and the shared ones that list the group.\n\n", d.src.Tree)
 	d.p("```mermaid\nflowchart LR\n")
 	ids := map[string]string{}
 	id := func(prefix, name string) string {
@@ -431,7 +431,7 @@ func (d *docWriter) provenance(edges []Edge) {
 	for _, s := range sources {
 		d.p("    %s[\"%s\"]\n", id("s", s), strings.TrimPrefix(s, d.src.Name+"/"))
 	}
-	d.p("  end\n  subgraph out[\"out/\"]\n")
+	d.p("  end\n  subgraph out[\"out/%s\"]\n", d.src.Tree)
 	for _, a := range artifacts {
 		d.p("    %s[\"%s\"]\n", id("a", a), a)
 	}

@@ -30,6 +30,6 @@ func (d *docWriter) joinToken() {
 		c.GCP.Project, sm.Secret, JoinTokenRenewerNamespace, JoinTokenRenewerName, layout.JoinTokenRenewerPath, c.Autoscaler.NodeGroup,
 		model.FormatDuration(r.TTL), model.FormatDuration(r.Period), model.FormatDuration(r.Grace()),
 		model.FormatDuration(r.Provision), model.FormatDuration(model.JoinTokenMargin))
-	d.p("\nOnce, after `kubectl apply -f out/%s` and before the first VM boots, create the first token:\n\n```sh\n%s\n```\n",
-		layout.JoinTokenRenewerPath, JoinTokenFirstRunCommand())
+	d.p("\nOnce, after `kubectl apply -f out/%s%s` and before the first VM boots, create the first token:\n\n```sh\n%s\n```\n",
+		d.src.Tree, layout.JoinTokenRenewerPath, JoinTokenFirstRunCommand())
 }

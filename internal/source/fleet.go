@@ -11,6 +11,7 @@ import (
 	"cuelang.org/go/cue/parser"
 
 	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -115,7 +116,7 @@ func (l *Loaded) decodeFleet() {
 			Value:  l.Value.LookupPath(p),
 			Prefix: diag.Path("clusters", key),
 			Key:    key,
-			Source: &model.Source{Name: srcName, NodeGroups: map[string]*model.NodeGroup{}},
+			Source: &model.Source{Name: srcName, NodeGroups: map[string]*model.NodeGroup{}, Tree: layout.ClusterDir(false, key)},
 			user:   l.user.LookupPath(p),
 			schema: l.schema.LookupPath(cue.MakePath(cue.Str("clusters"), cue.AnyString)),
 			root:   l,

@@ -68,6 +68,9 @@ func TestLoadFleet(t *testing.T) {
 	if c := m.Clusters["train"]; c.Role != model.MeshRoleRemote || c.Network != "net-onprem" || c.EastWestGateway.Service.Type != "LoadBalancer" {
 		t.Errorf("mesh train = %+v", c)
 	}
+	if serve.Tree != "serve/" || train.Tree != "train/" {
+		t.Errorf("trees %q, %q", serve.Tree, train.Tree)
+	}
 	for i, mb := range l.Members {
 		if mb.Source != f.Clusters[i] || mb.Prefix != "clusters."+mb.Key || l.Member(mb.Key) != mb {
 			t.Errorf("member %d: key %q prefix %q", i, mb.Key, mb.Prefix)
@@ -88,7 +91,7 @@ func TestLoadSingleIsFleetOfOne(t *testing.T) {
 	if l.Fleet == nil || !l.Fleet.Single || len(l.Fleet.Clusters) != 1 || l.Fleet.Clusters[0] != l.Source || l.Fleet.Mesh != nil {
 		t.Fatalf("fleet = %+v", l.Fleet)
 	}
-	if len(l.Members) != 1 || l.Members[0] != l || l.Prefix != "" {
+	if len(l.Members) != 1 || l.Members[0] != l || l.Prefix != "" || l.Source.Tree != "" {
 		t.Fatalf("members = %v, prefix %q", l.Members, l.Prefix)
 	}
 }
