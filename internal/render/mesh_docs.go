@@ -109,7 +109,7 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 		return fmt.Sprintf("helm install %s istio/%s%s --kube-context %s -n %s -f %s", release, chart, v, name, model.IstioNamespace, values)
 	}
 	d.p("\n## Install, in order\n\n")
-	d.p("The commands run from this cluster's output directory (the one holding `%s/`), with a kubeconfig context named after each cluster of the mesh, and the official charts' repository added: `helm repo add istio %s`.", layout.IstioDir, IstioChartRepo)
+	d.p("The commands run in this cluster's tree, `out/%s` (the directory holding `%s/`), with a kubeconfig context named after each cluster of the mesh, and the official charts' repository added: `helm repo add istio %s`.", src.Tree, layout.IstioDir, IstioChartRepo)
 	if m.IstioVersion != "" {
 		d.p(" Every cluster installs Istio %s, the charts and `istioctl` alike.", code(m.IstioVersion))
 	} else {
