@@ -10,6 +10,7 @@ import (
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/secrets"
 	"github.com/nodegen/nodegen/internal/source"
@@ -64,32 +65,43 @@ func loadAndRenderFleet(s *streams, f *ioFlags) (*rendered, error) {
 		return nil, err
 	}
 	r := &rendered{l: l, selected: len(f.Clusters.Value()) > 0, files: layout.Files{}}
+	// The clusters render and verify independently, in parallel (the
+	// model alone); the findings, which read positions in the source's
+	// CUE values, are made afterwards, one cluster after the other.
+	type result struct {
+		files     layout.Files
+		err       error
+		verifyErr error
+	}
+	results := make([]result, len(members))
+	par.Do(len(members), func(i int) {
+		m, res := members[i], &results[i]
+		if res.files, res.err = render.Cluster(l.Fleet, m.Source); res.err == nil {
+			res.verifyErr = verify.All(m.Source, res.files)
+		}
+	})
 	var list diag.List
-	for _, m := range members {
-		files, err := render.Cluster(l.Fleet, m.Source)
-		if err != nil {
-			return nil, fmt.Errorf("render%s: %w", clusterNote(l, m), err)
+	for i, m := range members {
+		res := results[i]
+		if res.err != nil {
+			return nil, fmt.Errorf("render%s: %w", clusterNote(l, m), res.err)
 		}
-		// What only the artifacts tell comes first; verification runs on
-		// artifacts that passed it.
-		if l := validate.Artifacts(m.Source, files, m); len(l) > 0 {
-			list = append(list, l...)
-			continue
-		}
-		if l := secrets.Artifacts(files); len(l) > 0 {
-			list = append(list, l...)
-			continue
-		}
-		if err := verify.All(m.Source, files); err != nil {
-			vf := validate.VerificationFailures(err, m)
+		// What only the artifacts tell comes first; a verification
+		// failure counts for artifacts that passed it.
+		if al := validate.Artifacts(m.Source, res.files, m); len(al) > 0 {
+			list = append(list, al...)
+		} else if sl := secrets.Artifacts(res.files); len(sl) > 0 {
+			list = append(list, sl...)
+		} else if res.verifyErr != nil {
+			vf := validate.VerificationFailures(res.verifyErr, m)
 			if len(vf) == 0 {
-				return nil, fmt.Errorf("internal error: a rendered artifact%s failed verification: %w", clusterNote(l, m), err)
+				return nil, fmt.Errorf("internal error: a rendered artifact%s failed verification: %w", clusterNote(l, m), res.verifyErr)
 			}
 			list = append(list, vf...)
 		}
-		rc := renderedCluster{m: m, dir: layout.ClusterDir(l.Fleet.Single, m.Source.Cluster.Name), files: files}
+		rc := renderedCluster{m: m, dir: layout.ClusterDir(l.Fleet.Single, m.Source.Cluster.Name), files: res.files}
 		r.clusters = append(r.clusters, rc)
-		for p, b := range files.Prefixed(rc.dir) {
+		for p, b := range rc.files.Prefixed(rc.dir) {
 			r.files[p] = b
 		}
 	}

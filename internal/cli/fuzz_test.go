@@ -37,6 +37,10 @@ func FuzzVetGen(f *testing.F) {
 	// Seeds near the classes vet must catch.
 	f.Add(uint8(2), `nodeGroups: "cpu-burst": {kind: "gce", zones: ["us-central1-a"], machineType: "n2-standard-8", image: "img", min: 0, max: 3, taints: [{key: "ignore-taint.cluster-autoscaler.kubernetes.io/x", effect: "NoSchedule"}]}`)
 	f.Add(uint8(2), `nodeGroups: "cpu-burst": {kind: "gce", zones: ["us-central1-a"], machineType: "t2a-standard-8", image: "img", min: 0, max: 99999999999999999999}`)
+	// A fleet's top level in the one-cluster source: mixing the forms, a
+	// mesh without a fleet.
+	f.Add(uint8(2), `clusters: x: {cluster: name: "x", nodeGroups: {}}`)
+	f.Add(uint8(2), `mesh: {id: "m", clusters: x: {role: "primary", network: "n", eastWestGateway: nodeGroup: "cpu-burst"}}`)
 	f.Fuzz(func(t *testing.T, which uint8, content string) {
 		name := names[int(which)%len(names)]
 		root := t.TempDir()
