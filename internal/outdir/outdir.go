@@ -110,6 +110,9 @@ type Report struct {
 	// Write ran: carried over into the new tree. A file written at a path
 	// nodegen generates is carried to that path plus ".nodegen-concurrent".
 	Carried []string
+	// ManifestDigest is the ManifestDigest of the record the directory
+	// holds: the one Compare read, or the one Write left ("" for none).
+	ManifestDigest string
 }
 
 // Clean reports whether the directory already holds exactly the render.
@@ -175,6 +178,7 @@ func compareTree(dir string, files layout.Files, force bool) (Report, *tree, err
 	want := newManifest(files)
 	var recorded map[string]manifestEntry
 	if t.manifest != nil {
+		r.ManifestDigest = ManifestDigest(t.manifest)
 		m, err := parseManifest(filepath.ToSlash(filepath.Join(dir, ManifestName)), t.manifest)
 		if err != nil {
 			return r, nil, err

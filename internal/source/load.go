@@ -33,6 +33,9 @@ type Loaded struct {
 	Dir string
 	// Files are the .cue files of the source, relative to Dir, sorted.
 	Files []string
+	// Digest identifies the names and bytes of Files exactly as they were
+	// read (see DigestDir): the check shortcut's record of the source.
+	Digest string
 	// Syntax holds the parsed files (those that parse), with comments, for
 	// checks on what the user wrote rather than on what it evaluates to.
 	Syntax []*ast.File
@@ -110,11 +113,14 @@ func Open(dir string) (*Loaded, error) {
 	// Parse every file on its own, so that a syntax error in one file
 	// does not hide the others from the checks that read the syntax.
 	total := 0
+	digest := newDigest()
+	defer func() { l.Digest = digest.sum() }()
 	for _, name := range files {
 		b, err := readSourceFile(filepath.Join(absDir, name), filepath.Join(dir, name), MaxFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("reading source: %w", err)
 		}
+		digest.add(name, b)
 		total += len(b)
 		if total > MaxSourceSize {
 			return nil, fmt.Errorf("reading source: the .cue files of %s hold more than %d bytes (nodegen's limit for a whole source); split the cluster into several sources", dir, MaxSourceSize)
