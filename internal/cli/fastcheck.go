@@ -49,11 +49,11 @@ func shortcut(s *streams, f *ioFlags, full cli.ActionFunc) cli.ActionFunc {
 		in := fastInputs(c, f)
 		if f.Full {
 			f.verbose(s, "full check (--full)")
-		} else if ok, why := fastcheck.Fresh(in); ok {
-			f.verbose(s, "%s is current: nothing changed since a full run of this nodegen (shortcut; --full renders and compares)", f.Out)
+		} else if ok, note := fastcheck.Fresh(in); ok {
+			f.verbose(s, "%s is current: nothing changed since a full run of this nodegen (shortcut: %s; --full renders and compares)", f.Out, note)
 			return nil
 		} else {
-			f.verbose(s, "full check: %s", why)
+			f.verbose(s, "full check: %s", note)
 		}
 		return record(s, c, f, in, full)
 	}

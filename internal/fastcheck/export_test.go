@@ -1,6 +1,9 @@
 package fastcheck
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // SetFingerprint makes the running nodegen's fingerprint fp for t.
 func SetFingerprint(t testing.TB, fp string) {
@@ -17,3 +20,9 @@ var (
 	GoBuildID       = goBuildID
 	ComputedBuildID = computedBuildID
 )
+
+// SourceDigest is the source.Digest of dir's files as they are now.
+func SourceDigest(dir string) (string, error) {
+	d, _, _, _, err := sourceDigest(dir, nil, time.Now())
+	return d, err
+}

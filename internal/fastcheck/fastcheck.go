@@ -15,7 +15,11 @@
 //     read (NODEGEN_*, CUE_*, GODEBUG),
 //   - the source.Digest of the .cue files that were evaluated, as read,
 //   - the digest of out/'s record (.nodegen-manifest.json) that the full
-//     run found equal to its render, or wrote.
+//     run found equal to its render, or wrote,
+//   - once a shortcut check has read them: the stamp (size, mode, inode,
+//     mtime, ctime; outdir.Stamp) and sha256 of each source and output
+//     file last changed more than outdir.RacyWindow before, so that the
+//     next check reads only the files whose stamp changed.
 //
 // The record states a fact about a pure function: this binary, given these
 // inputs and these source bytes, renders the files that record lists. The
@@ -28,24 +32,29 @@
 package fastcheck
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/source"
 )
 
-// recordFormat is the version of the record's layout; a record of another
+// recordMagic starts a record and names its format; a record of another
 // format is not used (and is replaced after the next full run).
-const recordFormat = 1
+const recordMagic = "nodegen check record, format 1"
 
 // Inputs are what a run renders from and compares with.
 type Inputs struct {
@@ -62,13 +71,15 @@ type Inputs struct {
 
 // record is what a full run leaves for the shortcut.
 type record struct {
-	Format int `json:"format"`
-	// Out is the absolute output directory, for people reading the file.
-	Out      string `json:"out"`
-	Nodegen  string `json:"nodegen"`
-	Inputs   string `json:"inputs"`
-	Source   string `json:"source"`
-	Manifest string `json:"manifest"`
+	out      string // the absolute output directory, for people
+	nodegen  string
+	inputs   string
+	source   string
+	manifest string
+	// src are stamps of source files, by name; seen is what the last
+	// shortcut saw in out/ (nil before the first).
+	src  map[string]outdir.Seen1
+	seen *outdir.Seen
 }
 
 // fingerprint identifies the running nodegen binary (tests replace it).
@@ -136,7 +147,8 @@ func inputsDigest(in Inputs) (string, error) {
 	return "sha256:" + hex.EncodeToString(h[:]), nil
 }
 
-// recordPath is the file of out's record under cacheDir.
+// recordPath is the file of out's record under the cache directory, and
+// the absolute output directory.
 func recordPath(in Inputs) (string, string, error) {
 	dir := in.CacheDir
 	if dir == "" {
@@ -151,14 +163,17 @@ func recordPath(in Inputs) (string, string, error) {
 		return "", "", err
 	}
 	h := sha256.Sum256([]byte(out))
-	return filepath.Join(dir, "check", hex.EncodeToString(h[:16])+".json"), out, nil
+	return filepath.Join(dir, "check", hex.EncodeToString(h[:16])), out, nil
 }
 
 // Fresh reports whether out/ is known to be what a full check would find
-// current, without evaluating the source. When it is not, reason says
+// current, without evaluating the source. When it is not, note says
 // which precondition failed (for --verbose and the tests); the caller
-// then runs the full check.
-func Fresh(in Inputs) (ok bool, reason string) {
+// then runs the full check. When it is, note says how many files it read
+// (the others it knew by their stamps); if it read files that can be
+// stamped, it adds their stamps to the record for the next check.
+func Fresh(in Inputs) (ok bool, note string) {
+	now := time.Now()
 	path, _, err := recordPath(in)
 	if err != nil {
 		return false, err.Error()
@@ -170,47 +185,96 @@ func Fresh(in Inputs) (ok bool, reason string) {
 	if err != nil {
 		return false, "record unreadable: " + err.Error()
 	}
-	var r record
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	r, err := parseRecord(b)
+	if err != nil {
 		return false, "record unreadable: " + err.Error()
-	}
-	if r.Format != recordFormat || r.Nodegen == "" || r.Inputs == "" || r.Source == "" || r.Manifest == "" {
-		return false, fmt.Sprintf("record of format %d or incomplete", r.Format)
 	}
 	fp, err := fingerprint()
 	if err != nil {
 		return false, "cannot fingerprint nodegen: " + err.Error()
 	}
-	if fp != r.Nodegen {
+	if fp != r.nodegen {
 		return false, "nodegen changed since the record"
 	}
 	inputs, err := inputsDigest(in)
 	if err != nil {
 		return false, err.Error()
 	}
-	if inputs != r.Inputs {
+	if inputs != r.inputs {
 		return false, "flags, directories or environment changed since the record"
 	}
-	src, err := source.DigestDir(in.Source)
+	src, srcStamps, srcRead, srcTotal, err := sourceDigest(in.Source, r.src, now)
 	if err != nil {
 		return false, "source: " + err.Error()
 	}
-	if src != r.Source {
+	if src != r.source {
 		return false, "source changed since the record"
 	}
-	manifest, why, err := outdir.Intact(in.Out, in.Lock)
+	seen, why, err := outdir.Intact(in.Out, in.Lock, r.seen)
 	if err != nil {
 		return false, err.Error()
 	}
 	if why != "" {
 		return false, "output directory: " + why
 	}
-	if manifest != r.Manifest {
+	if seen.Manifest != r.manifest {
 		return false, "output directory: " + outdir.ManifestName + " changed since the record"
 	}
-	return true, ""
+	if !sameStamps(r.src, srcStamps) || r.seen == nil || !sameStamps(r.seen.Files, seen.Files) {
+		r.src, r.seen = srcStamps, seen
+		r.write(path) // best effort: without it the next check reads again
+	}
+	return true, fmt.Sprintf("read %d of %d source files and %d of %d output files", srcRead, srcTotal, seen.Read, seen.Count)
+}
+
+// sourceDigest is source.Digest of dir's files as they are now. A file
+// whose stamp is in known is not read: the content it had when stamped is
+// its content. It returns the stamps of the files it may stand for next.
+func sourceDigest(dir string, known map[string]outdir.Seen1, now time.Time) (digest string, stamps map[string]outdir.Seen1, read, total int, err error) {
+	names, err := source.Files(dir)
+	if err != nil {
+		return "", nil, 0, 0, err
+	}
+	var d source.Digest
+	stamps = map[string]outdir.Seen1{}
+	for _, name := range names {
+		info, err := os.Stat(filepath.Join(dir, name)) // follows a link, as Open does
+		if err != nil {
+			return "", nil, 0, 0, err
+		}
+		stamp, _ := outdir.Stamp(info, now)
+		if k, ok := known[name]; ok && stamp != "" && k.Stamp == stamp {
+			sum, err := hex.DecodeString(k.SHA256)
+			if err == nil && len(sum) == sha256.Size {
+				d.Add(name, [sha256.Size]byte(sum))
+				stamps[name] = k
+				continue
+			}
+		}
+		read++
+		b, after, err := source.ReadFile(dir, name)
+		if err != nil {
+			return "", nil, 0, 0, err
+		}
+		sum := sha256.Sum256(b)
+		d.Add(name, sum)
+		if a, ok := outdir.Stamp(after, now); ok && stamp != "" && a == stamp {
+			stamps[name] = outdir.Seen1{Stamp: stamp, SHA256: hex.EncodeToString(sum[:])}
+		}
+	}
+	return d.Sum(), stamps, read, len(names), nil
+}
+
+func sameStamps(a, b map[string]outdir.Seen1) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // Record notes, after a full run found (check) or made (gen) out/ equal
@@ -219,7 +283,7 @@ func Fresh(in Inputs) (ok bool, reason string) {
 // readers see the old record or the new one.
 func Record(in Inputs, sourceDigest, manifestDigest string) error {
 	if sourceDigest == "" || manifestDigest == "" {
-		return errors.New("nothing to record")
+		return errors.New("nothing to record (a source file changed during the run?)")
 	}
 	path, out, err := recordPath(in)
 	if err != nil {
@@ -233,10 +297,100 @@ func Record(in Inputs, sourceDigest, manifestDigest string) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(record{Format: recordFormat, Out: out, Nodegen: fp, Inputs: inputs, Source: sourceDigest, Manifest: manifestDigest}, "", "  ")
-	if err != nil {
-		return err
+	r := &record{out: out, nodegen: fp, inputs: inputs, source: sourceDigest, manifest: manifestDigest}
+	// The stamps of the record replaced stay: each says what a file held
+	// while it had that stamp, whichever run and binary read it (Intact
+	// uses the output files' only under the out/ record they were seen
+	// with).
+	if b, err := os.ReadFile(path); err == nil {
+		if old, err := parseRecord(b); err == nil {
+			r.src, r.seen = old.src, old.seen
+		}
 	}
+	return r.write(path)
+}
+
+// The record is text, one item a line, so that a check reads it quickly:
+//
+//	nodegen check record, format 1
+//	out <absolute output directory>
+//	nodegen <fingerprint>
+//	inputs <digest>
+//	source <digest>
+//	manifest <digest>
+//	seen <digest of the out/ record seen> <number of files it lists>
+//	s <stamp> <sha256> <source file name>
+//	o <stamp> <sha256> <output file path>
+func (r *record) encode() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s\nout %s\nnodegen %s\ninputs %s\nsource %s\nmanifest %s\n", recordMagic, r.out, r.nodegen, r.inputs, r.source, r.manifest)
+	line := func(kind string, files map[string]outdir.Seen1) {
+		for _, name := range slices.Sorted(maps.Keys(files)) {
+			if f := files[name]; !strings.ContainsAny(name, "\n\r") {
+				fmt.Fprintf(&b, "%s %s %s %s\n", kind, f.Stamp, f.SHA256, name)
+			}
+		}
+	}
+	line("s", r.src)
+	if r.seen != nil {
+		fmt.Fprintf(&b, "seen %s %d\n", r.seen.Manifest, r.seen.Count)
+		line("o", r.seen.Files)
+	}
+	return b.Bytes()
+}
+
+func parseRecord(b []byte) (*record, error) {
+	r := &record{src: map[string]outdir.Seen1{}}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	if !sc.Scan() || sc.Text() != recordMagic {
+		return nil, errors.New("not a record of this format")
+	}
+	fields := map[string]*string{"out": &r.out, "nodegen": &r.nodegen, "inputs": &r.inputs, "source": &r.source, "manifest": &r.manifest}
+	for sc.Scan() {
+		key, rest, _ := strings.Cut(sc.Text(), " ")
+		switch key {
+		case "s", "o":
+			stamp, rest, ok1 := strings.Cut(rest, " ")
+			sum, name, ok2 := strings.Cut(rest, " ")
+			if !ok1 || !ok2 || stamp == "" || len(sum) != 2*sha256.Size || name == "" {
+				return nil, fmt.Errorf("bad line %q", sc.Text())
+			}
+			if key == "s" {
+				r.src[name] = outdir.Seen1{Stamp: stamp, SHA256: sum}
+			} else if r.seen != nil {
+				r.seen.Files[name] = outdir.Seen1{Stamp: stamp, SHA256: sum}
+			} else {
+				return nil, errors.New("output stamps without a seen line")
+			}
+		case "seen":
+			digest, count, _ := strings.Cut(rest, " ")
+			n, err := strconv.Atoi(count)
+			if err != nil || digest == "" || r.seen != nil {
+				return nil, fmt.Errorf("bad line %q", sc.Text())
+			}
+			r.seen = &outdir.Seen{Manifest: digest, Count: n, Files: map[string]outdir.Seen1{}}
+		default:
+			p, ok := fields[key]
+			if !ok || *p != "" || rest == "" {
+				return nil, fmt.Errorf("bad line %q", sc.Text())
+			}
+			*p = rest
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	for key, p := range fields {
+		if *p == "" {
+			return nil, fmt.Errorf("no %s line", key)
+		}
+	}
+	return r, nil
+}
+
+// write replaces the record at path atomically.
+func (r *record) write(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -245,7 +399,7 @@ func Record(in Inputs, sourceDigest, manifestDigest string) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	if _, err := tmp.Write(r.encode()); err != nil {
 		tmp.Close()
 		return err
 	}

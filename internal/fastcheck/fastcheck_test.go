@@ -11,7 +11,6 @@ import (
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/fastcheck"
 	"github.com/nodegen/nodegen/internal/outdir"
-	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -41,8 +40,9 @@ func (tr *tree) run(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// checkPath runs `check --verbose` and says whether the shortcut answered
-// (and if not, the reason given), with the exit code and stdout. It then
+// checkPath runs `check --verbose` and says whether the shortcut answered,
+// what it said (which files it read, or why it fell back) and the exit
+// code. It then
 // runs `check --full` and requires the same answer: the shortcut, or the
 // full path it fell back to, never says other than the full check.
 func (tr *tree) checkPath() (shortcut bool, reason string, code int) {
@@ -51,7 +51,7 @@ func (tr *tree) checkPath() (shortcut bool, reason string, code int) {
 	first, _, _ := strings.Cut(stderr, "\n")
 	switch {
 	case strings.Contains(first, "is current: nothing changed since a full run"):
-		shortcut = true
+		shortcut, reason = true, first
 	case strings.HasPrefix(first, "nodegen: full check: "):
 		reason = strings.TrimPrefix(first, "nodegen: full check: ")
 	default:
@@ -210,29 +210,68 @@ func TestShortcutFallsBack(t *testing.T) {
 			tr.do(func() error { return os.RemoveAll(os.Getenv("NODEGEN_CACHE_DIR")) })
 		}, "no record", cli.ExitOK},
 		{"record corrupt", func(tr *tree) {
-			files, _ := filepath.Glob(filepath.Join(os.Getenv("NODEGEN_CACHE_DIR"), "check", "*.json"))
+			files, _ := filepath.Glob(filepath.Join(os.Getenv("NODEGEN_CACHE_DIR"), "check", "*"))
 			if len(files) != 1 {
 				tr.t.Fatalf("records: %v, want one", files)
 			}
 			tr.do(func() error { return os.WriteFile(files[0], []byte("{\"format\": 1,"), 0o644) })
 		}, "record unreadable", cli.ExitOK},
 		{"record of another format", func(tr *tree) {
-			files, _ := filepath.Glob(filepath.Join(os.Getenv("NODEGEN_CACHE_DIR"), "check", "*.json"))
+			files, _ := filepath.Glob(filepath.Join(os.Getenv("NODEGEN_CACHE_DIR"), "check", "*"))
 			if len(files) != 1 {
 				tr.t.Fatalf("records: %v, want one", files)
 			}
 			b, _ := os.ReadFile(files[0])
 			tr.do(func() error {
-				return os.WriteFile(files[0], bytes.Replace(b, []byte(`"format": 1`), []byte(`"format": 2`), 1), 0o644)
+				return os.WriteFile(files[0], bytes.Replace(b, []byte("format 1\n"), []byte("format 2\n"), 1), 0o644)
 			})
-		}, "format 2", cli.ExitOK},
+		}, "not a record of this format", cli.ExitOK},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			tr := newTree(t)
-			if ok, why, _ := tr.checkPath(); !ok {
-				t.Fatalf("before the change: full path (%s), want the shortcut", why)
+		for _, stamped := range []bool{false, true} {
+			name := c.name + "/files read"
+			if stamped {
+				name = c.name + "/files known by stamp"
 			}
+			t.Run(name, func(t *testing.T) {
+				tr := newTree(t)
+				if stamped {
+					stampAll(t)
+				}
+				if ok, why, _ := tr.checkPath(); !ok {
+					t.Fatalf("before the change: full path (%s), want the shortcut", why)
+				}
+				if stamped {
+					if ok, note, _ := tr.checkPath(); !ok || !strings.Contains(note, "read 0 of 6 source files and 0 of ") {
+						t.Fatalf("before the change, second check: shortcut %v (%s), want the shortcut reading no file", ok, note)
+					}
+				}
+				changeAndCheck(t, tr, c.change, c.reason, c.wantCode)
+			})
+		}
+	}
+}
+
+// stampAll makes every file's stamp stand for its content at once (no
+// racy window), so that a shortcut check records the stamps of all files
+// it reads and the next one reads none.
+func stampAll(t *testing.T) {
+	old := outdir.RacyWindow
+	outdir.RacyWindow = 0
+	t.Cleanup(func() { outdir.RacyWindow = old })
+}
+
+// changeAndCheck makes a change and requires the full path, for reason,
+// with the exit code wantCode (-1: any, as long as check --full agrees).
+func changeAndCheck(t *testing.T, tr *tree, change func(*tree), reason string, wantCode int) {
+	t.Helper()
+	{
+		{
+			c := struct {
+				change   func(*tree)
+				reason   string
+				wantCode int
+			}{change, reason, wantCode}
 			c.change(tr)
 			ok, why, code := tr.checkPath()
 			if ok {
@@ -244,7 +283,38 @@ func TestShortcutFallsBack(t *testing.T) {
 			if c.wantCode >= 0 && code != c.wantCode {
 				t.Errorf("exit %d, want %d", code, c.wantCode)
 			}
-		})
+		}
+	}
+}
+
+// TestShortcutStamps: a shortcut check reads every file whose stamp it
+// does not know, records the stamps of those changed long enough ago, and
+// the next check reads only files whose stamp changed.
+func TestShortcutStamps(t *testing.T) {
+	tr := newTree(t)
+	// Just written: every file changed within the racy window, so no
+	// stamp can stand for a content, and each check reads everything.
+	for range 2 {
+		if ok, note, _ := tr.checkPath(); !ok || !strings.Contains(note, "read 6 of 6 source files") {
+			t.Fatalf("fresh files: shortcut %v (%s), want the shortcut reading every file", ok, note)
+		}
+	}
+	stampAll(t)
+	if ok, note, _ := tr.checkPath(); !ok || !strings.Contains(note, "read 6 of 6 source files") {
+		t.Fatalf("first check: shortcut %v (%s), want the shortcut reading every file", ok, note)
+	}
+	ok, note, _ := tr.checkPath()
+	if !ok || !strings.Contains(note, "read 0 of 6 source files and 0 of ") {
+		t.Fatalf("second check: shortcut %v (%s), want the shortcut reading no file", ok, note)
+	}
+	// Rewriting a file with the same bytes changes its stamp, not its
+	// content: the shortcut reads that file alone and still answers.
+	p := filepath.Join("out", "gce", "gpu-t4", "kube-env")
+	tr.write(p, tr.read(p), 0o644)
+	g := filepath.Join("nodegroups", "gpu-t4.cue")
+	tr.write(g, tr.read(g), 0o644)
+	if ok, note, _ := tr.checkPath(); !ok || !strings.Contains(note, "read 1 of 6 source files and 1 of ") {
+		t.Fatalf("after rewriting two files unchanged: shortcut %v (%s), want it to read those two", ok, note)
 	}
 }
 
@@ -257,11 +327,12 @@ func TestFlagsAreInputs(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatal("check --full failed")
 	}
-	manifest, why, err := outdir.Intact(tr.out, outdir.Options{})
+	seen, why, err := outdir.Intact(tr.out, outdir.Options{}, nil)
 	if err != nil || why != "" {
 		t.Fatalf("Intact: %q, %v", why, err)
 	}
-	src, err := source.DigestDir(tr.src)
+	manifest := seen.Manifest
+	src, err := fastcheck.SourceDigest(tr.src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,44 +13,53 @@ import (
 	"strings"
 )
 
-// digest hashes the files of a source: for each file, in the order Open
-// reads them (sorted by name), the length of its name, the name, the
-// length of its content and the content, so that no two different
-// sources (a file renamed, split, or its bytes moved into another) hash
-// alike.
-type digest struct{ h hash.Hash }
+// Digest computes a source's digest: for each file, in the order Open
+// reads them (sorted by name), the length of its name, the name and the
+// sha256 of its content, hashed with sha256. No two different sources (a
+// file renamed, split, or its bytes moved into another) digest alike.
+type Digest struct{ b []byte }
 
-func newDigest() digest { return digest{sha256.New()} }
-
-func (d digest) add(name string, b []byte) {
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(name)))
-	d.h.Write(n[:])
-	d.h.Write([]byte(name))
-	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-	d.h.Write(n[:])
-	d.h.Write(b)
+// Add adds the file name with content sum.
+func (d *Digest) Add(name string, sum [sha256.Size]byte) {
+	d.b = binary.BigEndian.AppendUint64(d.b, uint64(len(name)))
+	d.b = append(d.b, name...)
+	d.b = append(d.b, sum[:]...)
 }
 
-func (d digest) sum() string { return "sha256:" + hex.EncodeToString(d.h.Sum(nil)) }
+// Sum is the digest of the files added.
+func (d *Digest) Sum() string {
+	h := sha256.Sum256(d.b)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
 
-// DigestDir is the Digest that Open would give dir's files as they are
-// now, without evaluating them. It reads the same files the same way
-// (every .cue entry of dir that is not a directory, regular files only,
-// MaxFileSize at most each, MaxSourceSize in all) and fails where Open
-// would fail to read them.
-//
-// It also fails when dir or one of its parents holds a cue.mod: CUE then
-// resolves imports from that module, files outside dir that Digest does
-// not cover.
-func DigestDir(dir string) (string, error) {
+// digest is Loaded.Digest: the digest of the bytes the loader gave CUE
+// to evaluate (given), provided they are the bytes Open read and checked
+// (read); "" when a file changed in between, or the loader did not say.
+func (p *prefetcher) digest(files, paths []string, read [][sha256.Size]byte) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var d Digest
+	for i, name := range files {
+		if given, ok := p.given[paths[i]]; !ok || given != read[i] {
+			return ""
+		}
+		d.Add(name, read[i])
+	}
+	return d.Sum()
+}
+
+// Files lists the files Open reads in dir: every entry whose name ends
+// in .cue and that is not a directory, sorted. It fails when dir or one
+// of its parents holds a cue.mod: CUE then resolves imports from that
+// module, files outside dir that a digest of these does not cover.
+func Files(dir string) ([]string, error) {
 	absDir, err := filepath.Abs(dir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	for d := absDir; ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(filepath.Join(d, "cue.mod")); !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%s is in a CUE module (%s): its imports may read files outside the source", dir, filepath.Join(d, "cue.mod"))
+			return nil, fmt.Errorf("%s is in a CUE module (%s): its imports may read files outside the source", dir, filepath.Join(d, "cue.mod"))
 		}
 		if filepath.Dir(d) == d {
 			break
@@ -59,7 +67,7 @@ func DigestDir(dir string) (string, error) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var files []string
 	for _, e := range entries {
@@ -68,20 +76,15 @@ func DigestDir(dir string) (string, error) {
 		}
 	}
 	if len(files) == 0 {
-		return "", fmt.Errorf("no .cue files in %s", dir)
+		return nil, fmt.Errorf("no .cue files in %s", dir)
 	}
 	slices.Sort(files)
-	d := newDigest()
-	total := 0
-	for _, name := range files {
-		b, err := readSourceFile(filepath.Join(absDir, name), filepath.Join(dir, name), MaxFileSize)
-		if err != nil {
-			return "", err
-		}
-		if total += len(b); total > MaxSourceSize {
-			return "", fmt.Errorf("the .cue files of %s hold more than %d bytes", dir, MaxSourceSize)
-		}
-		d.add(name, b)
-	}
-	return d.sum(), nil
+	return files, nil
+}
+
+// ReadFile reads the source file name of dir as Open does (a regular
+// file, at most MaxFileSize bytes, never blocking on a FIFO) and returns
+// its content with what the open file's fstat said after the read.
+func ReadFile(dir, name string) ([]byte, os.FileInfo, error) {
+	return readSourceFileInfo(filepath.Join(dir, name), filepath.Join(dir, name), MaxFileSize)
 }

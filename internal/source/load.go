@@ -4,6 +4,7 @@
 package source
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -113,14 +114,13 @@ func Open(dir string) (*Loaded, error) {
 	// Parse every file on its own, so that a syntax error in one file
 	// does not hide the others from the checks that read the syntax.
 	total := 0
-	digest := newDigest()
-	defer func() { l.Digest = digest.sum() }()
-	for _, name := range files {
+	read := make([][sha256.Size]byte, len(files))
+	for i, name := range files {
 		b, err := readSourceFile(filepath.Join(absDir, name), filepath.Join(dir, name), MaxFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("reading source: %w", err)
 		}
-		digest.add(name, b)
+		read[i] = sha256.Sum256(b)
 		total += len(b)
 		if total > MaxSourceSize {
 			return nil, fmt.Errorf("reading source: the .cue files of %s hold more than %d bytes (nodegen's limit for a whole source); split the cluster into several sources", dir, MaxSourceSize)
@@ -158,7 +158,9 @@ func Open(dir string) (*Loaded, error) {
 	for i, f := range files {
 		paths[i] = filepath.Join(absDir, f)
 	}
-	inst := load.Instances(files, &load.Config{Dir: absDir, ParseFile: newPrefetcher(paths).ParseFile})[0]
+	pf := newPrefetcher(paths)
+	inst := load.Instances(files, &load.Config{Dir: absDir, ParseFile: pf.ParseFile})[0]
+	l.Digest = pf.digest(files, paths, read)
 	if inst.Err != nil {
 		l.addErr(inst.Err)
 		l.Broken.All = true
