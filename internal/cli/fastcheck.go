@@ -14,7 +14,7 @@ import (
 // shortcutFlags are check's flags for its shortcut (internal/fastcheck).
 func shortcutFlags(f *ioFlags) []cli.Flag {
 	return []cli.Flag{
-		&cli.BoolFlag{Name: "full", Usage: "always render the source and compare, even when nothing changed since the last full run (CI)", Destination: &f.Full},
+		&cli.BoolFlag{Name: "full", Usage: "always render the source and compare, even when nothing changed since the last full run, and keep no record of it (CI)", Destination: &f.Full},
 		&cli.BoolFlag{Name: "verbose", Usage: "say on stderr whether the shortcut answered, and if not why", Destination: &f.Verbose},
 	}
 }
@@ -41,20 +41,25 @@ func fastInputs(c *cli.Context, f *ioFlags) fastcheck.Inputs {
 
 // shortcut runs check: from fastcheck's record when it proves out/
 // current, otherwise full (which records its success for the next run).
+// --full runs full without looking at or writing a record.
 func shortcut(s *streams, f *ioFlags, full cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if err := noArgs(c); err != nil {
 			return err
 		}
-		in := fastInputs(c, f)
 		if f.Full {
+			// Neither the record nor the shortcut: what CI and a
+			// check of a scratch copy want.
 			f.verbose(s, "full check (--full)")
-		} else if ok, note := fastcheck.Fresh(in); ok {
+			return full(c)
+		}
+		in := fastInputs(c, f)
+		ok, note := fastcheck.Fresh(in)
+		if ok {
 			f.verbose(s, "%s is current: nothing changed since a full run of this nodegen (shortcut: %s; --full renders and compares)", f.Out, note)
 			return nil
-		} else {
-			f.verbose(s, "full check: %s", note)
 		}
+		f.verbose(s, "full check: %s", note)
 		return record(s, c, f, in, full)
 	}
 }

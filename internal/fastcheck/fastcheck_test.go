@@ -103,9 +103,16 @@ func TestShortcutTaken(t *testing.T) {
 	if ok, why, code := tr.checkPath(); !ok || code != cli.ExitOK {
 		t.Fatalf("after a full check: shortcut %v (%s), exit %d", ok, why, code)
 	}
-	// --full never takes it.
+	// --full never takes it, and leaves no record.
 	if code, _, errb := tr.run("check", "--full", "--verbose"); code != cli.ExitOK || !strings.Contains(errb, "full check (--full)") {
 		t.Fatalf("check --full --verbose: exit %d, %q", code, errb)
+	}
+	tr.do(func() error { return os.RemoveAll(os.Getenv("NODEGEN_CACHE_DIR")) })
+	if code, _, _ := tr.run("check", "--full"); code != cli.ExitOK {
+		t.Fatalf("check --full: exit %d", code)
+	}
+	if ok, why, _ := tr.checkPath(); ok || !strings.Contains(why, "no record") {
+		t.Fatalf("after check --full alone: shortcut %v (%q), want the full path: no record", ok, why)
 	}
 	// Without --verbose the shortcut is as silent as a clean full check.
 	if code, out, errb := tr.run("check"); code != cli.ExitOK || out != "" || errb != "" {
