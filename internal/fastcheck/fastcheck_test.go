@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/fastcheck"
@@ -299,8 +300,12 @@ func changeAndCheck(t *testing.T, tr *tree, change func(*tree), reason string, w
 // the next check reads only files whose stamp changed.
 func TestShortcutStamps(t *testing.T) {
 	tr := newTree(t)
-	// Just written: every file changed within the racy window, so no
-	// stamp can stand for a content, and each check reads everything.
+	// Every file changed within the racy window (made an hour long, so
+	// that a slow machine cannot age the files past it): no stamp can
+	// stand for a content, and each check reads everything.
+	old := outdir.RacyWindow
+	outdir.RacyWindow = time.Hour
+	t.Cleanup(func() { outdir.RacyWindow = old })
 	for range 2 {
 		if ok, note, _ := tr.checkPath(); !ok || !strings.Contains(note, "read 6 of 6 source files") {
 			t.Fatalf("fresh files: shortcut %v (%s), want the shortcut reading every file", ok, note)
