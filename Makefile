@@ -33,10 +33,11 @@ FUZZTIME ?= 10s
 fuzz:
 	bash hack/fuzz.sh $(FUZZTIME)
 
-# nodegen against `cue export` on synthetic sources of 10, 100 and 1000
-# node groups: medians, ratios and peak memory (see README, Performance).
+# nodegen against `cue export` on synthetic sources of 100, 1000, 5000 and
+# 10,000 node groups: medians, ratios, growth, peak memory and the targets
+# (see README, Performance). BENCHFLAGS="-sizes 100,1000" for a short run.
 bench:
-	$(GO) run ./hack/bench
+	$(GO) run ./hack/bench $(BENCHFLAGS)
 
 # Each stage on its own (load, validate, render, verify, compare, ...).
 bench-go:

@@ -8,7 +8,7 @@
 // Usage:
 //
 //	nodegen gen    [--source nodegroups] [--out out]   render into out/
-//	nodegen check  [--source nodegroups] [--out out]   exit 1 with a diff if out/ is stale
+//	nodegen check  [--source nodegroups] [--out out] [--full]   exit 1 with a diff if out/ is stale
 //	nodegen vet    [--source nodegroups]               validate only
 //	nodegen export [--source nodegroups]               print the resolved model as JSON
 //

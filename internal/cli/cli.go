@@ -118,6 +118,11 @@ type ioFlags struct {
 	Out         string
 	Force       bool
 	LockTimeout time.Duration
+	// Full and Verbose are check's --full and --verbose (fastcheck.go).
+	Full, Verbose bool
+	// SourceDigest and ManifestDigest are set by a successful gen or
+	// check: the source evaluated and out/'s record after the run.
+	SourceDigest, ManifestDigest string
 }
 
 func sourceFlag(f *ioFlags) cli.Flag {

@@ -55,6 +55,7 @@ func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []
 			if err != nil {
 				return err
 			}
+			f.SourceDigest = r.l.Digest
 			if warnCommands[name] {
 				cwd, _ := os.Getwd()
 				var list diag.List
@@ -96,7 +97,9 @@ func outOptions(s *streams, f *ioFlags, r *rendered) outdir.Options {
 }
 
 func genCommand(s *streams) *cli.Command {
-	return renderCommand(s, "gen", "render the source into the output directory", genDoc, outFlags(true),
+	var flags *ioFlags
+	cmd := renderCommand(s, "gen", "render the source into the output directory", genDoc,
+		func(f *ioFlags) []cli.Flag { flags = f; return outFlags(true)(f) },
 		func(f *ioFlags, rd *rendered) error {
 			r, err := outdir.WriteWith(f.Out, rd.files, outOptions(s, f, rd))
 			var ce *outdir.ConflictError
@@ -133,8 +136,11 @@ func genCommand(s *streams) *cli.Command {
 			for _, p := range r.Carried {
 				fmt.Fprintf(s.err, "nodegen: kept %s: written into %s by another process during this run\n", outPath(f, p), f.Out)
 			}
+			f.ManifestDigest = r.ManifestDigest
 			return nil
 		})
+	cmd.Action = recordAfter(s, flags, cmd.Action)
+	return cmd
 }
 
 // conflictLine says why a file stops gen, naming it as the user does.
@@ -145,16 +151,24 @@ func conflictLine(f *ioFlags, c outdir.Conflict) string {
 
 const checkDoc = `check renders the source in memory and compares it with the output
 directory. It is silent and exits 0 when they are equal; otherwise it
-prints each stale file with a unified diff and exits 1.`
+prints each stale file with a unified diff and exits 1.
+
+When neither the source, nor the output directory, nor nodegen, nor its
+flags and environment changed since a full gen or check of this output
+directory, check answers from that run's record without evaluating the
+source (see README, Performance). --full always renders and compares.`
 
 func checkCommand(s *streams) *cli.Command {
-	return renderCommand(s, "check", "fail with a diff when the output directory is not what gen would write", checkDoc, outFlags(false),
+	var flags *ioFlags
+	cmd := renderCommand(s, "check", "fail with a diff when the output directory is not what gen would write", checkDoc,
+		func(f *ioFlags) []cli.Flag { flags = f; return append(outFlags(false)(f), shortcutFlags(f)...) },
 		func(f *ioFlags, rd *rendered) error {
 			r, err := outdir.CompareWith(f.Out, rd.files, outOptions(s, f, rd))
 			if err != nil {
 				return err
 			}
 			if r.Clean() {
+				f.ManifestDigest = r.ManifestDigest
 				return nil
 			}
 			changes := r.Changes
@@ -186,6 +200,8 @@ func checkCommand(s *streams) *cli.Command {
 			fmt.Fprintf(s.err, "nodegen: %srun `nodegen gen --source %s --out %s%s` and commit the result\n", first, f.Source, f.Out, only)
 			return errFindings
 		})
+	cmd.Action = shortcut(s, flags, cmd.Action)
+	return cmd
 }
 
 func staleReason(ch outdir.Change) string {

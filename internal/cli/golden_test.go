@@ -13,11 +13,12 @@ import (
 // TestGoldenShippedExample is the one test that reads nodegroups/: it
 // renders the shipped example (or the user's edit of it) and compares the
 // result with the committed out/ byte for byte, so that `go test ./...`
-// alone catches a stale out/. Every other test uses its own fixtures.
+// alone catches a stale out/ (with --full: the render, never the shortcut
+// of a record a previous run left). Every other test uses its own fixtures.
 func TestGoldenShippedExample(t *testing.T) {
 	root := testsrc.RepoRoot()
 	var out, errb bytes.Buffer
-	code := cli.Main([]string{"check", "--source", testsrc.ShippedDir(), "--out", filepath.Join(root, "out")}, strings.NewReader(""), &out, &errb)
+	code := cli.Main([]string{"check", "--full", "--source", testsrc.ShippedDir(), "--out", filepath.Join(root, "out")}, strings.NewReader(""), &out, &errb)
 	if code != cli.ExitOK {
 		t.Fatalf("out/ does not match the rendering of nodegroups/ (exit %d): run nodegen gen (go run ./cmd/nodegen gen) and commit out/\n%s%s", code, out.String(), errb.String())
 	}

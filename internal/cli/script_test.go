@@ -19,13 +19,37 @@ import (
 var update = flag.Bool("update", false, "update testscript golden files")
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	// The in-process runs of gen and check keep check's shortcut records
+	// (internal/fastcheck) in a cache of this test process, not the user's.
+	var cache string
+	if os.Getenv("NODEGEN_CACHE_DIR") == "" {
+		var err error
+		if cache, err = os.MkdirTemp("", "nodegen-test-cache-"); err != nil {
+			panic(err)
+		}
+		os.Setenv("NODEGEN_CACHE_DIR", cache)
+	}
+	testscript.Main(cleanupM{m, cache}, map[string]func(){
 		"nodegen": func() {
 			setFailPoint(os.Getenv("NODEGEN_FAILPOINT"))
 			source.EnforceMemoryLimit = true // as cmd/nodegen does
 			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
 	})
+}
+
+// cleanupM removes the test cache once every test ran.
+type cleanupM struct {
+	*testing.M
+	cache string
+}
+
+func (m cleanupM) Run() int {
+	code := m.M.Run()
+	if m.cache != "" {
+		os.RemoveAll(m.cache)
+	}
+	return code
 }
 
 // TestScript runs testdata/script/*.txtar. Each script starts in a work
@@ -40,6 +64,8 @@ func TestScript(t *testing.T) {
 		RequireUniqueNames:  true,
 		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode},
 		Setup: func(env *testscript.Env) error {
+			// check's shortcut keeps its records in the script's own cache.
+			env.Setenv("NODEGEN_CACHE_DIR", filepath.Join(env.WorkDir, ".nodegen-cache"))
 			if _, err := os.Stat(filepath.Join(env.WorkDir, "fleet")); err != nil {
 				if err := testsrc.CopyFleetTo(filepath.Join(env.WorkDir, "fleet")); err != nil {
 					return err

@@ -113,6 +113,9 @@ type Report struct {
 	// Outside lists the files outside Options.Scope: neither compared nor
 	// touched, their record kept as it was.
 	Outside []string
+	// ManifestDigest is the ManifestDigest of the record the directory
+	// holds: the one Compare read, or the one Write left ("" for none).
+	ManifestDigest string
 }
 
 // Clean reports whether the directory already holds exactly the render.
@@ -190,6 +193,7 @@ func compareTree(dir string, files layout.Files, force bool, scope func(string) 
 	want := newManifest(files)
 	var recorded map[string]manifestEntry
 	if t.manifest != nil {
+		r.ManifestDigest = ManifestDigest(t.manifest)
 		m, err := parseManifest(filepath.ToSlash(filepath.Join(dir, ManifestName)), t.manifest)
 		if err != nil {
 			return r, nil, err

@@ -99,6 +99,9 @@ func WriteWith(dir string, files layout.Files, o Options) (Report, error) {
 	if err := syncDir(parent); err != nil {
 		return r, err
 	}
+	if r.Manifest != nil {
+		r.ManifestDigest = ManifestDigest(r.Manifest.New)
+	}
 	return r, os.RemoveAll(retired)
 }
 

@@ -27,35 +27,45 @@ const (
 // blocks on a FIFO or device: the file is opened non-blocking and checked
 // to be regular before anything is read.
 func readSourceFile(path, display string, limit int64) ([]byte, error) {
+	b, _, err := readSourceFileInfo(path, display, limit)
+	return b, err
+}
+
+// readSourceFileInfo is readSourceFile that also returns what the open
+// file's fstat says after the read.
+func readSourceFileInfo(path, display string, limit int64) ([]byte, os.FileInfo, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file but %s; nodegen reads only regular .cue files", display, fileKind(st.Mode()))
+		return nil, nil, fmt.Errorf("%s is not a regular file but %s; nodegen reads only regular .cue files", display, fileKind(st.Mode()))
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	if st, err = f.Stat(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file but %s; nodegen reads only regular .cue files", display, fileKind(st.Mode()))
+		return nil, nil, fmt.Errorf("%s is not a regular file but %s; nodegen reads only regular .cue files", display, fileKind(st.Mode()))
 	}
 	if st.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, over nodegen's limit of %d bytes per .cue file", display, st.Size(), limit)
+		return nil, nil, fmt.Errorf("%s is %d bytes, over nodegen's limit of %d bytes per .cue file", display, st.Size(), limit)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is over nodegen's limit of %d bytes per .cue file", display, limit)
+		return nil, nil, fmt.Errorf("%s is over nodegen's limit of %d bytes per .cue file", display, limit)
 	}
-	return b, nil
+	if st, err = f.Stat(); err != nil {
+		return nil, nil, err
+	}
+	return b, st, nil
 }
 
 // checkText reports the first NUL byte or invalid UTF-8 sequence of a

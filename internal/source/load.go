@@ -4,6 +4,7 @@
 package source
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -33,6 +34,9 @@ type Loaded struct {
 	Dir string
 	// Files are the .cue files of the source, relative to Dir, sorted.
 	Files []string
+	// Digest identifies the names and bytes of Files exactly as they were
+	// read (see DigestDir): the check shortcut's record of the source.
+	Digest string
 	// Syntax holds the parsed files (those that parse), with comments, for
 	// checks on what the user wrote rather than on what it evaluates to.
 	Syntax []*ast.File
@@ -138,11 +142,13 @@ func Open(dir string) (*Loaded, error) {
 	// Parse every file on its own, so that a syntax error in one file
 	// does not hide the others from the checks that read the syntax.
 	total := 0
-	for _, name := range files {
+	read := make([][sha256.Size]byte, len(files))
+	for i, name := range files {
 		b, err := readSourceFile(filepath.Join(absDir, name), filepath.Join(dir, name), MaxFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("reading source: %w", err)
 		}
+		read[i] = sha256.Sum256(b)
 		total += len(b)
 		if total > MaxSourceSize {
 			return nil, fmt.Errorf("reading source: the .cue files of %s hold more than %d bytes (nodegen's limit for a whole source); split the cluster into several sources", dir, MaxSourceSize)
@@ -180,7 +186,9 @@ func Open(dir string) (*Loaded, error) {
 	for i, f := range files {
 		paths[i] = filepath.Join(absDir, f)
 	}
-	inst := load.Instances(files, &load.Config{Dir: absDir, ParseFile: onePackage(newPrefetcher(paths).ParseFile)})[0]
+	pf := newPrefetcher(paths)
+	inst := load.Instances(files, &load.Config{Dir: absDir, ParseFile: onePackage(pf.ParseFile)})[0]
+	l.Digest = pf.digest(files, paths, read)
 	if inst.Err != nil {
 		l.addErr(inst.Err)
 		l.Broken.All = true

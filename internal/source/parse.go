@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,10 @@ type prefetcher struct {
 	paths  []string // absolute
 	start  sync.Once
 	parsed map[string]*prefetched
+	// given are the sha256 sums of the contents the loader gave, by
+	// path: the bytes CUE evaluates (see digest).
+	mu    sync.Mutex
+	given map[string][sha256.Size]byte
 }
 
 type prefetched struct {
@@ -35,7 +40,7 @@ type prefetched struct {
 }
 
 func newPrefetcher(paths []string) *prefetcher {
-	p := &prefetcher{paths: paths, parsed: make(map[string]*prefetched, len(paths))}
+	p := &prefetcher{paths: paths, parsed: make(map[string]*prefetched, len(paths)), given: map[string][sha256.Size]byte{}}
 	for _, path := range paths {
 		p.parsed[path] = &prefetched{done: make(chan struct{})}
 	}
@@ -46,6 +51,12 @@ func newPrefetcher(paths []string) *prefetcher {
 func (p *prefetcher) ParseFile(name string, src any, cfg parser.Config) (*ast.File, error) {
 	p.start.Do(func() { go p.parseAll(cfg) })
 	b, isBytes := src.([]byte)
+	if isBytes {
+		sum := sha256.Sum256(b)
+		p.mu.Lock()
+		p.given[name] = sum
+		p.mu.Unlock()
+	}
 	if f, ok := p.parsed[name]; ok && isBytes && !f.used.Swap(true) {
 		<-f.done
 		if f.err == nil && f.cfg == cfg && bytes.Equal(f.src, b) {

@@ -124,6 +124,7 @@ func TestSynthetic(t *testing.T) {
 // TestCLI runs gen, gen again, check and vet on the 100-group source as
 // the benchmark program does, and checks their results.
 func TestCLI(t *testing.T) {
+	t.Setenv("NODEGEN_CACHE_DIR", t.TempDir()) // check's shortcut records
 	dir := sourceDir(t, 100)
 	out := filepath.Join(t.TempDir(), "out")
 	var stdout, stderr bytes.Buffer
@@ -147,7 +148,7 @@ func TestCLI(t *testing.T) {
 	if code := run("gen", "--source", dir, "--out", out); code != 0 || stdout.Len() != 0 {
 		t.Fatalf("second gen: exit %d, output %q, stderr %s", code, stdout.String(), stderr.String())
 	}
-	if code := run("check", "--source", dir, "--out", out); code != 0 {
+	if code := run("check", "--full", "--source", dir, "--out", out); code != 0 {
 		t.Fatalf("check: exit %d: %s", code, stderr.String())
 	}
 	if code := run("vet", "--source", dir); code != 0 {
@@ -285,6 +286,7 @@ func BenchmarkWriteUnchanged(b *testing.B) {
 
 // BenchmarkCheck measures `nodegen check` in process, end to end.
 func BenchmarkCheck(b *testing.B) {
+	b.Setenv("NODEGEN_CACHE_DIR", b.TempDir()) // check's shortcut records
 	forSizes(b, func(b *testing.B, n int) {
 		dir := sourceDir(b, n)
 		out := filepath.Join(b.TempDir(), "out")
@@ -293,7 +295,7 @@ func BenchmarkCheck(b *testing.B) {
 		}
 		defer reportCPU(b)()
 		for b.Loop() {
-			if code := cli.Main([]string{"check", "--source", dir, "--out", out}, nil, io.Discard, io.Discard); code != 0 {
+			if code := cli.Main([]string{"check", "--full", "--source", dir, "--out", out}, nil, io.Discard, io.Discard); code != 0 {
 				b.Fatalf("check: exit %d", code)
 			}
 		}
