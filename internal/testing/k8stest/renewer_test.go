@@ -189,6 +189,18 @@ func (e *renewerEnv) testLeastPrivilege(t *testing.T) {
 	e.adminCreate(t, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"ordinary","namespace":"kube-system"},"stringData":{"k":"v"}}`)
 	e.adminCreate(t, e.tokenSecret("mine01", nil)) // the renewer's, for update attempts
 
+	// The server enforces a new ValidatingAdmissionPolicy only once its
+	// admission plugin has seen the policy and its binding, a moment after
+	// they were created: wait for it with a dry run the policy must deny.
+	eventually(t, 30*time.Second, "the renewer's policy enforced", func() string {
+		_, stderr, err := kubectl(t, e.sa, e.tokenSecret("wait01", func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque }),
+			"create", "--dry-run=server", "-f", "-")
+		if err == nil || !strings.Contains(stderr, policy) {
+			return fmt.Sprintf("dry run of an Opaque Secret: err %v, %s", err, stderr)
+		}
+		return ""
+	})
+
 	cases := []struct {
 		name  string
 		stdin string
