@@ -79,9 +79,17 @@ func Terraform(src *model.Source, files layout.Files) error {
 	return nil
 }
 
-// hclFile finishes a file: header, body, canonical formatting.
+// hclFile finishes a file: header, a blank line and the body, in
+// canonical formatting. File.Bytes already formats the body as
+// hclwrite.Format does, and the header's comment lines and the blank line
+// end every alignment run, so the file is canonical without lexing and
+// formatting it a second time (FuzzTerraformCanonical and the tests check
+// that hclwrite.Format leaves every file as it is).
 func hclFile(header string, f *hclwrite.File) []byte {
-	return hclwrite.Format(append([]byte(header+"\n"), f.Bytes()...))
+	body := f.Bytes()
+	out := make([]byte, 0, len(header)+1+len(body))
+	out = append(append(append(out, header...), '\n'), body...)
+	return out
 }
 
 // comment appends one "# " comment line per element of lines. A line
