@@ -80,13 +80,13 @@ func Terraform(src *model.Source, files layout.Files) error {
 }
 
 // hclFile finishes a file: header, a blank line and the body, in
-// canonical formatting. File.Bytes already formats the body as
-// hclwrite.Format does, and the header's comment lines and the blank line
-// end every alignment run, so the file is canonical without lexing and
-// formatting it a second time (FuzzTerraformCanonical and the tests check
-// that hclwrite.Format leaves every file as it is).
+// canonical formatting. The body is formatted as File.Bytes formats it
+// (formatHCL), as hclwrite.Format does, and the header's comment lines
+// and the blank line end every alignment run, so the file is canonical
+// without lexing and formatting it a second time (FuzzTerraformCanonical
+// and the tests check that hclwrite.Format leaves every file as it is).
 func hclFile(header string, f *hclwrite.File) []byte {
-	body := f.Bytes()
+	body := formatHCL(f)
 	out := make([]byte, 0, len(header)+1+len(body))
 	out = append(append(append(out, header...), '\n'), body...)
 	return out
