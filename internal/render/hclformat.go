@@ -3,10 +3,13 @@ package render
 import (
 	"bytes"
 	"encoding/binary"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Formatting a Terraform file (hclwrite's File.Bytes) is the largest part
@@ -131,4 +134,39 @@ func printableASCII(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// objectTokens is the object constructor expression of attrs, one
+// attribute a line: the tokens hclwrite.TokensForObject returns, except
+// that they are not formatted on their own (hclwrite formats them again
+// with the whole file, which sets the spaces before every token, so
+// aligning a large object twice only costs time).
+func objectTokens(attrs []hclwrite.ObjectAttrTokens) hclwrite.Tokens {
+	toks := make(hclwrite.Tokens, 0, 2+4*len(attrs))
+	toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenOBrace, Bytes: []byte{'{'}})
+	if len(attrs) > 0 {
+		toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenNewline, Bytes: []byte{'\n'}})
+	}
+	for _, a := range attrs {
+		toks = append(toks, a.Name...)
+		toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenEqual, Bytes: []byte{'='}})
+		toks = append(toks, a.Value...)
+		toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenNewline, Bytes: []byte{'\n'}})
+	}
+	return append(toks, &hclwrite.Token{Type: hclsyntax.TokenCBrace, Bytes: []byte{'}'}})
+}
+
+// stringMapTokens is m as hclwrite writes cty.MapVal of its strings
+// (hclwrite.TokensForValue): keys in order, a key that is an identifier
+// bare and any other quoted; unformatted, like objectTokens.
+func stringMapTokens(m map[string]string) hclwrite.Tokens {
+	attrs := make([]hclwrite.ObjectAttrTokens, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		name := hclwrite.Tokens{{Type: hclsyntax.TokenIdent, Bytes: []byte(k)}}
+		if !hclsyntax.ValidIdentifier(k) {
+			name = hclwrite.TokensForValue(cty.StringVal(k))
+		}
+		attrs = append(attrs, hclwrite.ObjectAttrTokens{Name: name, Value: hclwrite.TokensForValue(cty.StringVal(m[k]))})
+	}
+	return objectTokens(attrs)
 }
