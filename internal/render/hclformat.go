@@ -38,13 +38,15 @@ import (
 // from the formatter; FuzzTerraformCanonical and TestFormatHCL check the
 // result against hclwrite.Format.
 
-// maxLayouts bounds the layouts remembered (beyond it, files are
-// formatted by hclwrite each time; the output is the same).
-const maxLayouts = 4096
+// maxLayoutBytes bounds the memory of the layouts remembered by a
+// process (beyond it, files are formatted by hclwrite each time; the
+// output is the same).
+const maxLayoutBytes = 64 << 20
 
 var layouts = struct {
 	sync.Mutex
 	spaces map[string][]int
+	bytes  int
 }{spaces: map[string][]int{}}
 
 // formatHCL returns f's bytes in hclwrite's canonical formatting, the
@@ -71,8 +73,9 @@ func formatHCL(f *hclwrite.File) []byte {
 		spaces[i] = t.SpacesBefore
 	}
 	layouts.Lock()
-	if len(layouts.spaces) < maxLayouts {
+	if size := len(key) + 8*len(spaces); layouts.bytes+size <= maxLayoutBytes {
 		layouts.spaces[string(key)] = spaces
+		layouts.bytes += size
 	}
 	layouts.Unlock()
 	return out
