@@ -52,6 +52,12 @@ func Check(cl *model.Cluster, g *model.NodeGroup, kubeEnv []byte, flagged []stri
 	if err != nil {
 		return fmt.Errorf("kube-env: %w", err)
 	}
+	return CheckTemplate(cl, g, tmpl, flagged, node, zone)
+}
+
+// CheckTemplate is Check on a kube-env already read with
+// kubeenv.ReadTemplate (which it does not modify).
+func CheckTemplate(cl *model.Cluster, g *model.NodeGroup, tmpl *kubeenv.Template, flagged []string, node Joined, zone string) error {
 	var errs []string
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 

@@ -48,12 +48,22 @@ func Provenance(src *model.Source, paths []string) []Edge {
 		return src.Name
 	}
 	var out []Edge
+	rendered := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		rendered[p] = true
+	}
+	seen := map[Edge]bool{}
 	add := func(from, to string) {
-		if slices.Contains(paths, to) && !slices.Contains(out, Edge{from, to}) {
-			out = append(out, Edge{from, to})
+		if e := (Edge{from, to}); rendered[to] && !seen[e] {
+			seen[e] = true
+			out = append(out, e)
 		}
 	}
-	gpu := src.GPUGroups()
+	gpu := map[*model.NodeGroup]bool{}
+	for _, g := range src.GPUGroups() {
+		gpu[g] = true
+	}
+	extra := src.ExtraStartupTaints()
 	for _, g := range src.Groups() {
 		o := origin(g)
 		if g.Cloud() {
@@ -62,7 +72,7 @@ func Provenance(src *model.Source, paths []string) []Edge {
 			add(o, layout.TerraformGroupPath(g.Name))
 			add(o, layout.TerraformOutputsPath)
 		}
-		if g.Autoscaled() || (g.Cloud() && g.StartupTaint != nil && slices.Contains(src.ExtraStartupTaints(), g.StartupTaint.Key)) {
+		if g.Autoscaled() || (g.Cloud() && g.StartupTaint != nil && slices.Contains(extra, g.StartupTaint.Key)) {
 			add(o, layout.AutoscalerFlagsPath)
 			add(o, layout.AutoscalerValuesPath)
 			add(o, layout.PriorityExpanderPath) // its MIGs and priority
@@ -76,7 +86,7 @@ func Provenance(src *model.Source, paths []string) []Edge {
 			// also gives the renewer's placement.
 			add(o, layout.JoinTokenRenewerPath)
 		}
-		if slices.Contains(gpu, g) {
+		if gpu[g] {
 			add(o, layout.TaintRemoverPath)
 			add(o, layout.GPUOperatorValuesPath)
 		}
@@ -417,11 +427,14 @@ func (d *docWriter) provenance(edges []Edge) {
 		return v
 	}
 	var sources, artifacts []string
+	seen := map[string]bool{}
 	for _, e := range edges {
-		if !slices.Contains(sources, e.From) {
+		if !seen["s"+e.From] {
+			seen["s"+e.From] = true
 			sources = append(sources, e.From)
 		}
-		if !slices.Contains(artifacts, e.To) {
+		if !seen["a"+e.To] {
+			seen["a"+e.To] = true
 			artifacts = append(artifacts, e.To)
 		}
 	}

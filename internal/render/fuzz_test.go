@@ -11,10 +11,14 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
 
 	"github.com/nodegen/nodegen/internal/agree"
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
@@ -252,6 +256,40 @@ func FuzzStartupScriptValues(f *testing.F) {
 		}
 		if j.Name != instance || j.ProviderID != "gce://"+src.Cluster.GCP.Project+"/"+zone+"/"+instance || cfg.Discovery.BootstrapToken.Token != token {
 			t.Errorf("name %q, provider-id %q, token %q", j.Name, j.ProviderID, cfg.Discovery.BootstrapToken.Token)
+		}
+	})
+}
+
+// FuzzTerraformCanonical: for any group nodegen accepts, whatever its
+// labels, taints and description, every Terraform file is canonical:
+// hclwrite.Format (terraform fmt's formatter) leaves it byte for byte as
+// nodegen wrote it, and it parses.
+func FuzzTerraformCanonical(f *testing.F) {
+	example := exampleJSON(f)
+	for i, s := range groupSeeds {
+		f.Add(s.labels, s.taints, s.startupKey, []string{"", "GPU burst pool", "a \"quoted\" ${x} %{y} line\nand é漢字 # not a comment"}[i%3], s.arm, s.gpus)
+	}
+	f.Fuzz(func(t *testing.T, labels, taints, startupKey, description string, arm bool, gpus uint8) {
+		src, g, ok := fuzzedSource(t, example, labels, taints, startupKey, arm, gpus)
+		if !ok {
+			return
+		}
+		g.Description = description
+		if len(validate.Source(src, noPos{})) > 0 {
+			return
+		}
+		files := layout.Files{}
+		if err := render.Terraform(src, files); err != nil {
+			t.Fatalf("valid source, Terraform: %v", err)
+		}
+		for _, p := range files.Paths() {
+			b := files[p]
+			if got := hclwrite.Format(b); !bytes.Equal(got, b) {
+				t.Errorf("%s is not canonical; hclwrite.Format gives:\n%s\nnodegen wrote:\n%s", p, got, b)
+			}
+			if _, diags := hclsyntax.ParseConfig(b, p, hcl.InitialPos); diags.HasErrors() {
+				t.Errorf("%s: %v", p, diags)
+			}
 		}
 	})
 }

@@ -79,9 +79,17 @@ func Terraform(src *model.Source, files layout.Files) error {
 	return nil
 }
 
-// hclFile finishes a file: header, body, canonical formatting.
+// hclFile finishes a file: header, a blank line and the body, in
+// canonical formatting. The body is formatted as File.Bytes formats it
+// (formatHCL), as hclwrite.Format does, and the header's comment lines
+// and the blank line end every alignment run, so the file is canonical
+// without lexing and formatting it a second time (FuzzTerraformCanonical
+// and the tests check that hclwrite.Format leaves every file as it is).
 func hclFile(header string, f *hclwrite.File) []byte {
-	return hclwrite.Format(append([]byte(header+"\n"), f.Bytes()...))
+	body := formatHCL(f)
+	out := make([]byte, 0, len(header)+1+len(body))
+	out = append(append(append(out, header...), '\n'), body...)
+	return out
 }
 
 // comment appends one "# " comment line per element of lines. A line
@@ -215,11 +223,11 @@ func terraformOutputs(src *model.Source, header string) []byte {
 	body := f.Body()
 	o := body.AppendNewBlock("output", []string{"instance_groups"}).Body()
 	o.SetAttributeValue("description", cty.StringVal("Instance-group URL of every MIG, by MIG name: the URLs the Cluster Autoscaler's --nodes flags name."))
-	o.SetAttributeRaw("value", hclwrite.TokensForObject(migs))
+	o.SetAttributeRaw("value", objectTokens(migs))
 	body.AppendNewline()
 	o = body.AppendNewBlock("output", []string{"instance_templates"}).Body()
 	o.SetAttributeValue("description", cty.StringVal("Current instance template of every cloud node group, by group name."))
-	o.SetAttributeRaw("value", hclwrite.TokensForObject(templates))
+	o.SetAttributeRaw("value", objectTokens(templates))
 	for _, role := range []string{RoleNodes, RoleAutoscaler} {
 		body.AppendNewline()
 		o = body.AppendNewBlock("output", []string{ServiceAccountLocal(role)}).Body()
@@ -277,7 +285,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 	t.SetAttributeValue("name_prefix", cty.StringVal(c.TemplatePrefix(g)))
 	t.SetAttributeValue("description", cty.StringVal(fmt.Sprintf("nodegen node group %s of cluster %s", g.Name, c.Name)))
 	t.SetAttributeValue("machine_type", cty.StringVal(g.MachineType))
-	t.SetAttributeValue("labels", cty.MapVal(stringMap(GCELabels(src, g))))
+	t.SetAttributeRaw("labels", stringMapTokens(GCELabels(src, g)))
 	var meta []hclwrite.ObjectAttrTokens
 	for _, key := range model.SortedKeys(TerraformMetadataFiles(g)) {
 		p := TerraformMetadataFiles(g)[key]
@@ -289,7 +297,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 			Value: moduleFile("../" + p),
 		})
 	}
-	t.SetAttributeRaw("metadata", hclwrite.TokensForObject(meta))
+	t.SetAttributeRaw("metadata", objectTokens(meta))
 	t.SetAttributeRaw("tags", ref("var", "network_tags"))
 
 	t.AppendNewline()
@@ -394,14 +402,6 @@ func schedulingOf(g *model.NodeGroup) []hclAttr {
 		}
 	}
 	return nil
-}
-
-func stringMap(m map[string]string) map[string]cty.Value {
-	out := make(map[string]cty.Value, len(m))
-	for k, v := range m {
-		out[k] = cty.StringVal(v)
-	}
-	return out
 }
 
 // GCE label keys nodegen sets on every instance template.

@@ -115,15 +115,31 @@ func labelString(l ast.Label) string {
 	return diag.Path(name)
 }
 
+// kindOf is the kind of v's default (of v when it has none).
+func kindOf(v cue.Value) cue.Kind {
+	d, _ := v.Default()
+	return d.Kind()
+}
+
 // Values reports every secret in the strings and field names of v, a
 // resolved value, at the position pos gives for the field.
 func Values(v cue.Value, pos Positioner) diag.List {
 	var list diag.List
-	var walk func(v cue.Value, path []cue.Selector)
+	var walk, walkFields func(v cue.Value, path []cue.Selector)
 	walk = func(v cue.Value, path []cue.Selector) {
 		// By what the value holds, not by its kind: a struct with an
 		// error in one of its fields is of kind bottom, and its other
-		// fields must be scanned all the same.
+		// fields must be scanned all the same. A value of a concrete
+		// kind goes straight to its case (asking a struct for a string
+		// or a list builds an error each time); String, List and Fields
+		// all read the default, so the kind is the default's.
+		switch kindOf(v) {
+		case cue.StructKind:
+			walkFields(v, path)
+			return
+		case cue.NullKind, cue.BoolKind, cue.IntKind, cue.FloatKind, cue.BytesKind:
+			return
+		}
 		if s, err := v.String(); err == nil {
 			for _, found := range Find(s) {
 				list.Add(pos.Pos(path...), Redact(pathString(path)), "%s", found.Describe(inSource))
@@ -136,6 +152,9 @@ func Values(v cue.Value, pos Positioner) diag.List {
 			}
 			return
 		}
+		walkFields(v, path)
+	}
+	walkFields = func(v cue.Value, path []cue.Selector) {
 		iter, err := v.Fields()
 		if err != nil {
 			return
@@ -151,6 +170,10 @@ func Values(v cue.Value, pos Positioner) diag.List {
 			label := sel.Unquoted()
 			for _, s := range Find(label) {
 				list.Add(pos.KeyPos(p...), Redact(pathString(p)), "%s", s.Describe(inSource))
+			}
+			if k := kindOf(fv); k != cue.StringKind && k != cue.BottomKind {
+				walk(fv, p)
+				continue
 			}
 			value, err := fv.String()
 			if err != nil {

@@ -475,15 +475,16 @@ func (c *checker) kubelet(g *model.NodeGroup, base []cue.Selector) {
 // so it could take one group's VMs for the other's.
 func (c *checker) instanceNamePrefixes() {
 	cl := &c.src.Cluster
-	groups := c.src.Groups()
-	for _, a := range groups {
-		for _, b := range groups {
-			if a == b || !a.Cloud() || !b.Cloud() {
-				continue
-			}
-			an, bn := cl.BaseInstanceName(a), cl.BaseInstanceName(b)
-			if !strings.HasPrefix(bn, an) {
-				continue
+	// Every base instance name is the cluster's name, "-" and the group's
+	// name, so one base name is a prefix of another exactly when the
+	// group names are. In the groups sorted by name, the names that start
+	// with a's name are the ones right after a: no pairwise loop.
+	groups := c.src.CloudGroups()
+	for i, a := range groups {
+		an := cl.BaseInstanceName(a)
+		for _, b := range groups[i+1:] {
+			if !strings.HasPrefix(b.Name, a.Name) {
+				break
 			}
 			var shared []string
 			for _, z := range b.Zones {
@@ -495,7 +496,7 @@ func (c *checker) instanceNamePrefixes() {
 				continue
 			}
 			c.atKey(sel("nodeGroups", b.Name), "the VMs of this group (%s-xxxx) start with %s, the base instance name of node group %s, in %s: the autoscaler maps VMs to MIGs by that prefix and could count them in %s's MIG; rename one of the groups so neither name is a prefix of the other",
-				bn, an, a.Name, andList(shared), a.Name)
+				cl.BaseInstanceName(b), an, a.Name, andList(shared), a.Name)
 		}
 	}
 }
@@ -505,17 +506,28 @@ func (c *checker) instanceNamePrefixes() {
 // same key: the flag applies to every group, so the autoscaler would drop
 // that regular taint from the other group's template node.
 func (c *checker) startupTaintFlags() {
+	type use struct {
+		group *model.NodeGroup
+		index int
+	}
+	var byKey map[string][]use // built on first need, in the groups' order
 	for _, g := range c.src.CloudGroups() {
 		st := g.StartupTaint
 		if st == nil || kubeenv.IsStartupTaint(st.Key) {
 			continue
 		}
-		for _, o := range c.src.Groups() {
-			for i, t := range o.Taints {
-				if o != g && t.Key == st.Key {
-					c.at(sel("nodeGroups", g.Name, "startupTaint", "key"),
-						"startup taint %q needs the autoscaler's --startup-taint flag, which applies to every node: the nodes of group %s, whose taints[%d] has that key, would count as not ready; use a key under %s", st.Key, o.Name, i, model.StartupTaintPrefix)
+		if byKey == nil {
+			byKey = map[string][]use{}
+			for _, o := range c.src.Groups() {
+				for i, t := range o.Taints {
+					byKey[t.Key] = append(byKey[t.Key], use{o, i})
 				}
+			}
+		}
+		for _, u := range byKey[st.Key] {
+			if u.group != g {
+				c.at(sel("nodeGroups", g.Name, "startupTaint", "key"),
+					"startup taint %q needs the autoscaler's --startup-taint flag, which applies to every node: the nodes of group %s, whose taints[%d] has that key, would count as not ready; use a key under %s", st.Key, u.group.Name, u.index, model.StartupTaintPrefix)
 			}
 		}
 	}

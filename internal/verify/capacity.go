@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -27,10 +28,17 @@ import (
 // label), the node as its kubelet configuration patch, the GPU Operator's
 // device-plugin config and the instance template make it, and the source.
 func Capacity(g *model.NodeGroup, script *syntax.File, kubeEnv, gpuValues, tf []byte) error {
-	tmpl, err := kubeenv.ReadTemplate(kubeEnv)
-	if err != nil {
-		return fmt.Errorf("kube-env: %w", err)
+	f, diags := hclsyntax.ParseConfig(tf, "group.tf", hcl.InitialPos)
+	return capacity(g, script, readKubeEnv(kubeEnv), newGPUValues(gpuValues), f, diags)
+}
+
+// capacity is Capacity on the artifacts read once for every check: the
+// kube-env, the GPU Operator's values and the parsed Terraform file.
+func capacity(g *model.NodeGroup, script *syntax.File, env *kubeEnv, gpu *gpuValues, tf *hcl.File, tfDiags hcl.Diagnostics) error {
+	if env.err != nil {
+		return fmt.Errorf("kube-env: %w", env.err)
 	}
+	tmpl := env.tmpl
 	docs := quotedHeredocs(script, render.KubeletPatchHeredocDelimiter)
 	if len(docs) != 1 {
 		return fmt.Errorf("the script carries %d quoted heredocs delimited by %s, want 1", len(docs), render.KubeletPatchHeredocDelimiter)
@@ -87,7 +95,7 @@ func Capacity(g *model.NodeGroup, script *syntax.File, kubeEnv, gpuValues, tf []
 		if !ok {
 			fail("kube-env declares no %s (extended_resources)", model.GPUResource)
 		}
-		adv, err := advertisedGPUs(g, tmpl.Labels, gpuValues)
+		adv, err := gpu.advertised(g, tmpl.Labels)
 		if err != nil {
 			fail("device plugin: %v", err)
 		} else if tmplGPUs != int64(adv) || adv != g.AdvertisedGPUs() {
@@ -97,7 +105,7 @@ func Capacity(g *model.NodeGroup, script *syntax.File, kubeEnv, gpuValues, tf []
 
 	// Spot: label on both sides iff Terraform provisions Spot VMs, and a
 	// shutdown grace period within GCE's preemption notice.
-	ts, err := templateFacts(tf)
+	ts, err := templateFacts(tf, tfDiags)
 	if err != nil {
 		fail("terraform: %v", err)
 	} else {
@@ -178,24 +186,61 @@ func sameReserved(tmpl map[string]string, parts ...map[string]string) error {
 	return nil
 }
 
-// advertisedGPUs is the nvidia.com/gpu a node of the group gets from the
+// gpuValues are the GPU Operator's values, decoded once (on first use)
+// for every GPU group, with each device-plugin config decoded once.
+type gpuValues struct {
+	data []byte
+	once sync.Once
+	v    devicePluginValues
+	err  error
+
+	mu      sync.Mutex
+	configs map[string]decodedConfig
+}
+
+type devicePluginValues struct {
+	DevicePlugin *struct {
+		Config struct {
+			Create  bool              `json:"create"`
+			Name    string            `json:"name"`
+			Default string            `json:"default"`
+			Data    map[string]string `json:"data"`
+		} `json:"config"`
+	} `json:"devicePlugin"`
+}
+
+type decodedConfig struct {
+	c   *render.DevicePluginConfig
+	err error
+}
+
+func newGPUValues(data []byte) *gpuValues {
+	return &gpuValues{data: data, configs: map[string]decodedConfig{}}
+}
+
+// config decodes the device-plugin config doc (the entry name of the
+// values' ConfigMap) once.
+func (gv *gpuValues) config(name, doc string) (*render.DevicePluginConfig, error) {
+	gv.mu.Lock()
+	defer gv.mu.Unlock()
+	d, ok := gv.configs[name]
+	if !ok {
+		d.c, d.err = render.DecodeDevicePluginConfig([]byte(doc))
+		gv.configs[name] = d
+	}
+	return d.c, d.err
+}
+
+// advertised is the nvidia.com/gpu a node of the group gets from the
 // device plugin: the GPU Operator values' devicePlugin config entry named
 // by the node's nvidia.com/device-plugin.config label (else the default
 // entry; with no config at all, one per GPU).
-func advertisedGPUs(g *model.NodeGroup, labels map[string]string, values []byte) (int, error) {
-	var v struct {
-		DevicePlugin *struct {
-			Config struct {
-				Create  bool              `json:"create"`
-				Name    string            `json:"name"`
-				Default string            `json:"default"`
-				Data    map[string]string `json:"data"`
-			} `json:"config"`
-		} `json:"devicePlugin"`
+func (gv *gpuValues) advertised(g *model.NodeGroup, labels map[string]string) (int, error) {
+	gv.once.Do(func() { gv.err = yaml.Unmarshal(gv.data, &gv.v) })
+	if gv.err != nil {
+		return 0, gv.err
 	}
-	if err := yaml.Unmarshal(values, &v); err != nil {
-		return 0, err
-	}
+	v := &gv.v
 	name, labelled := labels[model.DevicePluginConfigLabel]
 	if v.DevicePlugin == nil {
 		if labelled {
@@ -210,7 +255,7 @@ func advertisedGPUs(g *model.NodeGroup, labels map[string]string, values []byte)
 	if !ok {
 		return 0, fmt.Errorf("config %q is not in the device plugin ConfigMap", name)
 	}
-	c, err := render.DecodeDevicePluginConfig([]byte(doc))
+	c, err := gv.config(name, doc)
 	if err != nil {
 		return 0, fmt.Errorf("config %q: %w", name, err)
 	}
@@ -225,9 +270,8 @@ type instanceTemplateFacts struct {
 }
 
 // templateFacts reads the one instance template of a group's .tf file.
-func templateFacts(tf []byte) (instanceTemplateFacts, error) {
+func templateFacts(f *hcl.File, diags hcl.Diagnostics) (instanceTemplateFacts, error) {
 	var out instanceTemplateFacts
-	f, diags := hclsyntax.ParseConfig(tf, "group.tf", hcl.InitialPos)
 	if diags.HasErrors() {
 		return out, diags
 	}

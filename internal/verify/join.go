@@ -33,11 +33,11 @@ func JoinConfiguration(src *model.Source, g *model.NodeGroup, script, kubeEnv []
 	if err != nil {
 		return fmt.Errorf("group %s: %w", g.Name, err)
 	}
-	return joinConfiguration(src, g, f, kubeEnv, flagged)
+	return joinConfiguration(src, g, f, readKubeEnv(kubeEnv), flagged)
 }
 
 // joinConfiguration is JoinConfiguration on a parsed script.
-func joinConfiguration(src *model.Source, g *model.NodeGroup, script *syntax.File, kubeEnv []byte, flagged []string) error {
+func joinConfiguration(src *model.Source, g *model.NodeGroup, script *syntax.File, env *kubeEnv, flagged []string) error {
 	doc, err := joinTemplateOf(script)
 	if err != nil {
 		return fmt.Errorf("group %s: %w", g.Name, err)
@@ -80,7 +80,10 @@ func joinConfiguration(src *model.Source, g *model.NodeGroup, script *syntax.Fil
 		if err != nil {
 			return fmt.Errorf("group %s: join configuration: %w", g.Name, err)
 		}
-		if err := agree.Check(cl, g, kubeEnv, flagged, node, zone); err != nil {
+		if env.err != nil {
+			return fmt.Errorf("join configuration in zone %s: kube-env: %w", zone, env.err)
+		}
+		if err := agree.CheckTemplate(cl, g, env.tmpl, flagged, node, zone); err != nil {
 			return fmt.Errorf("join configuration in zone %s: %w", zone, err)
 		}
 	}

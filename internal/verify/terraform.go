@@ -19,6 +19,12 @@ import (
 // tests' to prove; formatting every file a second time here would double
 // the cost of the largest stage of gen.
 func Terraform(files layout.Files) error {
+	return terraform(files, nil)
+}
+
+// terraform is Terraform, taking the result of the files parsed already
+// (path → diagnostics) instead of parsing them again.
+func terraform(files layout.Files, parsed map[string]hcl.Diagnostics) error {
 	var paths []string
 	for _, path := range files.Paths() {
 		if strings.HasPrefix(path, layout.TerraformDir+"/") && strings.HasSuffix(path, ".tf") {
@@ -28,7 +34,11 @@ func Terraform(files layout.Files) error {
 	errs := make([]error, len(paths))
 	par.Do(len(paths), func(i int) {
 		path := paths[i]
-		if _, diags := hclsyntax.ParseConfig(files[path], path, hcl.InitialPos); diags.HasErrors() {
+		diags, ok := parsed[path]
+		if !ok {
+			_, diags = hclsyntax.ParseConfig(files[path], path, hcl.InitialPos)
+		}
+		if diags.HasErrors() {
 			errs[i] = fmt.Errorf("%s: %s", path, diags.Error())
 		}
 	})

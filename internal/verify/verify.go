@@ -11,6 +11,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -29,25 +31,42 @@ import (
 )
 
 // All checks every rendered artifact. The node groups' artifacts are
-// checked in parallel; the errors are reported in group order.
+// checked in parallel; the errors are reported in group order. Each
+// artifact is parsed once: a group's kube-env, startup script and
+// Terraform file are read by every check of the group that needs them,
+// and the GPU Operator's values once for all groups.
 func All(src *model.Source, files layout.Files) error {
 	cloud := src.CloudGroups()
 	flagged := src.ExtraStartupTaints()
+	gpu := newGPUValues(files[layout.GPUOperatorValuesPath])
 	groupErrs := make([][3]error, len(cloud))
+	tfDiags := make(map[string]hcl.Diagnostics, len(cloud))
+	tfParsed := make([]hcl.Diagnostics, len(cloud))
 	par.Do(len(cloud), func(i int) {
 		g := cloud[i]
-		if err := KubeEnv(g, files[layout.KubeEnvPath(g.Name)], flagged); err != nil {
+		env := readKubeEnv(files[layout.KubeEnvPath(g.Name)])
+		if err := env.check(g, flagged); err != nil {
 			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
 		}
+		// The group's Terraform file, parsed here once for Capacity and
+		// for the parse check of every .tf file (terraform below).
+		tfPath := layout.TerraformGroupPath(g.Name)
+		tf, diags := hclsyntax.ParseConfig(files[tfPath], tfPath, hcl.InitialPos)
+		tfParsed[i] = diags
 		script, err := parseScript(files[layout.StartupScriptPath(g.Name)])
 		if err != nil {
 			groupErrs[i][1] = &GroupError{Group: g.Name, Path: layout.StartupScriptPath(g.Name), Err: err}
-		} else if err := joinConfiguration(src, g, script, files[layout.KubeEnvPath(g.Name)], flagged); err != nil {
+		} else if err := joinConfiguration(src, g, script, env, flagged); err != nil {
 			groupErrs[i][2] = &GroupError{Group: g.Name, Path: layout.StartupScriptPath(g.Name), Err: err}
-		} else if err := Capacity(g, script, files[layout.KubeEnvPath(g.Name)], files[layout.GPUOperatorValuesPath], files[layout.TerraformGroupPath(g.Name)]); err != nil {
+		} else if err := capacity(g, script, env, gpu, tf, diags); err != nil {
 			groupErrs[i][2] = &GroupError{Group: g.Name, Path: layout.StartupScriptPath(g.Name), Err: err}
 		}
 	})
+	for i, g := range cloud {
+		if p := layout.TerraformGroupPath(g.Name); files[p] != nil {
+			tfDiags[p] = tfParsed[i]
+		}
+	}
 	var errs []error
 	for _, e := range groupErrs {
 		errs = append(errs, e[0], e[1], e[2])
@@ -63,8 +82,32 @@ func All(src *model.Source, files layout.Files) error {
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 		}
 	}
-	errs = append(errs, Terraform(files))
+	errs = append(errs, terraform(files, tfDiags))
 	return errors.Join(errs...)
+}
+
+// kubeEnv is a kube-env read once the autoscaler's way
+// (kubeenv.ReadTemplate) for every check of its group.
+type kubeEnv struct {
+	size int
+	tmpl *kubeenv.Template
+	err  error
+}
+
+func readKubeEnv(data []byte) *kubeEnv {
+	t, err := kubeenv.ReadTemplate(data)
+	return &kubeEnv{size: len(data), tmpl: t, err: err}
+}
+
+// check is KubeEnv.
+func (e *kubeEnv) check(g *model.NodeGroup, flagged []string) error {
+	if e.size > layout.MetadataValueLimit {
+		return fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", e.size, layout.MetadataValueLimit)
+	}
+	if e.err != nil {
+		return e.err
+	}
+	return e.tmpl.MatchesSource(g, flagged...)
 }
 
 // GroupError is a node group's artifact that failed verification.
@@ -73,14 +116,7 @@ type GroupError = layout.GroupError
 // KubeEnv checks that a kube-env value fits in GCE metadata and that the
 // autoscaler reads from it exactly the group's labels and taints.
 func KubeEnv(g *model.NodeGroup, data []byte, flagged []string) error {
-	if len(data) > layout.MetadataValueLimit {
-		return fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), layout.MetadataValueLimit)
-	}
-	t, err := kubeenv.ReadTemplate(data)
-	if err != nil {
-		return err
-	}
-	return t.MatchesSource(g, flagged...)
+	return readKubeEnv(data).check(g, flagged)
 }
 
 // Script checks that a startup script parses as bash and fits in GCE metadata.
