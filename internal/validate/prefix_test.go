@@ -5,18 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"cuelang.org/go/cue"
-	"cuelang.org/go/cue/token"
-
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/validate"
 )
-
-type noPos struct{}
-
-func (noPos) Pos(...cue.Selector) token.Pos    { return token.NoPos }
-func (noPos) KeyPos(...cue.Selector) token.Pos { return token.NoPos }
 
 // TestInstanceNamePrefixChains: every pair of cloud groups where one's
 // name (so its base instance name) starts with the other's and they share
