@@ -65,9 +65,15 @@ func Files(dir string) ([]string, error) {
 			break
 		}
 	}
+	return cueFiles(dir)
+}
+
+// cueFiles lists the names of the .cue files in dir, sorted: the files of
+// the source (Open and Files read the same list).
+func cueFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading source: %w", err)
 	}
 	var files []string
 	for _, e := range entries {

@@ -7,9 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -118,20 +116,10 @@ func Load(dir string) (*Loaded, error) {
 // each node group on their own), so that further checks can run on the
 // parts that are valid. Only I/O errors are returned as errors.
 func Open(dir string) (*Loaded, error) {
-	entries, err := os.ReadDir(dir)
+	files, err := cueFiles(dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading source: %w", err)
+		return nil, err
 	}
-	var files []string
-	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".cue") {
-			files = append(files, e.Name())
-		}
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no .cue files in %s", dir)
-	}
-	slices.Sort(files)
 	absDir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err

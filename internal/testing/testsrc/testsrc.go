@@ -45,19 +45,7 @@ func Copy(t testing.TB, edits map[string]string) string {
 	if err := CopyTo(dst); err != nil {
 		t.Fatal(err)
 	}
-	for name, content := range edits {
-		p := filepath.Join(dst, name)
-		if content == "" {
-			if err := os.Remove(p); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
+	return edit(t, dst, edits)
 }
 
 // CopyTo copies the tests' example source into dst, creating it.
@@ -121,6 +109,13 @@ func CopyFleet(t testing.TB, edits map[string]string) string {
 	if err := copyDir(FleetDir(), dst); err != nil {
 		t.Fatal(err)
 	}
+	return edit(t, dst, edits)
+}
+
+// edit applies edits to the source in dst (file name → new content, or ""
+// to remove the file) and returns dst.
+func edit(t testing.TB, dst string, edits map[string]string) string {
+	t.Helper()
 	for name, content := range edits {
 		p := filepath.Join(dst, name)
 		if content == "" {
