@@ -108,12 +108,7 @@ func fleetGCENames(l *source.Loaded) diag.List {
 					}
 					continue
 				}
-				var shared []string
-				for _, z := range b.g.Zones {
-					if slices.Contains(a.g.Zones, z) && !slices.Contains(shared, z) {
-						shared = append(shared, z)
-					}
-				}
+				shared := sharedZones(a.g, b.g)
 				if len(shared) == 0 {
 					continue
 				}

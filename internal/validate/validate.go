@@ -486,12 +486,7 @@ func (c *checker) instanceNamePrefixes() {
 			if !strings.HasPrefix(b.Name, a.Name) {
 				break
 			}
-			var shared []string
-			for _, z := range b.Zones {
-				if slices.Contains(a.Zones, z) && !slices.Contains(shared, z) {
-					shared = append(shared, z)
-				}
-			}
+			shared := sharedZones(a, b)
 			if len(shared) == 0 {
 				continue
 			}
@@ -499,6 +494,18 @@ func (c *checker) instanceNamePrefixes() {
 				cl.BaseInstanceName(b), an, a.Name, andList(shared), a.Name)
 		}
 	}
+}
+
+// sharedZones returns the zones of b that a has too, once each, in b's
+// order: where VMs of the two groups can meet.
+func sharedZones(a, b *model.NodeGroup) []string {
+	var shared []string
+	for _, z := range b.Zones {
+		if slices.Contains(a.Zones, z) && !slices.Contains(shared, z) {
+			shared = append(shared, z)
+		}
+	}
+	return shared
 }
 
 // startupTaintFlags reports a startup taint that needs the autoscaler's
