@@ -12,11 +12,10 @@ import (
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/secrets"
-	"github.com/nodegen/nodegen/internal/validate"
 )
 
 const genDoc = `gen renders every artifact of the source into the output directory.
@@ -35,7 +34,7 @@ rename.`
 // renderCommand builds a command that takes no arguments, loads,
 // validates and renders the source, and hands the result to run. more
 // adds flags (nil: --source only).
-func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []cli.Flag, run func(f *ioFlags, r *rendered) error) *cli.Command {
+func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []cli.Flag, run func(f *ioFlags, r *build.Result) error) *cli.Command {
 	f := &ioFlags{}
 	flags := []cli.Flag{sourceFlag(f), clusterFlag(f)}
 	if more != nil {
@@ -51,18 +50,14 @@ func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			r, err := loadAndRenderFleet(s, f)
+			r, err := runPipeline(s, f)
 			if err != nil {
 				return err
 			}
-			f.SourceDigest = r.l.Digest
+			f.SourceDigest = r.Source.Digest
 			if warnCommands[name] {
 				cwd, _ := os.Getwd()
-				var list diag.List
-				for _, c := range r.clusters {
-					list = append(list, validate.Warnings(c.m.Source, c.m)...)
-				}
-				secrets.RedactList(list).Print(s.err, cwd)
+				secrets.RedactList(r.Warnings()).Print(s.err, cwd)
 			}
 			return run(f, r)
 		},
@@ -89,19 +84,19 @@ func outFlags(force bool) func(f *ioFlags) []cli.Flag {
 
 // outOptions are the options of outdir for f and the clusters of r;
 // waiting is said on s.err.
-func outOptions(s *streams, f *ioFlags, r *rendered) outdir.Options {
+func outOptions(s *streams, f *ioFlags, r *build.Result) outdir.Options {
 	if f.LockTimeout <= 0 {
 		f.LockTimeout = time.Nanosecond // 0 means "do not wait"
 	}
-	return outdir.Options{Force: f.Force, LockTimeout: f.LockTimeout, Scope: r.scope, Waiting: func(msg string) { fmt.Fprintf(s.err, "nodegen: %s\n", msg) }}
+	return outdir.Options{Force: f.Force, LockTimeout: f.LockTimeout, Scope: r.Scope, Waiting: func(msg string) { fmt.Fprintf(s.err, "nodegen: %s\n", msg) }}
 }
 
 func genCommand(s *streams) *cli.Command {
 	var flags *ioFlags
 	cmd := renderCommand(s, "gen", "render the source into the output directory", genDoc,
 		func(f *ioFlags) []cli.Flag { flags = f; return outFlags(true)(f) },
-		func(f *ioFlags, rd *rendered) error {
-			r, err := outdir.WriteWith(f.Out, rd.files, outOptions(s, f, rd))
+		func(f *ioFlags, rd *build.Result) error {
+			r, err := outdir.WriteWith(f.Out, rd.Files, outOptions(s, f, rd))
 			var ce *outdir.ConflictError
 			if errors.As(err, &ce) {
 				for _, c := range ce.Conflicts {
@@ -162,8 +157,8 @@ func checkCommand(s *streams) *cli.Command {
 	var flags *ioFlags
 	cmd := renderCommand(s, "check", "fail with a diff when the output directory is not what gen would write", checkDoc,
 		func(f *ioFlags) []cli.Flag { flags = f; return append(outFlags(false)(f), shortcutFlags(f)...) },
-		func(f *ioFlags, rd *rendered) error {
-			r, err := outdir.CompareWith(f.Out, rd.files, outOptions(s, f, rd))
+		func(f *ioFlags, rd *build.Result) error {
+			r, err := outdir.CompareWith(f.Out, rd.Files, outOptions(s, f, rd))
 			if err != nil {
 				return err
 			}
@@ -194,7 +189,7 @@ func checkCommand(s *streams) *cli.Command {
 				first = "resolve the files above, then "
 			}
 			only := ""
-			if rd.selected {
+			if rd.Selected {
 				only = " --cluster " + strings.Join(f.Clusters.Value(), ",")
 			}
 			fmt.Fprintf(s.err, "nodegen: %srun `nodegen gen --source %s --out %s%s` and commit the result\n", first, f.Source, f.Out, only)
@@ -219,24 +214,24 @@ func staleReason(ch outdir.Change) string {
 func vetCommand(s *streams) *cli.Command {
 	return renderCommand(s, "vet", "validate the source; silent when it is valid",
 		"vet loads and validates the source and renders it in memory, writing nothing.", nil,
-		func(*ioFlags, *rendered) error { return nil })
+		func(*ioFlags, *build.Result) error { return nil })
 }
 
 func exportCommand(s *streams) *cli.Command {
 	return renderCommand(s, "export", "print the resolved model, derived labels and taints included, as JSON",
 		"export prints the source as nodegen resolved it: defaults applied, derived labels added.", nil,
-		func(_ *ioFlags, r *rendered) error {
+		func(_ *ioFlags, r *build.Result) error {
 			enc := json.NewEncoder(s.out)
 			enc.SetIndent("", "  ")
-			if r.l.Fleet.Single {
-				return enc.Encode(r.clusters[0].m.Source)
+			if r.Source.Fleet.Single {
+				return enc.Encode(r.Clusters[0].Member.Source)
 			}
 			out := fleetExport{Clusters: map[string]*model.Source{}}
-			for _, c := range r.clusters {
-				out.Clusters[c.m.Source.Cluster.Name] = c.m.Source
+			for _, c := range r.Clusters {
+				out.Clusters[c.Member.Source.Cluster.Name] = c.Member.Source
 			}
-			if !r.selected {
-				out.Mesh = r.l.Fleet.Mesh
+			if !r.Selected {
+				out.Mesh = r.Source.Fleet.Mesh
 			}
 			return enc.Encode(out)
 		})

@@ -42,13 +42,6 @@ const (
 	TFSecretIAMMember  = "google_secret_manager_secret_iam_member"
 )
 
-// Roles, by the name of the service account they identify (the Terraform
-// name of its google_service_account and the prefix of its variable).
-const (
-	RoleNodes      = "nodes"
-	RoleAutoscaler = "autoscaler"
-)
-
 // ProjectRoles are the predefined roles each service account gets on the
 // project: logs and metrics only. Neither holds a compute or secret
 // permission.
@@ -233,21 +226,6 @@ func AutoscalerCondition(src *model.Source) string {
 	return strings.Join(terms, " || ")
 }
 
-// ServiceAccountID is the account_id of a role's service account:
-// "<cluster>-<role>", at most 30 characters; a longer cluster name is cut
-// and followed by a hash of the whole name, so two clusters never share an
-// ID.
-func ServiceAccountID(cluster, role string) string {
-	id := cluster + "-" + role
-	if len(id) <= 30 {
-		return id
-	}
-	sum := sha256.Sum256([]byte(cluster))
-	h := hex.EncodeToString(sum[:])[:6]
-	keep := strings.TrimRight(cluster[:30-len(role)-len(h)-2], "-")
-	return keep + "-" + h + "-" + role
-}
-
 // CustomRoleID is the role_id of the autoscaler node's scoped Compute
 // custom role (letters, digits, '_' and '.' only, at most 64 characters).
 func CustomRoleID(cluster string) string { return customRoleID(cluster, "autoscaler") }
@@ -282,14 +260,6 @@ func ServiceAccountLocal(role string) string { return role + "_service_account_e
 // own service account for a role.
 func ServiceAccountVariable(role string) string { return role + "_service_account_email" }
 
-// RoleOf returns the role of a cloud group's VMs.
-func RoleOf(src *model.Source, g *model.NodeGroup) string {
-	if g.Name == src.Cluster.Autoscaler.NodeGroup {
-		return RoleAutoscaler
-	}
-	return RoleNodes
-}
-
 // interpolation returns the tokens of "<prefix>${<expr>}".
 func interpolation(prefix string, expr hclwrite.Tokens) hclwrite.Tokens {
 	out := hclwrite.Tokens{{Type: hclsyntax.TokenOQuote, Bytes: []byte(`"`)}}
@@ -317,8 +287,8 @@ func roleResourceName(role, projectRole string) string {
 }
 
 var roleDoc = map[string]string{
-	RoleNodes:      "the nodes of cluster %s (every cloud node group but the autoscaler's)",
-	RoleAutoscaler: "the Cluster Autoscaler's node of cluster %s",
+	model.RoleNodes:      "the nodes of cluster %s (every cloud node group but the autoscaler's)",
+	model.RoleAutoscaler: "the Cluster Autoscaler's node of cluster %s",
 }
 
 func terraformIAM(src *model.Source, header string) []byte {
@@ -331,7 +301,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		"variables bring existing ones. The nodes may write logs and metrics and",
 		"read the join token; only the autoscaler's node may read and resize MIGs.")
 	locals := body.AppendNewBlock("locals", nil).Body()
-	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		v := ref("var", ServiceAccountVariable(role))
 		cond := append(hclwrite.Tokens{}, v...)
 		cond = append(cond, &hclwrite.Token{Type: hclsyntax.TokenNotEqual, Bytes: []byte("!=")})
@@ -349,7 +319,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		)
 		locals.SetAttributeRaw(ServiceAccountLocal(role), cond)
 	}
-	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		body.AppendNewline()
 		sa := body.AppendNewBlock("resource", []string{TFServiceAccount, role}).Body()
 		countIf := append(hclwrite.Tokens{}, ref("var", ServiceAccountVariable(role))...)
@@ -361,11 +331,11 @@ func terraformIAM(src *model.Source, header string) []byte {
 		countIf = append(countIf, hclwrite.TokensForValue(cty.NumberIntVal(0))...)
 		sa.SetAttributeRaw("count", countIf)
 		sa.SetAttributeRaw("project", ref("local", "project"))
-		sa.SetAttributeValue("account_id", cty.StringVal(ServiceAccountID(c.Name, role)))
+		sa.SetAttributeValue("account_id", cty.StringVal(model.ServiceAccountID(c.Name, role)))
 		sa.SetAttributeValue("display_name", cty.StringVal(fmt.Sprintf("nodegen %s of %s", role, c.Name)))
 		sa.SetAttributeValue("description", cty.StringVal("Runs the VMs of "+fmt.Sprintf(roleDoc[role], c.Name)+"."))
 	}
-	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		for _, pr := range ProjectRoles {
 			body.AppendNewline()
 			b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, roleResourceName(role, pr)}).Body()
@@ -384,7 +354,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		"ones checked on the project (lists, machine types, operations), which no",
 		"condition on resource names can narrow. The list, with the call behind each",
 		"permission, is in docs/terraform.md.")
-	cr := body.AppendNewBlock("resource", []string{TFCustomRole, RoleAutoscaler}).Body()
+	cr := body.AppendNewBlock("resource", []string{TFCustomRole, model.RoleAutoscaler}).Body()
 	cr.SetAttributeRaw("project", ref("local", "project"))
 	cr.SetAttributeValue("role_id", cty.StringVal(CustomRoleID(c.Name)))
 	cr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name))
@@ -392,10 +362,10 @@ func terraformIAM(src *model.Source, header string) []byte {
 	cr.SetAttributeValue("permissions", strs(AutoscalerScopedPermissions()))
 
 	body.AppendNewline()
-	b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, RoleAutoscaler + "_compute"}).Body()
+	b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, model.RoleAutoscaler + "_compute"}).Body()
 	b.SetAttributeRaw("project", ref("local", "project"))
-	b.SetAttributeRaw("role", ref(TFCustomRole, RoleAutoscaler, "name"))
-	b.SetAttributeRaw("member", member(RoleAutoscaler))
+	b.SetAttributeRaw("role", ref(TFCustomRole, model.RoleAutoscaler, "name"))
+	b.SetAttributeRaw("member", member(model.RoleAutoscaler))
 	b.AppendNewline()
 	cond := b.AppendNewBlock("condition", nil).Body()
 	cond.SetAttributeValue("title", cty.StringVal("nodegen cluster "+c.Name))
@@ -411,10 +381,10 @@ func terraformIAM(src *model.Source, header string) []byte {
 	lr.SetAttributeValue("permissions", strs(AutoscalerProjectPermissions()))
 
 	body.AppendNewline()
-	lb := body.AppendNewBlock("resource", []string{TFProjectIAMMember, RoleAutoscaler + "_compute_list"}).Body()
+	lb := body.AppendNewBlock("resource", []string{TFProjectIAMMember, model.RoleAutoscaler + "_compute_list"}).Body()
 	lb.SetAttributeRaw("project", ref("local", "project"))
 	lb.SetAttributeRaw("role", ref(TFCustomRole, TFAutoscalerListRole, "name"))
-	lb.SetAttributeRaw("member", member(RoleAutoscaler))
+	lb.SetAttributeRaw("member", member(model.RoleAutoscaler))
 	return hclFile(header, f)
 }
 
@@ -422,9 +392,9 @@ func terraformIAM(src *model.Source, header string) []byte {
 // account role, in the order they are written. SecretRole "" is the
 // renewer's custom role (JoinSecretRenewerPermissions).
 var JoinSecretGrants = []struct{ Role, SecretRole, Name string }{
-	{RoleNodes, JoinSecretReader, "nodes_read"},
-	{RoleAutoscaler, JoinSecretReader, "autoscaler_read"},
-	{RoleAutoscaler, "", "autoscaler_renew"},
+	{model.RoleNodes, JoinSecretReader, "nodes_read"},
+	{model.RoleAutoscaler, JoinSecretReader, "autoscaler_read"},
+	{model.RoleAutoscaler, "", "autoscaler_renew"},
 }
 
 // TFJoinSecretName is the Terraform name of the join secret resource.
