@@ -92,6 +92,9 @@ func exitCode(s *streams, err error, args []string, cmds []*cli.Command) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(s.err, "nodegen: %v\n", ue.error)
 		return ExitUsage
+	case errors.As(err, new(*source.NameError)):
+		fmt.Fprintf(s.err, "nodegen: %v\n", err)
+		return ExitUsage
 	default:
 		fmt.Fprintf(s.err, "nodegen: %s\n", secrets.Redact(err.Error()))
 		return ExitFindings
