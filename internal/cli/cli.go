@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/secrets"
+	"github.com/nodegen/nodegen/internal/source"
 )
 
 // Exit codes.
