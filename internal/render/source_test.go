@@ -9,10 +9,10 @@ import (
 
 	"cuelang.org/go/cue/literal"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/validate"
 )
 
 // srcSpec holds the free-text and user-named values of a small source the
@@ -126,7 +126,7 @@ func (s srcSpec) load(t testing.TB) (*model.Source, error) {
 			t.Fatal(err)
 		}
 	}
-	l, err := validate.Load(dir)
+	l, err := build.Load(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -41,13 +41,6 @@ const (
 	TFSecretIAMMember  = "google_secret_manager_secret_iam_member"
 )
 
-// Roles, by the name of the service account they identify (the Terraform
-// name of its google_service_account and the prefix of its variable).
-const (
-	RoleNodes      = "nodes"
-	RoleAutoscaler = "autoscaler"
-)
-
 // ProjectRoles are the predefined roles each service account gets on the
 // project: logs and metrics only. Neither holds a compute or secret
 // permission.
@@ -130,21 +123,6 @@ func AutoscalerPermissions() []string {
 	return out
 }
 
-// ServiceAccountID is the account_id of a role's service account:
-// "<cluster>-<role>", at most 30 characters; a longer cluster name is cut
-// and followed by a hash of the whole name, so two clusters never share an
-// ID.
-func ServiceAccountID(cluster, role string) string {
-	id := cluster + "-" + role
-	if len(id) <= 30 {
-		return id
-	}
-	sum := sha256.Sum256([]byte(cluster))
-	h := hex.EncodeToString(sum[:])[:6]
-	keep := strings.TrimRight(cluster[:30-len(role)-len(h)-2], "-")
-	return keep + "-" + h + "-" + role
-}
-
 // CustomRoleID is the role_id of the autoscaler node's custom role
 // (letters, digits, '_' and '.' only, at most 64 characters).
 func CustomRoleID(cluster string) string {
@@ -163,14 +141,6 @@ func ServiceAccountLocal(role string) string { return role + "_service_account_e
 // ServiceAccountVariable is the variable with which the user brings their
 // own service account for a role.
 func ServiceAccountVariable(role string) string { return role + "_service_account_email" }
-
-// RoleOf returns the role of a cloud group's VMs.
-func RoleOf(src *model.Source, g *model.NodeGroup) string {
-	if g.Name == src.Cluster.Autoscaler.NodeGroup {
-		return RoleAutoscaler
-	}
-	return RoleNodes
-}
 
 // interpolation returns the tokens of "<prefix>${<expr>}".
 func interpolation(prefix string, expr hclwrite.Tokens) hclwrite.Tokens {
@@ -199,8 +169,8 @@ func roleResourceName(role, projectRole string) string {
 }
 
 var roleDoc = map[string]string{
-	RoleNodes:      "the nodes of cluster %s (every cloud node group but the autoscaler's)",
-	RoleAutoscaler: "the Cluster Autoscaler's node of cluster %s",
+	model.RoleNodes:      "the nodes of cluster %s (every cloud node group but the autoscaler's)",
+	model.RoleAutoscaler: "the Cluster Autoscaler's node of cluster %s",
 }
 
 func terraformIAM(src *model.Source, header string) []byte {
@@ -213,7 +183,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		"variables bring existing ones. The nodes may write logs and metrics and",
 		"read the join token; only the autoscaler's node may read and resize MIGs.")
 	locals := body.AppendNewBlock("locals", nil).Body()
-	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		v := ref("var", ServiceAccountVariable(role))
 		cond := append(hclwrite.Tokens{}, v...)
 		cond = append(cond, &hclwrite.Token{Type: hclsyntax.TokenNotEqual, Bytes: []byte("!=")})
@@ -231,7 +201,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		)
 		locals.SetAttributeRaw(ServiceAccountLocal(role), cond)
 	}
-	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		body.AppendNewline()
 		sa := body.AppendNewBlock("resource", []string{TFServiceAccount, role}).Body()
 		countIf := append(hclwrite.Tokens{}, ref("var", ServiceAccountVariable(role))...)
@@ -243,11 +213,11 @@ func terraformIAM(src *model.Source, header string) []byte {
 		countIf = append(countIf, hclwrite.TokensForValue(cty.NumberIntVal(0))...)
 		sa.SetAttributeRaw("count", countIf)
 		sa.SetAttributeRaw("project", ref("local", "project"))
-		sa.SetAttributeValue("account_id", cty.StringVal(ServiceAccountID(c.Name, role)))
+		sa.SetAttributeValue("account_id", cty.StringVal(model.ServiceAccountID(c.Name, role)))
 		sa.SetAttributeValue("display_name", cty.StringVal(fmt.Sprintf("nodegen %s of %s", role, c.Name)))
 		sa.SetAttributeValue("description", cty.StringVal("Runs the VMs of "+fmt.Sprintf(roleDoc[role], c.Name)+"."))
 	}
-	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		for _, pr := range ProjectRoles {
 			body.AppendNewline()
 			b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, roleResourceName(role, pr)}).Body()
@@ -262,7 +232,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		"Exactly the Compute Engine permissions the Cluster Autoscaler's GCE provider",
 		"calls (and compute.instances.get for the node garbage collector); the list,",
 		"with the call behind each permission, is in docs/terraform.md.")
-	cr := body.AppendNewBlock("resource", []string{TFCustomRole, RoleAutoscaler}).Body()
+	cr := body.AppendNewBlock("resource", []string{TFCustomRole, model.RoleAutoscaler}).Body()
 	cr.SetAttributeRaw("project", ref("local", "project"))
 	cr.SetAttributeValue("role_id", cty.StringVal(CustomRoleID(c.Name)))
 	cr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name))
@@ -270,19 +240,19 @@ func terraformIAM(src *model.Source, header string) []byte {
 	cr.SetAttributeValue("permissions", strs(AutoscalerPermissions()))
 
 	body.AppendNewline()
-	b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, RoleAutoscaler + "_compute"}).Body()
+	b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, model.RoleAutoscaler + "_compute"}).Body()
 	b.SetAttributeRaw("project", ref("local", "project"))
-	b.SetAttributeRaw("role", ref(TFCustomRole, RoleAutoscaler, "name"))
-	b.SetAttributeRaw("member", member(RoleAutoscaler))
+	b.SetAttributeRaw("role", ref(TFCustomRole, model.RoleAutoscaler, "name"))
+	b.SetAttributeRaw("member", member(model.RoleAutoscaler))
 	return hclFile(header, f)
 }
 
 // JoinSecretGrants lists the roles granted on the join secret, by service
 // account role, in the order they are written.
 var JoinSecretGrants = []struct{ Role, SecretRole, Name string }{
-	{RoleNodes, JoinSecretReader, "nodes_read"},
-	{RoleAutoscaler, JoinSecretReader, "autoscaler_read"},
-	{RoleAutoscaler, JoinSecretRenewer, "autoscaler_renew"},
+	{model.RoleNodes, JoinSecretReader, "nodes_read"},
+	{model.RoleAutoscaler, JoinSecretReader, "autoscaler_read"},
+	{model.RoleAutoscaler, JoinSecretRenewer, "autoscaler_renew"},
 }
 
 // TFJoinSecretName is the Terraform name of the join secret resource.

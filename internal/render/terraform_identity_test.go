@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -48,7 +49,7 @@ func memberRole(t *testing.T, r tfResource) string {
 		t.Fatalf("%s.%s: member does not start with serviceAccount:", r.Type, r.Name)
 	}
 	rs := refs(tmpl.Parts[1])
-	for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		if slices.Equal(rs, []string{"local." + render.ServiceAccountLocal(role)}) {
 			return role
 		}
@@ -75,9 +76,9 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		if len(sa) != 1 {
 			t.Fatalf("%s has %d service_account blocks", r.Name, len(sa))
 		}
-		want := "local." + render.ServiceAccountLocal(render.RoleNodes)
+		want := "local." + render.ServiceAccountLocal(model.RoleNodes)
 		if g.Name == src.Cluster.Autoscaler.NodeGroup {
-			want = "local." + render.ServiceAccountLocal(render.RoleAutoscaler)
+			want = "local." + render.ServiceAccountLocal(model.RoleAutoscaler)
 		} else if !g.Autoscaled() {
 			t.Fatalf("the test source has a gce-static group %s besides the autoscaler's", g.Name)
 		}
@@ -93,7 +94,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	// The locals: each role's account is the variable or the one created
 	// for that role, never the other's.
 	iam := parseBodies(t, files[layout.TerraformIAMPath])
-	for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		var local *hclsyntax.Attribute
 		for _, b := range iam.Blocks {
 			if b.Type == "locals" {
@@ -116,7 +117,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		role := memberRole(t, r)
 		a := r.Body.Attributes["role"]
 		if rs := refs(a.Expr); len(rs) > 0 {
-			if !slices.Equal(rs, []string{render.TFCustomRole + "." + render.RoleAutoscaler + ".name"}) {
+			if !slices.Equal(rs, []string{render.TFCustomRole + "." + model.RoleAutoscaler + ".name"}) {
 				t.Errorf("%s: role %v", r.Name, rs)
 			}
 			projectRoles[role] = append(projectRoles[role], "custom:autoscaler")
@@ -124,16 +125,16 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		}
 		projectRoles[role] = append(projectRoles[role], m.str(t, r, r.Body, "role"))
 	}
-	for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		slices.Sort(projectRoles[role])
 	}
-	if want := []string{"roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[render.RoleNodes], want) {
-		t.Errorf("the nodes' account has project roles %v, want only %v", projectRoles[render.RoleNodes], want)
+	if want := []string{"roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[model.RoleNodes], want) {
+		t.Errorf("the nodes' account has project roles %v, want only %v", projectRoles[model.RoleNodes], want)
 	}
-	if want := []string{"custom:autoscaler", "roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[render.RoleAutoscaler], want) {
-		t.Errorf("the autoscaler's account has project roles %v, want %v", projectRoles[render.RoleAutoscaler], want)
+	if want := []string{"custom:autoscaler", "roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[model.RoleAutoscaler], want) {
+		t.Errorf("the autoscaler's account has project roles %v, want %v", projectRoles[model.RoleAutoscaler], want)
 	}
-	for _, r := range projectRoles[render.RoleNodes] {
+	for _, r := range projectRoles[model.RoleNodes] {
 		if !strings.HasPrefix(r, "roles/logging.") && !strings.HasPrefix(r, "roles/monitoring.") {
 			t.Errorf("the nodes' account has project role %s: neither logging nor monitoring", r)
 		}
@@ -182,10 +183,10 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		role := memberRole(t, r)
 		secretRoles[role] = append(secretRoles[role], m.str(t, r, r.Body, "role"))
 	}
-	if got := secretRoles[render.RoleNodes]; !slices.Equal(got, []string{render.JoinSecretReader}) {
+	if got := secretRoles[model.RoleNodes]; !slices.Equal(got, []string{render.JoinSecretReader}) {
 		t.Errorf("the nodes' account has %v on the join secret, want only %s", got, render.JoinSecretReader)
 	}
-	if got := slices.Sorted(slices.Values(secretRoles[render.RoleAutoscaler])); !slices.Equal(got, []string{render.JoinSecretReader, render.JoinSecretRenewer}) {
+	if got := slices.Sorted(slices.Values(secretRoles[model.RoleAutoscaler])); !slices.Equal(got, []string{render.JoinSecretReader, render.JoinSecretRenewer}) {
 		t.Errorf("the autoscaler's account has %v on the join secret", got)
 	}
 }
@@ -222,7 +223,7 @@ func TestTerraformBringYourOwn(t *testing.T) {
 		if b.Type != "locals" {
 			continue
 		}
-		for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+		for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 			email := role + "@mine.iam.gserviceaccount.com"
 			ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
 				"var":                   cty.ObjectVal(map[string]cty.Value{render.ServiceAccountVariable(role): cty.StringVal(email)}),
@@ -234,7 +235,7 @@ func TestTerraformBringYourOwn(t *testing.T) {
 			}
 		}
 	}
-	if got := slices.Sorted(maps.Keys(m.vars)); !slices.Contains(got, render.ServiceAccountVariable(render.RoleNodes)) || slices.Contains(got, "service_account_email") {
+	if got := slices.Sorted(maps.Keys(m.vars)); !slices.Contains(got, render.ServiceAccountVariable(model.RoleNodes)) || slices.Contains(got, "service_account_email") {
 		t.Errorf("variables %v", got)
 	}
 }
@@ -276,8 +277,8 @@ func TestTerraformJoinSecretModes(t *testing.T) {
 // for any cluster name the schema allows.
 func TestServiceAccountAndRoleIDs(t *testing.T) {
 	for _, cluster := range []string{"a", "hybrid-ai", "a-cluster-name-of-twenty", strings.Repeat("x", 63), "x-" + strings.Repeat("y", 60)} {
-		for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
-			id := render.ServiceAccountID(cluster, role)
+		for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
+			id := model.ServiceAccountID(cluster, role)
 			if !saIDRE.MatchString(id) {
 				t.Errorf("ServiceAccountID(%q, %q) = %q", cluster, role, id)
 			}
@@ -286,7 +287,7 @@ func TestServiceAccountAndRoleIDs(t *testing.T) {
 			t.Errorf("CustomRoleID(%q) = %q", cluster, id)
 		}
 	}
-	if render.ServiceAccountID(strings.Repeat("x", 40), "nodes") == render.ServiceAccountID(strings.Repeat("x", 41), "nodes") {
+	if model.ServiceAccountID(strings.Repeat("x", 40), "nodes") == model.ServiceAccountID(strings.Repeat("x", 41), "nodes") {
 		t.Error("two long cluster names share a service account ID")
 	}
 }

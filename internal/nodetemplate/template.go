@@ -1,4 +1,9 @@
-package explain
+// Package nodetemplate is the Cluster Autoscaler's view of a node group:
+// the node it simulates when it scales a group up from zero, built from the
+// group's kube-env as the autoscaler's GCE provider reads it, and the
+// capacity facts it derives (machine shape, kernel and OS reservations,
+// local SSD storage, allocatable).
+package nodetemplate
 
 import (
 	"fmt"
