@@ -219,10 +219,13 @@ func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref GCERef
 		}
 	}
 	got := n.Labels
-	if rev, ok := opts.Revisions[g.Name]; ok && g.Cloud() {
-		if f, stale := staleNode(n, rev); stale {
-			out = append(out, f)
+	if g.Cloud() {
+		if rev, ok := opts.Revisions[g.Name]; ok {
+			if f, stale := staleNode(n, rev); stale {
+				out = append(out, f)
+			}
 		}
+		// nodegen's own label, compared with the revision alone.
 		got = cloneMap(n.Labels)
 		delete(got, model.RevisionLabel)
 	}
