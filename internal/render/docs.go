@@ -71,6 +71,7 @@ func Provenance(src *model.Source, paths []string) []Edge {
 			add(o, layout.StartupScriptPath(g.Name))
 			add(o, layout.TerraformGroupPath(g.Name))
 			add(o, layout.TerraformOutputsPath)
+			add(o, layout.TerraformIAMPath) // the Compute condition names its MIGs and instances
 		}
 		if g.Autoscaled() || (g.Cloud() && g.StartupTaint != nil && slices.Contains(extra, g.StartupTaint.Key)) {
 			add(o, layout.AutoscalerFlagsPath)
