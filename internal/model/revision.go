@@ -9,8 +9,3 @@ package model
 // cmd/kubelet/app/options/options.go ValidateKubeletFlags). It is never a
 // selector: nodegen selects a group's nodes by GroupLabel alone.
 const RevisionLabel = "nodegen.dev/revision"
-
-// NodeVersion is the Kubernetes version the cloud group g's nodes join with.
-func (c *Cluster) NodeVersion(g *NodeGroup) string {
-	return c.KubernetesVersion
-}
