@@ -24,7 +24,7 @@ const capacitySource = `cluster: {
 	joinToken: metadataKey: "join"
 	gcp: {project: "cap-project-1", region: "europe-west4"}
 	autoscaler: {
-		nodeGroup: "ca"
+		nodeGroup: "ca", singleZone: true
 		%s
 	}
 }

@@ -60,6 +60,9 @@ type Report struct {
 	AllFit bool `json:"allFit"`
 	// Skipped are documents without a pod template.
 	Skipped []Skipped `json:"skipped,omitempty"`
+	// SpotFallbacks are the worst-case waits before a preferred Spot group
+	// falls back.
+	SpotFallbacks []SpotFallback `json:"spotFallbacks,omitempty"`
 }
 
 // WorkloadResult is the answer for one workload.
@@ -129,6 +132,7 @@ type Explainer struct {
 	templates map[string][]*Template
 	errs      map[string]error
 	capacity  capacity
+	spot      []SpotFallback
 }
 
 // New builds the template node of every autoscaled group's zonal MIGs from
@@ -155,7 +159,7 @@ func New(src *model.Source, files layout.Files, workloads []*Workload) (*Explain
 		}
 	}
 	flagged := src.ExtraStartupTaints()
-	e := &Explainer{templates: map[string][]*Template{}, errs: map[string]error{}, capacity: newCapacity(src)}
+	e := &Explainer{templates: map[string][]*Template{}, errs: map[string]error{}, capacity: newCapacity(src), spot: spotFallbacks(src)}
 	for _, g := range src.Groups() {
 		e.groups = append(e.groups, g)
 		if !g.Autoscaled() {
@@ -187,7 +191,7 @@ func (e *Explainer) Templates(group string) []*Template { return e.templates[gro
 
 // Explain checks every workload against every group.
 func (e *Explainer) Explain(workloads []*Workload) *Report {
-	r := &Report{AllFit: true, Workloads: []WorkloadResult{}}
+	r := &Report{AllFit: true, Workloads: []WorkloadResult{}, SpotFallbacks: e.spot}
 	for _, w := range workloads {
 		wr := e.Workload(w)
 		r.AllFit = r.AllFit && wr.Fits

@@ -34,6 +34,9 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "%s: the priority expander prefers %s (priority %d)\n", wr.Workload, strings.Join(wr.Preferred, ", "), *wr.PreferredPriority)
 		}
 	}
+	for _, s := range r.SpotFallbacks {
+		fmt.Fprintln(w, s)
+	}
 	var none []string
 	for _, wr := range r.Workloads {
 		if !wr.Fits {

@@ -111,6 +111,9 @@ type KubeletConfigurationPatch struct {
 	MaxPods                         int32            `json:"maxPods,omitempty"`
 	ShutdownGracePeriod             *metav1.Duration `json:"shutdownGracePeriod,omitempty"`
 	ShutdownGracePeriodCriticalPods *metav1.Duration `json:"shutdownGracePeriodCriticalPods,omitempty"`
+	// HealthzBindAddress is where the kubelet serves its health endpoint
+	// (the kubelet's default is 127.0.0.1).
+	HealthzBindAddress string `json:"healthzBindAddress,omitempty"`
 }
 
 // DecodeKubeletConfigurationPatch decodes a kubelet patch strictly and

@@ -123,6 +123,11 @@ type Autoscaler struct {
 	ScaleDownUnreadyTime             string  `json:"scaleDownUnreadyTime"`
 	MaxNodeProvisionTime             string  `json:"maxNodeProvisionTime"`
 	Caps                             *Caps   `json:"caps,omitempty"`
+	// SingleZone says the autoscaler's group has one zone on purpose.
+	SingleZone bool `json:"singleZone,omitempty"`
+	// MaxSpotFallbackDelay is a Go duration: the longest worst-case delay
+	// before a preferred spot group falls back; "" means no bound.
+	MaxSpotFallbackDelay string `json:"maxSpotFallbackDelay,omitempty"`
 }
 
 // NodeGroup is one group of identical nodes.

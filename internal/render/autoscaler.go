@@ -18,6 +18,10 @@ func AutoscalerOptions(src *model.Source) [][2]string {
 	return [][2]string{
 		{"balance-similar-node-groups", strconv.FormatBool(src.BalanceSimilarNodeGroups())},
 		{"expander", a.Expander},
+		// Explicit, for the two replicas: one leads, the other waits
+		// (the chart's Role grants the Lease "cluster-autoscaler", the
+		// autoscaler's default --leader-elect-resource-name).
+		{"leader-elect", "true"},
 		{"max-node-provision-time", a.MaxNodeProvisionTime},
 		{"scale-down-gpu-utilization-threshold", formatFloat(a.ScaleDownGpuUtilizationThreshold)},
 		{"scale-down-unneeded-time", a.ScaleDownUnneededTime},
@@ -75,9 +79,11 @@ func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 	}
 	var nodeSelector map[string]string
 	var tolerations []corev1.Toleration
+	replicas := 1
 	if g, ok := src.NodeGroups[c.Autoscaler.NodeGroup]; ok {
 		nodeSelector = map[string]string{model.GroupLabel: g.Name}
 		tolerations = Tolerations(g.Taints)
+		replicas = AutoscalerReplicas(g)
 	}
 	values := map[string]any{
 		"cloudProvider":     "gce",
@@ -87,6 +93,9 @@ func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 		"nodeSelector":      nodeSelector,
 		"tolerations":       tolerations,
 		"fullnameOverride":  "cluster-autoscaler",
+	}
+	for k, v := range autoscalerSpread(replicas) {
+		values[k] = v
 	}
 	if prios := ExpanderPriorities(src); prios != nil {
 		// The chart renders the priority expander's ConfigMap from this

@@ -36,7 +36,7 @@ const capacitySource = `cluster: {
 	joinToken: secretManager: secret: "join"
 	gcp: {project: "cap-project-1", region: "europe-west4"}
 	autoscaler: {
-		nodeGroup: "ca"
+		nodeGroup: "ca", singleZone: true
 		namespace: "autoscaling"
 		%s
 	}

@@ -354,6 +354,7 @@ func (d *docWriter) group(g *model.NodeGroup) error {
 	}
 	if g.Spot {
 		d.p("\nThe nodes are Spot VMs (`%s=true`): GCE may preempt them with %s notice.\n", model.SpotLabel, model.SpotPreemptionNotice)
+		d.spotFallback(g)
 	}
 	if g.StartupTaint != nil {
 		d.p("\nDo not tolerate the startup taint `%s`: new nodes carry it until their GPUs are validated, and a pod that tolerates it could start before the GPUs work.\n", g.StartupTaint.String())

@@ -195,6 +195,11 @@ func KubeletPatch(g *model.NodeGroup) ([]byte, error) {
 	if err := kubeletCapacity(g, &p); err != nil {
 		return nil, err
 	}
+	if Autohealed(g) {
+		// The MIG's health check reaches the kubelet's health endpoint
+		// from Google's health checkers (terraform_autohealing.go).
+		p.HealthzBindAddress = KubeletHealthzBindAddress
+	}
 	b, err := yamlout.Marshal(p)
 	if err != nil {
 		return nil, err

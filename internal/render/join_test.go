@@ -30,7 +30,7 @@ var joinSource = map[string]string{
 	caCertHashes: ["sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"]
 	joinToken: metadataKey: "lab-join-token"
 	gcp: {project: "lab-project-7", region: "europe-west4"}
-	autoscaler: {nodeGroup: "ca", maxNodeProvisionTime: "12m"}
+	autoscaler: {nodeGroup: "ca", maxNodeProvisionTime: "12m", singleZone: true}
 }
 `,
 	"ca.cue": `nodeGroups: ca: {

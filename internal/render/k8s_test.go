@@ -126,6 +126,11 @@ type chartValues struct {
 	NodeSelector       map[string]string    `json:"nodeSelector"`
 	Tolerations        []corev1.Toleration  `json:"tolerations"`
 	FullnameOverride   string               `json:"fullnameOverride"`
+	// The replicas and their spread (autoscaler_ha.go).
+	ReplicaCount              int                               `json:"replicaCount"`
+	PodLabels                 map[string]string                 `json:"podLabels"`
+	Affinity                  *corev1.Affinity                  `json:"affinity"`
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints"`
 }
 
 func TestAutoscalerPinnedToItsNode(t *testing.T) {

@@ -30,7 +30,7 @@ const lifecycleSource = `cluster: {
 	caCertHashes: ["sha256:8f3c1f3b2a6a1c4d9e0b7f6a5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d"]
 	joinToken: metadataKey: "join-token"
 	gcp: {project: "lc-project-1", region: "europe-west4"}
-	autoscaler: nodeGroup: "ca"
+	autoscaler: {nodeGroup: "ca", singleZone: true}
 	nodeLifecycle: notReadyGracePeriod: "45m"
 }
 nodeGroups: ca: {

@@ -38,7 +38,7 @@ var nodeShapeSource = map[string]string{
 	caCertHashes: ["sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"]
 	joinToken: secretManager: secret: "cap-join-token"
 	gcp: {project: "cap-project-1", region: "us-east1"}
-	autoscaler: nodeGroup: "ca"
+	autoscaler: {nodeGroup: "ca", singleZone: true}
 }
 `,
 	"ca.cue": `nodeGroups: ca: {

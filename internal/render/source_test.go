@@ -62,7 +62,7 @@ func (s srcSpec) files() map[string]string {
 	caCertHashes: ["sha256:8f3c1f3b2a6a1c4d9e0b7f6a5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d"]
 	%s
 	gcp: {project: "acme-hybrid-ai", region: "us-central1"}
-	autoscaler: nodeGroup: "autoscaler"
+	autoscaler: {nodeGroup: "autoscaler", singleZone: true}
 	taintRemover: image: %s
 	%s
 }

@@ -298,7 +298,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 		})
 	}
 	t.SetAttributeRaw("metadata", objectTokens(meta))
-	t.SetAttributeRaw("tags", ref("var", "network_tags"))
+	t.SetAttributeRaw("tags", templateTags(c, g))
 
 	t.AppendNewline()
 	disk := t.AppendNewBlock("disk", nil).Body()
@@ -369,7 +369,11 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 			lc := m.AppendNewBlock("lifecycle", nil).Body()
 			lc.SetAttributeRaw("ignore_changes", hclwrite.TokensForTuple([]hclwrite.Tokens{hclwrite.TokensForIdentifier("target_size")}))
 		}
+		if err := autohealingPolicy(m, c, g); err != nil {
+			return nil, err
+		}
 	}
+	autohealingResources(body, c, g)
 	return hclFile(header, f), nil
 }
 

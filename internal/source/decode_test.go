@@ -34,7 +34,7 @@ func TestDecodeMatchesCUE(t *testing.T) {
 	joinToken: metadataKey: "kubeadm-token"
 	gcp: {project: "edge-project", region: "europe-west4"}
 	autoscaler: {
-		nodeGroup: "ca"
+		nodeGroup: "ca", singleZone: true
 		version: "v1.35.1"
 		balanceSimilarNodeGroups: true
 		scaleDownUtilizationThreshold: 1

@@ -186,6 +186,8 @@ func (c *checker) cluster() {
 	case !keepsPodsOff(g.Taints):
 		c.at(sel("nodeGroups", name, "taints"), "the autoscaler's node group %q has only PreferNoSchedule taints, which do not keep other pods off its node (the scheduler only prefers other nodes); use effect NoSchedule or NoExecute", name)
 	}
+	c.autoscalerZones()
+	c.spotFallback()
 }
 
 // endpoint checks controlPlaneEndpoint: host:port, the host an IP address

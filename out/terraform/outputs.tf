@@ -4,6 +4,7 @@ output "instance_groups" {
   description = "Instance-group URL of every MIG, by MIG name: the URLs the Cluster Autoscaler's --nodes flags name."
   value = {
     "hybrid-ai-autoscaler-us-central1-a"  = google_compute_instance_group_manager.autoscaler_us_central1_a.instance_group
+    "hybrid-ai-autoscaler-us-central1-b"  = google_compute_instance_group_manager.autoscaler_us_central1_b.instance_group
     "hybrid-ai-cpu-burst-us-central1-a"   = google_compute_instance_group_manager.cpu_burst_us_central1_a.instance_group
     "hybrid-ai-cpu-burst-us-central1-b"   = google_compute_instance_group_manager.cpu_burst_us_central1_b.instance_group
     "hybrid-ai-gpu-t4-us-central1-a"      = google_compute_instance_group_manager.gpu_t4_us_central1_a.instance_group

@@ -43,7 +43,7 @@ var renewerSource = map[string]string{
 		renewEvery: "1h"
 	}
 	gcp: {project: "renew-project", region: "us-central1"}
-	autoscaler: {nodeGroup: "ca", maxNodeProvisionTime: "8m"}
+	autoscaler: {nodeGroup: "ca", maxNodeProvisionTime: "8m", singleZone: true}
 }
 `,
 	"groups.cue": `nodeGroups: ca: {

@@ -16,7 +16,7 @@ resource "google_compute_instance_template" "gateway" {
     "kube-env"       = file("${path.module}/../gce/gateway/kube-env")
     "startup-script" = file("${path.module}/../gce/gateway/startup-script.sh")
   }
-  tags = var.network_tags
+  tags = concat(var.network_tags, ["cloud-serve-gateway-hc"])
 
   disk {
     source_image = "projects/acme-hybrid-ai/global/images/family/k8s-node-1-35"
@@ -60,6 +60,13 @@ resource "google_compute_instance_group_manager" "gateway_us_central1_a" {
     type           = "OPPORTUNISTIC"
     minimal_action = "REPLACE"
   }
+
+  # The MIG recreates a VM whose kubelet stops answering its health
+  # endpoint, once the VM had its maxNodeProvisionTime to boot and join.
+  auto_healing_policies {
+    health_check      = google_compute_health_check.gateway.id
+    initial_delay_sec = 900
+  }
 }
 
 resource "google_compute_instance_group_manager" "gateway_us_central1_b" {
@@ -79,5 +86,51 @@ resource "google_compute_instance_group_manager" "gateway_us_central1_b" {
   update_policy {
     type           = "OPPORTUNISTIC"
     minimal_action = "REPLACE"
+  }
+
+  # The MIG recreates a VM whose kubelet stops answering its health
+  # endpoint, once the VM had its maxNodeProvisionTime to boot and join.
+  auto_healing_policies {
+    health_check      = google_compute_health_check.gateway.id
+    initial_delay_sec = 900
+  }
+}
+
+# Autohealing of group gateway: the kubelet's health endpoint, http://<VM>:10248/healthz.
+resource "google_compute_health_check" "gateway" {
+  project             = local.project
+  name                = "cloud-serve-gateway-hc"
+  description         = "kubelet health of nodegen node group gateway of cluster cloud-serve"
+  check_interval_sec  = 10
+  timeout_sec         = 5
+  healthy_threshold   = 2
+  unhealthy_threshold = 6
+
+  http_health_check {
+    port         = 10248
+    request_path = "/healthz"
+  }
+}
+
+# Only Google's health checkers reach the kubelet's health port.
+resource "google_compute_firewall" "gateway_health_check" {
+  project       = coalesce(var.subnetwork_project, local.project)
+  name          = "cloud-serve-gateway-hc"
+  description   = "Google health checks of the kubelet of nodegen node group gateway of cluster cloud-serve"
+  network       = var.network
+  direction     = "INGRESS"
+  source_ranges = ["130.211.0.0/22", "35.191.0.0/16"]
+  target_tags   = ["cloud-serve-gateway-hc"]
+
+  allow {
+    protocol = "tcp"
+    ports    = ["10248"]
+  }
+
+  lifecycle {
+    precondition {
+      condition     = var.network != null
+      error_message = "Set var.network: the firewall rule that lets Google's health checkers reach the kubelet of group gateway needs it."
+    }
   }
 }

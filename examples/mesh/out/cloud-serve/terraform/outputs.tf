@@ -4,6 +4,7 @@ output "instance_groups" {
   description = "Instance-group URL of every MIG, by MIG name: the URLs the Cluster Autoscaler's --nodes flags name."
   value = {
     "cloud-serve-autoscaler-us-central1-a" = google_compute_instance_group_manager.autoscaler_us_central1_a.instance_group
+    "cloud-serve-autoscaler-us-central1-b" = google_compute_instance_group_manager.autoscaler_us_central1_b.instance_group
     "cloud-serve-cpu-serve-us-central1-a"  = google_compute_instance_group_manager.cpu_serve_us_central1_a.instance_group
     "cloud-serve-cpu-serve-us-central1-b"  = google_compute_instance_group_manager.cpu_serve_us_central1_b.instance_group
     "cloud-serve-gateway-us-central1-a"    = google_compute_instance_group_manager.gateway_us_central1_a.instance_group

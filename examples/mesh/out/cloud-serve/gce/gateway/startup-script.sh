@@ -324,7 +324,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/role=gateway,node.kubernetes.io/instance-type=e2-standard-4,nodegen.dev/node-group=gateway,nodegen.dev/revision=20bd444cca6f,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/role=gateway,node.kubernetes.io/instance-type=e2-standard-4,nodegen.dev/node-group=gateway,nodegen.dev/revision=7637b0e287d9,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
@@ -436,6 +436,7 @@ evictionHard:
   memory.available: 100Mi
   nodefs.available: 10%
   nodefs.inodesFree: 5%
+healthzBindAddress: 0.0.0.0
 kind: KubeletConfiguration
 kubeReserved:
   cpu: 100m

@@ -302,7 +302,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=6acc1b6c511b,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=e28d871c4a5f,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
@@ -414,6 +414,7 @@ evictionHard:
   memory.available: 100Mi
   nodefs.available: 10%
   nodefs.inodesFree: 5%
+healthzBindAddress: 0.0.0.0
 kind: KubeletConfiguration
 kubeReserved:
   cpu: 100m
