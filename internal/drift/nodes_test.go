@@ -181,7 +181,7 @@ func TestGroupOfInstance(t *testing.T) {
 		{"gce://acme-hybrid-ai/us-central1-a/hybrid-ai-gpu-t4-ab12", "gpu-t4"},
 		{"gce://acme-hybrid-ai/us-central1-b/hybrid-ai-cpu-burst-zz9z", "cpu-burst"},
 		{"gce://acme-hybrid-ai/us-central1-a/hybrid-ai-autoscaler-0a0a", "autoscaler"},
-		{"gce://acme-hybrid-ai/us-central1-b/hybrid-ai-autoscaler-0a0a", ""}, // not one of its zones
+		{"gce://acme-hybrid-ai/us-central1-c/hybrid-ai-autoscaler-0a0a", ""}, // not one of its zones
 		{"gce://other-project/us-central1-a/hybrid-ai-gpu-t4-ab12", ""},
 		{"gce://acme-hybrid-ai/us-central1-a/hybrid-ai-gpu-t4-ab123", ""},
 		{"gce://acme-hybrid-ai/us-central1-a/hybrid-ai-gpu-ab12", ""},
