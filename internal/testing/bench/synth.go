@@ -87,7 +87,7 @@ cluster: {
 const autoscalerCUE = `nodeGroups: ` + AutoscalerGroup + `: {
 	kind:        "gce-static"
 	description: "Dedicated node for the Cluster Autoscaler"
-	zones: ["` + Region + `-a"]
+	zones: ["` + Region + `-a", "` + Region + `-b"]
 	machineType: "e2-standard-2"
 	image:       "projects/acme-bench-fleet/global/images/family/k8s-node-1-35"
 	min:         1
