@@ -8,9 +8,9 @@ import (
 	"cuelang.org/go/cue"
 
 	"github.com/nodegen/nodegen/internal/diag"
-	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodetemplate"
 )
 
 // Expanders are the expanders nodegen lets the autoscaler chain
@@ -96,18 +96,18 @@ func (c *checker) capResources(caps *model.Caps) []capResource {
 	}
 	if r := caps.Cores; r != nil {
 		out = append(out, capResource{join(base, "cores"), "vCPUs", *r, func(g *model.NodeGroup) (float64, bool) {
-			cpu, _, err := explain.MachineShape(g)
+			cpu, _, err := nodetemplate.MachineShape(g)
 			return float64(cpu), err == nil
 		}})
 	}
 	if r := caps.MemoryGiB; r != nil {
 		out = append(out, capResource{join(base, "memoryGiB"), "GiB of memory", *r, func(g *model.NodeGroup) (float64, bool) {
-			_, mem, err := explain.MachineShape(g)
+			_, mem, err := nodetemplate.MachineShape(g)
 			if err != nil {
 				return 0, false
 			}
 			// Node capacity, as the template node declares it.
-			capacity := mem - explain.KernelReserved(mem, "linux", g.OSDistribution, g.Arch)
+			capacity := mem - nodetemplate.KernelReserved(mem, "linux", g.OSDistribution, g.Arch)
 			return float64(capacity) / (1 << 30), true
 		}})
 	}

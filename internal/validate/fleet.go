@@ -7,7 +7,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
 )
 
@@ -134,8 +133,8 @@ func fleetGCENames(l *source.Loaded) diag.List {
 		}
 		cl := &m.Source.Cluster
 		p := cl.GCP.Project
-		for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
-			id := render.ServiceAccountID(cl.Name, role)
+		for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
+			id := model.ServiceAccountID(cl.Name, role)
 			names[p+"\x00sa\x00"+id] = append(names[p+"\x00sa\x00"+id], use{m, []any{"cluster", "name"}, "service account " + id})
 		}
 		if sm := cl.JoinToken.SecretManager; sm != nil {

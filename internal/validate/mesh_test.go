@@ -9,6 +9,7 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/meshtest"
@@ -24,7 +25,7 @@ func meshFindings(t *testing.T, files map[string]string) []string {
 		files[reachFile] = reach
 	}
 	dir := testsrc.CopyFleet(t, files)
-	_, err := validate.Load(dir)
+	_, err := build.Load(dir)
 	if err == nil {
 		return nil
 	}
