@@ -2,7 +2,6 @@ package validate
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"cuelang.org/go/cue"
@@ -14,9 +13,6 @@ import (
 // families that take them one by one (N1; others take a subset), and the
 // counts the autoscaler has a measured filesystem overhead for.
 var localSSDCounts = map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 16: true, 24: true}
-
-// noLocalSSDFamilies are machine families that cannot attach local SSDs.
-var noLocalSSDFamilies = []string{"e2-", "t2a-", "t2d-", "n4-", "c4-", "c4a-", "c4d-", "n4a-", "n4d-"}
 
 // nodeShape checks the group's capacity policy: Spot, the kubelet's
 // graceful shutdown, local SSDs and GPU sharing.
@@ -46,11 +42,8 @@ func (c *checker) nodeShape(g *model.NodeGroup, base []cue.Selector) {
 		p := join(base, "localSsdCount")
 		if !localSSDCounts[n] {
 			c.at(p, "%d local SSDs: GCE attaches 1 to 8, 16 or 24 (fewer on some machine types)", n)
-		}
-		for _, f := range noLocalSSDFamilies {
-			if strings.HasPrefix(g.MachineType, f) {
-				c.at(p, "machine type %s cannot attach local SSDs", g.MachineType)
-			}
+		} else {
+			c.localSSDForMachine(g, p)
 		}
 	}
 	if g.GPU != nil && g.GPU.Sharing != nil && !g.Cloud() {
