@@ -20,6 +20,9 @@ func (c *checker) nodeShape(g *model.NodeGroup, base []cue.Selector) {
 	if _, ok := g.Labels[model.SpotLabel]; ok {
 		c.atKey(join(base, "labels", model.SpotLabel), "label %q is set by nodegen on Spot groups; remove it and set spot: true", model.SpotLabel)
 	}
+	if _, ok := g.Labels[model.PreemptibleLabel]; ok {
+		c.atKey(join(base, "labels", model.PreemptibleLabel), "label %q makes the autoscaler take the group's nodes for preemptible ones (its GCE price model reads it as it reads %s), and GKE's tooling too; nodegen marks Spot groups with %s: remove it and set spot: true for Spot VMs", model.PreemptibleLabel, model.SpotLabel, model.SpotLabel)
+	}
 	if _, ok := g.Labels[model.DevicePluginConfigLabel]; ok {
 		c.atKey(join(base, "labels", model.DevicePluginConfigLabel), "label %q is set by nodegen to select the group's device plugin config; remove it and set gpu.sharing", model.DevicePluginConfigLabel)
 	}
