@@ -298,9 +298,9 @@ type Secret struct {
 	// Disguised says the secret was found once look-alike characters were
 	// mapped to what they look like and invisible ones removed.
 	Disguised bool
-	value   string
-	detail  string
-	advice  string
+	value     string
+	detail    string
+	advice    string
 }
 
 // Fingerprint names the secret without revealing it: at most its first 4
