@@ -116,6 +116,9 @@ func Load(dir string) (*Loaded, error) {
 // each node group on their own), so that further checks can run on the
 // parts that are valid. Only I/O errors are returned as errors.
 func Open(dir string) (*Loaded, error) {
+	if err := CheckNames(dir); err != nil {
+		return nil, err
+	}
 	files, err := cueFiles(dir)
 	if err != nil {
 		return nil, err

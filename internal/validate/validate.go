@@ -85,6 +85,7 @@ func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
 	if !broken.Cluster {
 		c.cluster()
 		c.region()
+		c.versions()
 	}
 	for _, g := range src.Groups() {
 		c.group(g)

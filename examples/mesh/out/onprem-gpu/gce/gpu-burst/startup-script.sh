@@ -114,9 +114,11 @@ curl_error() {
 # fetch WHAT URL [ACCESS_TOKEN] prints the body of a GET of URL: from the
 # metadata server, or with ACCESS_TOKEN from Secret Manager. It retries
 # every transient failure until the deadline: DNS, refused, reset and
-# dropped connections, timeouts, HTTP 429 and 5xx, and Secret Manager's
-# 403 for IAM_PROPAGATION_WINDOW seconds. When it gives up it logs why
-# (without ERROR: the caller's die names what failed) and fails.
+# dropped connections, timeouts, HTTP 429 and 5xx, Secret Manager's 403
+# for IAM_PROPAGATION_WINDOW seconds, and Secret Manager's 404, which is
+# what a secret without a version answers (on day 0, the VM may boot
+# before the first token is added). When it gives up it logs why (without
+# ERROR: the caller's die names what failed) and fails.
 fetch() {
 	local what="$1" url="$2" access_token="${3:-}"
 	local attempt=0 delay="${HTTP_RETRY_DELAY}" first_403="" remaining response rc status reason
@@ -161,6 +163,13 @@ fetch() {
 					return 1
 				fi
 				reason="HTTP 403, perhaps an IAM binding not propagated yet"
+				;;
+			404)
+				if [[ -z "${access_token}" ]]; then
+					log "${what}: HTTP 404; not retried"
+					return 1
+				fi
+				reason="HTTP 404: the secret has no version yet (waiting for the first join token) or does not exist"
 				;;
 			*)
 				log "${what}: HTTP ${status}; not retried"
@@ -253,6 +262,39 @@ join_configuration() {
 	printf '%s\n' "${config}"
 }
 
+# read_token reads the join token into the caller's variable token (each
+# kubeadm join attempt reads it again: a token added while this VM waits,
+# the first one on day 0 or one that replaces a lapsed token, is used
+# without a reboot). It fails with the reason in token_error.
+token_error=""
+read_token() {
+	local value
+	local access_token secret_json
+	access_token="$(fetch 'metadata service account token' "${METADATA_URL}/instance/service-accounts/default/token" | json_string access_token)" || {
+		token_error="metadata: could not get an access token for the VM's service account"
+		return 1
+	}
+	if [[ -z "${access_token}" ]]; then
+		token_error="metadata: the metadata server gave no access token for the VM's service account"
+		return 1
+	fi
+	log "reading the join token from Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION})"
+	secret_json="$(fetch "secret access ${TOKEN_SECRET}" "${SECRET_MANAGER_URL}/projects/${PROJECT_ID}/secrets/${TOKEN_SECRET}/versions/${TOKEN_SECRET_VERSION}:access" "${access_token}")" || {
+		token_error="secret access: could not read Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION}); has the first join token been added? (the day-0 steps: docs/day0.md in nodegen's output)"
+		return 1
+	}
+	value="$(printf '%s' "${secret_json}" | json_string data | base64 -d)" || {
+		token_error="token: the payload of secret ${TOKEN_SECRET} is not base64"
+		return 1
+	}
+	value="${value%$'\n'}"
+	if [[ ! "${value}" =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]]; then
+		token_error="token: the join token read at boot is not a kubeadm bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})"
+		return 1
+	fi
+	token="${value}"
+}
+
 main() {
 	# The join configuration holds the token: remove one a crash or a power
 	# loss left behind, and the one this run writes when it exits.
@@ -285,18 +327,8 @@ main() {
 	[[ "${zone%-*}" == "${REGION}" ]] || die "metadata: zone ${zone} is not in region ${REGION}, the region this script was rendered for"
 	[[ "${project}" == "${PROJECT_ID}" ]] || die "metadata: project ${project} is not ${PROJECT_ID}, the project this script was rendered for"
 	log "instance ${instance} in ${zone}, project ${project}"
-	local access_token secret_json
-	access_token="$(fetch 'metadata service account token' "${METADATA_URL}/instance/service-accounts/default/token" | json_string access_token)" ||
-		die "metadata: could not get an access token for the VM's service account"
-	[[ -n "${access_token}" ]] || die "metadata: the metadata server gave no access token for the VM's service account"
-	log "reading the join token from Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION})"
-	secret_json="$(fetch "secret access ${TOKEN_SECRET}" "${SECRET_MANAGER_URL}/projects/${PROJECT_ID}/secrets/${TOKEN_SECRET}/versions/${TOKEN_SECRET_VERSION}:access" "${access_token}")" ||
-		die "secret access: could not read Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION})"
-	token="$(printf '%s' "${secret_json}" | json_string data | base64 -d)" ||
-		die "token: the payload of secret ${TOKEN_SECRET} is not base64"
-	token="${token%$'\n'}"
-	[[ "${token}" =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] || die "token: the join token read at boot is not a kubeadm bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})"
 
+	read_token || die "${token_error}"
 	mkdir -p "${STATE_DIR}/patches"
 	join_configuration "${instance}" "${zone}" "${token}" >"${CONFIG_FILE}" ||
 		die "join: a placeholder is left in the join configuration"
@@ -315,9 +347,20 @@ kubeReserved:
 maxPods: 110
 NODEGEN_KUBELET_PATCH
 
-	local attempt=0 delay="${RETRY_DELAY}" remaining rc
+	local attempt=0 delay="${RETRY_DELAY}" remaining rc previous
 	while true; do
 		attempt=$((attempt + 1))
+		if ((attempt > 1)); then
+			# A token that failed may have expired (renewal lapsed) or be
+			# replaced by now: read the newest again.
+			previous="${token}"
+			read_token || die "${token_error}"
+			if [[ "${token}" != "${previous}" ]]; then
+				log "the join token changed since the last attempt; joining with the new one"
+			fi
+			join_configuration "${instance}" "${zone}" "${token}" >"${CONFIG_FILE}" ||
+				die "join: a placeholder is left in the join configuration"
+		fi
 		remaining="$(left)"
 		((remaining > 0)) || die "join: the deadline (${JOIN_DEADLINE}s) passed before kubeadm join could run; giving up before the autoscaler deletes this VM"
 		log "kubeadm join ${API_SERVER_ENDPOINT}, attempt ${attempt}, ${remaining}s left"
