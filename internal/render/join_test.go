@@ -146,12 +146,12 @@ func TestJoinConfigurationMutationsAreCaught(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			// The broken configuration in place of the group's in its
 			// startup script, as a slip in the renderer would write it.
-			g := src.NodeGroups[m.group]
-			doc, err := render.JoinTemplate(src, g)
+			p := layout.StartupScriptPath(m.group)
+			doc, err := verify.JoinTemplateOf(files[p])
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := render.JoinConfiguration(src, g)
+			c, err := kubeadm.DecodeJoinConfiguration(doc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +160,6 @@ func TestJoinConfigurationMutationsAreCaught(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := layout.StartupScriptPath(m.group)
 			broken := maps.Clone(files)
 			broken[p] = bytes.Replace(files[p], doc, bad, 1)
 			if bytes.Equal(broken[p], files[p]) {
