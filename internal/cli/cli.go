@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/secrets"
+	"github.com/nodegen/nodegen/internal/source"
 )
 
 // Exit codes.
@@ -89,6 +90,9 @@ func exitCode(s *streams, err error, args []string, cmds []*cli.Command) int {
 		return ExitFindings
 	case errors.As(err, &ue):
 		fmt.Fprintf(s.err, "nodegen: %v\n", ue.error)
+		return ExitUsage
+	case errors.As(err, new(*source.NameError)):
+		fmt.Fprintf(s.err, "nodegen: %v\n", err)
 		return ExitUsage
 	default:
 		fmt.Fprintf(s.err, "nodegen: %s\n", secrets.Redact(err.Error()))

@@ -85,6 +85,7 @@ func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
 	if !broken.Cluster {
 		c.cluster()
 		c.region()
+		c.versions()
 	}
 	for _, g := range src.Groups() {
 		c.group(g)
@@ -235,6 +236,7 @@ func (c *checker) group(g *model.NodeGroup) {
 	c.locality(g, base)
 	c.reality(g, base)
 	c.nodeShape(g, base)
+	c.maxPods(g, base)
 }
 
 // kubeEnvSeparators are the characters kube-env splits its variables,
