@@ -176,7 +176,7 @@ func TestFixedSizeGroupsAutoheal(t *testing.T) {
 			}
 
 			fw := res[render.TFFirewall][0].Body
-			if got := strList(attrValue(t, fw, "source_ranges", ctx)); !slices.Equal(got, []string{"130.211.0.0/22", "35.191.0.0/16"}) {
+			if got := strList(attrValue(t, fw, "source_ranges", ctx)); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"130.211.0.0/22", "35.191.0.0/16"}) {
 				t.Errorf("firewall sources %v, want Google's health-check ranges only", got)
 			}
 			if attrValue(t, fw, "direction", ctx).AsString() != "INGRESS" || len(fw.Blocks) < 1 {

@@ -15,11 +15,9 @@ import (
 // replaces neither their VMs nor a VM whose kubelet died, so the MIG does,
 // when the VM stops answering the kubelet's health endpoint.
 const (
-	// TFHealthCheck and TFFirewall are the Terraform resource types of
-	// the health check and of the firewall rule that lets it reach the
-	// nodes.
+	// TFHealthCheck is the Terraform resource type of the health check
+	// (the firewall rule that lets it reach the nodes is a TFFirewall).
 	TFHealthCheck = "google_compute_health_check"
-	TFFirewall    = "google_compute_firewall"
 	// KubeletHealthzPort and KubeletHealthzPath are the kubelet's own
 	// health endpoint (KubeletConfiguration healthzPort, default 10248;
 	// plain HTTP, no authentication, body "ok"). Its default bind address
@@ -37,12 +35,6 @@ const (
 	maxInitialDelaySec   = 3600 // the Compute API's limit of initialDelaySec
 	autohealingTagSuffix = "-hc"
 )
-
-// GoogleHealthCheckRanges are the source ranges of Google Cloud's health
-// checkers (cloud.google.com/load-balancing/docs/health-check-concepts,
-// "Probe IP ranges and firewall rules"): the only sources the firewall
-// rule admits.
-var GoogleHealthCheckRanges = []string{"130.211.0.0/22", "35.191.0.0/16"}
 
 // Autohealed reports whether group g's MIGs recreate a VM whose kubelet
 // stops answering: the cloud groups the autoscaler does not size.
@@ -98,8 +90,9 @@ func autohealingPolicy(m *hclwrite.Body, c *model.Cluster, g *model.NodeGroup) e
 }
 
 // autohealingResources appends an autohealed group's health check and the
-// firewall rule that admits Google's health checkers to its VMs' kubelet
-// health port, and nothing else.
+// firewall rule that admits Google's health checkers
+// (GoogleHealthCheckRanges, the same probes as for load balancers) to its
+// VMs' kubelet health port, and nothing else.
 func autohealingResources(body *hclwrite.Body, c *model.Cluster, g *model.NodeGroup) {
 	if !Autohealed(g) {
 		return

@@ -119,7 +119,7 @@ resource "google_compute_firewall" "autoscaler_health_check" {
   description   = "Google health checks of the kubelet of nodegen node group autoscaler of cluster hybrid-ai"
   network       = var.network
   direction     = "INGRESS"
-  source_ranges = ["130.211.0.0/22", "35.191.0.0/16"]
+  source_ranges = ["35.191.0.0/16", "130.211.0.0/22"]
   target_tags   = ["hybrid-ai-autoscaler-hc"]
 
   allow {
