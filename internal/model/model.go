@@ -69,6 +69,7 @@ type Cluster struct {
 		Image string `json:"image"`
 	} `json:"taintRemover"`
 	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
+	Rollout       Rollout       `json:"rollout"`
 }
 
 // NodeLifecycle holds the node garbage collector's settings.
