@@ -285,5 +285,3 @@ func (c *Compute) wait(ctx context.Context, project, zone string, op *operation)
 	}
 	return nil
 }
-
-
