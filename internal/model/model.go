@@ -70,12 +70,15 @@ type Cluster struct {
 	} `json:"taintRemover"`
 	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
 	Rollout       Rollout       `json:"rollout"`
+	// NodeCIDRMaskSize is the prefix length of each node's pod range.
+	NodeCIDRMaskSize int `json:"nodeCidrMaskSize"`
 }
 
 // NodeLifecycle holds the node garbage collector's settings.
 type NodeLifecycle struct {
-	// NotReadyGracePeriod is a Go duration: how long a cloud node's Ready
-	// condition must have been other than True before its VM is looked up.
+	// NotReadyGracePeriod is a Go duration: how long a cloud node whose VM
+	// exists may be not Ready before the collector logs it as stuck, and
+	// how long a Node without a Ready condition is left alone.
 	NotReadyGracePeriod string `json:"notReadyGracePeriod"`
 }
 
