@@ -36,6 +36,9 @@ const (
 	JoinTokenRenewerPath = "k8s/join-token-renewer.yaml"
 	// DocsPath is the generated description of the node groups.
 	DocsPath = "docs/nodegroups.md"
+	// Day0DocsPath holds the ordered steps from an empty project to a
+	// scaling cluster.
+	Day0DocsPath = "docs/day0.md"
 )
 
 // Terraform module paths. The module is out/terraform; its metadata reads

@@ -35,6 +35,7 @@ var stages = []stage{
 	file(layout.AutoscalerValuesPath, AutoscalerValues),
 	file(layout.PriorityExpanderPath, PriorityExpander),
 	Terraform,
+	Day0Docs,
 	Docs,
 }
 
