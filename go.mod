@@ -6,6 +6,7 @@ require (
 	cuelang.org/go v0.17.1
 	github.com/distribution/reference v0.6.0
 	github.com/hashicorp/hcl/v2 v2.25.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/yuin/goldmark v1.8.7

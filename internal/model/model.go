@@ -73,8 +73,9 @@ type Cluster struct {
 
 // NodeLifecycle holds the node garbage collector's settings.
 type NodeLifecycle struct {
-	// NotReadyGracePeriod is a Go duration: how long a cloud node's Ready
-	// condition must have been other than True before its VM is looked up.
+	// NotReadyGracePeriod is a Go duration: how long a cloud node whose VM
+	// exists may be not Ready before the collector logs it as stuck, and
+	// how long a Node without a Ready condition is left alone.
 	NotReadyGracePeriod string `json:"notReadyGracePeriod"`
 }
 

@@ -7,7 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
+	"github.com/nodegen/nodegen/internal/revision"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -64,6 +66,11 @@ func TestTemplateNodeGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLabels := maps.Clone(g.NodeLabels)
+	rev, err := revision.Of(src, g, files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels[model.RevisionLabel] = rev
 	for k, v := range map[string]string{
 		"kubernetes.io/arch":               "amd64",
 		"kubernetes.io/os":                 "linux",

@@ -333,8 +333,9 @@ func TestCapacityMismatchesAreCaught(t *testing.T) {
 
 // TestCapacityStartupScriptLocalSSDs runs the local-SSD group's startup
 // script under bash: it joins only when the kubelet's and containerd's
-// directories are on a filesystem other than the boot disk's (/proc and
-// /sys stand in for the SSD mounts: any other filesystem will do).
+// directories are on a filesystem other than the boot disk's (a tmpfs
+// directory and /sys stand in for the SSD mounts: any other filesystem
+// will do).
 func TestCapacityStartupScriptLocalSSDs(t *testing.T) {
 	src, files := loadCapacitySource(t)
 	g := src.NodeGroups["t4"]
@@ -353,12 +354,13 @@ func TestCapacityStartupScriptLocalSSDs(t *testing.T) {
 	if err := os.Mkdir(onBoot, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	ssd := scripttest.OtherFilesystemDir(t)
 	cases := []struct {
 		name, kubelet, containerd, want string
 	}{
-		{"both off the boot disk", "/proc", "/sys", ""},
+		{"both off the boot disk", ssd, "/sys", ""},
 		{"kubelet on the boot disk", onBoot, "/sys", onBoot + " is on the boot disk's filesystem"},
-		{"containerd missing", "/proc", filepath.Join(boot, "absent"), filepath.Join(boot, "absent") + " does not exist"},
+		{"containerd missing", ssd, filepath.Join(boot, "absent"), filepath.Join(boot, "absent") + " does not exist"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

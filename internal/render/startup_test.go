@@ -87,7 +87,7 @@ func TestStartupScriptJoinsOnceAndKeepsNoSecret(t *testing.T) {
 	if err := os.WriteFile(leftover, []byte("token: "+joinToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	again := scripttest.Run(t, script, vm, scripttest.Options{StateDir: res.StateDir, KubernetesDir: res.KubernetesDir})
+	again := scripttest.Run(t, script, vm, scripttest.Options{StateDir: res.StateDir, KubernetesDir: res.KubernetesDir, KubeletDir: res.KubeletDir})
 	if again.ExitCode != 0 || len(again.KubeadmCalls) != 0 || !strings.Contains(again.Stderr, "already joined") {
 		t.Errorf("second boot: exit %d, kubeadm calls %v\n%s", again.ExitCode, again.KubeadmCalls, again.Stderr)
 	}

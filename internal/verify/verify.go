@@ -28,6 +28,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/revision"
 )
 
 // All checks every rendered artifact. The node groups' artifacts are
@@ -46,6 +47,8 @@ func All(src *model.Source, files layout.Files) error {
 		g := cloud[i]
 		env := readKubeEnv(files[layout.KubeEnvPath(g.Name)])
 		if err := env.check(g, flagged); err != nil {
+			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
+		} else if err := revision.Check(src, g, files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)]); err != nil {
 			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
 		}
 		// The group's Terraform file, parsed here once for Capacity and

@@ -16,6 +16,8 @@ import (
 	"mvdan.cc/sh/v3/shell"
 
 	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/revision"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -116,6 +118,7 @@ func TestDocExamples(t *testing.T) {
 	update := os.Getenv(updateEnv) == "1"
 	if update {
 		refreshTemplate(t, root)
+		refreshNodeRevisions(t, root)
 	}
 	nRun := 0
 	for _, doc := range docs(t, root) {
@@ -486,6 +489,38 @@ func refreshTemplate(t *testing.T, root string) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nodesFile is the drift example's nodes, as kubectl prints them.
+const nodesFile = "docs/examples/nodes.json"
+
+var groupLabelLine = regexp.MustCompile(`(?m)^(\s*)"nodegen.dev/node-group": "([a-z0-9-]+)",\n(\s*"nodegen.dev/revision": "[0-9a-f]*",\n)?`)
+
+// refreshNodeRevisions gives the cloud nodes of nodesFile the revision
+// label of their group's kube-env in out/ (the update mode: those nodes
+// were made from the current artifacts; stale ones are the drift tests').
+func refreshNodeRevisions(t *testing.T, root string) {
+	t.Helper()
+	path := filepath.Join(root, filepath.FromSlash(nodesFile))
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := groupLabelLine.ReplaceAllStringFunc(string(raw), func(m string) string {
+		sub := groupLabelLine.FindStringSubmatch(m)
+		env, err := os.ReadFile(filepath.Join(root, "out", filepath.FromSlash(layout.KubeEnvPath(sub[2]))))
+		if err != nil {
+			return m // not a cloud group of the example
+		}
+		rev, ok, err := revision.FromKubeEnv(env)
+		if err != nil || !ok {
+			t.Fatalf("out/%s declares no revision (%v)", layout.KubeEnvPath(sub[2]), err)
+		}
+		return fmt.Sprintf("%s\"nodegen.dev/node-group\": %q,\n%s\"nodegen.dev/revision\": %q,\n", sub[1], sub[2], sub[1], rev)
+	})
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

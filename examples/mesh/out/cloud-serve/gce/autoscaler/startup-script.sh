@@ -5,7 +5,10 @@
 # VM to the cluster with kubeadm, registering the group's labels and taints
 # (the same ones its kube-env declares to the Cluster Autoscaler). GCE runs
 # it at every boot; it joins once, and on later boots only logs that this
-# node is already joined.
+# node is already joined. A half-joined node (kubelet.conf left but the
+# kubelet's credentials or configuration lost, as when local SSDs lose
+# their data) is reset with kubeadm reset and joins again, within the
+# same deadline.
 #
 # nodegen rendered the JoinConfiguration below whole; only this VM's name,
 # its zone and the join token are substituted here, each after a strict
@@ -56,6 +59,8 @@ HTTP_TIMEOUT="${NODEGEN_HTTP_TIMEOUT:-10}"
 # How long Secret Manager's 403 is taken for an IAM binding that has not
 # propagated yet (Google documents up to 7 minutes) rather than a refusal.
 IAM_PROPAGATION_WINDOW="${NODEGEN_IAM_PROPAGATION_WINDOW:-420}"
+
+KUBELET_DIR="${NODEGEN_KUBELET_DIR:-/var/lib/kubelet}"
 
 readonly STARTED="${EPOCHSECONDS}"
 CONFIG_FILE="${STATE_DIR}/join-configuration.yaml"
@@ -191,6 +196,97 @@ json_string() {
 	tr -d '\n' | sed -n 's/.*"'"$1"'"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p'
 }
 
+# kubeconfig_value KEY FILE prints the first value of KEY in the kubeconfig
+# FILE, without quotes. kubeadm and the kubelet write kubelet.conf in block
+# style, one key a line.
+kubeconfig_value() {
+	sed -n "s/^[[:space:]]*$1:[[:space:]]*[\"']\{0,1\}\([^\"']*\)[\"']\{0,1\}[[:space:]]*\$/\1/p" -- "$2" | head -n 1
+}
+
+# kubelet_can_start succeeds when what kubeadm join left on this node still
+# lets the kubelet start: kubelet.conf names a client certificate and key
+# (files, relative to kubelet.conf's directory as the kubelet reads them,
+# or inline data) that exist, parse, have not expired and belong together,
+# and the kubelet's configuration and flags kubeadm wrote (config.yaml and
+# kubeadm-flags.env in KUBELET_DIR) exist. With local SSDs KUBELET_DIR is on
+# them while kubelet.conf is on the boot disk: after the SSDs' data is lost
+# only kubelet.conf is left. Otherwise it sets JOIN_PROBLEM to what is wrong
+# and fails.
+kubelet_can_start() {
+	local conf="${KUBERNETES_DIR}/kubelet.conf" f kind path data cert="" key="" cert_at key_at
+	JOIN_PROBLEM=""
+	for f in config.yaml kubeadm-flags.env; do
+		if [[ ! -s "${KUBELET_DIR}/${f}" ]]; then
+			JOIN_PROBLEM="${KUBELET_DIR}/${f}, which kubeadm join writes, is missing or empty"
+			return 1
+		fi
+	done
+	for kind in certificate key; do
+		path="$(kubeconfig_value "client-${kind}" "${conf}")"
+		if [[ -n "${path}" ]]; then
+			[[ "${path}" == /* ]] || path="$(dirname -- "${conf}")/${path}"
+			if [[ ! -s "${path}" ]] || ! data="$(cat -- "${path}")"; then
+				JOIN_PROBLEM="the kubelet's client ${kind} ${path}, named in ${conf}, is missing or empty"
+				return 1
+			fi
+		elif data="$(kubeconfig_value "client-${kind}-data" "${conf}")" && [[ -n "${data}" ]]; then
+			path="${conf} (client-${kind}-data)"
+			if ! data="$(printf '%s' "${data}" | base64 -d 2>/dev/null)"; then
+				JOIN_PROBLEM="the kubelet's client ${kind} in ${path} is not base64"
+				return 1
+			fi
+		else
+			JOIN_PROBLEM="${conf} names no client ${kind}"
+			return 1
+		fi
+		if [[ "${kind}" == certificate ]]; then
+			cert="${data}" cert_at="${path}"
+		else
+			key="${data}" key_at="${path}"
+		fi
+	done
+	if ! command -v openssl >/dev/null; then
+		log "openssl is not installed: the kubelet's client certificate and key are present but not checked"
+		return 0
+	fi
+	if ! openssl x509 -noout <<<"${cert}" 2>/dev/null; then
+		JOIN_PROBLEM="the kubelet's client certificate ${cert_at} is not a certificate"
+		return 1
+	fi
+	if ! openssl x509 -noout -checkend 0 <<<"${cert}" >/dev/null 2>&1; then
+		JOIN_PROBLEM="the kubelet's client certificate ${cert_at} has expired"
+		return 1
+	fi
+	if [[ "$(openssl pkey -pubout <<<"${key}" 2>/dev/null)" != "$(openssl x509 -noout -pubkey <<<"${cert}" 2>/dev/null)" ]]; then
+		JOIN_PROBLEM="the kubelet's client key ${key_at} is not the key of its certificate ${cert_at}"
+		return 1
+	fi
+}
+
+# rejoin_after_reset undoes a join that left this node half-joined
+# (kubelet_can_start failed), with kubeadm reset: it stops the kubelet and
+# removes what kubeadm join wrote and will write again (kubelet.conf, the
+# contents of KUBELET_DIR and of KUBERNETES_DIR/pki), nothing else. The
+# join that follows runs within the same deadline and registers the same
+# labels and taints; it reuses the Node object of this name if it is still
+# there, whose startup taint the taint remover adds back until the GPUs
+# are validated again. Refuses a node kubeadm set up as a control plane.
+rejoin_after_reset() {
+	log "half-joined: ${JOIN_PROBLEM}; the kubelet cannot start with it"
+	if [[ -e "${KUBERNETES_DIR}/admin.conf" || -e "${KUBERNETES_DIR}/super-admin.conf" ]] ||
+		[[ -n "$(ls -A -- "${KUBERNETES_DIR}/manifests" 2>/dev/null)" ]]; then
+		die "rejoin: ${KUBERNETES_DIR} holds a control plane's files (admin.conf or static pod manifests); not resetting it"
+	fi
+	local remaining
+	remaining="$(left)"
+	((remaining > 0)) || die "rejoin: the deadline (${JOIN_DEADLINE}s) passed before kubeadm reset could run"
+	log "resetting with kubeadm reset to join again"
+	timeout --kill-after=10 $((remaining < 60 ? remaining : 60)) kubeadm reset --force >&2 ||
+		die "rejoin: kubeadm reset failed; the node stays half-joined"
+	[[ ! -e "${KUBERNETES_DIR}/kubelet.conf" ]] ||
+		die "rejoin: kubeadm reset left ${KUBERNETES_DIR}/kubelet.conf in place"
+}
+
 # join_configuration_template prints the JoinConfiguration nodegen rendered,
 # with the placeholders for this VM's name, zone and the token.
 join_configuration_template() {
@@ -206,7 +302,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=001f7d5128bd,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
@@ -282,11 +378,14 @@ main() {
 	# Pods of this group, the autoscaler's, call Google APIs as the VM: the
 	# metadata server is left open to them.
 
-	if [[ -f "${KUBERNETES_DIR}/kubelet.conf" ]]; then
-		log "already joined (${KUBERNETES_DIR}/kubelet.conf exists); nothing to do"
-		return 0
+	if [[ -e "${KUBERNETES_DIR}/kubelet.conf" ]]; then
+		if kubelet_can_start; then
+			log "already joined (${KUBERNETES_DIR}/kubelet.conf and the kubelet's credentials and configuration are usable); nothing to do"
+			return 0
+		fi
+		rejoin_after_reset
 	fi
-	log "joining; giving up ${JOIN_DEADLINE}s from now"
+	log "joining; giving up ${JOIN_DEADLINE}s from the start"
 
 	log "reading this VM's identity from the metadata server"
 	local instance zone project token
