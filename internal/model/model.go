@@ -69,6 +69,8 @@ type Cluster struct {
 		Image string `json:"image"`
 	} `json:"taintRemover"`
 	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
+	// NodeCIDRMaskSize is the prefix length of each node's pod range.
+	NodeCIDRMaskSize int `json:"nodeCidrMaskSize"`
 }
 
 // NodeLifecycle holds the node garbage collector's settings.

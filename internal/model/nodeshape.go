@@ -13,6 +13,9 @@ const (
 	// cloud.google.com/gke-spot=true (or gke-preemptible=true) as
 	// preemptible (cloudprovider/gce/gce_price_model.go).
 	SpotLabel = "cloud.google.com/gke-spot"
+	// PreemptibleLabel is GKE's label of preemptible VMs, which the
+	// autoscaler's price model reads as it reads SpotLabel.
+	PreemptibleLabel = "cloud.google.com/gke-preemptible"
 	// DevicePluginConfigLabel selects a node's entry in the GPU Operator's
 	// device-plugin ConfigMap (the config-manager sidecar watches it).
 	DevicePluginConfigLabel = "nvidia.com/device-plugin.config"

@@ -236,6 +236,7 @@ func (c *checker) group(g *model.NodeGroup) {
 	c.locality(g, base)
 	c.reality(g, base)
 	c.nodeShape(g, base)
+	c.maxPods(g, base)
 }
 
 // kubeEnvSeparators are the characters kube-env splits its variables,

@@ -74,8 +74,11 @@ func All(src *model.Source, files layout.Files) error {
 	for _, e := range groupErrs {
 		errs = append(errs, e[0], e[1], e[2])
 	}
-	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.PriorityExpanderPath} {
+	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.NodeCSRApproverPath, layout.PriorityExpanderPath} {
 		if files[p] == nil && p == layout.JoinTokenRenewerPath && !render.RendersJoinTokenRenewer(src) {
+			continue
+		}
+		if files[p] == nil && p == layout.NodeCSRApproverPath && !render.RendersNodeCSRApprover(src) {
 			continue
 		}
 		if files[p] == nil && p == layout.PriorityExpanderPath && !src.Cluster.Autoscaler.UsesPriority() {
