@@ -172,7 +172,7 @@ func (d *docWriter) day0() error {
 		if err != nil {
 			return err
 		}
-		d.p("Right after `terraform apply`: `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` adds it as the first version of the secret. The token goes through the pipe only; it is never written to a file or shown.\n\n")
+		d.p("Right after `terraform apply`: `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` adds it as the first version of the secret. The token goes through the pipe only; it is never written to a file or shown. It is in kubeadm's own group, `system:bootstrappers:kubeadm:default-node-token`, whose node certificates the control plane approves itself: the renewer's tokens, in `%s`, need the node CSR approver, which runs on the autoscaler's node, so that node joins with kubeadm's token.\n\n", CloudBootstrapGroup)
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
 		d.p("The waiting VM reads it at its next attempt and joins. If more than %s passed since `terraform apply`, it has given up (`nodegen-join[%s]: ERROR ...`): restart it, and its startup script runs again:\n\n",
 			model.FormatDuration(deadline), ca.Name)
@@ -207,8 +207,8 @@ func (d *docWriter) day0() error {
 
 	next("Apply nodegen's manifests")
 	d.p("```sh\n")
-	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath} {
-		if p == layout.JoinTokenRenewerPath && !renews {
+	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.NodeCSRApproverPath, layout.JoinTokenRenewerPath} {
+		if (p == layout.JoinTokenRenewerPath && !renews) || (p == layout.NodeCSRApproverPath && !RendersNodeCSRApprover(src)) {
 			continue
 		}
 		d.p("kubectl apply -f %s%s\n", out, p)

@@ -214,7 +214,7 @@ func TestDayZero(t *testing.T) {
 		t.Fatalf("%d versions after the first token, want 1", len(versions))
 	}
 	firstToken := strings.TrimSuffix(string(versions[0].Payload), "\n")
-	e.acceptedSoon(t, "the first token", firstToken)
+	e.acceptedSoon(t, "the first token", firstToken, kubeadmNodeGroup)
 	// 3. The VM joins with it within its deadline.
 	r := first.wait(t)
 	r.joined(t, firstToken)
@@ -231,7 +231,7 @@ func TestDayZero(t *testing.T) {
 	if len(versions) != 2 || versions[0].State != "ENABLED" || versions[1].State != "ENABLED" {
 		t.Fatalf("after the renewer's first run: %v", states(versions))
 	}
-	e.acceptedSoon(t, "the renewer's token", string(versions[1].Payload))
+	e.acceptedSoon(t, "the renewer's token", string(versions[1].Payload), render.BootstrapTokenGroup)
 
 	// 5. Renewal lapses for longer than the tokens live: they have
 	// expired (the token cleaner deleted their Secrets), and the versions
@@ -267,22 +267,26 @@ func TestDayZero(t *testing.T) {
 	if got := stateList(versions); !slices.Equal(got, want) {
 		t.Errorf("versions after the renewer took over again: %v, want %v", got, want)
 	}
-	e.acceptedSoon(t, "the renewer's new token", string(versions[len(versions)-1].Payload))
+	e.acceptedSoon(t, "the renewer's new token", string(versions[len(versions)-1].Payload), render.BootstrapTokenGroup)
 }
 
-// acceptedSoon fails the test unless token authenticates as a node
-// bootstrapper within a few seconds (the bootstrap-token authenticator
-// reads Secrets from an informer's cache, which sees a new one shortly
-// after it was created).
-func (e *renewerEnv) acceptedSoon(t *testing.T, what, token string) {
+// acceptedSoon fails the test unless token authenticates as a bootstrap
+// user of its id in group within a few seconds (the bootstrap-token
+// authenticator reads Secrets from an informer's cache, which sees a new
+// one shortly after it was created).
+func (e *renewerEnv) acceptedSoon(t *testing.T, what, token, group string) {
 	t.Helper()
+	id, _, _ := strings.Cut(token, ".")
 	eventually(t, 10*time.Second, what+" accepted", func() string {
-		if u, code := e.whoami(t, token); u == nil {
+		u, code := e.whoami(t, token)
+		if u == nil {
 			return fmt.Sprintf("HTTP %d", code)
+		}
+		if u.Username != "system:bootstrap:"+id || !slices.Contains(u.Groups, group) {
+			t.Fatalf("%s authenticates as %q in %v; want system:bootstrap:%s in %s", what, u.Username, u.Groups, id, group)
 		}
 		return ""
 	})
-	e.isNodeBootstrapper(t, what, token)
 }
 
 // markedCommands returns the shell commands of docs between the
