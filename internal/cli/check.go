@@ -19,7 +19,8 @@ prints each stale file with a unified diff and exits 1.
 When neither the source, nor the output directory, nor nodegen, nor its
 flags and environment changed since a full gen or check of this output
 directory, check answers from that run's record without evaluating the
-source (see README, Performance). --full always renders and compares.`
+source (README, Commands; docs/ci-and-hooks.md, "When nothing changed,
+check does not render"). --full always renders and compares.`
 
 func checkCommand(s *streams) *cli.Command {
 	var flags *ioFlags
@@ -63,7 +64,7 @@ func checkCommand(s *streams) *cli.Command {
 			fmt.Fprintf(s.err, "nodegen: %srun `nodegen gen --source %s --out %s%s` and commit the result\n", first, f.Source, f.Out, only)
 			return errFindings
 		})
-	cmd.Action = shortcut(s, flags, cmd.Action)
+	cmd.Action = checkingOut(flags, true, shortcut(s, flags, cmd.Action))
 	return cmd
 }
 

@@ -66,7 +66,7 @@ func genCommand(s *streams) *cli.Command {
 			f.ManifestDigest = r.ManifestDigest
 			return nil
 		})
-	cmd.Action = recordAfter(s, flags, cmd.Action)
+	cmd.Action = checkingOut(flags, false, recordAfter(s, flags, cmd.Action))
 	return cmd
 }
 
