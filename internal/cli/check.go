@@ -27,6 +27,9 @@ func checkCommand(s *streams) *cli.Command {
 	cmd := renderCommand(s, "check", "fail with a diff when the output directory is not what gen would write", checkDoc,
 		func(f *ioFlags) []cli.Flag { flags = f; return append(outFlags(false)(f), shortcutFlags(f)...) },
 		func(f *ioFlags, rd *build.Result) error {
+			if err := outDirUsable(f.Out, true); err != nil {
+				return err
+			}
 			r, err := outdir.CompareWith(f.Out, rd.Files, outOptions(s, f, rd))
 			if err != nil {
 				return err
@@ -64,7 +67,7 @@ func checkCommand(s *streams) *cli.Command {
 			fmt.Fprintf(s.err, "nodegen: %srun `nodegen gen --source %s --out %s%s` and commit the result\n", first, f.Source, f.Out, only)
 			return errFindings
 		})
-	cmd.Action = checkingOut(flags, true, shortcut(s, flags, cmd.Action))
+	cmd.Action = shortcut(s, flags, cmd.Action)
 	return cmd
 }
 

@@ -28,6 +28,9 @@ func genCommand(s *streams) *cli.Command {
 	cmd := renderCommand(s, "gen", "render the source into the output directory", genDoc,
 		func(f *ioFlags) []cli.Flag { flags = f; return outFlags(true)(f) },
 		func(f *ioFlags, rd *build.Result) error {
+			if err := outDirUsable(f.Out, false); err != nil {
+				return err
+			}
 			r, err := outdir.WriteWith(f.Out, rd.Files, outOptions(s, f, rd))
 			var ce *outdir.ConflictError
 			if errors.As(err, &ce) {
@@ -66,7 +69,7 @@ func genCommand(s *streams) *cli.Command {
 			f.ManifestDigest = r.ManifestDigest
 			return nil
 		})
-	cmd.Action = checkingOut(flags, false, recordAfter(s, flags, cmd.Action))
+	cmd.Action = recordAfter(s, flags, cmd.Action)
 	return cmd
 }
 

@@ -6,12 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/urfave/cli/v2"
 )
 
 // outDirUsable turns an output directory gen and check cannot work on
-// into a usage error with a hint, before any work: a symbolic link (gen
+// into a usage error with a hint, once the source is read and before the
+// output directory is: a symbolic link (gen
 // replaces the directory in one rename, which would replace the link, not
 // the directory it names, and check would compare the link's own empty
 // tree), something other than a directory, and, for check (mustExist),
@@ -37,18 +36,4 @@ func outDirUsable(out string, mustExist bool) error {
 		return usageError{fmt.Errorf("--out %s is not a directory", out)}
 	}
 	return nil
-}
-
-// checkingOut runs action after outDirUsable (and, first, the source
-// directory's check, whose hint matters more when both are missing).
-func checkingOut(f *ioFlags, mustExist bool, action cli.ActionFunc) cli.ActionFunc {
-	return func(c *cli.Context) error {
-		if err := sourceDirExists(f.Source); err != nil {
-			return err
-		}
-		if err := outDirUsable(f.Out, mustExist); err != nil {
-			return err
-		}
-		return action(c)
-	}
 }
