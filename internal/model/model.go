@@ -69,6 +69,7 @@ type Cluster struct {
 		Image string `json:"image"`
 	} `json:"taintRemover"`
 	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
+	Rollout       Rollout       `json:"rollout"`
 	// NodeCIDRMaskSize is the prefix length of each node's pod range.
 	NodeCIDRMaskSize int `json:"nodeCidrMaskSize"`
 }
