@@ -42,6 +42,7 @@ var stages = []stage{
 	file(layout.AutoscalerValuesPath, AutoscalerValues),
 	file(layout.PriorityExpanderPath, PriorityExpander),
 	Terraform,
+	Day0Docs,
 	Docs,
 }
 
