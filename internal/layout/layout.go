@@ -33,6 +33,9 @@ const (
 	JoinTokenRenewerPath = "k8s/join-token-renewer.yaml"
 	// DocsPath is the generated description of the node groups.
 	DocsPath = "docs/nodegroups.md"
+	// OnpremProviderIDPath is the one-time command that gives the nodes
+	// outside the MIGs their providerID.
+	OnpremProviderIDPath = "onprem/set-provider-id.sh"
 )
 
 // Terraform module paths. The module is out/terraform; its metadata reads

@@ -5,6 +5,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -66,6 +67,9 @@ type Cluster struct {
 		Image string `json:"image"`
 	} `json:"taintRemover"`
 	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
+	// OnpremProviderID is what nodegen does about the providerID of the
+	// nodes outside the MIGs: OnpremProviderIDUnmanaged or OnpremProviderIDNone.
+	OnpremProviderID string `json:"onpremProviderID"`
 }
 
 // NodeLifecycle holds the node garbage collector's settings.
@@ -272,7 +276,7 @@ func (c *Cluster) MIGURL(g *NodeGroup, zone string) string {
 }
 
 // AutoscalerImageTag is the Cluster Autoscaler image tag: the configured
-// version, or v<minor>.0 of the cluster's Kubernetes version.
+// version, or DefaultAutoscalerTag of the cluster's Kubernetes minor.
 func (c *Cluster) AutoscalerImageTag() string {
 	if c.Autoscaler.Version != "" {
 		return c.Autoscaler.Version
@@ -281,7 +285,11 @@ func (c *Cluster) AutoscalerImageTag() string {
 	if len(parts) < 2 {
 		return ""
 	}
-	return "v" + parts[0] + "." + parts[1] + ".0"
+	minor, err := strconv.Atoi(parts[1])
+	if err != nil || parts[0] != "1" {
+		return ""
+	}
+	return DefaultAutoscalerTag(minor)
 }
 
 // SortedKeys returns the keys of m in order.

@@ -121,6 +121,9 @@ func Docs(src *model.Source, files layout.Files) error {
 	d.joinToken()
 	d.table()
 	d.capacity()
+	if err := d.onpremProviderID(); err != nil {
+		return err
+	}
 	for _, g := range src.Groups() {
 		if err := d.group(g); err != nil {
 			return fmt.Errorf("node group %s: docs: %w", g.Name, err)
