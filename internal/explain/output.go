@@ -34,6 +34,9 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "%s: the priority expander prefers %s (priority %d)\n", wr.Workload, strings.Join(wr.Preferred, ", "), *wr.PreferredPriority)
 		}
 	}
+	for _, n := range r.Autoscaler {
+		fmt.Fprintf(w, "autoscaler: %s\n", n.Message)
+	}
 	var none []string
 	for _, wr := range r.Workloads {
 		if !wr.Fits {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The Cluster Autoscaler releases nodegen knows, and which of them fail on
@@ -135,4 +136,30 @@ func NewestAutoscalerRelease() string {
 // AutoscalerRelease is the release of the cluster's autoscaler image tag.
 func (c *Cluster) AutoscalerRelease() (AutoscalerRelease, error) {
 	return LookupAutoscalerRelease(c.AutoscalerImageTag())
+}
+
+// DefaultMaxNodeStartupTime is the autoscaler's --max-node-startup-time,
+// which nodegen does not set and the GCE provider does not read from
+// kube-env: how long after registering a node that is not ready still
+// counts as upcoming (clusterstate/clusterstate.go MaxNodeStartupTime, and
+// config/flags/flags.go, at cluster-autoscaler-1.35.0).
+const DefaultMaxNodeStartupTime = 15 * time.Minute
+
+// ProvisionTimes lists, per autoscaled group, the maxNodeProvisionTime the
+// autoscaler really applies to its MIGs: the kube-env autoscaling_options
+// value where the group sets one (it wins over the flag), else
+// --max-node-provision-time. Entries are "<group> <duration>", by group.
+func (s *Source) ProvisionTimes() []string {
+	var out []string
+	for _, g := range s.Groups() {
+		if !g.Autoscaled() {
+			continue
+		}
+		d, err := s.Cluster.MaxNodeProvisionTime(g)
+		if err != nil {
+			continue
+		}
+		out = append(out, g.Name+" "+FormatDuration(d))
+	}
+	return out
 }

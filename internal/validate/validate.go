@@ -168,6 +168,7 @@ func (c *checker) cluster() {
 	c.nodeLifecycle()
 	c.containerImage(sel("cluster", "taintRemover", "image"), cl.TaintRemover.Image)
 	c.capacity()
+	c.autoscalerRelease(false)
 
 	name := cl.Autoscaler.NodeGroup
 	g, ok := c.src.NodeGroups[name]
