@@ -2,7 +2,8 @@
 # Test of the tests: users fork this repository and edit nodegroups/, so no
 # test may depend on it except the golden test of out/. This copies the
 # working tree to a scratch directory, adds a group to nodegroups/, changes
-# one and removes cpu-burst, then runs `go test ./...` there and expects
+# one, removes cpu-burst and sets another GCP project, then runs
+# `go test ./...` there and expects
 # exactly one failing test, TestGoldenShippedExample, saying "run nodegen gen".
 # Usage: hack/test-example-independence.sh   (takes as long as go test ./...)
 set -euo pipefail
@@ -13,6 +14,9 @@ git ls-files -z | xargs -0 cp --parents -t "${scratch}"
 cd "${scratch}"
 rm nodegroups/cpu-burst.cue
 sed -i 's/max:            4/max:            6/' nodegroups/gpu-t4.cue
+# The source is now the user's own: another project (the docs' examples,
+# which show the shipped example's output, then skip themselves).
+sed -i 's/acme-hybrid-ai/acme-own/g' nodegroups/*.cue
 cat >nodegroups/mem-burst.cue <<'CUE'
 nodeGroups: "mem-burst": {
 	kind: "gce"

@@ -7,23 +7,28 @@
 # This script is the narrow part of the cloud node lifecycle controller that
 # this cluster needs, for nodegen's cloud groups only.
 #
-# One pass over the Nodes (the CronJob runs it every few minutes). A Node is
+# One pass over the Nodes (the CronJob runs it every minute). A Node is
 # considered only if it carries the identity label of one of NODE_GROUPS and the
 # providerID gce://PROJECT/<zone>/<its own name>; every other Node (on-prem
 # nodes, other providers, other projects, unlabelled VMs) is skipped unread.
 # A considered Node is deleted only when
-#   - its Ready condition is not True and last changed (or, without one, the
-#     Node was created) more than GRACE_SECONDS ago, and
+#   - its Ready condition is not True (a Node without one, a registration
+#     in flight, only once it was created more than GRACE_SECONDS ago), and
 #   - the Compute API answers 404 for its instance, naming that instance,
 #     with the VM service account's token from the metadata server;
 # with preconditions on its uid and resourceVersion, so that a Node that
 # changed since the list (a VM re-registered meanwhile) is never deleted.
-# Any other answer of the Compute API keeps the Node and is logged.
+# As the cloud node lifecycle controller does, a Node whose VM is gone goes
+# at the first pass that sees it NotReady; a Node whose VM exists is kept,
+# and logged as stuck once it has not been Ready for GRACE_SECONDS. Any
+# other answer of the Compute API keeps the Node and is logged.
 #
 # Environment:
 #   PROJECT        GCP project of the cloud groups
 #   NODE_GROUPS         comma-separated names of the cloud groups
-#   GRACE_SECONDS  seconds a Node must be not Ready before it is looked up
+#   GRACE_SECONDS  seconds a Node whose VM exists may be not Ready before the
+#                  log calls it stuck; seconds a Node without a Ready
+#                  condition is left alone after its creation
 #   METADATA_URL   metadata server (http://169.254.169.254/computeMetadata/v1)
 #   COMPUTE_URL    Compute API (https://compute.googleapis.com/compute/v1)
 # Exit status: 0 when every considered Node was decided, 1 when something
@@ -53,7 +58,7 @@ summary() {
 # token sets TOKEN to the access token of the VM's service account.
 token() {
 	local body
-	if ! body="$(curl -sS --fail --max-time 20 -H 'Metadata-Flavor: Google' \
+	if ! body="$(curl -sS --fail --max-time 10 -H 'Metadata-Flavor: Google' \
 		"${METADATA_URL}/instance/service-accounts/default/token" 2>"${WORK}/err")"; then
 		log "cannot get an access token from the metadata server: $(summary "$(cat "${WORK}/err")")"
 		return 1
@@ -71,7 +76,7 @@ token() {
 instance_status() {
 	local zone="$1" name="$2"
 	printf 'header = "Authorization: Bearer %s"\n' "${TOKEN}" |
-		curl -sS --max-time 30 -K - -o "${WORK}/body" -w '%{http_code}' \
+		curl -sS --max-time 10 -K - -o "${WORK}/body" -w '%{http_code}' \
 			"${COMPUTE_URL}/projects/${PROJECT}/zones/${zone}/instances/${name}" 2>"${WORK}/err"
 }
 
@@ -80,7 +85,7 @@ instance_status() {
 delete_node() {
 	local out
 	if ! out="$(printf '{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"%s","resourceVersion":"%s"}}' "$2" "$3" |
-		kubectl delete --raw "/api/v1/nodes/$1" -f - --request-timeout=20s 2>&1)"; then
+		kubectl delete --raw "/api/v1/nodes/$1" -f - --request-timeout=10s 2>&1)"; then
 		log "node $1: deleting failed (kept; the next run looks again): $(summary "${out}")"
 		return 1
 	fi
@@ -103,7 +108,7 @@ main() {
 	# field ended by a 0x1f (unit separator), which no field can hold.
 	local sep=$'\x1f'
 	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.metadata.uid}{"\x1f"}{.metadata.resourceVersion}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.nodegen\.dev/node-group}{"\x1f"}{.status.conditions[?(@.type=="Ready")].status}{"\x1f"}{.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\x1f"}{.metadata.creationTimestamp}{"\x1f"}{"\n"}{end}'
-	if ! nodes="$(kubectl get nodes --request-timeout=30s -l "${GROUP_LABEL} in (${NODE_GROUPS})" -o "jsonpath=${fmt}" 2>"${WORK}/err")"; then
+	if ! nodes="$(kubectl get nodes --request-timeout=15s -l "${GROUP_LABEL} in (${NODE_GROUPS})" -o "jsonpath=${fmt}" 2>"${WORK}/err")"; then
 		log "cannot list the nodes: $(summary "$(cat "${WORK}/err")")"
 		return 1
 	fi
@@ -125,14 +130,19 @@ main() {
 		local zone="${rest%%/*}" instance="${rest#*/}"
 		[[ "${zone}" =~ ${ZONE_RE} && "${instance}" =~ ${NAME_RE} && "${instance}" == "${name}" ]] || continue
 		[[ "${ready}" != True ]] || continue
-		[[ -n "${since}" ]] || since="${created}"
+		local registering=""
+		if [[ -z "${ready}" ]]; then
+			since="${created}" registering=1
+		fi
 		if [[ ! "${since}" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]]; then
 			log "node ${name}: unreadable time ${since@Q}; kept"
 			rc=1
 			continue
 		fi
-		if [[ ! "${since}" < "${cutoff}" ]]; then
-			log "node ${name}: Ready is ${ready:-missing} since ${since}, within the grace period of ${GRACE_SECONDS}s; kept"
+		local past_grace=""
+		[[ ! "${since}" < "${cutoff}" ]] || past_grace=1
+		if [[ -n "${registering}" && -z "${past_grace}" ]]; then
+			log "node ${name}: Ready is missing since ${since}, within the grace period of ${GRACE_SECONDS}s for a registration; kept"
 			continue
 		fi
 		if [[ -z "${TOKEN}" ]]; then
@@ -142,7 +152,11 @@ main() {
 		status="$(instance_status "${zone}" "${instance}")" || status="${status:-000}"
 		case "${status}" in
 		200)
-			log "node ${name}: Ready is ${ready:-missing} since ${since}, but VM ${zone}/${instance} exists; kept"
+			if [[ -n "${past_grace}" ]]; then
+				log "node ${name}: Ready is ${ready:-missing} since ${since}, past the grace period of ${GRACE_SECONDS}s, but VM ${zone}/${instance} exists; kept (stuck: a stopped VM or a broken kubelet)"
+			else
+				log "node ${name}: Ready is ${ready:-missing} since ${since}, but VM ${zone}/${instance} exists; kept"
+			fi
 			;;
 		404)
 			if ! grep -qF "projects/${PROJECT}/zones/${zone}/instances/${instance}" "${WORK}/body"; then

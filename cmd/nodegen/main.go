@@ -28,7 +28,7 @@ func main() {
 	// live until the source is decoded. Letting the heap grow to 2.5× the
 	// live data between collections (Go's default: 2×) saves about a
 	// tenth of the CPU time on a large source for about a sixth more peak
-	// memory (docs/readme/performance.md). GOGC in the environment still
+	// memory (docs/performance.md). GOGC in the environment still
 	// decides.
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(150)

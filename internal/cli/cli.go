@@ -15,7 +15,6 @@ import (
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/secrets"
 	"github.com/nodegen/nodegen/internal/source"
-	"github.com/nodegen/nodegen/internal/validate"
 )
 
 // Exit codes.
@@ -92,6 +91,9 @@ func exitCode(s *streams, err error, args []string, cmds []*cli.Command) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(s.err, "nodegen: %v\n", ue.error)
 		return ExitUsage
+	case errors.As(err, new(*source.NameError)):
+		fmt.Fprintf(s.err, "nodegen: %v\n", err)
+		return ExitUsage
 	default:
 		fmt.Fprintf(s.err, "nodegen: %s\n", secrets.Redact(err.Error()))
 		return ExitFindings
@@ -145,22 +147,6 @@ func noArgs(c *cli.Context) error {
 // warnCommands are the commands that print the warnings of a valid source
 // (validate.Warnings) to stderr; they still exit 0.
 var warnCommands = map[string]bool{"gen": true, "vet": true}
-
-// loadValid loads and validates the source, reporting every problem.
-func loadValid(s *streams, dir string) (*source.Loaded, error) {
-	if err := sourceDirExists(dir); err != nil {
-		return nil, err
-	}
-	l, err := validate.Load(dir)
-	if err != nil {
-		var list diag.List
-		if errors.As(err, &list) {
-			return nil, printFindings(s, list)
-		}
-		return nil, err
-	}
-	return l, nil
-}
 
 // sourceDirExists turns a missing source directory, most often nodegen run
 // from the wrong directory, into a usage error with a hint.

@@ -42,19 +42,19 @@ func docsCommand(s *streams) *cli.Command {
 				_, err = s.out.Write(sch.Reference())
 				return err
 			}
-			r, err := loadAndRenderFleet(s, f)
+			r, err := runPipeline(s, f)
 			if err != nil {
 				return err
 			}
 			// A fleet's drawing first (without --cluster), then each
 			// cluster's node groups.
-			if b, ok := r.files[layout.FleetDocsPath]; ok {
+			if b, ok := r.Files[layout.FleetDocsPath]; ok {
 				if _, err := s.out.Write(b); err != nil {
 					return err
 				}
 			}
-			for _, c := range r.clusters {
-				if _, err := s.out.Write(c.files[layout.DocsPath]); err != nil {
+			for _, c := range r.Clusters {
+				if _, err := s.out.Write(c.Files[layout.DocsPath]); err != nil {
 					return err
 				}
 			}

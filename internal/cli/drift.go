@@ -23,7 +23,9 @@ Operator are not extra; zone, region, instance type, os and arch are
 compared on cloud nodes); a startup taint still present on a node older than
 --stuck-after; nvidia.com/gpu allocatable different from the group's GPU
 count (not while the node is still initialising); nodes labelled with a
-group that no longer exists; cloud nodes (gce:// providerID) of no group.
+group that no longer exists; cloud nodes (gce:// providerID) of no group;
+stale cloud nodes, whose nodegen.dev/revision label is not their group's
+current revision (made from an older source: nodegen rollout replaces them).
 
 Instance templates come from --instance-template FILE (the output of gcloud
 compute instance-templates describe --format=json, or list --format=json;
@@ -114,6 +116,9 @@ func driftCommand(s *streams) *cli.Command {
 			}
 			model, rendered, err := oneCluster(s, &src, "drift")
 			if err != nil {
+				return err
+			}
+			if opts.Revisions, err = drift.Revisions(model, rendered); err != nil {
 				return err
 			}
 			var (

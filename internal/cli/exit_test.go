@@ -38,6 +38,17 @@ func TestVersionOf(t *testing.T) {
 		want string
 	}{
 		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.2.0"}}, "v0.2.0 go1.26.8"},
+		// The forms the README's Install section shows: a checkout of a
+		// commit (Go's pseudo-version), of a tag, and with local changes.
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261130173632-25ef017a165f"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "25ef017a165fc1fa4dd1cc64e1f38a39dfccee64"}, {Key: "vcs.modified", Value: "false"}}},
+			"v0.0.0-20261130173632-25ef017a165f (25ef017a165fc1fa4dd1cc64e1f38a39dfccee64) go1.26.8"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "25ef017a165fc1fa4dd1cc64e1f38a39dfccee64"}}},
+			"v1.2.3 (25ef017a165fc1fa4dd1cc64e1f38a39dfccee64) go1.26.8"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261130173632-25ef017a165f+dirty"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "25ef017a165fc1fa4dd1cc64e1f38a39dfccee64"}, {Key: "vcs.modified", Value: "true"}}},
+			"v0.0.0-20261130173632-25ef017a165f+dirty (25ef017a165fc1fa4dd1cc64e1f38a39dfccee64+dirty) go1.26.8"},
 		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "24f693b"}, {Key: "vcs.modified", Value: "true"}}}, "(devel) (24f693b+dirty) go1.26.8"},
 		{debug.BuildInfo{GoVersion: "go1.26.8", Settings: []debug.BuildSetting{

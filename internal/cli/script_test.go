@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/revision"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -62,7 +65,7 @@ func TestScript(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode, "fillrevisions": fillRevisions},
 		Setup: func(env *testscript.Env) error {
 			// check's shortcut keeps its records in the script's own cache.
 			env.Setenv("NODEGEN_CACHE_DIR", filepath.Join(env.WorkDir, ".nodegen-cache"))
@@ -101,5 +104,36 @@ func exitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+var revisionToken = regexp.MustCompile(`@REVISION:([a-z0-9-]+)@`)
+
+// fillRevisions implements "fillrevisions OUTDIR FILE...": replace every
+// @REVISION:<group>@ in the files with the revision that OUTDIR's kube-env
+// of the group declares, so that a recorded node can be one made from the
+// artifacts gen just rendered, whatever their digest is today.
+func fillRevisions(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: fillrevisions OUTDIR FILE...")
+	}
+	for _, name := range args[1:] {
+		data := ts.ReadFile(name)
+		var failed error
+		data = revisionToken.ReplaceAllStringFunc(data, func(tok string) string {
+			group := revisionToken.FindStringSubmatch(tok)[1]
+			env, err := os.ReadFile(ts.MkAbs(filepath.Join(args[0], layout.KubeEnvPath(group))))
+			if err == nil {
+				rev, ok, rerr := revision.FromKubeEnv(env)
+				if rerr == nil && ok {
+					return rev
+				}
+				err = errors.Join(rerr, errors.New("no revision label"))
+			}
+			failed = err
+			return tok
+		})
+		ts.Check(failed)
+		ts.Check(os.WriteFile(ts.MkAbs(name), []byte(data), 0o644))
 	}
 }

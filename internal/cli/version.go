@@ -44,7 +44,7 @@ func versionCommand(s *streams) *cli.Command {
 	return &cli.Command{
 		Name:         "version",
 		Usage:        "print nodegen's version, VCS revision and Go version",
-		Description:  "version prints the module version (a release tag, or (devel) for a build from a checkout),\nthe VCS revision it was built from when known, and the Go version. --version prints the same.",
+		Description:  "version prints the module version (the tag of a tagged commit; for any other commit Go's\npseudo-version, v0.0.0-<commit time>-<commit>; (devel) when the build recorded no VCS\ninformation), the commit it was built from when known (+dirty for local changes), and the\nGo version. --version prints the same.",
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/drift"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -29,14 +30,22 @@ import (
 // reports them.
 func TestCheckClusterLive(t *testing.T) {
 	cp := testcp.Start(t)
-	src, _ := testsrc.Example(t)
+	src, files := testsrc.Example(t)
+	revisions, err := drift.Revisions(src, files)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// Create the recorded nodes (without server-set metadata), then set
-	// their status, which create ignores.
+	// their status, which create ignores. The cloud nodes of a group were
+	// made from its current artifacts: they carry its revision.
 	fixture := readFixtureNodes(t)
 	for i := range fixture {
 		n := fixture[i].DeepCopy()
 		n.ResourceVersion, n.UID, n.CreationTimestamp = "", "", metav1.Time{}
+		if rev, ok := revisions[n.Labels[model.GroupLabel]]; ok {
+			n.Labels[model.RevisionLabel] = rev
+		}
 		status := n.Status
 		n.Status = corev1.NodeStatus{}
 		writeJSON(t, filepath.Join(cp.Dir, "node.json"), n)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/revision"
 )
 
 // Finding kinds.
@@ -40,6 +41,7 @@ const (
 	// ProviderIDOtherMIG: the GCE provider maps the node's providerID to
 	// a MIG the node does not belong to.
 	ProviderIDOtherMIG = "provider-id-other-mig"
+	Stale             = "stale"
 
 	UnknownTemplate = "unknown-template"
 	KubeEnv         = "kube-env"
@@ -78,6 +80,11 @@ type Options struct {
 	Now time.Time
 	// StuckAfter is how long a node may keep its startup taint.
 	StuckAfter time.Duration
+	// Revisions are the cloud groups' current revisions, by group (the
+	// value of model.RevisionLabel in each group's rendered kube-env). A
+	// cloud node whose label differs is stale; without an entry for its
+	// group the label is not checked.
+	Revisions map[string]string
 }
 
 // Labels of a node that drift never reports as extra: the node's own,
@@ -259,9 +266,51 @@ func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref GCERef
 				Message: fmt.Sprintf("label %s missing (want one of %s)", model.ZoneLabel, strings.Join(g.Zones, ", "))})
 		}
 	}
-	out = append(out, compareLabels(want, n.Labels)...)
+	got := n.Labels
+	if g.Cloud() {
+		if rev, ok := opts.Revisions[g.Name]; ok {
+			if f, stale := staleNode(n, rev); stale {
+				out = append(out, f)
+			}
+		}
+		// nodegen's own label, compared with the revision alone.
+		got = cloneMap(n.Labels)
+		delete(got, model.RevisionLabel)
+	}
+	out = append(out, compareLabels(want, got)...)
 	out = append(out, compareTaints(g, n, opts)...)
 	return out
+}
+
+// staleNode reports a cloud node made from other artifacts than its
+// group's current ones: its revision label is not the group's revision.
+func staleNode(n *corev1.Node, rev string) (Finding, bool) {
+	got, ok := n.Labels[model.RevisionLabel]
+	switch {
+	case !ok:
+		return Finding{Kind: Stale, Key: model.RevisionLabel, Want: rev,
+			Message: fmt.Sprintf("stale: no %s label (joined before its group had revisions), the group's revision is %s; nodegen rollout replaces it", model.RevisionLabel, rev)}, true
+	case got != rev:
+		return Finding{Kind: Stale, Key: model.RevisionLabel, Want: rev, Got: got,
+			Message: fmt.Sprintf("stale: revision %s, the group's is %s; nodegen rollout replaces it", got, rev)}, true
+	}
+	return Finding{}, false
+}
+
+// Revisions returns the revision each cloud group's rendered kube-env
+// declares (files as gen renders them), for Options.Revisions.
+func Revisions(src *model.Source, files layout.Files) (map[string]string, error) {
+	out := map[string]string{}
+	for _, g := range src.CloudGroups() {
+		rev, ok, err := revision.FromKubeEnv(files[layout.KubeEnvPath(g.Name)])
+		if err != nil {
+			return nil, fmt.Errorf("node group %s: kube-env: %w", g.Name, err)
+		}
+		if ok {
+			out[g.Name] = rev
+		}
+	}
+	return out, nil
 }
 
 func cloneMap(m map[string]string) map[string]string {

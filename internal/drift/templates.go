@@ -253,7 +253,14 @@ func checkKubeEnv(got *string, want []byte, path string) []Finding {
 			}
 		}
 	}
-	listDiff("label", wt.Labels, gt.Labels)
+	// The revision label is a digest of the artifacts: every other
+	// difference changes it, so it is not reported on its own.
+	withoutRevision := func(m map[string]string) map[string]string {
+		m = cloneMap(m)
+		delete(m, model.RevisionLabel)
+		return m
+	}
+	listDiff("label", withoutRevision(wt.Labels), withoutRevision(gt.Labels))
 	taints := func(ts []kubeenv.Taint) map[string]string {
 		m := map[string]string{}
 		for _, t := range ts {

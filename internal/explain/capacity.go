@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodetemplate"
 )
 
 // ReasonCap is a reason kind: a cluster-wide cap leaves no room for one
@@ -54,18 +55,18 @@ func (c capacity) uses() []capUse {
 	}
 	if r := c.caps.Cores; r != nil {
 		out = append(out, capUse{"cluster.autoscaler.caps.cores.max", "vCPUs", r.Max, func(g *model.NodeGroup) (int64, bool) {
-			cpu, _, err := MachineShape(g)
+			cpu, _, err := nodetemplate.MachineShape(g)
 			return cpu, err == nil
 		}})
 	}
 	if r := c.caps.MemoryGiB; r != nil {
 		// The limit is in GiB, compared with node capacity in bytes.
 		out = append(out, capUse{"cluster.autoscaler.caps.memoryGiB.max", "bytes of memory", r.Max * gib, func(g *model.NodeGroup) (int64, bool) {
-			_, mem, err := MachineShape(g)
+			_, mem, err := nodetemplate.MachineShape(g)
 			if err != nil {
 				return 0, false
 			}
-			return mem - KernelReserved(mem, "linux", g.OSDistribution, g.Arch), true
+			return mem - nodetemplate.KernelReserved(mem, "linux", g.OSDistribution, g.Arch), true
 		}})
 	}
 	for _, t := range model.SortedKeys(c.caps.GPUs) {

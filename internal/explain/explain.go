@@ -31,6 +31,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodetemplate"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 
@@ -165,14 +166,14 @@ func New(src *model.Source, files layout.Files, workloads []*Workload) (*Explain
 			continue
 		}
 		for _, z := range g.Zones {
-			node, err := TemplateNode(&src.Cluster, g, z, files[layout.KubeEnvPath(g.Name)], flagged)
+			node, err := nodetemplate.TemplateNode(&src.Cluster, g, z, files[layout.KubeEnvPath(g.Name)], flagged)
 			if err != nil {
 				e.errs[g.Name] = err
 				break
 			}
 			t := &Template{Zone: z, Node: node, Fresh: []FreshPod{{
 				Name:     "kube-proxy",
-				Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(KubeProxyMilliCPU, resource.DecimalSI)},
+				Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(nodetemplate.KubeProxyMilliCPU, resource.DecimalSI)},
 			}}}
 			for _, ds := range daemonSets {
 				if admits(node, ds.Pod) {

@@ -12,6 +12,7 @@ import (
 	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodetemplate"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -462,7 +463,7 @@ func TestUnknownMachineTypeAndOverride(t *testing.T) {
 		t.Errorf("cpu capacity %s, want 4", c.String())
 	}
 	mem := int64(16 << 30)
-	if c := n.Status.Capacity[corev1.ResourceMemory]; c.Value() != mem-explain.KernelReserved(mem, "linux", "ubuntu", "amd64") {
+	if c := n.Status.Capacity[corev1.ResourceMemory]; c.Value() != mem-nodetemplate.KernelReserved(mem, "linux", "ubuntu", "amd64") {
 		t.Errorf("memory capacity %s", c.String())
 	}
 }

@@ -2,6 +2,7 @@ package fastcheck_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,6 +86,19 @@ func (tr *tree) do(f func() error) {
 	tr.t.Helper()
 	if err := f(); err != nil {
 		tr.t.Fatal(err)
+	}
+}
+
+// TestShortcutPersonsFolder: a folder a person made next to out/, named
+// like nodegen's old scratch directories, is not taken for a leftover of
+// nodegen's: the shortcut still answers.
+func TestShortcutPersonsFolder(t *testing.T) {
+	tr := newTree(t)
+	for _, name := range []string{".out.nodegen-new", ".out.nodegen-old", ".out.nodegen-123"} {
+		tr.do(func() error { return os.Mkdir(filepath.Join(tr.dir, name), 0o755) })
+	}
+	if ok, why, code := tr.checkPath(); !ok || code != cli.ExitOK {
+		t.Fatalf("full path (%s), exit %d; want the shortcut", why, code)
 	}
 }
 
@@ -190,7 +204,20 @@ func TestShortcutFallsBack(t *testing.T) {
 			tr.do(func() error { return os.Remove(filepath.Join(tr.dir, "out", outdir.ManifestName)) })
 		}, "no readable " + outdir.ManifestName, cli.ExitFindings},
 		{"interrupted run", func(tr *tree) {
-			tr.do(func() error { return os.Mkdir(filepath.Join(tr.dir, ".out.nodegen-new"), 0o755) })
+			// A gen killed after its swap: out/ is whole again, its
+			// scratch directory is left next to it.
+			p := filepath.Join("out", "gce", "gpu-t4", "kube-env")
+			tr.write(p, tr.read(p)+"X: y\n", 0o644)
+			outdir.FailPoint = func(stage string) error {
+				if stage == "after-swap" {
+					return errors.New("killed")
+				}
+				return nil
+			}
+			defer func() { outdir.FailPoint = nil }()
+			if code, _, errb := tr.run("gen", "--force"); code == cli.ExitOK || !strings.Contains(errb, "killed") {
+				tr.t.Fatalf("gen did not fail at its failpoint: exit %d\n%s", code, errb)
+			}
 		}, "an interrupted run left", cli.ExitOK},
 		{"nodegen changed", func(tr *tree) {
 			fastcheck.SetFingerprint(tr.t, "go-buildid:another/build")

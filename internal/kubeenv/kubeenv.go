@@ -244,8 +244,15 @@ func (t *Template) SanitizedTaints(flagged ...string) []Taint {
 // comparison of kube-env with the source; gen's verification, the
 // agreement check and the tests all use it.
 func (t *Template) MatchesSource(g *model.NodeGroup, flagged ...string) error {
-	if want := g.TemplateLabels(); !maps.Equal(t.Labels, want) {
-		return fmt.Errorf("the autoscaler would read labels %v, want %v", t.Labels, want)
+	// The revision label is the artifacts' digest, not the source's:
+	// package revision checks it.
+	labels := t.Labels
+	if _, ok := labels[model.RevisionLabel]; ok {
+		labels = maps.Clone(labels)
+		delete(labels, model.RevisionLabel)
+	}
+	if want := g.TemplateLabels(); !maps.Equal(labels, want) {
+		return fmt.Errorf("the autoscaler would read labels %v, want %v", labels, want)
 	}
 	got := t.SanitizedTaints(flagged...)
 	want := make([]Taint, 0, len(g.Taints))

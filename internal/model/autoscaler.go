@@ -167,10 +167,10 @@ func LabelProblem(key string) string {
 }
 
 // DerivedLabel reports whether nodegen itself sets label key on a group's
-// nodes (identity, GPU, zone, region, instance type).
+// nodes (identity, GPU, zone, region, instance type, revision).
 func DerivedLabel(key string) bool {
 	switch key {
-	case GroupLabel, GPULabel, ZoneLabel, RegionLabel, InstanceTypeLabel:
+	case GroupLabel, GPULabel, ZoneLabel, RegionLabel, InstanceTypeLabel, RevisionLabel:
 		return true
 	}
 	return false

@@ -43,7 +43,41 @@ type Mesh struct {
 	// IstioVersion pins the Istio release (charts and istioctl) the
 	// install steps use; "" leaves it to the operator.
 	IstioVersion string `json:"istioVersion,omitempty"`
+	// Trust is where the mesh's root of trust comes from; nil when the
+	// source sets none.
+	Trust *MeshTrust `json:"trust,omitempty"`
 }
+
+// MeshTrust is where a mesh's root of trust comes from: one of its fields
+// is set.
+type MeshTrust struct {
+	// PluginCA: every cluster's istiod signs with an intermediate CA of
+	// its own from one mesh root, given in the istio-system Secret cacerts.
+	PluginCA *struct{} `json:"pluginCA,omitempty"`
+	// ExternalCA: a CA outside istiod issues every cluster's workload
+	// certificates from one root.
+	ExternalCA *ExternalCA `json:"externalCA,omitempty"`
+}
+
+// ExternalCA names a mesh's external CA.
+type ExternalCA struct {
+	Name string `json:"name"`
+}
+
+// Istio's plugin-CA Secret: its name in istio-system and its keys, the
+// files of a cluster's intermediate CA (istio/istio
+// security/pkg/pki/ca/ca.go, the cacerts* file names istiod reads).
+const (
+	CACertsSecret  = "cacerts"
+	CACertFile     = "ca-cert.pem"
+	CAKeyFile      = "ca-key.pem"
+	CARootCertFile = "root-cert.pem"
+	CACertChain    = "cert-chain.pem"
+)
+
+// CACertsKeys are the keys of the cacerts Secret, in the order Istio's
+// guide creates them.
+var CACertsKeys = []string{CACertFile, CAKeyFile, CARootCertFile, CACertChain}
 
 // MeshCluster is one cluster's place in the mesh.
 type MeshCluster struct {
@@ -55,11 +89,70 @@ type MeshCluster struct {
 
 // EastWestGateway is a cluster's east-west gateway.
 type EastWestGateway struct {
-	NodeGroup  string         `json:"nodeGroup"`
-	Replicas   int            `json:"replicas"`
-	Address    string         `json:"address,omitempty"`
-	Service    GatewayService `json:"service"`
-	ExtraPorts []GatewayPort  `json:"extraPorts"`
+	NodeGroup      string         `json:"nodeGroup"`
+	Replicas       int            `json:"replicas"`
+	Address        string         `json:"address,omitempty"`
+	ReachedThrough *GatewayReach  `json:"reachedThrough,omitempty"`
+	Service        GatewayService `json:"service"`
+	ExtraPorts     []GatewayPort  `json:"extraPorts"`
+}
+
+// GatewayReach is what provides a gateway's address and carries the other
+// clusters' traffic to it: one of its fields is set.
+type GatewayReach struct {
+	InternalLoadBalancer   *InternalLoadBalancer   `json:"internalLoadBalancer,omitempty"`
+	Router                 *GatewayRouter          `json:"router,omitempty"`
+	LoadBalancerController *LoadBalancerController `json:"loadBalancerController,omitempty"`
+}
+
+// InternalLoadBalancer is a GCP internal passthrough load balancer nodegen
+// renders in front of a cloud gateway group.
+type InternalLoadBalancer struct {
+	SourceRanges []string `json:"sourceRanges,omitempty"`
+}
+
+// GatewayRouter is a router delivering a gateway's address to its nodes.
+type GatewayRouter struct {
+	Name string `json:"name,omitempty"`
+}
+
+// LoadBalancerController is a controller in the cluster serving Services
+// of type LoadBalancer.
+type LoadBalancerController struct {
+	Name              string `json:"name"`
+	LoadBalancerClass string `json:"loadBalancerClass,omitempty"`
+}
+
+// Gateway Service types.
+const (
+	ServiceLoadBalancer = "LoadBalancer"
+	ServiceNodePort     = "NodePort"
+	ServiceClusterIP    = "ClusterIP"
+)
+
+// ServiceType is the gateway Service's type: the source's, or by default
+// LoadBalancer with a load-balancer controller and ClusterIP otherwise
+// (the address is then one of the Service's externalIPs).
+func (g *EastWestGateway) ServiceType() string {
+	switch {
+	case g.Service.Type != "":
+		return g.Service.Type
+	case g.ReachedThrough != nil && g.ReachedThrough.LoadBalancerController != nil:
+		return ServiceLoadBalancer
+	}
+	return ServiceClusterIP
+}
+
+// ExternalIPs are the gateway Service's externalIPs: its address, when an
+// internal load balancer or a router delivers it to the nodes. kube-proxy
+// forwards the address's traffic on every node to the gateway's pods, and
+// istiod takes the address as the network's gateway (istio/istio
+// pilot/pkg/serviceregistry/kube/conversion.go, ConvertService).
+func (g *EastWestGateway) ExternalIPs() []string {
+	if r := g.ReachedThrough; r != nil && (r.InternalLoadBalancer != nil || r.Router != nil) && g.Address != "" {
+		return []string{g.Address}
+	}
+	return nil
 }
 
 // GatewayService is how an east-west gateway's Service is exposed.
@@ -75,6 +168,17 @@ type GatewayPort struct {
 	Port       int    `json:"port"`
 	TargetPort int    `json:"targetPort,omitempty"`
 	Protocol   string `json:"protocol"`
+	// Listener is the Gateway server nodegen renders on the port; Gateway
+	// the operator's own Gateway ("namespace/name") serving it instead.
+	Listener *PortListener `json:"listener,omitempty"`
+	Gateway  string        `json:"gateway,omitempty"`
+}
+
+// PortListener is a Gateway server on an extra port.
+type PortListener struct {
+	Protocol string   `json:"protocol"`
+	Hosts    []string `json:"hosts"`
+	TLSMode  string   `json:"tlsMode,omitempty"`
 }
 
 // Istio's fixed east-west gateway ports: the gateway's readiness port, the

@@ -56,8 +56,11 @@ type Source struct {
 
 // Cluster describes the hybrid cluster.
 type Cluster struct {
-	Name                 string     `json:"name"`
-	KubernetesVersion    string     `json:"kubernetesVersion"`
+	Name              string `json:"name"`
+	KubernetesVersion string `json:"kubernetesVersion"`
+	// ControlPlaneVersion is the on-prem control plane's version, "" when
+	// it is kubernetesVersion (see ControlPlane).
+	ControlPlaneVersion  string     `json:"controlPlaneVersion,omitempty"`
 	ControlPlaneEndpoint string     `json:"controlPlaneEndpoint"`
 	CACertHashes         []string   `json:"caCertHashes"`
 	JoinToken            JoinToken  `json:"joinToken"`
@@ -70,12 +73,15 @@ type Cluster struct {
 	// OnpremProviderID is what nodegen does about the providerID of the
 	// nodes outside the MIGs: OnpremProviderIDUnmanaged or OnpremProviderIDNone.
 	OnpremProviderID string `json:"onpremProviderID"`
+	// NodeCIDRMaskSize is the prefix length of each node's pod range.
+	NodeCIDRMaskSize int `json:"nodeCidrMaskSize"`
 }
 
 // NodeLifecycle holds the node garbage collector's settings.
 type NodeLifecycle struct {
-	// NotReadyGracePeriod is a Go duration: how long a cloud node's Ready
-	// condition must have been other than True before its VM is looked up.
+	// NotReadyGracePeriod is a Go duration: how long a cloud node whose VM
+	// exists may be not Ready before the collector logs it as stuck, and
+	// how long a Node without a Ready condition is left alone.
 	NotReadyGracePeriod string `json:"notReadyGracePeriod"`
 }
 
@@ -127,29 +133,32 @@ type Autoscaler struct {
 
 // NodeGroup is one group of identical nodes.
 type NodeGroup struct {
-	Name           string             `json:"name"`
-	Kind           string             `json:"kind"`
-	Description    string             `json:"description,omitempty"`
-	Labels         map[string]string  `json:"labels"`
-	Taints         []Taint            `json:"taints"`
-	GPU            *GPU               `json:"gpu,omitempty"`
-	Priority       *int               `json:"priority,omitempty"`
-	Zones          []string           `json:"zones,omitempty"`
-	MachineType    string             `json:"machineType,omitempty"`
-	Capacity       *Capacity          `json:"capacity,omitempty"`
-	Arch           string             `json:"arch,omitempty"`
-	Image          string             `json:"image,omitempty"`
-	OSDistribution string             `json:"osDistribution,omitempty"`
-	BootDiskSizeGb int                `json:"bootDiskSizeGb,omitempty"`
-	BootDiskType   string             `json:"bootDiskType,omitempty"`
-	Spot           bool               `json:"spot,omitempty"`
-	LocalSSDCount  int                `json:"localSsdCount,omitempty"`
-	Min            int                `json:"min"`
-	Max            int                `json:"max"`
-	Kubelet        *Kubelet           `json:"kubelet,omitempty"`
-	Autoscaling    AutoscalingOptions `json:"autoscaling"`
-	StartupTaint   *Taint             `json:"startupTaint,omitempty"`
-	Locality       *Locality          `json:"locality,omitempty"`
+	Name        string            `json:"name"`
+	Kind        string            `json:"kind"`
+	Description string            `json:"description,omitempty"`
+	Labels      map[string]string `json:"labels"`
+	Taints      []Taint           `json:"taints"`
+	GPU         *GPU              `json:"gpu,omitempty"`
+	Priority    *int              `json:"priority,omitempty"`
+	Zones       []string          `json:"zones,omitempty"`
+	// KubernetesVersion is a cloud group's own version, "" when it joins
+	// with the cluster's (see Cluster.NodeVersion).
+	KubernetesVersion string             `json:"kubernetesVersion,omitempty"`
+	MachineType       string             `json:"machineType,omitempty"`
+	Capacity          *Capacity          `json:"capacity,omitempty"`
+	Arch              string             `json:"arch,omitempty"`
+	Image             string             `json:"image,omitempty"`
+	OSDistribution    string             `json:"osDistribution,omitempty"`
+	BootDiskSizeGb    int                `json:"bootDiskSizeGb,omitempty"`
+	BootDiskType      string             `json:"bootDiskType,omitempty"`
+	Spot              bool               `json:"spot,omitempty"`
+	LocalSSDCount     int                `json:"localSsdCount,omitempty"`
+	Min               int                `json:"min"`
+	Max               int                `json:"max"`
+	Kubelet           *Kubelet           `json:"kubelet,omitempty"`
+	Autoscaling       AutoscalingOptions `json:"autoscaling"`
+	StartupTaint      *Taint             `json:"startupTaint,omitempty"`
+	Locality          *Locality          `json:"locality,omitempty"`
 
 	// Derived by Resolve.
 
@@ -276,12 +285,14 @@ func (c *Cluster) MIGURL(g *NodeGroup, zone string) string {
 }
 
 // AutoscalerImageTag is the Cluster Autoscaler image tag: the configured
-// version, or DefaultAutoscalerTag of the cluster's Kubernetes minor.
+// version, or DefaultAutoscalerTag of the minor of the control plane's
+// Kubernetes version (the autoscaler's minor follows the API server it
+// talks to).
 func (c *Cluster) AutoscalerImageTag() string {
 	if c.Autoscaler.Version != "" {
 		return c.Autoscaler.Version
 	}
-	parts := strings.SplitN(c.KubernetesVersion, ".", 3)
+	parts := strings.SplitN(c.ControlPlane(), ".", 3)
 	if len(parts) < 2 {
 		return ""
 	}

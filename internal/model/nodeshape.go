@@ -13,12 +13,17 @@ const (
 	// cloud.google.com/gke-spot=true (or gke-preemptible=true) as
 	// preemptible (cloudprovider/gce/gce_price_model.go).
 	SpotLabel = "cloud.google.com/gke-spot"
+	// PreemptibleLabel is GKE's label of preemptible VMs, which the
+	// autoscaler's price model reads as it reads SpotLabel.
+	PreemptibleLabel = "cloud.google.com/gke-preemptible"
 	// DevicePluginConfigLabel selects a node's entry in the GPU Operator's
 	// device-plugin ConfigMap (the config-manager sidecar watches it).
 	DevicePluginConfigLabel = "nvidia.com/device-plugin.config"
 
-	// DefaultMaxPods is the kubelet's maxPods default and the pods capacity
-	// the autoscaler's GCE template gets when kube-env does not say.
+	// DefaultMaxPods is the kubelet's maxPods default (k8s.io/kubernetes
+	// v1.37.2, pkg/kubelet/apis/config/v1beta1/defaults.go:
+	// SetDefaults_KubeletConfiguration): the maxPods of a group that does
+	// not set it. The schema's default is held equal to it by a test.
 	DefaultMaxPods = 110
 	// LocalSSDSizeGiB is the size the autoscaler's GCE provider counts per
 	// local SSD (cloudprovider/gce/localssdsize) and GCE's default SCRATCH size.

@@ -49,10 +49,10 @@ func Intact(dir string, o Options, prev *Seen) (seen *Seen, reason string, err e
 	default:
 		return nil, "", err
 	}
-	for _, what := range []string{"new", "old"} {
-		if _, err := os.Lstat(sibling(dir, what)); !errors.Is(err, fs.ErrNotExist) {
-			return nil, "an interrupted run left " + sibling(dir, what), nil
-		}
+	if own, err := ownScratches(dir); err != nil {
+		return nil, "", err
+	} else if len(own) > 0 {
+		return nil, "an interrupted run left " + own[0].root, nil
 	}
 	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
 	if err != nil {

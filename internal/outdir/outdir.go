@@ -169,8 +169,8 @@ func CompareWith(dir string, files layout.Files, o Options) (Report, error) {
 		return Report{}, err
 	}
 	read := dir
-	if retired := sibling(dir, "old"); interruptedSwap(dir, retired) {
-		read = retired // the old tree, until the next Write moves it back
+	if s, ok := interrupted(dir); ok {
+		read = s.retired() // the old tree, until the next Write moves it back
 	}
 	r, _, err := compareTree(read, files, o.Force, o.Scope)
 	return r, err

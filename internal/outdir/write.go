@@ -43,7 +43,8 @@ func Write(dir string, files layout.Files) (Report, error) {
 // stay; directories keep their modes), swaps the two trees in one atomic
 // rename, carries over into the new tree what other processes wrote into
 // the old one meanwhile, and removes the old one. Leftovers of an
-// interrupted run are removed first.
+// interrupted run (scratch directories with nodegen's mark) are removed
+// first; nothing else next to dir is touched.
 func WriteWith(dir string, files layout.Files, o Options) (Report, error) {
 	dir = filepath.Clean(dir)
 	parent := filepath.Dir(dir)
@@ -56,17 +57,8 @@ func WriteWith(dir string, files layout.Files, o Options) (Report, error) {
 	}
 	defer unlock()
 
-	staging := sibling(dir, "new")
-	retired := sibling(dir, "old")
-	if interruptedSwap(dir, retired) {
-		if err := os.Rename(retired, dir); err != nil {
-			return Report{}, fmt.Errorf("restoring %s from %s, left by an interrupted run: %w", dir, retired, err)
-		}
-	}
-	for _, p := range []string{staging, retired} {
-		if err := os.RemoveAll(p); err != nil {
-			return Report{}, fmt.Errorf("removing leftovers of an interrupted run: %w", err)
-		}
+	if err := cleanScratches(dir); err != nil {
+		return Report{}, err
 	}
 
 	r, old, err := compareTree(dir, files, o.Force, o.Scope)
@@ -79,15 +71,22 @@ func WriteWith(dir string, files layout.Files, o Options) (Report, error) {
 	if r.Clean() {
 		return r, nil
 	}
+	s, err := newScratch(dir)
+	if err != nil {
+		return r, err
+	}
+	staging, retired := s.staging(), s.retired()
 	if err := buildTree(dir, staging, files, r, old); err != nil {
-		os.RemoveAll(staging)
+		os.RemoveAll(s.root)
 		return r, err
 	}
 	if err := failAt("before-swap"); err != nil {
 		return r, err
 	}
 	if err := swap(staging, dir, retired); err != nil {
-		os.RemoveAll(staging)
+		if _, lost := interrupted(dir); !lost {
+			os.RemoveAll(s.root)
+		}
 		return r, err
 	}
 	if err := failAt("after-swap"); err != nil {
@@ -102,12 +101,7 @@ func WriteWith(dir string, files layout.Files, o Options) (Report, error) {
 	if r.Manifest != nil {
 		r.ManifestDigest = ManifestDigest(r.Manifest.New)
 	}
-	return r, os.RemoveAll(retired)
-}
-
-// sibling names a hidden working directory next to dir.
-func sibling(dir, what string) string {
-	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".nodegen-"+what)
+	return r, os.RemoveAll(s.root)
 }
 
 // buildTree creates the new tree at staging: the rendered files, their
@@ -330,16 +324,6 @@ var errNoExchange = errors.New("no atomic exchange of two paths on this system")
 // exchange swaps two paths atomically, or returns errNoExchange. Tests
 // replace it to exercise the two-rename path.
 var exchange = exchangePaths
-
-// interruptedSwap reports where the tree of dir is after a two-rename swap
-// that died between its renames: no dir, and the old tree at retired.
-func interruptedSwap(dir, retired string) bool {
-	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
-		return false
-	}
-	fi, err := os.Lstat(retired)
-	return err == nil && fi.IsDir()
-}
 
 func syncDir(dir string) error {
 	f, err := os.Open(dir)

@@ -201,8 +201,20 @@ func TestInterruptedRunCleaned(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "out")
 	mustWrite(t, dir, oldRender)
-	for _, p := range []string{".out.nodegen-new/gce/a/kube-env", ".out.nodegen-old/k8s/x.yaml", ".out.nodegen-new/stray"} {
-		writeTestFile(t, filepath.Join(root, p), "junk from a killed run\n")
+	// Two killed runs: each leaves its scratch directory, marked, and the
+	// second removes the first's before it starts.
+	for range 2 {
+		setFailPoint(t, failAtStage("before-swap"))
+		if _, err := Write(dir, newRender); err == nil {
+			t.Fatal("Write did not fail at its failpoint")
+		}
+		FailPoint = nil
+	}
+	if l := leftovers(t, dir); len(l) != 1 || !strings.HasPrefix(l[0], ".out.nodegen-") {
+		t.Fatalf("the killed runs left %q, want one scratch directory", l)
+	}
+	if _, reason, err := Intact(dir, Options{}, nil); err != nil || !strings.Contains(reason, "an interrupted run left") {
+		t.Errorf("Intact after killed runs: %q, %v", reason, err)
 	}
 	mustWrite(t, dir, newRender)
 	assertHolds(t, dir, newRender)
@@ -211,13 +223,82 @@ func TestInterruptedRunCleaned(t *testing.T) {
 	}
 
 	// Also when the render has not changed.
-	writeTestFile(t, filepath.Join(root, ".out.nodegen-new/x"), "junk\n")
+	setFailPoint(t, failAtStage("before-swap"))
+	if _, err := Write(dir, oldRender); err == nil {
+		t.Fatal("Write did not fail at its failpoint")
+	}
+	FailPoint = nil
 	r := mustWrite(t, dir, newRender)
 	if !r.Clean() {
 		t.Errorf("changes %v", r.Changes)
 	}
 	if l := leftovers(t, dir); len(l) > 0 {
 		t.Errorf("left behind: %q", l)
+	}
+}
+
+// TestPersonsFoldersKept: folders next to out/ that nodegen did not make
+// survive every run, a killed one and the one after it included, whatever
+// their names: nodegen knows its scratch directories by the mark it writes
+// into them, not by their names.
+func TestPersonsFoldersKept(t *testing.T) {
+	exchanges := map[string]func(a, b string) error{
+		"exchange":  exchangePaths,
+		"2 renames": func(a, b string) error { return errNoExchange },
+	}
+	for name, ex := range exchanges {
+		for _, stage := range []string{"", "mid-tree", "before-swap", "mid-swap", "after-swap"} {
+			if stage == "mid-swap" && name == "exchange" {
+				continue // no such stage with an atomic exchange
+			}
+			t.Run(name+"/failpoint="+stage, func(t *testing.T) {
+				exchange = ex
+				t.Cleanup(func() { exchange = exchangePaths })
+				root := t.TempDir()
+				dir := filepath.Join(root, "out")
+				mustWrite(t, dir, oldRender)
+				mine := map[string]string{
+					".out.nodegen-old/notes.txt":               "mine\n",
+					".out.nodegen-new/k8s/x.yaml":              "mine too\n",
+					".out.nodegen-12345/plan.txt":              "a name of the scratch shape\n",
+					".out.nodegen-777/" + markName:             "nodegen scratch directory of \"other\"\n",
+					".out.nodegen-888/" + markName + "/inside": "a directory where the mark would be\n",
+					".out.nodegen-999/" + markName:             string(markContent(dir)) + "and more\n",
+					".other.nodegen-1/" + markName:             string(markContent(filepath.Join(root, "other"))),
+					"out.nodegen-old/keep":                     "not hidden\n",
+				}
+				for p, c := range mine {
+					writeTestFile(t, filepath.Join(root, p), c)
+				}
+				if stage != "" {
+					setFailPoint(t, failAtStage(stage))
+					if _, err := Write(dir, newRender); err == nil {
+						t.Fatal("Write did not fail at its failpoint")
+					}
+					FailPoint = nil
+				}
+				mustWrite(t, dir, newRender)
+				if _, err := WriteWith(dir, oldRender, Options{Force: true}); err != nil {
+					t.Fatal(err)
+				}
+				assertHolds(t, dir, oldRender)
+				for p, c := range mine {
+					b, err := os.ReadFile(filepath.Join(root, p))
+					if err != nil || string(b) != c {
+						t.Errorf("%s: %q, %v; want it untouched", p, b, err)
+					}
+				}
+				var extra []string
+				for _, l := range leftovers(t, dir) {
+					if _, ok := mine[l]; !ok && !slices.ContainsFunc(mapsKeys(mine), func(p string) bool { return strings.HasPrefix(p, l+"/") }) {
+						extra = append(extra, l)
+					}
+				}
+				if len(extra) > 0 {
+					t.Errorf("left behind: %q", extra)
+				}
+			})
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
@@ -94,7 +95,7 @@ func loadCapacity(t *testing.T, autoscaler, cpuPrio, cpuBPrio string) (*model.So
 	if err := os.WriteFile(filepath.Join(dir, "all.cue"), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := validate.Load(dir)
+	l, err := build.Load(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -408,7 +409,7 @@ func TestBalanceDefault(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "all.cue"), []byte(fmt.Sprintf(single, "", "", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := validate.Load(dir)
+	l, err := build.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,18 @@ import (
 const (
 	NodeLifecycleNamespace = "kube-system"
 	NodeLifecycleName      = "nodegen-node-lifecycle"
-	// NodeLifecycleSchedule is how often the collector runs.
-	NodeLifecycleSchedule = "*/5 * * * *"
+	// NodeLifecycleSchedule is how often the collector runs: every minute,
+	// the CronJob controller's shortest period, so that a NotReady Node
+	// whose VM is gone goes within two minutes.
+	NodeLifecycleSchedule = "* * * * *"
+	// NodeLifecycleActiveDeadline is the longest a pass may run, in
+	// seconds. With concurrencyPolicy Forbid a pass still running at the
+	// next minute delays it: a Node is deleted at most the schedule's
+	// period plus this after its VM is gone while it is NotReady.
+	NodeLifecycleActiveDeadline = 45
+	// NodeLifecycleStartingDeadline is how late, in seconds, a pass may
+	// start after its minute (a pass delayed by the one before it).
+	NodeLifecycleStartingDeadline = 30
 )
 
 // NodeLifecycleUser is the user name the API server gives the collector's
@@ -118,11 +128,11 @@ func nodeLifecycleCronJob(src *model.Source, home *model.NodeGroup, grace int64,
 			{Name: "HOME", Value: "/tmp"},
 		},
 		Schedule:          NodeLifecycleSchedule,
-		StartingDeadline:  240,
+		StartingDeadline:  NodeLifecycleStartingDeadline,
 		SuccessfulHistory: 1,
 		FailedHistory:     3,
 		BackoffLimit:      0,
-		ActiveDeadline:    600,
+		ActiveDeadline:    NodeLifecycleActiveDeadline,
 		Home:              home,
 		ObjectMeta:        meta,
 	}.object(src.Cluster.TaintRemover.Image)

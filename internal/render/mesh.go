@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,8 +39,11 @@ const (
 // Names of the manifests' Istio objects.
 const (
 	CrossNetworkGatewayName = "cross-network-gateway"
-	IstiodGatewayName       = "istiod-gateway"
-	IstiodVirtualService    = "istiod-vs"
+	// ExtraPortsGatewayName is the Gateway with a server on every extra
+	// port the source gives a listener.
+	ExtraPortsGatewayName = "eastwest-extra-ports"
+	IstiodGatewayName     = "istiod-gateway"
+	IstiodVirtualService  = "istiod-vs"
 	// IstiodHost is istiod's Service in the primary.
 	IstiodHost = "istiod." + model.IstioNamespace + ".svc.cluster.local"
 	// IstiodWebhookServicePort is istiod's Service port that targets its
@@ -75,12 +79,15 @@ func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
 		{layout.IstioNamespacePath, IstioNamespace},
 		{layout.MeshManifestsPath, MeshManifests},
 		{layout.MeshDocsPath, MeshDocs},
+		{MeshLBPath, MeshLoadBalancer},
 	} {
 		b, err := r.render(f, src, header)
 		if err != nil {
 			return nil, fmt.Errorf("mesh cluster %s: %s: %w", src.Cluster.Name, r.path, err)
 		}
-		files[r.path] = b
+		if b != nil {
+			files[r.path] = b
+		}
 	}
 	return files, nil
 }
@@ -191,12 +198,18 @@ func EastWestGatewayValues(f *model.Fleet, src *model.Source, header string) ([]
 		ports = append(ports, map[string]any{"name": p.Name, "port": p.Port, "targetPort": p.TargetPort, "protocol": p.Protocol})
 	}
 	service := map[string]any{
-		"type":        gw.Service.Type,
+		"type":        gw.ServiceType(),
 		"annotations": nonNil(gw.Service.Annotations),
 		"ports":       ports,
 	}
 	if gw.Service.LoadBalancerIP != "" {
 		service["loadBalancerIP"] = gw.Service.LoadBalancerIP
+	}
+	if ips := gw.ExternalIPs(); len(ips) > 0 {
+		service["externalIPs"] = ips
+	}
+	if r := gw.ReachedThrough; r != nil && r.LoadBalancerController != nil && r.LoadBalancerController.LoadBalancerClass != "" {
+		service["loadBalancerClass"] = r.LoadBalancerController.LoadBalancerClass
 	}
 	v := map[string]any{
 		"name":         model.EastWestGatewayName,
@@ -234,9 +247,9 @@ type (
 		Servers  []istioServer     `json:"servers"`
 	}
 	istioServer struct {
-		Port  istioPort      `json:"port"`
-		TLS   istioServerTLS `json:"tls"`
-		Hosts []string       `json:"hosts"`
+		Port  istioPort       `json:"port"`
+		TLS   *istioServerTLS `json:"tls,omitempty"`
+		Hosts []string        `json:"hosts"`
 	}
 	istioPort struct {
 		Number   int    `json:"number"`
@@ -337,7 +350,7 @@ func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
 		Selector: selector,
 		Servers: []istioServer{{
 			Port:  istioPort{Number: model.MeshPortTLS, Name: "tls", Protocol: "TLS"},
-			TLS:   istioServerTLS{Mode: "AUTO_PASSTHROUGH"},
+			TLS:   &istioServerTLS{Mode: "AUTO_PASSTHROUGH"},
 			Hosts: []string{"*.local"},
 		}},
 	}}
@@ -347,8 +360,8 @@ func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
 		gw := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(IstiodGatewayName), Spec: istioGatewaySpec{
 			Selector: selector,
 			Servers: []istioServer{
-				{Port: istioPort{Number: model.MeshPortIstiod, Name: "tls-istiod", Protocol: "TLS"}, TLS: istioServerTLS{Mode: "PASSTHROUGH"}, Hosts: []string{"*"}},
-				{Port: istioPort{Number: model.MeshPortWebhook, Name: "tls-istiodwebhook", Protocol: "TLS"}, TLS: istioServerTLS{Mode: "PASSTHROUGH"}, Hosts: []string{"*"}},
+				{Port: istioPort{Number: model.MeshPortIstiod, Name: "tls-istiod", Protocol: "TLS"}, TLS: &istioServerTLS{Mode: "PASSTHROUGH"}, Hosts: []string{"*"}},
+				{Port: istioPort{Number: model.MeshPortWebhook, Name: "tls-istiodwebhook", Protocol: "TLS"}, TLS: &istioServerTLS{Mode: "PASSTHROUGH"}, Hosts: []string{"*"}},
 			},
 		}}
 		gw.Kind = "Gateway"
@@ -369,6 +382,9 @@ func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
 		vs.Kind = "VirtualService"
 		objs = append(objs, gw, vs)
 	}
+	if extra := ExtraPortsGateway(&mc.EastWestGateway, selector); extra != nil {
+		objs = append(objs, extra)
+	}
 	return objs, nil
 }
 
@@ -379,4 +395,32 @@ func MeshManifests(f *model.Fleet, src *model.Source, header string) ([]byte, er
 		return nil, err
 	}
 	return MarshalObjects(header, objs)
+}
+
+// ExtraPortsGateway is the Gateway with a server on each extra port the
+// source gives a listener, with its protocol, hosts and TLS mode: without
+// a server on a port, the gateway's Envoy has no listener there and drops
+// what the Service forwards to it. nil when no extra port has a listener
+// (those with a gateway field are served by the operator's own Gateway).
+func ExtraPortsGateway(gw *model.EastWestGateway, selector map[string]string) runtime.Object {
+	var servers []istioServer
+	for _, p := range gw.Ports() {
+		if p.Listener == nil {
+			continue
+		}
+		s := istioServer{
+			Port:  istioPort{Number: p.Port, Name: p.Name, Protocol: p.Listener.Protocol},
+			Hosts: slices.Clone(p.Listener.Hosts),
+		}
+		if p.Listener.TLSMode != "" {
+			s.TLS = &istioServerTLS{Mode: p.Listener.TLSMode}
+		}
+		servers = append(servers, s)
+	}
+	if len(servers) == 0 {
+		return nil
+	}
+	g := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(ExtraPortsGatewayName), Spec: istioGatewaySpec{Selector: selector, Servers: servers}}
+	g.Kind = "Gateway"
+	return g
 }

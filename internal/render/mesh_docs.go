@@ -134,7 +134,11 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 	} else {
 		nsWhat = fmt.Sprintf("The %s namespace, labelled with the network %s.", code(model.IstioNamespace), code(mc.Network))
 	}
+	meshPrerequisites(d, f, src, mc)
 	step(nsWhat, fmt.Sprintf("kubectl %s apply -f %s", ctx, layout.IstioNamespacePath))
+	if what, cmds := trustStep(m, src, mc); what != "" {
+		step(what, cmds...)
+	}
 	if mc.Role == model.MeshRoleRemote {
 		step("Istio's CRDs and the istio-reader ServiceAccount (base chart, remote profile).", helm(IstioBaseRelease, "base", layout.IstioBaseValuesPath))
 		step(fmt.Sprintf("The remote profile of istiod: no istiod here; the injection webhook and the %s Service point at the primary's east-west gateway.", code("istiod")), helm(IstiodRelease, "istiod", layout.IstiodValuesPath))
@@ -151,9 +155,12 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 		gwWhat += fmt.Sprintf(", %d", p.Port)
 	}
 	gwWhat += ").\n\n   "
-	if addr := cmp.Or(gw.Address, gw.Service.LoadBalancerIP); addr != "" {
+	switch addr := cmp.Or(gw.Address, gw.Service.LoadBalancerIP); {
+	case len(gw.ExternalIPs()) > 0:
+		gwWhat += fmt.Sprintf("Its Service lists %s in `externalIPs`: kube-proxy forwards that address's traffic to the gateway's pods, and istiod announces it as the gateway of network %s. Check: ", code(addr), code(mc.Network))
+	case addr != "":
 		gwWhat += fmt.Sprintf("Check that its Service's address is %s, the address the source gives: ", code(addr))
-	} else {
+	default:
 		gwWhat += "Its Service's address: "
 	}
 	step(gwWhat+fmt.Sprintf("`kubectl %s -n %s get service %s`.", ctx, model.IstioNamespace, model.EastWestGatewayName),
@@ -162,7 +169,13 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 	if mc.Role == model.MeshRolePrimary && m.Model == model.MeshPrimaryRemote && len(m.RemotesOf(name)) > 0 {
 		what += ", and istiod's exposure on the east-west gateway for the remotes (Gateway and VirtualService, ports 15012 and 15017)"
 	}
+	if ExtraPortsGateway(&gw, nil) != nil {
+		what += fmt.Sprintf(", and the Gateway %s with a server on each extra port nodegen serves (%s)", code(ExtraPortsGatewayName), extraPortList(&gw, true))
+	}
 	step(what+".", fmt.Sprintf("kubectl %s apply -f %s", ctx, layout.MeshManifestsPath))
+	if own := extraPortList(&gw, false); own != "" {
+		d.p("   Your own Gateways serve the other extra ports: %s.\n\n", own)
+	}
 
 	// Remote secrets: the primary's istiod reads the other clusters' API
 	// servers with the istio-reader ServiceAccount of each.
@@ -181,4 +194,124 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 // it in into.
 func remoteSecret(from, into string) string {
 	return fmt.Sprintf("istioctl create-remote-secret --context=%s --name=%s | kubectl apply -f - --context=%s", from, from, into)
+}
+
+// extraPortList lists the extra ports with a listener nodegen renders
+// (listener true) or served by the operator's own Gateway.
+func extraPortList(gw *model.EastWestGateway, listener bool) string {
+	var out []string
+	for _, p := range gw.ExtraPorts {
+		switch {
+		case listener && p.Listener != nil:
+			out = append(out, fmt.Sprintf("%d %s", p.Port, p.Listener.Protocol))
+		case !listener && p.Listener == nil && p.Gateway != "":
+			out = append(out, fmt.Sprintf("%d by %s", p.Port, code(p.Gateway)))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// meshPrerequisites writes what must exist before the install steps: what
+// provides the gateway's address.
+func meshPrerequisites(d *docWriter, f *model.Fleet, src *model.Source, mc *model.MeshCluster) {
+	gw := &mc.EastWestGateway
+	r := gw.ReachedThrough
+	if r == nil {
+		return
+	}
+	d.p("Before the steps, the way to the east-west gateway:\n\n")
+	switch {
+	case r.InternalLoadBalancer != nil:
+		d.p("- The internal passthrough load balancer at %s is part of this cluster's Terraform module (`%s`: the reserved address, the forwarding rule of ports %s, the regional backend service over the MIGs of node group %s, the health check on port %d `%s`, and the firewall rule for Google's health-check ranges %s", code(gw.Address), MeshLBPath, joinPorts(MeshLBPorts(gw)), code(gw.NodeGroup), model.MeshPortStatus, MeshLBHealthPath, strings.Join(GoogleHealthCheckRanges, " and "))
+		if rs := r.InternalLoadBalancer.SourceRanges; len(rs) > 0 {
+			d.p(", and one for the other clusters' ranges %s", strings.Join(rs, ", "))
+		}
+		d.p("). It is applied with the module (`terraform -chdir=%s apply`, with `network` set); the health check passes once the gateway runs.\n\n", layout.TerraformDir)
+	case r.Router != nil:
+		name := cmp.Or(r.Router.Name, "The router")
+		d.p("- %s delivers the traffic for %s to the nodes of node group %s, with %s as its destination, on ports %s (its own setup, outside nodegen).\n\n", upperFirst(name), code(gw.Address), code(gw.NodeGroup), code(gw.Address), joinPorts(routedPorts(gw)))
+	case r.LoadBalancerController != nil:
+		lb := r.LoadBalancerController
+		d.p("- %s runs in this cluster and serves Services of type LoadBalancer", lb.Name)
+		if lb.LoadBalancerClass != "" {
+			d.p(" of class %s", code(lb.LoadBalancerClass))
+		}
+		if a := cmp.Or(gw.Service.LoadBalancerIP, gw.Address); a != "" {
+			d.p(", with %s in one of its address pools", code(a))
+		}
+		d.p(": a prerequisite of the east-west gateway's Service, which otherwise never gets an address (the cluster has no cloud controller).\n\n")
+	}
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// routedPorts are the gateway's ports a router delivers: all but the
+// status port, which only health checks use.
+func routedPorts(gw *model.EastWestGateway) []int {
+	var out []int
+	for _, p := range gw.Ports() {
+		if p.Port != model.MeshPortStatus {
+			out = append(out, p.Port)
+		}
+	}
+	return out
+}
+
+func joinPorts(ps []int) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = fmt.Sprint(p)
+	}
+	return strings.Join(out, ", ")
+}
+
+// CACertsDir is where the install steps expect a cluster's intermediate
+// CA files, relative to the cluster's tree: outside out/'s generated
+// files, never written by nodegen.
+func CACertsDir(cluster string) string { return "../../cacerts/" + cluster }
+
+// trustStep is the install step of the mesh's root of trust in this
+// cluster, before istiod: the plugin CA's cacerts Secret, or the external
+// CA as a prerequisite. "" when the mesh names none.
+func trustStep(m *model.Mesh, src *model.Source, mc *model.MeshCluster) (string, []string) {
+	t := m.Trust
+	name := src.Cluster.Name
+	switch {
+	case t == nil:
+		return "", nil
+	case t.PluginCA != nil:
+		if mc.Role == model.MeshRoleRemote {
+			return "", nil // the primary's istiod signs for this cluster
+		}
+		dir := CACertsDir(name)
+		var b strings.Builder
+		fmt.Fprintf(&b, "The mesh's root of trust: this cluster's istiod signs with an intermediate CA of its own, made from the mesh's one root, which stays off the clusters. Make it into %s, outside the generated tree (Istio's `tools/certs` of release %s does it: `make -f Makefile.selfsigned.mk %s-cacerts`, after `root-ca` once for the mesh), then give it to istiod as the Secret %s in %s before istiod starts (istiod reads the Secret only at start). Its keys, all PEM:\n\n", code(dir+"/"), cmp.Or(m.IstioVersion, "the one you install"), name, code(model.CACertsSecret), code(model.IstioNamespace))
+		for _, k := range model.CACertsKeys {
+			fmt.Fprintf(&b, "   - %s: %s\n", code(k), caKeyDoc[k])
+		}
+		b.WriteString("\n   No key is in a file nodegen writes: the command reads them from that directory.")
+		args := []string{fmt.Sprintf("kubectl --context=%s -n %s create secret generic %s", name, model.IstioNamespace, model.CACertsSecret)}
+		for _, k := range model.CACertsKeys {
+			args = append(args, fmt.Sprintf("--from-file=%s=%s/%s", k, dir, k))
+		}
+		return b.String(), []string{strings.Join(args, " ")}
+	case t.ExternalCA != nil:
+		if mc.Role == model.MeshRoleRemote {
+			return "", nil
+		}
+		return fmt.Sprintf("The mesh's root of trust: %s issues this cluster's workload certificates from the mesh's one root. Install and configure it, as its own documentation says, before istiod: a prerequisite nodegen does not render.", t.ExternalCA.Name), nil
+	}
+	return "", nil
+}
+
+var caKeyDoc = map[string]string{
+	model.CACertFile:     "this cluster's intermediate CA certificate",
+	model.CAKeyFile:      "its private key",
+	model.CARootCertFile: "the mesh's root certificate, the same in every cluster",
+	model.CACertChain:    "the chain from the intermediate to the root",
 }

@@ -36,7 +36,11 @@ func TestMeshFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := slices.Sorted(slices.Values(meshPaths))
+			want := slices.Clone(meshPaths)
+			if r := f.Mesh.Clusters[src.Cluster.Name].EastWestGateway.ReachedThrough; r != nil && r.InternalLoadBalancer != nil {
+				want = append(want, render.MeshLBPath)
+			}
+			slices.Sort(want)
 			if got := files.Paths(); !slices.Equal(got, want) {
 				t.Fatalf("%s: paths %v, want %v", src.Cluster.Name, got, want)
 			}
@@ -180,8 +184,11 @@ func meshStructure(t *testing.T, i uint8, value string) {
 		}
 		for _, p := range want.Paths() {
 			skeleton := yamlSkeleton
-			if isMarkdown(p) {
+			switch {
+			case isMarkdown(p):
 				skeleton = markdownSkeleton
+			case isTerraform(p):
+				skeleton = hclSkeleton
 			}
 			if g, w := skeleton(t, p, got[p]), skeleton(t, p, want[p]); !slices.Equal(g, w) {
 				t.Errorf("%s %q changes the structure of %s/%s:\n%s\nwant\n%s\n--- the file:\n%s",

@@ -15,13 +15,14 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodetemplate"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
-	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 
@@ -83,7 +84,7 @@ func loadCapacitySource(t *testing.T, replace ...string) (*model.Source, layout.
 			t.Fatal(err)
 		}
 	}
-	l, err := validate.Load(dir)
+	l, err := build.Load(dir)
 	if err != nil {
 		t.Fatalf("the test source is invalid: %v", err)
 	}
@@ -173,7 +174,7 @@ func TestCapacityKubeEnv(t *testing.T) {
 // Spot group the way explain does and checks the capacity the policy sets.
 func TestCapacityTemplateNode(t *testing.T) {
 	src, files := loadCapacitySource(t)
-	n, err := explain.TemplateNode(&src.Cluster, src.NodeGroups["t4"], "us-east1-c", files[layout.KubeEnvPath("t4")], nil)
+	n, err := nodetemplate.TemplateNode(&src.Cluster, src.NodeGroups["t4"], "us-east1-c", files[layout.KubeEnvPath("t4")], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,8 +333,9 @@ func TestCapacityMismatchesAreCaught(t *testing.T) {
 
 // TestCapacityStartupScriptLocalSSDs runs the local-SSD group's startup
 // script under bash: it joins only when the kubelet's and containerd's
-// directories are on a filesystem other than the boot disk's (/proc and
-// /sys stand in for the SSD mounts: any other filesystem will do).
+// directories are on a filesystem other than the boot disk's (a tmpfs
+// directory and /sys stand in for the SSD mounts: any other filesystem
+// will do).
 func TestCapacityStartupScriptLocalSSDs(t *testing.T) {
 	src, files := loadCapacitySource(t)
 	g := src.NodeGroups["t4"]
@@ -352,12 +354,13 @@ func TestCapacityStartupScriptLocalSSDs(t *testing.T) {
 	if err := os.Mkdir(onBoot, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	ssd := scripttest.OtherFilesystemDir(t)
 	cases := []struct {
 		name, kubelet, containerd, want string
 	}{
-		{"both off the boot disk", "/proc", "/sys", ""},
+		{"both off the boot disk", ssd, "/sys", ""},
 		{"kubelet on the boot disk", onBoot, "/sys", onBoot + " is on the boot disk's filesystem"},
-		{"containerd missing", "/proc", filepath.Join(boot, "absent"), filepath.Join(boot, "absent") + " does not exist"},
+		{"containerd missing", ssd, filepath.Join(boot, "absent"), filepath.Join(boot, "absent") + " does not exist"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

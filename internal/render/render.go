@@ -8,6 +8,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
+	"github.com/nodegen/nodegen/internal/revision"
 )
 
 func hashHeader(origin string) string { return "# " + layout.HeaderLine(origin) + "\n" }
@@ -77,11 +78,7 @@ func nodeGroupFiles(src *model.Source, files layout.Files) error {
 		if origin == "" {
 			origin = src.Name
 		}
-		if r.env, r.err = KubeEnv(src, g, hashHeader(origin)); r.err != nil {
-			r.err = fmt.Errorf("node group %s: %w", g.Name, r.err)
-			return
-		}
-		if r.script, r.err = StartupScript(src, g, hashHeader(origin)); r.err != nil {
+		if r.env, r.script, r.err = groupArtifacts(src, g, hashHeader(origin)); r.err != nil {
 			r.err = fmt.Errorf("node group %s: %w", g.Name, r.err)
 		}
 	})
@@ -93,4 +90,27 @@ func nodeGroupFiles(src *model.Source, files layout.Files) error {
 		files[layout.StartupScriptPath(g.Name)] = rendered[i].script
 	}
 	return nil
+}
+
+// groupArtifacts renders a cloud group's kube-env and startup script, both
+// declaring the group's revision: they are rendered with the revision label
+// empty, its digest taken (revision.Of), then filled in.
+func groupArtifacts(src *model.Source, g *model.NodeGroup, header string) (env, script []byte, err error) {
+	withLabel := *g
+	withLabel.NodeLabels = make(map[string]string, len(g.NodeLabels)+1)
+	for k, v := range g.NodeLabels {
+		withLabel.NodeLabels[k] = v
+	}
+	withLabel.NodeLabels[model.RevisionLabel] = ""
+	if env, err = KubeEnv(src, &withLabel, header); err != nil {
+		return nil, nil, err
+	}
+	if script, err = StartupScript(src, &withLabel, header); err != nil {
+		return nil, nil, err
+	}
+	rev, err := revision.Of(src, g, env, script)
+	if err != nil {
+		return nil, nil, err
+	}
+	return revision.Set(env, rev), revision.Set(script, rev), nil
 }

@@ -9,10 +9,10 @@ import (
 
 	"cuelang.org/go/cue/literal"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/validate"
 )
 
 // srcSpec holds the free-text and user-named values of a small source the
@@ -33,6 +33,9 @@ type srcSpec struct {
 	MetadataKey string
 	// Cluster is raw CUE added inside cluster: { ... }.
 	Cluster string
+	// DirName names the source directory (default nodegroups); GPUFile
+	// names the GPU group's file, without its .cue (default gpu-t4).
+	DirName, GPUFile string
 }
 
 func (s srcSpec) or(v, def string) string {
@@ -117,16 +120,19 @@ func (s srcSpec) files() map[string]string {
 // instead of a source when it rejects the input.
 func (s srcSpec) load(t testing.TB) (*model.Source, error) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "nodegroups")
+	dir := filepath.Join(t.TempDir(), s.or(s.DirName, "nodegroups"))
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
+		return nil, err // a name the file system refuses
 	}
 	for name, text := range s.files() {
+		if name == "gpu-t4.cue" {
+			name = s.or(s.GPUFile, "gpu-t4") + ".cue"
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
+			return nil, err // a name the file system refuses
 		}
 	}
-	l, err := validate.Load(dir)
+	l, err := build.Load(dir)
 	if err != nil {
 		return nil, err
 	}

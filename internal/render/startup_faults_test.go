@@ -60,6 +60,8 @@ func TestStartupScriptFaults(t *testing.T) {
 			Env:    []string{"NODEGEN_HTTP_TIMEOUT=1"}}, within: 20 * time.Second},
 		{name: "Secret Manager 403 (IAM not propagated), then 200", opt: scripttest.Options{Faults: []scripttest.Fault{
 			{Path: secretPath, Count: 3, Status: http.StatusForbidden}}}, within: 20 * time.Second},
+		{name: "Secret Manager 404 (no version yet: day 0), then 200", opt: scripttest.Options{Faults: []scripttest.Fault{
+			{Path: secretPath, Count: 4, Status: http.StatusNotFound}}}, within: 20 * time.Second},
 		{name: "Secret Manager drops a connection and answers 500", opt: scripttest.Options{Faults: []scripttest.Fault{
 			{Path: secretPath, Count: 1, Action: scripttest.Drop},
 			{Path: secretPath, Count: 1, Status: http.StatusInternalServerError}}}, within: 20 * time.Second},
@@ -77,6 +79,10 @@ func TestStartupScriptFaults(t *testing.T) {
 			Faults: []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Status: http.StatusForbidden}},
 			Env:    []string{"NODEGEN_IAM_PROPAGATION_WINDOW=3", "NODEGEN_HTTP_RETRY_DELAY=1"}},
 			errWant: "ERROR: secret access: could not read Secret Manager secret lab-join", within: 20 * time.Second},
+		{name: "Secret Manager 404 until the deadline (no first token)", deadline: 5, opt: scripttest.Options{
+			Faults: []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Status: http.StatusNotFound}},
+			Env:    []string{"NODEGEN_HTTP_RETRY_DELAY=1"}},
+			errWant: "ERROR: secret access: could not read Secret Manager secret lab-join (version latest); has the first join token been added?"},
 		{name: "Secret Manager hangs every time", deadline: 6, opt: scripttest.Options{
 			Faults: []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Action: scripttest.Hang, Hang: time.Hour}}},
 			errWant: "ERROR: secret access: could not read Secret Manager secret lab-join"},

@@ -87,7 +87,7 @@ func TestStartupScriptJoinsOnceAndKeepsNoSecret(t *testing.T) {
 	if err := os.WriteFile(leftover, []byte("token: "+joinToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	again := scripttest.Run(t, script, vm, scripttest.Options{StateDir: res.StateDir, KubernetesDir: res.KubernetesDir})
+	again := scripttest.Run(t, script, vm, scripttest.Options{StateDir: res.StateDir, KubernetesDir: res.KubernetesDir, KubeletDir: res.KubeletDir})
 	if again.ExitCode != 0 || len(again.KubeadmCalls) != 0 || !strings.Contains(again.Stderr, "already joined") {
 		t.Errorf("second boot: exit %d, kubeadm calls %v\n%s", again.ExitCode, again.KubeadmCalls, again.Stderr)
 	}
@@ -139,19 +139,23 @@ func TestStartupScriptRefusesBadInput(t *testing.T) {
 		name string
 		edit func(*scripttest.VM)
 		want string
+		env  []string
 	}{
-		{"not a bootstrap token", func(vm *scripttest.VM) { vm.JoinToken = "hunter2" }, "ERROR: token: the join token read at boot is not a kubeadm bootstrap token"},
-		{"zone outside the region", func(vm *scripttest.VM) { vm.Zone = "europe-west4-a" }, "ERROR: metadata: zone europe-west4-a is not in region us-central1"},
-		{"another project", func(vm *scripttest.VM) { vm.Project = "someone-else" }, "ERROR: metadata: project someone-else is not acme-hybrid-ai"},
-		{"secret not found", func(vm *scripttest.VM) { vm.Secret = "other" }, "ERROR: secret access: could not read Secret Manager secret kubeadm-join-token"},
-		{"odd instance name", func(vm *scripttest.VM) { vm.Instance = "Bad_Name" }, "ERROR: metadata: unexpected instance name"},
-		{"placeholder as instance name", func(vm *scripttest.VM) { vm.Instance = render.ZonePlaceholder }, "ERROR: metadata: unexpected instance name"},
+		{"not a bootstrap token", func(vm *scripttest.VM) { vm.JoinToken = "hunter2" }, "ERROR: token: the join token read at boot is not a kubeadm bootstrap token", nil},
+		{"zone outside the region", func(vm *scripttest.VM) { vm.Zone = "europe-west4-a" }, "ERROR: metadata: zone europe-west4-a is not in region us-central1", nil},
+		{"another project", func(vm *scripttest.VM) { vm.Project = "someone-else" }, "ERROR: metadata: project someone-else is not acme-hybrid-ai", nil},
+		// Secret Manager's 404 is also what a secret without a version
+		// answers: retried until the deadline, then refused.
+		{"secret not found", func(vm *scripttest.VM) { vm.Secret = "other" }, "ERROR: secret access: could not read Secret Manager secret kubeadm-join-token (version latest); has the first join token been added?",
+			[]string{"NODEGEN_JOIN_DEADLINE=3", "NODEGEN_HTTP_RETRY_DELAY=1"}},
+		{"odd instance name", func(vm *scripttest.VM) { vm.Instance = "Bad_Name" }, "ERROR: metadata: unexpected instance name", nil},
+		{"placeholder as instance name", func(vm *scripttest.VM) { vm.Instance = render.ZonePlaceholder }, "ERROR: metadata: unexpected instance name", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			vm := gpuVM(src, g)
 			c.edit(&vm)
-			res := scripttest.Run(t, script, vm, scripttest.Options{})
+			res := scripttest.Run(t, script, vm, scripttest.Options{Env: c.env})
 			if res.ExitCode != 1 || len(res.KubeadmCalls) != 0 || !strings.Contains(res.Stderr, c.want) || strings.Count(res.Stderr, "ERROR") != 1 {
 				t.Errorf("exit %d, kubeadm calls %v, want an error containing %q\n%s", res.ExitCode, res.KubeadmCalls, c.want, res.Stderr)
 			}

@@ -3,6 +3,8 @@ package render_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/schema"
 )
@@ -58,8 +61,8 @@ func fastInit(t testing.TB) {
 			opt(def("JoinToken"), "secretManager", "secret"),
 			opt(def("JoinToken"), "metadataKey"),
 		}
-		if len(fast.constraints) != len(structFields) {
-			fast.err = fmt.Errorf("%d constraints for %d fields", len(fast.constraints), len(structFields))
+		if len(fast.constraints) != len(structFields)-nameFields {
+			fast.err = fmt.Errorf("%d constraints for %d value fields", len(fast.constraints), len(structFields)-nameFields)
 			return
 		}
 		for i, c := range fast.constraints {
@@ -102,7 +105,27 @@ func fastSet(src *model.Source, i int, v string) {
 		src.Cluster.JoinToken.SecretManager.Secret = v
 	case 8:
 		src.Cluster.JoinToken = model.JoinToken{MetadataKey: v}
+	case 9:
+		prefix := src.Name + "/"
+		src.Name = v
+		for g, o := range src.Origins {
+			src.Origins[g] = v + "/" + strings.TrimPrefix(o, prefix)
+		}
+		src.ClusterOrigin = v + "/" + strings.TrimPrefix(src.ClusterOrigin, prefix)
+	case 10:
+		src.Origins["gpu-t4"] = src.Name + "/" + v + ".cue"
 	}
+}
+
+// nameFields is how many of the last structFields are names (of the
+// source directory, of a file) rather than values: no schema constraint
+// applies to them, the loader's name rules and the file system do.
+const nameFields = 2
+
+// nameAccepted says whether the loader, and the file system before it,
+// accept v as the name of a source directory or file.
+func nameAccepted(v string) bool {
+	return source.CheckName("", v) == nil && v != "" && v != "." && v != ".." && !strings.ContainsAny(v, "/\x00")
 }
 
 // fastSource returns the test's source with v in field i, or nil when the
@@ -111,6 +134,19 @@ func fastSource(t testing.TB, i int, v string) *model.Source {
 	fastInit(t)
 	if !utf8.ValidString(v) {
 		return nil // a CUE string is valid UTF-8
+	}
+	if i >= len(fast.constraints) {
+		if !nameAccepted(v) {
+			return nil
+		}
+		src := &model.Source{}
+		if err := json.Unmarshal(fast.base, src); err != nil {
+			t.Fatal(err)
+		}
+		src.Name, src.Origins, src.ClusterOrigin = fast.loaded.Name, maps.Clone(fast.loaded.Origins), fast.loaded.ClusterOrigin
+		fastSet(src, i, v)
+		src.Resolve()
+		return src
 	}
 	fast.Lock()
 	c := fast.constraints[i]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,9 @@ var structFields = []structField{
 	{"taint value", "x", func(s *srcSpec, v string) { s.TaintValue = v }},
 	{"join secret name", "x", func(s *srcSpec, v string) { s.Secret = v }},
 	{"join metadata key", "x", func(s *srcSpec, v string) { s.MetadataKey = v }},
+	// Names, not values: they reach every artifact's header and the docs.
+	{"source directory name", "x", func(s *srcSpec, v string) { s.DirName = v }},
+	{"group file name", "x", func(s *srcSpec, v string) { s.GPUFile = v }},
 }
 
 // structSeeds are values that broke, or could break, some artifact's
@@ -66,6 +70,7 @@ var structSeeds = []string{
 	"key: value\n- list\n--- \n...",
 	"registry.example.com/img@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 	"a-b_c.D1", "",
+	"a|b`c<script>alert(1)</script>", "x\"] --> x[\"y", "a-->b", "a*/b", "ng\rKUBE_X: y", "ng\nKUBE_X: y", "\x00",
 }
 
 // addStructSeeds gives a fuzz target each seed in one field (in turn) and
@@ -213,6 +218,10 @@ func yamlSkeleton(t *testing.T, p string, b []byte) []string {
 	if p == layout.AutoscalerFlagsPath {
 		var out []string
 		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "#") {
+				out = append(out, "# a comment") // what it says is no structure
+				continue
+			}
 			name, _, _ := strings.Cut(line, "=")
 			out = append(out, name)
 		}
@@ -306,7 +315,21 @@ func markdownSkeleton(t *testing.T, p string, b []byte) []string {
 	doc := markdown.Parser().Parse(text.NewReader(b))
 	var out []string
 	err := mdast.Walk(doc, func(n mdast.Node, entering bool) (mdast.WalkStatus, error) {
-		if !entering || n.Type() != mdast.TypeBlock {
+		if !entering {
+			return mdast.WalkContinue, nil
+		}
+		if n.Type() == mdast.TypeInline {
+			// Markup inside a line: a value must not open any of it. (A
+			// bare URL that GFM's autolink extension makes clickable is
+			// not counted: it still reads as written.)
+			switch n.Kind() {
+			case mdast.KindRawHTML, mdast.KindLink, mdast.KindImage,
+				mdast.KindEmphasis, mdast.KindCodeSpan, extast.KindStrikethrough:
+				out = append(out, "  inline "+n.Kind().String())
+			}
+			return mdast.WalkContinue, nil
+		}
+		if n.Type() != mdast.TypeBlock {
 			return mdast.WalkContinue, nil
 		}
 		switch n := n.(type) {
@@ -344,9 +367,15 @@ func markdownSkeleton(t *testing.T, p string, b []byte) []string {
 
 // mermaidStatements counts a diagram's statements by kind. Mermaid ends a
 // statement at a line break or ';' and starts a comment at '%%'.
+var mermaidString = regexp.MustCompile(`"[^"]*"`)
+
 func mermaidStatements(lines []string) []string {
 	counts := map[string]int{}
 	for _, l := range lines {
+		// A quoted string is one token to Mermaid's lexer (its flowchart
+		// grammar enters a string state at '"' and leaves it at the next):
+		// nothing inside it is a separator or an arrow.
+		l = mermaidString.ReplaceAllString(l, `""`)
 		for _, st := range strings.Split(l, ";") {
 			st = strings.TrimSpace(st)
 			switch {

@@ -174,8 +174,8 @@ func terraformVariables(src *model.Source, header string) []byte {
 	scopes := strs(DefaultServiceAccountScopes)
 	empty := cty.ListValEmpty(cty.String)
 	saDoc := map[string]string{
-		RoleNodes:      "Email of an existing service account for the nodes (every cloud node group but the autoscaler's); null creates one.",
-		RoleAutoscaler: "Email of an existing service account for the Cluster Autoscaler's node; null creates one. Use another account than the nodes'.",
+		model.RoleNodes:      "Email of an existing service account for the nodes (every cloud node group but the autoscaler's); null creates one.",
+		model.RoleAutoscaler: "Email of an existing service account for the Cluster Autoscaler's node; null creates one. Use another account than the nodes'.",
 	}
 	for role := range saDoc {
 		saDoc[role] += " nodegen grants it its roles (see iam.tf) either way."
@@ -184,8 +184,8 @@ func terraformVariables(src *model.Source, header string) []byte {
 		{name: "subnetwork", typ: str, doc: fmt.Sprintf("Subnetwork (name or self link) in %s for the nodes' network interface. It must reach the control plane %s over the VPN.", src.Cluster.GCP.Region, src.Cluster.ControlPlaneEndpoint)},
 		{name: "subnetwork_project", typ: str, def: &null, doc: fmt.Sprintf("Project of the subnetwork, for a Shared VPC; null means %s.", src.Cluster.GCP.Project)},
 		{name: "network", typ: str, def: &null, doc: "Network of the subnetwork; null lets Compute Engine infer it from the subnetwork."},
-		{name: ServiceAccountVariable(RoleNodes), typ: str, def: &null, doc: saDoc[RoleNodes]},
-		{name: ServiceAccountVariable(RoleAutoscaler), typ: str, def: &null, doc: saDoc[RoleAutoscaler]},
+		{name: ServiceAccountVariable(model.RoleNodes), typ: str, def: &null, doc: saDoc[model.RoleNodes]},
+		{name: ServiceAccountVariable(model.RoleAutoscaler), typ: str, def: &null, doc: saDoc[model.RoleAutoscaler]},
 		{name: "service_account_scopes", typ: listStr, def: &scopes, doc: "OAuth scopes of the node VMs' service account; grant permissions with IAM roles instead of narrowing scopes."},
 		{name: "network_tags", typ: listStr, def: &empty, doc: "Network tags of the node VMs, for firewall rules (e.g. the ones that let the VPN reach the kubelet)."},
 	}
@@ -228,7 +228,7 @@ func terraformOutputs(src *model.Source, header string) []byte {
 	o = body.AppendNewBlock("output", []string{"instance_templates"}).Body()
 	o.SetAttributeValue("description", cty.StringVal("Current instance template of every cloud node group, by group name."))
 	o.SetAttributeRaw("value", objectTokens(templates))
-	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		body.AppendNewline()
 		o = body.AppendNewBlock("output", []string{ServiceAccountLocal(role)}).Body()
 		o.SetAttributeValue("description", cty.StringVal(fmt.Sprintf("Email of the service account of %s.", fmt.Sprintf(roleDoc[role], src.Cluster.Name))))
@@ -317,7 +317,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 
 	t.AppendNewline()
 	sa := t.AppendNewBlock("service_account", nil).Body()
-	sa.SetAttributeRaw("email", ref("local", ServiceAccountLocal(RoleOf(src, g))))
+	sa.SetAttributeRaw("email", ref("local", ServiceAccountLocal(model.RoleOf(src, g))))
 	sa.SetAttributeRaw("scopes", ref("var", "service_account_scopes"))
 
 	if g.GPU != nil {

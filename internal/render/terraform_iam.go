@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -41,13 +42,6 @@ const (
 	TFSecretIAMMember  = "google_secret_manager_secret_iam_member"
 )
 
-// Roles, by the name of the service account they identify (the Terraform
-// name of its google_service_account and the prefix of its variable).
-const (
-	RoleNodes      = "nodes"
-	RoleAutoscaler = "autoscaler"
-)
-
 // ProjectRoles are the predefined roles each service account gets on the
 // project: logs and metrics only. Neither holds a compute or secret
 // permission.
@@ -58,12 +52,23 @@ const (
 	// JoinSecretReader lets the join script read the token (every node,
 	// the autoscaler's included: it joins the same way).
 	JoinSecretReader = "roles/secretmanager.secretAccessor"
-	// JoinSecretRenewer lets the token renewer on the autoscaler's node add
-	// a version and disable or destroy old ones (secretmanager.versions.add,
-	// .list, .get, .enable, .disable, .destroy; Secret Manager access control
-	// docs).
-	JoinSecretRenewer = "roles/secretmanager.secretVersionManager"
 )
+
+// JoinSecretRenewerPermissions are the permissions of the token renewer's
+// custom role on the join secret: exactly the Secret Manager calls
+// templates/join-token-renewer.sh makes besides reading a version's
+// payload (JoinSecretReader): versions.addVersion, versions.list,
+// versions.disable (the "Authorization requires" line of each method in
+// the Secret Manager REST reference). Never secretmanager.versions.destroy
+// (which the predefined roles/secretmanager.secretVersionManager holds):
+// a stolen identity of the autoscaler's node can add a version VMs then
+// read, or disable one, and the owner can enable it again; it cannot
+// erase one.
+var JoinSecretRenewerPermissions = []string{
+	"secretmanager.versions.add",
+	"secretmanager.versions.disable",
+	"secretmanager.versions.list",
+}
 
 // ComputePermission is one permission of the autoscaler node's custom
 // role, with the calls that need it.
@@ -75,7 +80,21 @@ type ComputePermission struct {
 	Calls []string
 	// Callers are the functions that make those calls.
 	Callers []string
+	// On is the resource the permission is checked on (each method's
+	// "Authorization requires the following IAM permission on the
+	// specified resource ..."): an instanceGroupManager, instanceTemplate
+	// or instance can be named in an IAM condition; OnProject (the list
+	// calls, machine types, zone operations) cannot.
+	On string
 }
+
+// Resources a Compute permission is checked on.
+const (
+	OnMIG      = "instanceGroupManager"
+	OnTemplate = "instanceTemplate"
+	OnInstance = "instance"
+	OnProject  = "project"
+)
 
 // AutoscalerPermissionsSource is where AutoscalerComputePermissions come
 // from: every Compute Engine API call the Cluster Autoscaler's GCE provider
@@ -96,31 +115,32 @@ const AutoscalerPermissionsSource = "kubernetes/autoscaler@55c37cd5eb550756c5ccc
 var AutoscalerComputePermissions = []ComputePermission{
 	{"compute.instanceGroupManagers.get",
 		[]string{"instanceGroupManagers.get", "instanceGroupManagers.listManagedInstances"},
-		[]string{"FetchMig (mig_info_provider.go)", "FetchMigInstances (mig_info_provider.go)"}},
+		[]string{"FetchMig (mig_info_provider.go)", "FetchMigInstances (mig_info_provider.go)"}, OnMIG},
 	{"compute.instanceGroupManagers.list",
 		[]string{"instanceGroupManagers.list"},
-		[]string{"FetchAllMigs (mig_info_provider.go)"}},
+		[]string{"FetchAllMigs (mig_info_provider.go)"}, OnProject},
 	{"compute.instanceGroupManagers.update",
 		[]string{"instanceGroupManagers.resize", "instanceGroupManagers.createInstances", "instanceGroupManagers.deleteInstances"},
-		[]string{"ResizeMig (gce_manager.go)", "CreateInstances (gce_manager.go)", "DeleteInstances (gce_manager.go)"}},
+		[]string{"ResizeMig (gce_manager.go)", "CreateInstances (gce_manager.go)", "DeleteInstances (gce_manager.go)"}, OnMIG},
 	{"compute.instanceTemplates.get",
 		[]string{"instanceTemplates.get"},
-		[]string{"FetchMigTemplate (mig_info_provider.go)"}},
+		[]string{"FetchMigTemplate (mig_info_provider.go)"}, OnTemplate},
 	{"compute.instances.get",
 		[]string{"instances.get"},
-		[]string{"the node garbage collector on the autoscaler's node: does the VM of a Node still exist"}},
+		[]string{"the node garbage collector and the node CSR approver on the autoscaler's node: does the VM of a Node still exist, is a joining VM a fresh instance of a MIG"}, OnInstance},
 	{"compute.instances.list",
 		[]string{"instances.list"},
-		[]string{"FetchAllInstances (mig_info_provider.go)"}},
+		[]string{"FetchAllInstances (mig_info_provider.go)"}, OnProject},
 	{"compute.machineTypes.get",
 		[]string{"machineTypes.get"},
-		[]string{"FetchMachineType (mig_info_provider.go)"}},
+		[]string{"FetchMachineType (mig_info_provider.go)"}, OnProject},
 	{"compute.zoneOperations.get",
 		[]string{"zoneOperations.wait"},
-		[]string{"WaitForOperation, after each resize, createInstances and deleteInstances"}},
+		[]string{"WaitForOperation, after each resize, createInstances and deleteInstances"}, OnProject},
 }
 
-// AutoscalerPermissions returns the custom role's permissions, sorted.
+// AutoscalerPermissions returns every Compute permission of the
+// autoscaler's node (both custom roles), sorted.
 func AutoscalerPermissions() []string {
 	out := make([]string, len(AutoscalerComputePermissions))
 	for i, p := range AutoscalerComputePermissions {
@@ -130,30 +150,106 @@ func AutoscalerPermissions() []string {
 	return out
 }
 
-// ServiceAccountID is the account_id of a role's service account:
-// "<cluster>-<role>", at most 30 characters; a longer cluster name is cut
-// and followed by a hash of the whole name, so two clusters never share an
-// ID.
-func ServiceAccountID(cluster, role string) string {
-	id := cluster + "-" + role
-	if len(id) <= 30 {
-		return id
+// AutoscalerScopedPermissions are the permissions checked on a named MIG,
+// template or instance: the custom role bound with the condition
+// AutoscalerCondition. AutoscalerProjectPermissions are the others,
+// checked on the project (listing, machine types, operations): read-only,
+// in a second custom role bound without a condition, since a condition on
+// resource names would deny them. Both sorted.
+func AutoscalerScopedPermissions() []string  { return autoscalerPermissions(true) }
+func AutoscalerProjectPermissions() []string { return autoscalerPermissions(false) }
+
+func autoscalerPermissions(scoped bool) []string {
+	var out []string
+	for _, p := range AutoscalerComputePermissions {
+		if (p.On != OnProject) == scoped {
+			out = append(out, p.Permission)
+		}
 	}
-	sum := sha256.Sum256([]byte(cluster))
-	h := hex.EncodeToString(sum[:])[:6]
-	keep := strings.TrimRight(cluster[:30-len(role)-len(h)-2], "-")
-	return keep + "-" + h + "-" + role
+	slices.Sort(out)
+	return out
 }
 
-// CustomRoleID is the role_id of the autoscaler node's custom role
-// (letters, digits, '_' and '.' only, at most 64 characters).
-func CustomRoleID(cluster string) string {
-	id := "nodegen_" + strings.ReplaceAll(cluster, "-", "_") + "_autoscaler"
+// conditionCap is the size above which AutoscalerCondition names the
+// cluster's prefix per zone instead of every group: a fleet of thousands
+// of groups would otherwise make a condition IAM refuses.
+const conditionCap = 8000
+
+// AutoscalerCondition is the IAM condition (CEL) of the autoscaler's
+// scoped Compute binding: the resource is one of the source's autoscaled
+// MIGs (by name), an instance of one of its cloud groups (the MIG's base
+// instance name and "-", in one of the group's zones), or an instance
+// template of an autoscaled group (its name prefix). Resource names are
+// in the form of IAM's resource attributes for Compute Engine
+// (projects/<project>/zones/<zone>/instances/<name>,
+// .../instanceGroupManagers/<name>, projects/<project>/global/instanceTemplates/<name>).
+// Above conditionCap characters it falls back to the cluster's name
+// followed by "-" in each zone of its cloud groups: coarser (a MIG of
+// another cluster whose name starts with this cluster's name and "-"
+// would match), and still no resource outside the cluster's naming.
+func AutoscalerCondition(src *model.Source) string {
+	c := &src.Cluster
+	p := "projects/" + c.GCP.Project
+	var terms []string
+	seen := map[string]bool{}
+	add := func(t string) {
+		if !seen[t] {
+			seen[t] = true
+			terms = append(terms, t)
+		}
+	}
+	for _, m := range src.AutoscaledMIGs() {
+		add(`resource.name == ` + strconv.Quote(p+"/zones/"+m.Zone+"/instanceGroupManagers/"+c.MIGName(m.Group, m.Zone)))
+	}
+	for _, g := range src.CloudGroups() {
+		for _, z := range g.Zones {
+			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instances/"+c.BaseInstanceName(g)+"-") + `)`)
+		}
+	}
+	for _, g := range src.CloudGroups() {
+		if g.Autoscaled() {
+			add(`resource.name.startsWith(` + strconv.Quote(p+"/global/instanceTemplates/"+c.TemplatePrefix(g)) + `)`)
+		}
+	}
+	expr := strings.Join(terms, " || ")
+	if len(expr) <= conditionCap {
+		return expr
+	}
+	terms, seen = nil, map[string]bool{}
+	for _, g := range src.CloudGroups() {
+		for _, z := range g.Zones {
+			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instanceGroupManagers/"+c.Name+"-") + `)`)
+			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instances/"+c.Name+"-") + `)`)
+		}
+	}
+	add(`resource.name.startsWith(` + strconv.Quote(p+"/global/instanceTemplates/"+c.Name+"-") + `)`)
+	return strings.Join(terms, " || ")
+}
+
+// CustomRoleID is the role_id of the autoscaler node's scoped Compute
+// custom role (letters, digits, '_' and '.' only, at most 64 characters).
+func CustomRoleID(cluster string) string { return customRoleID(cluster, "autoscaler") }
+
+// Custom roles besides the scoped Compute one, by Terraform name and
+// role_id suffix.
+const (
+	// TFAutoscalerListRole holds AutoscalerProjectPermissions.
+	TFAutoscalerListRole = "autoscaler_list"
+	// TFJoinSecretRenewerRole holds JoinSecretRenewerPermissions.
+	TFJoinSecretRenewerRole = "join_token_renewer"
+)
+
+// CustomRoleIDFor is the role_id of the custom role with Terraform name
+// tfName: "nodegen_<cluster>_<tfName>".
+func CustomRoleIDFor(cluster, tfName string) string { return customRoleID(cluster, tfName) }
+
+func customRoleID(cluster, suffix string) string {
+	id := "nodegen_" + strings.ReplaceAll(cluster, "-", "_") + "_" + suffix
 	if len(id) <= 64 {
 		return id
 	}
 	sum := sha256.Sum256([]byte(cluster))
-	return "nodegen_" + hex.EncodeToString(sum[:])[:16] + "_autoscaler"
+	return "nodegen_" + hex.EncodeToString(sum[:])[:16] + "_" + suffix
 }
 
 // ServiceAccountLocal is the local value holding a role's service account
@@ -163,14 +259,6 @@ func ServiceAccountLocal(role string) string { return role + "_service_account_e
 // ServiceAccountVariable is the variable with which the user brings their
 // own service account for a role.
 func ServiceAccountVariable(role string) string { return role + "_service_account_email" }
-
-// RoleOf returns the role of a cloud group's VMs.
-func RoleOf(src *model.Source, g *model.NodeGroup) string {
-	if g.Name == src.Cluster.Autoscaler.NodeGroup {
-		return RoleAutoscaler
-	}
-	return RoleNodes
-}
 
 // interpolation returns the tokens of "<prefix>${<expr>}".
 func interpolation(prefix string, expr hclwrite.Tokens) hclwrite.Tokens {
@@ -199,8 +287,8 @@ func roleResourceName(role, projectRole string) string {
 }
 
 var roleDoc = map[string]string{
-	RoleNodes:      "the nodes of cluster %s (every cloud node group but the autoscaler's)",
-	RoleAutoscaler: "the Cluster Autoscaler's node of cluster %s",
+	model.RoleNodes:      "the nodes of cluster %s (every cloud node group but the autoscaler's)",
+	model.RoleAutoscaler: "the Cluster Autoscaler's node of cluster %s",
 }
 
 func terraformIAM(src *model.Source, header string) []byte {
@@ -213,7 +301,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		"variables bring existing ones. The nodes may write logs and metrics and",
 		"read the join token; only the autoscaler's node may read and resize MIGs.")
 	locals := body.AppendNewBlock("locals", nil).Body()
-	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		v := ref("var", ServiceAccountVariable(role))
 		cond := append(hclwrite.Tokens{}, v...)
 		cond = append(cond, &hclwrite.Token{Type: hclsyntax.TokenNotEqual, Bytes: []byte("!=")})
@@ -231,7 +319,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		)
 		locals.SetAttributeRaw(ServiceAccountLocal(role), cond)
 	}
-	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		body.AppendNewline()
 		sa := body.AppendNewBlock("resource", []string{TFServiceAccount, role}).Body()
 		countIf := append(hclwrite.Tokens{}, ref("var", ServiceAccountVariable(role))...)
@@ -243,11 +331,11 @@ func terraformIAM(src *model.Source, header string) []byte {
 		countIf = append(countIf, hclwrite.TokensForValue(cty.NumberIntVal(0))...)
 		sa.SetAttributeRaw("count", countIf)
 		sa.SetAttributeRaw("project", ref("local", "project"))
-		sa.SetAttributeValue("account_id", cty.StringVal(ServiceAccountID(c.Name, role)))
+		sa.SetAttributeValue("account_id", cty.StringVal(model.ServiceAccountID(c.Name, role)))
 		sa.SetAttributeValue("display_name", cty.StringVal(fmt.Sprintf("nodegen %s of %s", role, c.Name)))
 		sa.SetAttributeValue("description", cty.StringVal("Runs the VMs of "+fmt.Sprintf(roleDoc[role], c.Name)+"."))
 	}
-	for _, role := range []string{RoleNodes, RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		for _, pr := range ProjectRoles {
 			body.AppendNewline()
 			b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, roleResourceName(role, pr)}).Body()
@@ -260,29 +348,53 @@ func terraformIAM(src *model.Source, header string) []byte {
 	body.AppendNewline()
 	comment(body,
 		"Exactly the Compute Engine permissions the Cluster Autoscaler's GCE provider",
-		"calls (and compute.instances.get for the node garbage collector); the list,",
-		"with the call behind each permission, is in docs/terraform.md.")
-	cr := body.AppendNewBlock("resource", []string{TFCustomRole, RoleAutoscaler}).Body()
+		"calls (and compute.instances.get for the node garbage collector and the node",
+		"CSR approver), in two roles: those checked on a named MIG, template or",
+		"instance, bound with a condition naming this cluster's; and the read-only",
+		"ones checked on the project (lists, machine types, operations), which no",
+		"condition on resource names can narrow. The list, with the call behind each",
+		"permission, is in docs/terraform.md.")
+	cr := body.AppendNewBlock("resource", []string{TFCustomRole, model.RoleAutoscaler}).Body()
 	cr.SetAttributeRaw("project", ref("local", "project"))
 	cr.SetAttributeValue("role_id", cty.StringVal(CustomRoleID(c.Name)))
 	cr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name))
-	cr.SetAttributeValue("description", cty.StringVal("Resize the MIGs of cluster "+c.Name+" and read what the Cluster Autoscaler needs to simulate them. Source: "+AutoscalerPermissionsSource+"."))
-	cr.SetAttributeValue("permissions", strs(AutoscalerPermissions()))
+	cr.SetAttributeValue("description", cty.StringVal("Resize the MIGs of cluster "+c.Name+" and read their templates and instances (bound with a condition on their names). Source: "+AutoscalerPermissionsSource+"."))
+	cr.SetAttributeValue("permissions", strs(AutoscalerScopedPermissions()))
 
 	body.AppendNewline()
-	b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, RoleAutoscaler + "_compute"}).Body()
+	b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, model.RoleAutoscaler + "_compute"}).Body()
 	b.SetAttributeRaw("project", ref("local", "project"))
-	b.SetAttributeRaw("role", ref(TFCustomRole, RoleAutoscaler, "name"))
-	b.SetAttributeRaw("member", member(RoleAutoscaler))
+	b.SetAttributeRaw("role", ref(TFCustomRole, model.RoleAutoscaler, "name"))
+	b.SetAttributeRaw("member", member(model.RoleAutoscaler))
+	b.AppendNewline()
+	cond := b.AppendNewBlock("condition", nil).Body()
+	cond.SetAttributeValue("title", cty.StringVal("nodegen cluster "+c.Name))
+	cond.SetAttributeValue("description", cty.StringVal("Only the MIGs, instance templates and instances of cluster "+c.Name+"."))
+	cond.SetAttributeValue("expression", cty.StringVal(AutoscalerCondition(src)))
+
+	body.AppendNewline()
+	lr := body.AppendNewBlock("resource", []string{TFCustomRole, TFAutoscalerListRole}).Body()
+	lr.SetAttributeRaw("project", ref("local", "project"))
+	lr.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(c.Name, TFAutoscalerListRole)))
+	lr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name+": project reads"))
+	lr.SetAttributeValue("description", cty.StringVal("List MIGs and instances, read machine types and wait for operations: read-only calls checked on the project. Source: "+AutoscalerPermissionsSource+"."))
+	lr.SetAttributeValue("permissions", strs(AutoscalerProjectPermissions()))
+
+	body.AppendNewline()
+	lb := body.AppendNewBlock("resource", []string{TFProjectIAMMember, model.RoleAutoscaler + "_compute_list"}).Body()
+	lb.SetAttributeRaw("project", ref("local", "project"))
+	lb.SetAttributeRaw("role", ref(TFCustomRole, TFAutoscalerListRole, "name"))
+	lb.SetAttributeRaw("member", member(model.RoleAutoscaler))
 	return hclFile(header, f)
 }
 
 // JoinSecretGrants lists the roles granted on the join secret, by service
-// account role, in the order they are written.
+// account role, in the order they are written. SecretRole "" is the
+// renewer's custom role (JoinSecretRenewerPermissions).
 var JoinSecretGrants = []struct{ Role, SecretRole, Name string }{
-	{RoleNodes, JoinSecretReader, "nodes_read"},
-	{RoleAutoscaler, JoinSecretReader, "autoscaler_read"},
-	{RoleAutoscaler, JoinSecretRenewer, "autoscaler_renew"},
+	{model.RoleNodes, JoinSecretReader, "nodes_read"},
+	{model.RoleAutoscaler, JoinSecretReader, "autoscaler_read"},
+	{model.RoleAutoscaler, "", "autoscaler_renew"},
 }
 
 // TFJoinSecretName is the Terraform name of the join secret resource.
@@ -316,14 +428,24 @@ func terraformJoinSecret(src *model.Source, header string) []byte {
 		body.AppendNewline()
 		secretID = ref(TFSecret, TFJoinSecretName, "secret_id")
 	}
-	for i, g := range JoinSecretGrants {
-		if i > 0 {
-			body.AppendNewline()
-		}
+	comment(body,
+		"The token renewer may add, list and disable versions, never destroy one.")
+	rr := body.AppendNewBlock("resource", []string{TFCustomRole, TFJoinSecretRenewerRole}).Body()
+	rr.SetAttributeRaw("project", ref("local", "project"))
+	rr.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(src.Cluster.Name, TFJoinSecretRenewerRole)))
+	rr.SetAttributeValue("title", cty.StringVal("nodegen join-token renewer of "+src.Cluster.Name))
+	rr.SetAttributeValue("description", cty.StringVal("Add, list and disable versions of the join token secret; no destroy."))
+	rr.SetAttributeValue("permissions", strs(JoinSecretRenewerPermissions))
+	for _, g := range JoinSecretGrants {
+		body.AppendNewline()
 		b := body.AppendNewBlock("resource", []string{TFSecretIAMMember, TFJoinSecretName + "_" + g.Name}).Body()
 		b.SetAttributeRaw("project", ref("local", "project"))
 		b.SetAttributeRaw("secret_id", secretID)
-		b.SetAttributeValue("role", cty.StringVal(g.SecretRole))
+		if g.SecretRole == "" {
+			b.SetAttributeRaw("role", ref(TFCustomRole, TFJoinSecretRenewerRole, "name"))
+		} else {
+			b.SetAttributeValue("role", cty.StringVal(g.SecretRole))
+		}
 		b.SetAttributeRaw("member", member(g.Role))
 	}
 	return hclFile(header, f)

@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -48,7 +49,7 @@ func memberRole(t *testing.T, r tfResource) string {
 		t.Fatalf("%s.%s: member does not start with serviceAccount:", r.Type, r.Name)
 	}
 	rs := refs(tmpl.Parts[1])
-	for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		if slices.Equal(rs, []string{"local." + render.ServiceAccountLocal(role)}) {
 			return role
 		}
@@ -75,9 +76,9 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		if len(sa) != 1 {
 			t.Fatalf("%s has %d service_account blocks", r.Name, len(sa))
 		}
-		want := "local." + render.ServiceAccountLocal(render.RoleNodes)
+		want := "local." + render.ServiceAccountLocal(model.RoleNodes)
 		if g.Name == src.Cluster.Autoscaler.NodeGroup {
-			want = "local." + render.ServiceAccountLocal(render.RoleAutoscaler)
+			want = "local." + render.ServiceAccountLocal(model.RoleAutoscaler)
 		} else if !g.Autoscaled() {
 			t.Fatalf("the test source has a gce-static group %s besides the autoscaler's", g.Name)
 		}
@@ -93,7 +94,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	// The locals: each role's account is the variable or the one created
 	// for that role, never the other's.
 	iam := parseBodies(t, files[layout.TerraformIAMPath])
-	for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		var local *hclsyntax.Attribute
 		for _, b := range iam.Blocks {
 			if b.Type == "locals" {
@@ -112,55 +113,104 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 
 	// Project-level grants, by account.
 	projectRoles := map[string][]string{}
+	var computeBinding *tfResource
 	for _, r := range m.byType(render.TFProjectIAMMember) {
 		role := memberRole(t, r)
 		a := r.Body.Attributes["role"]
 		if rs := refs(a.Expr); len(rs) > 0 {
-			if !slices.Equal(rs, []string{render.TFCustomRole + "." + render.RoleAutoscaler + ".name"}) {
+			switch {
+			case slices.Equal(rs, []string{render.TFCustomRole + "." + model.RoleAutoscaler + ".name"}):
+				projectRoles[role] = append(projectRoles[role], "custom:autoscaler")
+				computeBinding = &r
+			case slices.Equal(rs, []string{render.TFCustomRole + "." + render.TFAutoscalerListRole + ".name"}):
+				projectRoles[role] = append(projectRoles[role], "custom:autoscaler_list")
+				if len(blocks(r.Body, "condition")) != 0 {
+					t.Errorf("%s: the project reads have a condition, which would deny them", r.Name)
+				}
+			default:
 				t.Errorf("%s: role %v", r.Name, rs)
 			}
-			projectRoles[role] = append(projectRoles[role], "custom:autoscaler")
 			continue
 		}
 		projectRoles[role] = append(projectRoles[role], m.str(t, r, r.Body, "role"))
 	}
-	for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		slices.Sort(projectRoles[role])
 	}
-	if want := []string{"roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[render.RoleNodes], want) {
-		t.Errorf("the nodes' account has project roles %v, want only %v", projectRoles[render.RoleNodes], want)
+	if want := []string{"roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[model.RoleNodes], want) {
+		t.Errorf("the nodes' account has project roles %v, want only %v", projectRoles[model.RoleNodes], want)
 	}
-	if want := []string{"custom:autoscaler", "roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[render.RoleAutoscaler], want) {
-		t.Errorf("the autoscaler's account has project roles %v, want %v", projectRoles[render.RoleAutoscaler], want)
+	if want := []string{"custom:autoscaler", "custom:autoscaler_list", "roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[model.RoleAutoscaler], want) {
+		t.Errorf("the autoscaler's account has project roles %v, want %v", projectRoles[model.RoleAutoscaler], want)
 	}
-	for _, r := range projectRoles[render.RoleNodes] {
+	for _, r := range projectRoles[model.RoleNodes] {
 		if !strings.HasPrefix(r, "roles/logging.") && !strings.HasPrefix(r, "roles/monitoring.") {
 			t.Errorf("the nodes' account has project role %s: neither logging nor monitoring", r)
 		}
 	}
 
-	// The custom role: exactly the documented list, compute only.
-	roles := m.byType(render.TFCustomRole)
-	if len(roles) != 1 {
-		t.Fatalf("%d custom roles", len(roles))
+	// The custom roles: the scoped Compute role, the project reads and the
+	// renewer's role on the join secret; together exactly the documented
+	// lists; no destroy anywhere.
+	perms := map[string][]string{}
+	for _, r := range m.byType(render.TFCustomRole) {
+		for _, v := range m.eval(t, r, r.Body, "permissions").AsValueSlice() {
+			perms[r.Name] = append(perms[r.Name], v.AsString())
+		}
+		if !slices.IsSorted(perms[r.Name]) {
+			t.Errorf("custom role %s: permissions %v not sorted", r.Name, perms[r.Name])
+		}
+		for _, p := range perms[r.Name] {
+			if strings.HasSuffix(p, ".destroy") || strings.HasSuffix(p, ".setIamPolicy") || strings.HasSuffix(p, ".delete") {
+				t.Errorf("custom role %s grants %s", r.Name, p)
+			}
+		}
 	}
-	var perms []string
-	for _, v := range m.eval(t, roles[0], roles[0].Body, "permissions").AsValueSlice() {
-		perms = append(perms, v.AsString())
+	if got := slices.Sorted(maps.Keys(perms)); !slices.Equal(got, []string{model.RoleAutoscaler, render.TFAutoscalerListRole, render.TFJoinSecretRenewerRole}) {
+		t.Fatalf("custom roles %v", got)
 	}
-	if !slices.Equal(perms, render.AutoscalerPermissions()) || !slices.IsSorted(perms) {
-		t.Errorf("custom role permissions %v, want %v", perms, render.AutoscalerPermissions())
+	if !slices.Equal(perms[model.RoleAutoscaler], render.AutoscalerScopedPermissions()) {
+		t.Errorf("scoped role permissions %v, want %v", perms[model.RoleAutoscaler], render.AutoscalerScopedPermissions())
+	}
+	if !slices.Equal(perms[render.TFAutoscalerListRole], render.AutoscalerProjectPermissions()) {
+		t.Errorf("project-reads role permissions %v, want %v", perms[render.TFAutoscalerListRole], render.AutoscalerProjectPermissions())
+	}
+	all := slices.Sorted(slices.Values(append(slices.Clone(perms[model.RoleAutoscaler]), perms[render.TFAutoscalerListRole]...)))
+	if !slices.Equal(all, render.AutoscalerPermissions()) {
+		t.Errorf("the Compute roles hold %v, want %v", all, render.AutoscalerPermissions())
 	}
 	for _, p := range []string{"compute.instanceGroupManagers.update", "compute.instanceTemplates.get", "compute.instances.get"} {
-		if !slices.Contains(perms, p) {
-			t.Errorf("custom role lacks %s", p)
+		if !slices.Contains(perms[model.RoleAutoscaler], p) {
+			t.Errorf("the scoped role lacks %s", p)
 		}
 	}
-	for _, p := range perms {
-		if !strings.HasPrefix(p, "compute.") || strings.HasSuffix(p, ".setIamPolicy") || strings.HasSuffix(p, ".delete") {
-			t.Errorf("custom role permission %s is not a compute read or MIG update", p)
+	for _, p := range perms[render.TFAutoscalerListRole] {
+		if !strings.HasPrefix(p, "compute.") || !(strings.HasSuffix(p, ".list") || strings.HasSuffix(p, ".get")) {
+			t.Errorf("the unconditioned role grants %s: not a read", p)
 		}
 	}
+	for _, p := range append(slices.Clone(perms[model.RoleAutoscaler]), perms[render.TFAutoscalerListRole]...) {
+		if !strings.HasPrefix(p, "compute.") {
+			t.Errorf("a Compute role grants %s", p)
+		}
+	}
+	if want := []string{"secretmanager.versions.add", "secretmanager.versions.disable", "secretmanager.versions.list"}; !slices.Equal(perms[render.TFJoinSecretRenewerRole], want) {
+		t.Errorf("the renewer's role grants %v, want %v", perms[render.TFJoinSecretRenewerRole], want)
+	}
+
+	// The scoped binding's condition names this cluster's resources.
+	if computeBinding == nil {
+		t.Fatal("no binding of the scoped Compute role")
+	}
+	conds := blocks(computeBinding.Body, "condition")
+	if len(conds) != 1 {
+		t.Fatalf("%s has %d condition blocks, want 1", computeBinding.Name, len(conds))
+	}
+	expr := m.str(t, *computeBinding, conds[0].Body, "expression")
+	if expr != render.AutoscalerCondition(src) {
+		t.Errorf("condition %q, want render.AutoscalerCondition", expr)
+	}
+	checkCondition(t, src, expr)
 
 	// The join secret: created without a value; grants on it only.
 	if len(m.byType("google_secret_manager_secret_version")) != 0 {
@@ -180,12 +230,19 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 			t.Errorf("%s grants on %v, not on the join secret", r.Name, got)
 		}
 		role := memberRole(t, r)
+		if rs := refs(r.Body.Attributes["role"].Expr); len(rs) > 0 {
+			if !slices.Equal(rs, []string{render.TFCustomRole + "." + render.TFJoinSecretRenewerRole + ".name"}) {
+				t.Errorf("%s: role %v", r.Name, rs)
+			}
+			secretRoles[role] = append(secretRoles[role], "custom:"+render.TFJoinSecretRenewerRole)
+			continue
+		}
 		secretRoles[role] = append(secretRoles[role], m.str(t, r, r.Body, "role"))
 	}
-	if got := secretRoles[render.RoleNodes]; !slices.Equal(got, []string{render.JoinSecretReader}) {
+	if got := secretRoles[model.RoleNodes]; !slices.Equal(got, []string{render.JoinSecretReader}) {
 		t.Errorf("the nodes' account has %v on the join secret, want only %s", got, render.JoinSecretReader)
 	}
-	if got := slices.Sorted(slices.Values(secretRoles[render.RoleAutoscaler])); !slices.Equal(got, []string{render.JoinSecretReader, render.JoinSecretRenewer}) {
+	if got := slices.Sorted(slices.Values(secretRoles[model.RoleAutoscaler])); !slices.Equal(got, []string{"custom:" + render.TFJoinSecretRenewerRole, render.JoinSecretReader}) {
 		t.Errorf("the autoscaler's account has %v on the join secret", got)
 	}
 }
@@ -222,7 +279,7 @@ func TestTerraformBringYourOwn(t *testing.T) {
 		if b.Type != "locals" {
 			continue
 		}
-		for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
+		for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 			email := role + "@mine.iam.gserviceaccount.com"
 			ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
 				"var":                   cty.ObjectVal(map[string]cty.Value{render.ServiceAccountVariable(role): cty.StringVal(email)}),
@@ -234,7 +291,7 @@ func TestTerraformBringYourOwn(t *testing.T) {
 			}
 		}
 	}
-	if got := slices.Sorted(maps.Keys(m.vars)); !slices.Contains(got, render.ServiceAccountVariable(render.RoleNodes)) || slices.Contains(got, "service_account_email") {
+	if got := slices.Sorted(maps.Keys(m.vars)); !slices.Contains(got, render.ServiceAccountVariable(model.RoleNodes)) || slices.Contains(got, "service_account_email") {
 		t.Errorf("variables %v", got)
 	}
 }
@@ -276,8 +333,8 @@ func TestTerraformJoinSecretModes(t *testing.T) {
 // for any cluster name the schema allows.
 func TestServiceAccountAndRoleIDs(t *testing.T) {
 	for _, cluster := range []string{"a", "hybrid-ai", "a-cluster-name-of-twenty", strings.Repeat("x", 63), "x-" + strings.Repeat("y", 60)} {
-		for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
-			id := render.ServiceAccountID(cluster, role)
+		for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
+			id := model.ServiceAccountID(cluster, role)
 			if !saIDRE.MatchString(id) {
 				t.Errorf("ServiceAccountID(%q, %q) = %q", cluster, role, id)
 			}
@@ -285,8 +342,13 @@ func TestServiceAccountAndRoleIDs(t *testing.T) {
 		if id := render.CustomRoleID(cluster); !roleIDRE.MatchString(id) {
 			t.Errorf("CustomRoleID(%q) = %q", cluster, id)
 		}
+		for _, name := range []string{render.TFAutoscalerListRole, render.TFJoinSecretRenewerRole} {
+			if id := render.CustomRoleIDFor(cluster, name); !roleIDRE.MatchString(id) {
+				t.Errorf("CustomRoleIDFor(%q, %q) = %q", cluster, name, id)
+			}
+		}
 	}
-	if render.ServiceAccountID(strings.Repeat("x", 40), "nodes") == render.ServiceAccountID(strings.Repeat("x", 41), "nodes") {
+	if model.ServiceAccountID(strings.Repeat("x", 40), "nodes") == model.ServiceAccountID(strings.Repeat("x", 41), "nodes") {
 		t.Error("two long cluster names share a service account ID")
 	}
 }

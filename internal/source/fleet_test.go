@@ -65,7 +65,7 @@ func TestLoadFleet(t *testing.T) {
 	if c := m.Clusters["serve"]; c.Role != model.MeshRolePrimary || c.Network != "net-cloud" || c.EastWestGateway.NodeGroup != "gateway" || c.EastWestGateway.Replicas != 2 || c.EastWestGateway.Address != "10.20.1.10" {
 		t.Errorf("mesh serve = %+v", c)
 	}
-	if c := m.Clusters["train"]; c.Role != model.MeshRoleRemote || c.Network != "net-onprem" || c.EastWestGateway.Service.Type != "LoadBalancer" {
+	if c := m.Clusters["train"]; c.Role != model.MeshRoleRemote || c.Network != "net-onprem" || c.EastWestGateway.ServiceType() != model.ServiceClusterIP || c.EastWestGateway.ReachedThrough == nil || c.EastWestGateway.ReachedThrough.Router == nil || c.EastWestGateway.Address != "10.30.1.10" {
 		t.Errorf("mesh train = %+v", c)
 	}
 	if serve.Tree != "serve/" || train.Tree != "train/" {
@@ -112,7 +112,7 @@ func TestFleetFindings(t *testing.T) {
 		{"unknown group field", map[string]string{"train.cue": strings.Replace(readFleet(t, "train.cue"), `description: "On-prem A100 servers"`, `descripton: "On-prem A100 servers"`, 1)},
 			[]string{`train.cue:13:4: clusters.train.nodeGroups."onprem-gpu".descripton: field not allowed; did you mean description?`}},
 		{"mesh field", map[string]string{"mesh.cue": strings.Replace(readFleet(t, "mesh.cue"), `role:    "remote"`, `role:    "remot"`, 1)},
-			[]string{`mesh.cue:14:13: mesh.clusters.train.role: "remot" is not one of "primary" or "remote"; did you mean "remote"?`}},
+			[]string{`mesh.cue:15:13: mesh.clusters.train.role: "remot" is not one of "primary" or "remote"; did you mean "remote"?`}},
 		{"bad cluster key", map[string]string{"train.cue": strings.Replace(readFleet(t, "train.cue"), `clusters: train:`, `clusters: Train:`, 1)},
 			[]string{`train.cue:2:11: clusters.Train: invalid cluster name "Train"`}},
 		{"name differs from key", map[string]string{"train.cue": strings.Replace(readFleet(t, "train.cue"), `controlPlaneEndpoint: "10.30.0.10:6443"`, `name: "train2", controlPlaneEndpoint: "10.30.0.10:6443"`, 1)},

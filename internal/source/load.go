@@ -116,6 +116,9 @@ func Load(dir string) (*Loaded, error) {
 // each node group on their own), so that further checks can run on the
 // parts that are valid. Only I/O errors are returned as errors.
 func Open(dir string) (*Loaded, error) {
+	if err := CheckNames(dir); err != nil {
+		return nil, err
+	}
 	files, err := cueFiles(dir)
 	if err != nil {
 		return nil, err
@@ -127,8 +130,27 @@ func Open(dir string) (*Loaded, error) {
 	l := &Loaded{Dir: dir, Files: files, Source: &model.Source{NodeGroups: map[string]*model.NodeGroup{}}}
 	l.Source.Name = filepath.Base(absDir)
 
-	// Parse every file on its own, so that a syntax error in one file
-	// does not hide the others from the checks that read the syntax.
+	read, err := l.parseFiles(dir, absDir)
+	if err != nil {
+		return nil, err
+	}
+	l.packageClauses()
+	if len(l.Findings) > 0 {
+		l.Broken.All = true
+		return l, nil
+	}
+
+	if err := guardMemory(func() error { return l.evaluate(absDir, read) }); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// parseFiles reads and parses each of l.Files on its own, so that a syntax
+// error in one file does not hide the others from the checks that read
+// the syntax. It returns the files' digests.
+func (l *Loaded) parseFiles(dir, absDir string) ([][sha256.Size]byte, error) {
+	files := l.Files
 	total := 0
 	read := make([][sha256.Size]byte, len(files))
 	for i, name := range files {
@@ -156,17 +178,18 @@ func Open(dir string) (*Loaded, error) {
 		}
 		l.Syntax = append(l.Syntax, f)
 	}
-	l.packageClauses()
-	if len(l.Findings) > 0 {
-		l.Broken.All = true
-		return l, nil
-	}
+	return read, nil
+}
 
-	defer guardMemory()()
+// evaluate unifies the parsed files with the schema, checks that the
+// result is concrete and decodes it, recording problems in l.Findings.
+// Only an internal error is returned.
+func (l *Loaded) evaluate(absDir string, read [][sha256.Size]byte) error {
+	files := l.Files
 	ctx := cuecontext.New()
 	sch := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
 	if err := sch.Err(); err != nil {
-		return nil, fmt.Errorf("internal error: schema: %w", err)
+		return fmt.Errorf("internal error: schema: %w", err)
 	}
 	l.schema = sch.LookupPath(cue.MakePath(cue.Def("Source")))
 
@@ -180,13 +203,13 @@ func Open(dir string) (*Loaded, error) {
 	if inst.Err != nil {
 		l.addErr(inst.Err)
 		l.Broken.All = true
-		return l, nil
+		return nil
 	}
 	l.user = ctx.BuildInstance(inst)
 	if err := l.user.Err(); err != nil {
 		l.addErr(err)
 		l.Broken.All = true
-		return l, nil
+		return nil
 	}
 	if l.fleetForm() {
 		l.schema = sch.LookupPath(cue.MakePath(cue.Def("Fleet")))
@@ -194,7 +217,7 @@ func Open(dir string) (*Loaded, error) {
 	if l.formFindings() {
 		l.Broken.All = true
 		l.anchorUnpositioned(absDir)
-		return l, nil
+		return nil
 	}
 	l.Value = l.schema.Unify(l.user)
 	if err := l.Value.Validate(cue.Concrete(true), cue.Final()); err != nil {
@@ -214,7 +237,7 @@ func Open(dir string) (*Loaded, error) {
 		l.Fleet = &model.Fleet{Clusters: []*model.Source{l.Source}, Single: true}
 	}
 	l.anchorUnpositioned(absDir)
-	return l, nil
+	return nil
 }
 
 // rootOf is the whole source l is part of: l itself, or a fleet

@@ -24,43 +24,51 @@ func maxMemory() uint64 {
 	return DefaultMaxMemoryMiB << 20
 }
 
-// EnforceMemoryLimit turns the evaluation memory guard on. It makes the
-// process exit, so only a program that owns its process sets it (the
-// nodegen command does; tests and other callers of this package do not).
+// EnforceMemoryLimit turns the evaluation memory guard on. The guard sets
+// the process's soft memory limit and measures the whole heap, so only a
+// program that owns its process sets it (the nodegen command does; tests
+// and other callers of this package do not).
 var EnforceMemoryLimit = false
 
-// guardMemory watches the heap while a source is evaluated and, when it
-// grows past the limit, reports it and exits with status 1 (nothing has
-// been written by then: gen writes out/ only after loading). It also sets
-// the Go runtime's soft memory limit to the same value so the collector
-// works hard before that. The returned function stops the watch and
-// restores the previous soft limit.
-func guardMemory() (stop func()) {
+// MemoryLimitError is an evaluation of a source stopped by the memory
+// guard: it needed more than Limit bytes.
+type MemoryLimitError struct{ Limit uint64 }
+
+func (e *MemoryLimitError) Error() string {
+	return fmt.Sprintf("evaluating the source needs more than %d MiB of memory (NODEGEN_MAX_MEMORY_MIB); look for values built from other values that grow with each step (x2: x1 + x1)", e.Limit>>20)
+}
+
+// guardMemory runs evaluate while it watches the heap. When the heap grows
+// past the limit it returns a *MemoryLimitError at once, without waiting
+// for evaluate: CUE cannot be interrupted, so the evaluation goes on in
+// the background until it ends (or the process does; nothing has been
+// written by then: gen writes out/ only after loading). It also sets the
+// Go runtime's soft memory limit to the same value so that the collector
+// works hard before that, and restores the previous one when evaluate
+// returns.
+func guardMemory(evaluate func() error) error {
 	if !EnforceMemoryLimit {
-		return func() {}
+		return evaluate()
 	}
 	limit := maxMemory()
 	prev := debug.SetMemoryLimit(int64(limit))
-	done := make(chan struct{})
+	done := make(chan error, 1)
 	go func() {
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			metrics.Read(sample)
-			if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > limit {
-				fmt.Fprintf(os.Stderr, "nodegen: evaluating the source needs more than %d MiB of memory (NODEGEN_MAX_MEMORY_MIB); look for values built from other values that grow with each step (x2: x1 + x1)\n", limit>>20)
-				os.Exit(1)
-			}
-		}
+		defer debug.SetMemoryLimit(prev)
+		done <- evaluate()
 	}()
-	return func() {
-		close(done)
-		debug.SetMemoryLimit(prev)
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > limit {
+			return &MemoryLimitError{Limit: limit}
+		}
 	}
 }

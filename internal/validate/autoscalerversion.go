@@ -16,8 +16,11 @@ import (
 func (c *checker) autoscalerRelease(warnings bool) {
 	cl := &c.src.Cluster
 	tag := cl.AutoscalerImageTag()
-	at := sel("cluster", "kubernetesVersion")
-	pinned, by := "the default image tag "+tag, "the default for kubernetesVersion "+cl.KubernetesVersion
+	at, field := sel("cluster", "kubernetesVersion"), "kubernetesVersion"
+	if cl.ControlPlaneVersion != "" {
+		at, field = sel("cluster", "controlPlaneVersion"), "controlPlaneVersion"
+	}
+	pinned, by := "the default image tag "+tag, "the default for "+field+" "+cl.ControlPlane()
 	if cl.Autoscaler.Version != "" {
 		at, pinned, by = sel("cluster", "autoscaler", "version"), "cluster.autoscaler.version "+tag, "cluster.autoscaler.version"
 	}
@@ -47,9 +50,9 @@ func (c *checker) autoscalerRelease(warnings bool) {
 		c.at(at, "warning: %s is the first release of its line and misses the fixes of v1.%d.1 to v1.%d.%d; pin v1.%d.%d",
 			pinned, rel.Minor, rel.Minor, rel.LastPatch, rel.Minor, rel.LastPatch)
 	}
-	if minor, ok := kubernetesMinor(cl.KubernetesVersion); ok && minor != rel.Minor {
-		c.at(at, "warning: %s is for Kubernetes 1.%d, the cluster runs %s: the autoscaler's releases follow the Kubernetes minor (its README, \"Releases\"); pin %s",
-			pinned, rel.Minor, cl.KubernetesVersion, model.DefaultAutoscalerTag(minor))
+	if minor, ok := kubernetesMinor(cl.ControlPlane()); ok && minor != rel.Minor {
+		c.at(at, "warning: %s is for Kubernetes 1.%d, the control plane runs %s: the autoscaler's releases follow the Kubernetes minor of the API server it talks to (its README, \"Releases\"); pin %s",
+			pinned, rel.Minor, cl.ControlPlane(), model.DefaultAutoscalerTag(minor))
 	}
 }
 

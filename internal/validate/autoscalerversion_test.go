@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/validate"
 )
 
@@ -59,12 +60,12 @@ func TestAutoscalerReleaseWarnings(t *testing.T) {
 		{"DotZero", "cluster: autoscaler: version: \"v1.35.0\"\n",
 			"warning: cluster.autoscaler.version v1.35.0 is the first release of its line and misses the fixes of v1.35.1 to v1.35.2; pin v1.35.2"},
 		{"OtherMinor", "cluster: autoscaler: version: \"v1.36.1\"\n",
-			"warning: cluster.autoscaler.version v1.36.1 is for Kubernetes 1.36, the cluster runs 1.35.2"},
+			"warning: cluster.autoscaler.version v1.36.1 is for Kubernetes 1.36, the control plane runs 1.35.2"},
 		{"Default", "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := example(t, map[string]func(string) string{"zz.cue": func(string) string { return c.cue }})
-			l, err := validate.Load(dir)
+			l, err := build.Load(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

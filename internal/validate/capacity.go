@@ -9,9 +9,9 @@ import (
 	"cuelang.org/go/cue"
 
 	"github.com/nodegen/nodegen/internal/diag"
-	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodetemplate"
 )
 
 // Expanders are the expanders nodegen lets the autoscaler chain
@@ -97,18 +97,18 @@ func (c *checker) capResources(caps *model.Caps) []capResource {
 	}
 	if r := caps.Cores; r != nil {
 		out = append(out, capResource{join(base, "cores"), "vCPUs", *r, func(g *model.NodeGroup) (float64, bool) {
-			cpu, _, err := explain.MachineShape(g)
+			cpu, _, err := nodetemplate.MachineShape(g)
 			return float64(cpu), err == nil
 		}})
 	}
 	if r := caps.MemoryGiB; r != nil {
 		out = append(out, capResource{join(base, "memoryGiB"), "GiB of memory", *r, func(g *model.NodeGroup) (float64, bool) {
-			_, mem, err := explain.MachineShape(g)
+			_, mem, err := nodetemplate.MachineShape(g)
 			if err != nil {
 				return 0, false
 			}
 			// Node capacity, as the template node declares it.
-			capacity := mem - explain.KernelReserved(mem, "linux", g.OSDistribution, g.Arch)
+			capacity := mem - nodetemplate.KernelReserved(mem, "linux", g.OSDistribution, g.Arch)
 			return float64(capacity) / (1 << 30), true
 		}})
 	}
@@ -180,7 +180,11 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 			}
 			continue
 		}
-		if !warnings || !known {
+		if !known {
+			continue
+		}
+		if !warnings {
+			c.capLeavesNoRoom(res, floor, parts)
 			continue
 		}
 		for _, g := range c.src.Groups() {
@@ -188,8 +192,8 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 				continue
 			}
 			per, _ := res.per(g)
-			if per == 0 {
-				continue
+			if per == 0 || noRoom(g, per, floor, max) {
+				continue // an error, reported by capLeavesNoRoom
 			}
 			others := floor - float64(g.MinNodes())*per
 			if want := float64(g.MaxNodes()) * per; want > max-others {
@@ -208,6 +212,39 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 					g.Name, size, capName(res.path), res.r.Max, amount(max-others), unit, amount(others))
 			}
 		}
+	}
+}
+
+// noRoom says whether a cap of max leaves group g (per of the resource
+// per node, min 0) no room for a single node once the cloud groups hold
+// floor at their minimum: the autoscaler can never give it a node.
+func noRoom(g *model.NodeGroup, per, floor, max float64) bool {
+	return g.MinNodes() == 0 && max-floor < per
+}
+
+// capLeavesNoRoom reports each autoscaled group that the cap leaves
+// without room for one node: its pods could never scale it up, and the
+// autoscaler says only that the cap is reached.
+func (c *checker) capLeavesNoRoom(res capResource, floor float64, parts []string) {
+	max := float64(res.r.Max)
+	held := "nothing"
+	if len(parts) > 0 {
+		held = strings.Join(parts, " + ")
+	}
+	for _, g := range c.src.Groups() {
+		if !g.Autoscaled() {
+			continue
+		}
+		per, _ := res.per(g)
+		if per == 0 || !noRoom(g, per, floor, max) {
+			continue
+		}
+		each := ""
+		if res.what != "Nodes" {
+			each = fmt.Sprintf(" (%s %s each)", amount(per), res.what)
+		}
+		c.at(maxPath(res), "max %d %s leaves node group %s no room for a single node%s once the cloud groups hold their minimum (%s), before counting on-prem and control-plane nodes: the autoscaler could never add a node to it; raise the cap or lower the group's minimums",
+			res.r.Max, res.what, g.Name, each, held)
 	}
 }
 

@@ -2,12 +2,13 @@ package validate
 
 import (
 	"cmp"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
 )
 
@@ -134,8 +135,8 @@ func fleetGCENames(l *source.Loaded) diag.List {
 		}
 		cl := &m.Source.Cluster
 		p := cl.GCP.Project
-		for _, role := range []string{render.RoleNodes, render.RoleAutoscaler} {
-			id := render.ServiceAccountID(cl.Name, role)
+		for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
+			id := model.ServiceAccountID(cl.Name, role)
 			names[p+"\x00sa\x00"+id] = append(names[p+"\x00sa\x00"+id], use{m, []any{"cluster", "name"}, "service account " + id})
 		}
 		if sm := cl.JoinToken.SecretManager; sm != nil {
@@ -172,5 +173,54 @@ func fleetGCENames(l *source.Loaded) diag.List {
 			report(c)
 		}
 	}
+
+	// One control plane per cluster: two clusters with one endpoint would
+	// be one cluster whose nodes join with two sources' labels and tokens.
+	endpoints := map[string][]*source.Loaded{}
+	var order []string
+	for _, m := range l.Members {
+		if m.Broken.Cluster {
+			continue
+		}
+		e := endpointKey(m.Source.Cluster.ControlPlaneEndpoint)
+		if len(endpoints[e]) == 0 {
+			order = append(order, e)
+		}
+		endpoints[e] = append(endpoints[e], m)
+	}
+	for _, e := range order {
+		ms := endpoints[e]
+		if len(ms) < 2 {
+			continue
+		}
+		for i, m := range ms {
+			var others []string
+			for j, o := range ms {
+				if j != i {
+					others = append(others, o.Source.Cluster.Name)
+				}
+			}
+			c := at(m)
+			c.at(sel("cluster", "controlPlaneEndpoint"), "control-plane endpoint %s is also cluster %s's: each cluster of a fleet has its own control plane (the nodes of both would join one cluster, with two sources' labels, taints and tokens); give each cluster its own endpoint", m.Source.Cluster.ControlPlaneEndpoint, andList(others))
+			report(c)
+		}
+	}
 	return list
+}
+
+// endpointKey is a control-plane endpoint as the nodes dial it: the host
+// without case and the port as a number, so 10.0.0.1:6443 and
+// 10.0.0.1:06443, or API.example.com and api.example.com, are one.
+func endpointKey(ep string) string {
+	host, port, err := net.SplitHostPort(ep)
+	if err != nil {
+		return strings.ToLower(ep)
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		port = strconv.Itoa(n)
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		host = ip.String()
+	}
+	return strings.ToLower(host) + ":" + port
 }

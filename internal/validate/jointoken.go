@@ -12,6 +12,7 @@ import (
 func (c *checker) joinToken() {
 	jt := c.src.Cluster.JoinToken
 	if jt.SecretManager == nil {
+		c.noRenewal()
 		return
 	}
 	if v := jt.SecretManager.Version; v != "latest" {
@@ -40,6 +41,18 @@ func (c *checker) joinToken() {
 			"ttl %s is shorter than renewEvery %s + the longest provisioning time %s (%s) + %s margin = %s: a VM that reads the token just before a renewal could find it expired before it joins; set ttl: %q or more, or renew more often",
 			model.FormatDuration(r.TTL), model.FormatDuration(r.Period), model.FormatDuration(r.Provision), from, model.FormatDuration(model.JoinTokenMargin),
 			model.FormatDuration(r.MinTTL()), model.FormatDuration(r.MinTTL()))
+	}
+}
+
+// noRenewal refuses the renewal settings where nothing renews: with a
+// token in project metadata, the renewer is not rendered, so renewEvery
+// and ttl would be read by nothing.
+func (c *checker) noRenewal() {
+	base := sel("cluster", "joinToken")
+	for _, f := range []string{"renewEvery", "ttl"} {
+		if p := join(base, f); c.pos.Pos(p...) != c.pos.Pos(base...) {
+			c.at(p, "%s has no effect with metadataKey: nodegen renews only a token kept in Secret Manager (the renewer is not rendered for a metadata key); remove it, or use secretManager to have the token renewed", f)
+		}
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // nodeLifecycle checks the node garbage collector's grace period: a Node
-// that is NotReady for less is more often rebooting than gone.
+// that is NotReady for less is more often rebooting than stuck.
 func (c *checker) nodeLifecycle() {
 	p := sel("cluster", "nodeLifecycle", "notReadyGracePeriod")
 	v := c.src.Cluster.NodeLifecycle.NotReadyGracePeriod
@@ -16,6 +16,6 @@ func (c *checker) nodeLifecycle() {
 	case err != nil:
 		c.at(p, "%q is not a duration: %v", v, err)
 	case d < model.MinNotReadyGracePeriod:
-		c.at(p, "%s is shorter than %s: a node that is not Ready for less is more often rebooting than gone, and its VM is looked up in the Compute API on every run", v, model.MinNotReadyGracePeriod)
+		c.at(p, "%s is shorter than %s: a node that is not Ready for less is more often rebooting than stuck", v, model.MinNotReadyGracePeriod)
 	}
 }

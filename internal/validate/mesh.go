@@ -115,8 +115,10 @@ func MeshOf(f *model.Fleet, pos Positioner, broken func(cluster string) *source.
 		}
 	}
 
+	c.trust(m)
 	for _, name := range m.Names() {
 		c.gateway(f, name, base(name, "eastWestGateway"), broken)
+		c.reach(f, name, base(name, "eastWestGateway"))
 	}
 	return c.list.Sorted()
 }
@@ -131,8 +133,8 @@ func (c *checker) gateway(f *model.Fleet, name string, p []cue.Selector, broken 
 	}
 
 	svc := join(p, "service")
-	if gw.Service.LoadBalancerIP != "" && gw.Service.Type != "LoadBalancer" {
-		c.at(join(svc, "loadBalancerIP"), "loadBalancerIP applies to a Service of type LoadBalancer, and this one is %s: remove it or make the type \"LoadBalancer\"", gw.Service.Type)
+	if typ := gw.ServiceType(); gw.Service.LoadBalancerIP != "" && typ != model.ServiceLoadBalancer {
+		c.at(join(svc, "loadBalancerIP"), "loadBalancerIP applies to a Service of type LoadBalancer, and this one is %s: remove it or make the type \"LoadBalancer\"", typ)
 	}
 	for _, k := range model.SortedKeys(gw.Service.Annotations) {
 		if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
@@ -165,6 +167,7 @@ func (c *checker) gateway(f *model.Fleet, name string, p []cue.Selector, broken 
 		} else {
 			ports[k] = fmt.Sprintf("%q", ep.Name)
 		}
+		c.listener(ep, ip)
 		if owner, ok := names[ep.Name]; ok {
 			c.at(join(ip, "name"), "port name %q is already used by %s: Service port names must be unique", ep.Name, owner)
 		} else {

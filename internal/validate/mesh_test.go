@@ -9,6 +9,7 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/meshtest"
@@ -20,8 +21,11 @@ import (
 // its findings, file names relative to the source.
 func meshFindings(t *testing.T, files map[string]string) []string {
 	t.Helper()
+	if _, ok := files[reachFile]; !ok {
+		files[reachFile] = reach
+	}
 	dir := testsrc.CopyFleet(t, files)
-	_, err := validate.Load(dir)
+	_, err := build.Load(dir)
 	if err == nil {
 		return nil
 	}
@@ -35,6 +39,20 @@ func meshFindings(t *testing.T, files map[string]string) []string {
 	}
 	return out
 }
+
+// reach is what provides both gateways' addresses, in a file of its own
+// so that the rules' cases keep their positions: serve's internal load
+// balancer, a router for train.
+const (
+	reachFile = "reach.cue"
+	reach     = `mesh: clusters: {
+	serve: eastWestGateway: reachedThrough: internalLoadBalancer: {}
+	train: eastWestGateway: {address: "10.30.1.10", reachedThrough: router: {}}
+}
+mesh: clusters: train: eastWestGateway: extraPorts: [...{gateway: "apps/own-gateway"}]
+mesh: trust: pluginCA: {}
+`
+)
 
 const meshHead = `mesh: {
 	id: "acme-mesh"
@@ -78,7 +96,7 @@ func TestMeshRules(t *testing.T) {
 }`, []string{`mesh.cue:5:36: mesh.clusters.train.primary: no cluster "serv" in the mesh; did you mean "serve"?`}},
 		{"remote in multi-primary", `	model: "multi-primary"
 	clusters: {
-		serve: {role: "primary", network: "net-cloud", eastWestGateway: nodeGroup: "gateway"}
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10"}}
 		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
 	}
 }`, []string{`mesh.cue:6:17: mesh.clusters.train.role: a multi-primary mesh has no remotes`}},
@@ -86,7 +104,7 @@ func TestMeshRules(t *testing.T) {
 		serve: {role: "primary", network: "net-cloud", eastWestGateway: nodeGroup: "gateway"}
 		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
 	}
-}`, []string{`mesh.cue:4:50: mesh.clusters.serve.eastWestGateway: remotes "train" reach the istiod of "serve" through its east-west gateway: set address`}},
+}`, []string{`reach.cue:2:26: mesh.clusters.serve.eastWestGateway: remotes "train" reach the istiod of "serve" through its east-west gateway: set address`}},
 		{"gateway group missing", `	clusters: {
 		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gatewy", address: "10.20.1.10"}}
 		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"cuelang.org/go/cue"
@@ -15,14 +14,14 @@ import (
 // counts the autoscaler has a measured filesystem overhead for.
 var localSSDCounts = map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 16: true, 24: true}
 
-// noLocalSSDFamilies are machine families that cannot attach local SSDs.
-var noLocalSSDFamilies = []string{"e2-", "t2a-", "t2d-", "n4-", "c4-", "c4a-", "c4d-", "n4a-", "n4d-"}
-
 // nodeShape checks the group's capacity policy: Spot, the kubelet's
 // graceful shutdown, local SSDs and GPU sharing.
 func (c *checker) nodeShape(g *model.NodeGroup, base []cue.Selector) {
 	if _, ok := g.Labels[model.SpotLabel]; ok {
 		c.atKey(join(base, "labels", model.SpotLabel), "label %q is set by nodegen on Spot groups; remove it and set spot: true", model.SpotLabel)
+	}
+	if _, ok := g.Labels[model.PreemptibleLabel]; ok {
+		c.atKey(join(base, "labels", model.PreemptibleLabel), "label %q makes the autoscaler take the group's nodes for preemptible ones (its GCE price model reads it as it reads %s), and GKE's tooling too; nodegen marks Spot groups with %s: remove it and set spot: true for Spot VMs", model.PreemptibleLabel, model.SpotLabel, model.SpotLabel)
 	}
 	if _, ok := g.Labels[model.DevicePluginConfigLabel]; ok {
 		c.atKey(join(base, "labels", model.DevicePluginConfigLabel), "label %q is set by nodegen to select the group's device plugin config; remove it and set gpu.sharing", model.DevicePluginConfigLabel)
@@ -46,11 +45,8 @@ func (c *checker) nodeShape(g *model.NodeGroup, base []cue.Selector) {
 		p := join(base, "localSsdCount")
 		if !localSSDCounts[n] {
 			c.at(p, "%d local SSDs: GCE attaches 1 to 8, 16 or 24 (fewer on some machine types)", n)
-		}
-		for _, f := range noLocalSSDFamilies {
-			if strings.HasPrefix(g.MachineType, f) {
-				c.at(p, "machine type %s cannot attach local SSDs", g.MachineType)
-			}
+		} else {
+			c.localSSDForMachine(g, p)
 		}
 	}
 	if g.GPU != nil && g.GPU.Sharing != nil && !g.Cloud() {

@@ -34,16 +34,12 @@ type Positioner interface {
 	KeyPos(sels ...cue.Selector) token.Pos
 }
 
-// Load loads the source in dir and checks it completely: every problem
-// CUE finds, secrets in the files and in the resolved values (package
-// secrets), duplicate node groups in the files, and the Go
-// rules on every part of the source that decoded. Problems come back as
-// one sorted diag.List; only I/O errors are plain errors.
-func Load(dir string) (*source.Loaded, error) {
-	l, err := source.Open(dir)
-	if err != nil {
-		return nil, err
-	}
+// Loaded checks a loaded source completely: every problem CUE found
+// (l.Findings), secrets in the files and in the resolved values (package
+// secrets), duplicate node groups in the files, and the Go rules on every
+// part of the source that decoded. It returns the problems as one sorted
+// list (nil: the source is valid).
+func Loaded(l *source.Loaded) diag.List {
 	// A secret is the problem to report about the value that holds it,
 	// whatever else is wrong with that value.
 	secrets := secretscan.Source(l.Syntax, l.Value, l)
@@ -68,10 +64,7 @@ func Load(dir string) (*source.Loaded, error) {
 		list = append(list, Fleet(l)...)
 		list = append(list, Mesh(l)...)
 	}
-	if len(list) > 0 {
-		return nil, list.Sorted()
-	}
-	return l, nil
+	return list.Sorted()
 }
 
 type checker struct {
@@ -92,6 +85,7 @@ func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
 	if !broken.Cluster {
 		c.cluster()
 		c.region()
+		c.versions()
 	}
 	for _, g := range src.Groups() {
 		c.group(g)
@@ -243,6 +237,7 @@ func (c *checker) group(g *model.NodeGroup) {
 	c.locality(g, base)
 	c.reality(g, base)
 	c.nodeShape(g, base)
+	c.maxPods(g, base)
 }
 
 // kubeEnvSeparators are the characters kube-env splits its variables,

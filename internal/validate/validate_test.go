@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
-	"github.com/nodegen/nodegen/internal/validate"
 )
 
 // example copies the shipped example into a temporary directory, applies
@@ -56,7 +56,7 @@ func replace(old, new string) func(string) string {
 // parent.
 func findings(t *testing.T, dir string) []string {
 	t.Helper()
-	_, err := validate.Load(dir)
+	_, err := build.Load(dir)
 	if err == nil {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodetemplate"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -76,7 +77,7 @@ func capacity(g *model.NodeGroup, script *syntax.File, env *kubeEnv, gpu *gpuVal
 
 	// Pods: the template's pods capacity is extended_resources' pods, or
 	// the GCE provider's fixed 110.
-	tmplPods := int64(model.DefaultMaxPods)
+	tmplPods := int64(nodetemplate.TemplatePods)
 	if q, ok := templateQuantity(tmpl, "pods"); ok {
 		tmplPods = q
 	}

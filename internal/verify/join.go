@@ -21,22 +21,13 @@ const (
 	sampleToken          = "abcdef.0123456789abcdef"
 )
 
-// JoinConfiguration checks the JoinConfiguration a group's startup script
+// joinConfiguration checks the JoinConfiguration a group's startup script
 // carries: it is the one heredoc the script names, safe to substitute
 // (render.CheckJoinTemplate), and once filled in for a VM in each of the
 // group's zones it decodes strictly into kubeadm's v1beta4 types and
 // registers exactly the labels and taints of the source and of the
 // group's kube-env as the autoscaler reads it (startup taints aside), with
 // the instance's name, its providerID and the cluster's discovery.
-func JoinConfiguration(src *model.Source, g *model.NodeGroup, script, kubeEnv []byte, flagged []string) error {
-	f, err := parseScript(script)
-	if err != nil {
-		return fmt.Errorf("group %s: %w", g.Name, err)
-	}
-	return joinConfiguration(src, g, f, readKubeEnv(kubeEnv), flagged)
-}
-
-// joinConfiguration is JoinConfiguration on a parsed script.
 func joinConfiguration(src *model.Source, g *model.NodeGroup, script *syntax.File, env *kubeEnv, flagged []string) error {
 	doc, err := joinTemplateOf(script)
 	if err != nil {

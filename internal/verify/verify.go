@@ -28,6 +28,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/revision"
 )
 
 // All checks every rendered artifact. The node groups' artifacts are
@@ -46,6 +47,8 @@ func All(src *model.Source, files layout.Files) error {
 		g := cloud[i]
 		env := readKubeEnv(files[layout.KubeEnvPath(g.Name)])
 		if err := env.check(g, flagged); err != nil {
+			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
+		} else if err := revision.Check(src, g, files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)]); err != nil {
 			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
 		}
 		// The group's Terraform file, parsed here once for Capacity and
@@ -106,7 +109,8 @@ func readKubeEnv(data []byte) *kubeEnv {
 	return &kubeEnv{size: len(data), tmpl: t, err: err}
 }
 
-// check is KubeEnv.
+// check checks that a kube-env value fits in GCE metadata and that the
+// autoscaler reads from it exactly the group's labels and taints.
 func (e *kubeEnv) check(g *model.NodeGroup, flagged []string) error {
 	if e.size > layout.MetadataValueLimit {
 		return fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", e.size, layout.MetadataValueLimit)
@@ -120,19 +124,8 @@ func (e *kubeEnv) check(g *model.NodeGroup, flagged []string) error {
 // GroupError is a node group's artifact that failed verification.
 type GroupError = layout.GroupError
 
-// KubeEnv checks that a kube-env value fits in GCE metadata and that the
-// autoscaler reads from it exactly the group's labels and taints.
-func KubeEnv(g *model.NodeGroup, data []byte, flagged []string) error {
-	return readKubeEnv(data).check(g, flagged)
-}
-
-// Script checks that a startup script parses as bash and fits in GCE metadata.
-func Script(data []byte) error {
-	_, err := parseScript(data)
-	return err
-}
-
-// parseScript is Script, returning the parsed script.
+// parseScript parses a startup script as bash, after checking that it
+// fits in GCE metadata.
 func parseScript(data []byte) (*syntax.File, error) {
 	if len(data) > layout.MetadataValueLimit {
 		return nil, fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), layout.MetadataValueLimit)

@@ -50,18 +50,42 @@ resource "google_project_iam_member" "autoscaler_monitoring_metricwriter" {
 }
 
 # Exactly the Compute Engine permissions the Cluster Autoscaler's GCE provider
-# calls (and compute.instances.get for the node garbage collector); the list,
-# with the call behind each permission, is in docs/terraform.md.
+# calls (and compute.instances.get for the node garbage collector and the node
+# CSR approver), in two roles: those checked on a named MIG, template or
+# instance, bound with a condition naming this cluster's; and the read-only
+# ones checked on the project (lists, machine types, operations), which no
+# condition on resource names can narrow. The list, with the call behind each
+# permission, is in docs/terraform.md.
 resource "google_project_iam_custom_role" "autoscaler" {
   project     = local.project
   role_id     = "nodegen_hybrid_ai_autoscaler"
   title       = "nodegen Cluster Autoscaler of hybrid-ai"
-  description = "Resize the MIGs of cluster hybrid-ai and read what the Cluster Autoscaler needs to simulate them. Source: kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go."
-  permissions = ["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list", "compute.instanceGroupManagers.update", "compute.instanceTemplates.get", "compute.instances.get", "compute.instances.list", "compute.machineTypes.get", "compute.zoneOperations.get"]
+  description = "Resize the MIGs of cluster hybrid-ai and read their templates and instances (bound with a condition on their names). Source: kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go."
+  permissions = ["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.update", "compute.instanceTemplates.get", "compute.instances.get"]
 }
 
 resource "google_project_iam_member" "autoscaler_compute" {
   project = local.project
   role    = google_project_iam_custom_role.autoscaler.name
+  member  = "serviceAccount:${local.autoscaler_service_account_email}"
+
+  condition {
+    title       = "nodegen cluster hybrid-ai"
+    description = "Only the MIGs, instance templates and instances of cluster hybrid-ai."
+    expression  = "resource.name == \"projects/acme-hybrid-ai/zones/us-central1-a/instanceGroupManagers/hybrid-ai-cpu-burst-us-central1-a\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-b/instanceGroupManagers/hybrid-ai-cpu-burst-us-central1-b\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-a/instanceGroupManagers/hybrid-ai-gpu-t4-us-central1-a\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-b/instanceGroupManagers/hybrid-ai-gpu-t4-us-central1-b\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-a/instanceGroupManagers/hybrid-ai-spot-gpu-t4-us-central1-a\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-b/instanceGroupManagers/hybrid-ai-spot-gpu-t4-us-central1-b\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-c/instanceGroupManagers/hybrid-ai-spot-gpu-t4-us-central1-c\" || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-a/instances/hybrid-ai-autoscaler-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-a/instances/hybrid-ai-cpu-burst-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-b/instances/hybrid-ai-cpu-burst-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-a/instances/hybrid-ai-gpu-t4-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-b/instances/hybrid-ai-gpu-t4-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-a/instances/hybrid-ai-spot-gpu-t4-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-b/instances/hybrid-ai-spot-gpu-t4-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-c/instances/hybrid-ai-spot-gpu-t4-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/global/instanceTemplates/hybrid-ai-cpu-burst-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/global/instanceTemplates/hybrid-ai-gpu-t4-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/global/instanceTemplates/hybrid-ai-spot-gpu-t4-\")"
+  }
+}
+
+resource "google_project_iam_custom_role" "autoscaler_list" {
+  project     = local.project
+  role_id     = "nodegen_hybrid_ai_autoscaler_list"
+  title       = "nodegen Cluster Autoscaler of hybrid-ai: project reads"
+  description = "List MIGs and instances, read machine types and wait for operations: read-only calls checked on the project. Source: kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go."
+  permissions = ["compute.instanceGroupManagers.list", "compute.instances.list", "compute.machineTypes.get", "compute.zoneOperations.get"]
+}
+
+resource "google_project_iam_member" "autoscaler_compute_list" {
+  project = local.project
+  role    = google_project_iam_custom_role.autoscaler_list.name
   member  = "serviceAccount:${local.autoscaler_service_account_email}"
 }

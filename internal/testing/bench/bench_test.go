@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
@@ -60,15 +61,13 @@ func sourceDir(tb testing.TB, n int) string {
 	return dir
 }
 
-// load loads and validates a synthetic source, failing on any finding.
+// load loads and validates a synthetic source (build.Load), failing on
+// any finding.
 func load(tb testing.TB, n int) *source.Loaded {
 	tb.Helper()
-	l, err := source.Load(sourceDir(tb, n))
+	l, err := build.Load(sourceDir(tb, n))
 	if err != nil {
 		tb.Fatalf("loading %d groups: %v", n, err)
-	}
-	if list := validate.Source(l.Source, l); len(list) > 0 {
-		tb.Fatalf("%d groups: findings:\n%v", n, list)
 	}
 	return l
 }
@@ -110,11 +109,7 @@ func TestSynthetic(t *testing.T) {
 			if static != 1 || gpu != n/2 {
 				t.Errorf("%d gce-static and %d GPU groups, want 1 and %d", static, gpu, n/2)
 			}
-			files, err := render.All(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := verify.All(src, files); err != nil {
+			if _, err := build.Run(sourceDir(t, n), build.Options{}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -192,6 +187,20 @@ func BenchmarkLoad(b *testing.B) {
 		defer reportCPU(b)()
 		for b.Loop() {
 			if _, err := source.Load(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkRun measures the whole pipeline in memory (build.Run): load,
+// validate, render and verify.
+func BenchmarkRun(b *testing.B) {
+	forSizes(b, func(b *testing.B, n int) {
+		dir := sourceDir(b, n)
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, err := build.Run(dir, build.Options{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -343,12 +344,14 @@ func (e *env) testCollector(t *testing.T) {
 			log: "VM ZONE/NODE does not exist; deleted the Node"},
 		{name: "GoneFalsePastGraceCPUGroup", node: group("cpu-burst"), ready: corev1.ConditionFalse, ago: long, vm: 404, deleted: true, asked: true,
 			log: "VM ZONE/NODE does not exist; deleted the Node"},
-		{name: "GoneWithinGrace", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: short, vm: 404,
-			log: "within the grace period of"},
+		{name: "GoneJustNotReady", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: short, vm: 404, deleted: true, asked: true,
+			log: "VM ZONE/NODE does not exist; deleted the Node"},
 		{name: "GoneNoReadyConditionNewNode", node: group("gpu-l4"), vm: 404,
 			log: "Ready is missing since"},
 		{name: "VMExists", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: long, vm: 200, asked: true,
-			log: "but VM ZONE/NODE exists; kept"},
+			log: "past the grace period of 1200s, but VM ZONE/NODE exists; kept (stuck"},
+		{name: "VMExistsWithinGrace", node: group("cpu-burst"), ready: corev1.ConditionFalse, ago: short, vm: 200, asked: true,
+			log: "since TIME, but VM ZONE/NODE exists; kept"},
 		{name: "Ready", node: group("gpu-t4"), ready: corev1.ConditionTrue, ago: long, vm: 404},
 		{name: "ComputeError500", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: long, vm: 500, asked: true,
 			log: "the Compute API answered 500 for VM ZONE/NODE"},
@@ -435,7 +438,13 @@ func (e *env) testCollector(t *testing.T) {
 	asked := f.askedFor()
 	for _, n := range nodes {
 		t.Run(n.name, func(t *testing.T) {
-			wantLog := strings.NewReplacer("NODE", n.node, "ZONE", zone).Replace(n.log)
+			var at string
+			for _, c := range n.before.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					at = c.LastTransitionTime.UTC().Format(time.RFC3339)
+				}
+			}
+			wantLog := strings.NewReplacer("NODE", n.node, "ZONE", zone, "TIME", at).Replace(n.log)
 			if n.log != "" && !strings.Contains(out, "node "+n.node+": ") {
 				t.Errorf("no log line for node %s", n.node)
 			}
@@ -464,13 +473,63 @@ func (e *env) testCollector(t *testing.T) {
 			sameNode(t, "kept", e.node(t, n.node), want, false) // not even written
 		})
 	}
-	if strings.Count(out, "deleted the Node") != 2 {
-		t.Errorf("want exactly 2 deletions logged:\n%s", out)
+	if strings.Count(out, "deleted the Node") != 3 {
+		t.Errorf("want exactly 3 deletions logged:\n%s", out)
 	}
 	// The token never reaches the log.
 	if strings.Contains(out, f.token) {
 		t.Error("the access token is in the log")
 	}
+
+	t.Run("GoneWithinTwoMinutes", func(t *testing.T) {
+		// A NotReady Node whose VM exists is kept; once the Compute API
+		// answers 404 for it, the next pass deletes it. The next pass
+		// starts at most one period of the CronJob's schedule later, as
+		// the CronJob controller reads it (robfig/cron, which
+		// kubernetes/kubernetes pkg/controller/cronjob uses), or, with
+		// concurrencyPolicy Forbid, when a pass still running ends (at
+		// most activeDeadlineSeconds).
+		cj := e.cronJob.Spec
+		if cj.ConcurrencyPolicy != batchv1.ForbidConcurrent || cj.JobTemplate.Spec.ActiveDeadlineSeconds == nil {
+			t.Fatalf("the CronJob has concurrencyPolicy %q and activeDeadlineSeconds %v", cj.ConcurrencyPolicy, cj.JobTemplate.Spec.ActiveDeadlineSeconds)
+		}
+		sched, err := cron.ParseStandard(cj.Schedule)
+		if err != nil {
+			t.Fatalf("schedule %q: %v", cj.Schedule, err)
+		}
+		var period time.Duration
+		for at, i := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 0; i < 24*60; i++ {
+			next := sched.Next(at)
+			period = max(period, next.Sub(at))
+			at = next
+		}
+		active := time.Duration(*cj.JobTemplate.Spec.ActiveDeadlineSeconds) * time.Second
+
+		live := newFakeGCE(t, project)
+		node := e.newNode(t, "gpu-t4")
+		e.setReady(t, node, corev1.ConditionUnknown, time.Minute)
+		live.set(node, 200)
+		if _, out, _ := e.runGC(t, live, gc); !e.exists(t, node) || !strings.Contains(out, "node "+node+": ") {
+			t.Fatalf("node %s whose VM exists: exists %v\n%s", node, e.exists(t, node), out)
+		}
+		live.set(node, 404)
+		start := time.Now()
+		code, out, _ := e.runGC(t, live, gc)
+		pass := time.Since(start)
+		if code != 0 || e.exists(t, node) || !strings.Contains(out, "node "+node+": ") || !strings.Contains(out, "does not exist; deleted the Node") {
+			t.Fatalf("the pass after the 404: exit %d, node exists %v\n%s", code, e.exists(t, node), out)
+		}
+		worst := period + active
+		t.Logf("deleted by the next pass (%v); the next pass starts within %v of the 404, or after a running pass (at most %v): at most %v after the 404",
+			pass.Round(time.Millisecond), period, active, worst)
+		if pass > active {
+			t.Errorf("the pass took %v, longer than its activeDeadlineSeconds %v", pass, active)
+		}
+		if period+pass > 2*time.Minute || worst > 2*time.Minute {
+			t.Errorf("a NotReady Node whose VM is gone is deleted up to %v (schedule period %v + the pass, %v + a running pass of at most %v) after the 404, want at most 2m",
+				max(period+pass, worst), period, pass, active)
+		}
+	})
 
 	t.Run("NoAccessToken", func(t *testing.T) {
 		// Without a token nothing is looked up and nothing is deleted.

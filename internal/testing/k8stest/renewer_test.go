@@ -20,11 +20,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
-	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 
@@ -95,7 +95,7 @@ func TestJoinTokenRenewer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := validate.Load(dir)
+	l, err := build.Load(dir)
 	if err != nil {
 		t.Fatalf("the test source: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/istiotest"
 	"github.com/nodegen/nodegen/internal/testing/meshtest"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
@@ -70,6 +71,9 @@ func TestMeshOnAPIServer(t *testing.T) {
 			wantKinds := []string{"Gateway"}
 			if len(f.Mesh.RemotesOf(src.Cluster.Name)) > 0 {
 				wantKinds = append(wantKinds, "Gateway", "VirtualService")
+			}
+			if render.ExtraPortsGateway(&f.Mesh.Clusters[src.Cluster.Name].EastWestGateway, nil) != nil {
+				wantKinds = append(wantKinds, "Gateway") // the extra ports' servers
 			}
 			if !slices.Equal(kinds, wantKinds) {
 				t.Errorf("%s kinds %v, want %v", layout.MeshManifestsPath, kinds, wantKinds)

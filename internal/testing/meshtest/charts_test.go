@@ -219,8 +219,13 @@ func checkGateway(t *testing.T, r rendered, mc *model.MeshCluster) {
 	if svc.Labels[model.NetworkLabel] != mc.Network {
 		t.Errorf("gateway Service network label = %q, want %q", svc.Labels[model.NetworkLabel], mc.Network)
 	}
-	if string(svc.Spec.Type) != gw.Service.Type || svc.Spec.LoadBalancerIP != gw.Service.LoadBalancerIP {
-		t.Errorf("gateway Service type %s IP %q, want %s %q", svc.Spec.Type, svc.Spec.LoadBalancerIP, gw.Service.Type, gw.Service.LoadBalancerIP)
+	if string(svc.Spec.Type) != gw.ServiceType() || svc.Spec.LoadBalancerIP != gw.Service.LoadBalancerIP || !slices.Equal(svc.Spec.ExternalIPs, gw.ExternalIPs()) {
+		t.Errorf("gateway Service type %s IP %q externalIPs %v, want %s %q %v", svc.Spec.Type, svc.Spec.LoadBalancerIP, svc.Spec.ExternalIPs, gw.ServiceType(), gw.Service.LoadBalancerIP, gw.ExternalIPs())
+	}
+	// An internal load balancer's or a router's address is the Service's
+	// externalIPs entry; a load-balancer controller's Service has none.
+	if r := gw.ReachedThrough; r != nil && (r.InternalLoadBalancer != nil || r.Router != nil) && !slices.Equal(svc.Spec.ExternalIPs, []string{gw.Address}) {
+		t.Errorf("gateway Service externalIPs %v, want [%s]", svc.Spec.ExternalIPs, gw.Address)
 	}
 	for k, v := range gw.Service.Annotations {
 		if svc.Annotations[k] != v {

@@ -31,6 +31,7 @@ func Fleet() *model.Fleet {
 		NodeGroups: map[string]*model.NodeGroup{
 			PrimaryGateway: {
 				Name: PrimaryGateway, Kind: model.KindGCEStatic, Min: 2, Max: 2,
+				Zones:  []string{"us-central1-a", "us-central1-b"},
 				Labels: map[string]string{"example.com/role": "edge"},
 				Taints: []model.Taint{{Key: "example.com/edge", Value: "true", Effect: "NoSchedule"}},
 			},
@@ -67,20 +68,22 @@ func Fleet() *model.Fleet {
 					Role: model.MeshRolePrimary, Network: PrimaryNetwork,
 					EastWestGateway: model.EastWestGateway{
 						NodeGroup: PrimaryGateway, Replicas: 2, Address: PrimaryAddress,
-						Service: model.GatewayService{Type: "LoadBalancer", Annotations: map[string]string{}},
+						ReachedThrough: &model.GatewayReach{InternalLoadBalancer: &model.InternalLoadBalancer{}},
+						Service:        model.GatewayService{Annotations: map[string]string{}},
 					},
 				},
 				Remote: {
 					Role: model.MeshRoleRemote, Network: RemoteNetwork, Primary: Primary,
 					EastWestGateway: model.EastWestGateway{
 						NodeGroup: RemoteGateway, Replicas: 3,
+						ReachedThrough: &model.GatewayReach{LoadBalancerController: &model.LoadBalancerController{Name: "MetalLB"}},
 						Service: model.GatewayService{
-							Type: "LoadBalancer", LoadBalancerIP: RemoteLBAddress,
-							Annotations: map[string]string{"metallb.universe.tf/address-pool": "mesh"},
+							LoadBalancerIP: RemoteLBAddress,
+							Annotations:    map[string]string{"metallb.universe.tf/address-pool": "mesh"},
 						},
 						ExtraPorts: []model.GatewayPort{
-							{Name: "tcp-nats", Port: 4222, Protocol: "TCP"},
-							{Name: "grpc-results", Port: 8443, TargetPort: 9443, Protocol: "TCP"},
+							{Name: "tcp-nats", Port: 4222, Protocol: "TCP", Listener: &model.PortListener{Protocol: "TCP", Hosts: []string{"*"}}},
+							{Name: "grpc-results", Port: 8443, TargetPort: 9443, Protocol: "TCP", Listener: &model.PortListener{Protocol: "TLS", TLSMode: "PASSTHROUGH", Hosts: []string{"results.example.com"}}},
 						},
 					},
 				},
@@ -94,6 +97,7 @@ func Fleet() *model.Fleet {
 func MultiPrimary() *model.Fleet {
 	f := Fleet()
 	f.Mesh.Model = model.MeshMultiPrimary
+	f.Mesh.Trust = &model.MeshTrust{PluginCA: &struct{}{}}
 	r := f.Mesh.Clusters[Remote]
 	r.Role, r.Primary = model.MeshRolePrimary, ""
 	return f

@@ -13,8 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,8 +51,12 @@ type Options struct {
 	// timeouts), e.g. "NODEGEN_JOIN_DEADLINE=10". Run sets
 	// NODEGEN_RETRY_DELAY=0 and NODEGEN_HTTP_RETRY_DELAY=0 unless given.
 	Env []string
-	// StateDir and KubernetesDir reuse directories of an earlier run (a reboot).
-	StateDir, KubernetesDir string
+	// Hide leaves these commands off the script's PATH (a node image
+	// without them).
+	Hide []string
+	// StateDir, KubernetesDir and KubeletDir reuse directories of an
+	// earlier run (a reboot).
+	StateDir, KubernetesDir, KubeletDir string
 }
 
 // Fault actions.
@@ -80,6 +86,7 @@ type Result struct {
 	KubeadmCalls  []string // argv of every kubeadm call
 	StateDir      string
 	KubernetesDir string
+	KubeletDir    string
 	// Requests lists the paths the fakes served, in order.
 	Requests []string
 	// JoinConfigMode is the octal permission of the join configuration
@@ -192,17 +199,36 @@ func (f *fakes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.NotFound(w, r)
 }
 
-// stubKubeadm records each call; join copies the --config file (and its
-// permissions) and the kubelet patch from the patches directory it names,
-// which must be the one nodegen renders (the script puts it under
-// NODEGEN_STATE_DIR); it fails, then hangs, while countdowns last, and on
-// success writes kubelet.conf as a real join would.
+// stubKubeadm records each call. join refuses to run where kubelet.conf
+// exists (kubeadm's FileAvailable preflight check), copies the --config
+// file (and its permissions) and the kubelet patch from the patches
+// directory it names, which must be the one nodegen renders (the script
+// puts it under NODEGEN_STATE_DIR); it fails, then hangs, while countdowns
+// last, and on success writes what a real join leaves: the kubelet's
+// configuration and flags in NODEGEN_KUBELET_DIR, its client certificate
+// and key in NODEGEN_KUBELET_DIR/pki and kubelet.conf naming them. reset
+// deletes what kubeadm reset's cleanup-node phase deletes on a worker
+// (kubernetes/kubernetes cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go,
+// v1.37.2): the contents of the kubelet's directory (not the directory,
+// which may be a mount point), of KUBERNETES_DIR/manifests and /pki, and
+// the kubeconfig files.
 const stubKubeadm = `#!/usr/bin/env bash
 set -euo pipefail
 printf '%s\n' "$*" >>"${STUB_DIR}/calls"
+clean() {
+	case "$1" in
+	/dev/shm/nodegen-ssd-*) ;;
+	/ | /proc | /proc/* | /sys | /sys/* | /dev | /dev/*) echo "stub kubeadm: not cleaning $1" >&2; exit 64 ;;
+	esac
+	[[ ! -d "$1" ]] || find "$1" -mindepth 1 -delete
+}
 case "$1" in
 join)
 	[[ "$2" == --config ]] || { echo "stub kubeadm: want join --config FILE" >&2; exit 64; }
+	if [[ -e "${NODEGEN_KUBERNETES_DIR}/kubelet.conf" ]]; then
+		echo "stub kubeadm: [ERROR FileAvailable--etc-kubernetes-kubelet.conf]: ${NODEGEN_KUBERNETES_DIR}/kubelet.conf already exists" >&2
+		exit 1
+	fi
 	n=$(ls "${STUB_DIR}" | grep -c '^join-config-' || true)
 	cp "$3" "${STUB_DIR}/join-config-${n}.yaml"
 	stat -c %a "$3" >"${STUB_DIR}/join-config-mode"
@@ -221,10 +247,33 @@ join)
 		echo "stub kubeadm: waiting for the control plane" >&2
 		exec sleep 3600
 	fi
-	mkdir -p "${NODEGEN_KUBERNETES_DIR}"
-	echo "kubeconfig" >"${NODEGEN_KUBERNETES_DIR}/kubelet.conf"
+	mkdir -p "${NODEGEN_KUBERNETES_DIR}/pki" "${NODEGEN_KUBELET_DIR}/pki"
+	echo "ca" >"${NODEGEN_KUBERNETES_DIR}/pki/ca.crt"
+	echo "kind: KubeletConfiguration" >"${NODEGEN_KUBELET_DIR}/config.yaml"
+	echo "KUBELET_KUBEADM_ARGS=" >"${NODEGEN_KUBELET_DIR}/kubeadm-flags.env"
+	cp "${STUB_DIR}/kubelet-client.pem" "${NODEGEN_KUBELET_DIR}/pki/kubelet-client-current.pem"
+	cat >"${NODEGEN_KUBERNETES_DIR}/kubelet.conf" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    server: https://control-plane.invalid:6443
+  name: default-cluster
+users:
+- name: default-auth
+  user:
+    client-certificate: ${NODEGEN_KUBELET_DIR}/pki/kubelet-client-current.pem
+    client-key: ${NODEGEN_KUBELET_DIR}/pki/kubelet-client-current.pem
+EOF
 	;;
-reset) ;;
+reset)
+	clean "${NODEGEN_KUBELET_DIR}"
+	clean "${NODEGEN_KUBERNETES_DIR}/manifests"
+	clean "${NODEGEN_KUBERNETES_DIR}/pki"
+	for f in admin.conf kubelet.conf bootstrap-kubelet.conf controller-manager.conf scheduler.conf; do
+		rm -rf "${NODEGEN_KUBERNETES_DIR:?}/${f}"
+	done
+	;;
 *) echo "stub kubeadm: unexpected call: $*" >&2; exit 64 ;;
 esac
 `
@@ -264,12 +313,18 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 			t.Fatal(err)
 		}
 	}
-	stateDir, kubeDir := opt.StateDir, opt.KubernetesDir
+	if err := os.WriteFile(filepath.Join(stub, "kubelet-client.pem"), KubeletClientPEM(t, vm.Instance, time.Now().Add(365*24*time.Hour)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stateDir, kubeDir, kubeletDir := opt.StateDir, opt.KubernetesDir, opt.KubeletDir
 	if stateDir == "" {
 		stateDir = filepath.Join(tmp, "var-lib-nodegen")
 	}
 	if kubeDir == "" {
 		kubeDir = filepath.Join(tmp, "etc-kubernetes")
+	}
+	if kubeletDir == "" {
+		kubeletDir = filepath.Join(tmp, "var-lib-kubelet")
 	}
 	scriptPath := filepath.Join(tmp, "startup-script.sh")
 	if err := os.WriteFile(scriptPath, script, 0o755); err != nil {
@@ -277,13 +332,14 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	}
 	cmd := exec.Command("bash", scriptPath)
 	cmd.Env = []string{
-		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PATH=" + bin + string(os.PathListSeparator) + pathWithout(t, filepath.Join(tmp, "path"), opt.Hide),
 		"HOME=" + tmp,
 		"STUB_DIR=" + stub,
 		"NODEGEN_METADATA_URL=" + srv.URL + "/computeMetadata/v1",
 		"NODEGEN_SECRET_MANAGER_URL=" + srv.URL + "/v1",
 		"NODEGEN_KUBERNETES_DIR=" + kubeDir,
 		"NODEGEN_STATE_DIR=" + stateDir,
+		"NODEGEN_KUBELET_DIR=" + kubeletDir,
 		"NODEGEN_RETRY_DELAY=0",
 		"NODEGEN_HTTP_RETRY_DELAY=0",
 	}
@@ -295,7 +351,7 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
 	err := cmd.Run()
-	res := Result{Stderr: stderr.String(), StateDir: stateDir, KubernetesDir: kubeDir, Elapsed: time.Since(start)}
+	res := Result{Stderr: stderr.String(), StateDir: stateDir, KubernetesDir: kubeDir, KubeletDir: kubeletDir, Elapsed: time.Since(start)}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
@@ -328,4 +384,55 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	res.Requests = append(res.Requests, f.requests...)
 	f.mu.Unlock()
 	return res
+}
+
+// pathWithout returns this process's PATH, or, when hide names commands, a
+// PATH of one directory dir holding links to every command of this PATH
+// except those.
+func pathWithout(t testing.TB, dir string, hide []string) string {
+	t.Helper()
+	if len(hide) == 0 {
+		return os.Getenv("PATH")
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			link := filepath.Join(dir, e.Name())
+			if slices.Contains(hide, e.Name()) {
+				continue
+			}
+			if _, err := os.Lstat(link); err == nil {
+				continue // an earlier PATH entry wins
+			}
+			if err := os.Symlink(filepath.Join(d, e.Name()), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// OtherFilesystemDir returns a new directory, removed after the test, on a
+// filesystem other than that of t.TempDir(): it stands in for a local SSD
+// mounted over the kubelet's or containerd's directory. It uses /dev/shm
+// (a tmpfs) and skips the test where that is missing or on the same
+// filesystem.
+func OtherFilesystemDir(t testing.TB) string {
+	t.Helper()
+	var tmp, shm syscall.Stat_t
+	if syscall.Stat(t.TempDir(), &tmp) != nil || syscall.Stat("/dev/shm", &shm) != nil || tmp.Dev == shm.Dev {
+		t.Skip("no /dev/shm on a filesystem other than the temporary directory's")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "nodegen-ssd-")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }

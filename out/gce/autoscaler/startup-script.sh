@@ -5,7 +5,10 @@
 # VM to the cluster with kubeadm, registering the group's labels and taints
 # (the same ones its kube-env declares to the Cluster Autoscaler). GCE runs
 # it at every boot; it joins once, and on later boots only logs that this
-# node is already joined.
+# node is already joined. A half-joined node (kubelet.conf left but the
+# kubelet's credentials or configuration lost, as when local SSDs lose
+# their data) is reset with kubeadm reset and joins again, within the
+# same deadline.
 #
 # nodegen rendered the JoinConfiguration below whole; only this VM's name,
 # its zone and the join token are substituted here, each after a strict
@@ -56,6 +59,8 @@ HTTP_TIMEOUT="${NODEGEN_HTTP_TIMEOUT:-10}"
 # How long Secret Manager's 403 is taken for an IAM binding that has not
 # propagated yet (Google documents up to 7 minutes) rather than a refusal.
 IAM_PROPAGATION_WINDOW="${NODEGEN_IAM_PROPAGATION_WINDOW:-420}"
+
+KUBELET_DIR="${NODEGEN_KUBELET_DIR:-/var/lib/kubelet}"
 
 readonly STARTED="${EPOCHSECONDS}"
 CONFIG_FILE="${STATE_DIR}/join-configuration.yaml"
@@ -114,9 +119,11 @@ curl_error() {
 # fetch WHAT URL [ACCESS_TOKEN] prints the body of a GET of URL: from the
 # metadata server, or with ACCESS_TOKEN from Secret Manager. It retries
 # every transient failure until the deadline: DNS, refused, reset and
-# dropped connections, timeouts, HTTP 429 and 5xx, and Secret Manager's
-# 403 for IAM_PROPAGATION_WINDOW seconds. When it gives up it logs why
-# (without ERROR: the caller's die names what failed) and fails.
+# dropped connections, timeouts, HTTP 429 and 5xx, Secret Manager's 403
+# for IAM_PROPAGATION_WINDOW seconds, and Secret Manager's 404, which is
+# what a secret without a version answers (on day 0, the VM may boot
+# before the first token is added). When it gives up it logs why (without
+# ERROR: the caller's die names what failed) and fails.
 fetch() {
 	local what="$1" url="$2" access_token="${3:-}"
 	local attempt=0 delay="${HTTP_RETRY_DELAY}" first_403="" remaining response rc status reason
@@ -162,6 +169,13 @@ fetch() {
 				fi
 				reason="HTTP 403, perhaps an IAM binding not propagated yet"
 				;;
+			404)
+				if [[ -z "${access_token}" ]]; then
+					log "${what}: HTTP 404; not retried"
+					return 1
+				fi
+				reason="HTTP 404: the secret has no version yet (waiting for the first join token) or does not exist"
+				;;
 			*)
 				log "${what}: HTTP ${status}; not retried"
 				return 1
@@ -182,6 +196,97 @@ json_string() {
 	tr -d '\n' | sed -n 's/.*"'"$1"'"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p'
 }
 
+# kubeconfig_value KEY FILE prints the first value of KEY in the kubeconfig
+# FILE, without quotes. kubeadm and the kubelet write kubelet.conf in block
+# style, one key a line.
+kubeconfig_value() {
+	sed -n "s/^[[:space:]]*$1:[[:space:]]*[\"']\{0,1\}\([^\"']*\)[\"']\{0,1\}[[:space:]]*\$/\1/p" -- "$2" | head -n 1
+}
+
+# kubelet_can_start succeeds when what kubeadm join left on this node still
+# lets the kubelet start: kubelet.conf names a client certificate and key
+# (files, relative to kubelet.conf's directory as the kubelet reads them,
+# or inline data) that exist, parse, have not expired and belong together,
+# and the kubelet's configuration and flags kubeadm wrote (config.yaml and
+# kubeadm-flags.env in KUBELET_DIR) exist. With local SSDs KUBELET_DIR is on
+# them while kubelet.conf is on the boot disk: after the SSDs' data is lost
+# only kubelet.conf is left. Otherwise it sets JOIN_PROBLEM to what is wrong
+# and fails.
+kubelet_can_start() {
+	local conf="${KUBERNETES_DIR}/kubelet.conf" f kind path data cert="" key="" cert_at key_at
+	JOIN_PROBLEM=""
+	for f in config.yaml kubeadm-flags.env; do
+		if [[ ! -s "${KUBELET_DIR}/${f}" ]]; then
+			JOIN_PROBLEM="${KUBELET_DIR}/${f}, which kubeadm join writes, is missing or empty"
+			return 1
+		fi
+	done
+	for kind in certificate key; do
+		path="$(kubeconfig_value "client-${kind}" "${conf}")"
+		if [[ -n "${path}" ]]; then
+			[[ "${path}" == /* ]] || path="$(dirname -- "${conf}")/${path}"
+			if [[ ! -s "${path}" ]] || ! data="$(cat -- "${path}")"; then
+				JOIN_PROBLEM="the kubelet's client ${kind} ${path}, named in ${conf}, is missing or empty"
+				return 1
+			fi
+		elif data="$(kubeconfig_value "client-${kind}-data" "${conf}")" && [[ -n "${data}" ]]; then
+			path="${conf} (client-${kind}-data)"
+			if ! data="$(printf '%s' "${data}" | base64 -d 2>/dev/null)"; then
+				JOIN_PROBLEM="the kubelet's client ${kind} in ${path} is not base64"
+				return 1
+			fi
+		else
+			JOIN_PROBLEM="${conf} names no client ${kind}"
+			return 1
+		fi
+		if [[ "${kind}" == certificate ]]; then
+			cert="${data}" cert_at="${path}"
+		else
+			key="${data}" key_at="${path}"
+		fi
+	done
+	if ! command -v openssl >/dev/null; then
+		log "openssl is not installed: the kubelet's client certificate and key are present but not checked"
+		return 0
+	fi
+	if ! openssl x509 -noout <<<"${cert}" 2>/dev/null; then
+		JOIN_PROBLEM="the kubelet's client certificate ${cert_at} is not a certificate"
+		return 1
+	fi
+	if ! openssl x509 -noout -checkend 0 <<<"${cert}" >/dev/null 2>&1; then
+		JOIN_PROBLEM="the kubelet's client certificate ${cert_at} has expired"
+		return 1
+	fi
+	if [[ "$(openssl pkey -pubout <<<"${key}" 2>/dev/null)" != "$(openssl x509 -noout -pubkey <<<"${cert}" 2>/dev/null)" ]]; then
+		JOIN_PROBLEM="the kubelet's client key ${key_at} is not the key of its certificate ${cert_at}"
+		return 1
+	fi
+}
+
+# rejoin_after_reset undoes a join that left this node half-joined
+# (kubelet_can_start failed), with kubeadm reset: it stops the kubelet and
+# removes what kubeadm join wrote and will write again (kubelet.conf, the
+# contents of KUBELET_DIR and of KUBERNETES_DIR/pki), nothing else. The
+# join that follows runs within the same deadline and registers the same
+# labels and taints; it reuses the Node object of this name if it is still
+# there, whose startup taint the taint remover adds back until the GPUs
+# are validated again. Refuses a node kubeadm set up as a control plane.
+rejoin_after_reset() {
+	log "half-joined: ${JOIN_PROBLEM}; the kubelet cannot start with it"
+	if [[ -e "${KUBERNETES_DIR}/admin.conf" || -e "${KUBERNETES_DIR}/super-admin.conf" ]] ||
+		[[ -n "$(ls -A -- "${KUBERNETES_DIR}/manifests" 2>/dev/null)" ]]; then
+		die "rejoin: ${KUBERNETES_DIR} holds a control plane's files (admin.conf or static pod manifests); not resetting it"
+	fi
+	local remaining
+	remaining="$(left)"
+	((remaining > 0)) || die "rejoin: the deadline (${JOIN_DEADLINE}s) passed before kubeadm reset could run"
+	log "resetting with kubeadm reset to join again"
+	timeout --kill-after=10 $((remaining < 60 ? remaining : 60)) kubeadm reset --force >&2 ||
+		die "rejoin: kubeadm reset failed; the node stays half-joined"
+	[[ ! -e "${KUBERNETES_DIR}/kubelet.conf" ]] ||
+		die "rejoin: kubeadm reset left ${KUBERNETES_DIR}/kubelet.conf in place"
+}
+
 # join_configuration_template prints the JoinConfiguration nodegen rendered,
 # with the placeholders for this VM's name, zone and the token.
 join_configuration_template() {
@@ -197,7 +302,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=12ab80b38e7b,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
@@ -228,6 +333,39 @@ join_configuration() {
 	printf '%s\n' "${config}"
 }
 
+# read_token reads the join token into the caller's variable token (each
+# kubeadm join attempt reads it again: a token added while this VM waits,
+# the first one on day 0 or one that replaces a lapsed token, is used
+# without a reboot). It fails with the reason in token_error.
+token_error=""
+read_token() {
+	local value
+	local access_token secret_json
+	access_token="$(fetch 'metadata service account token' "${METADATA_URL}/instance/service-accounts/default/token" | json_string access_token)" || {
+		token_error="metadata: could not get an access token for the VM's service account"
+		return 1
+	}
+	if [[ -z "${access_token}" ]]; then
+		token_error="metadata: the metadata server gave no access token for the VM's service account"
+		return 1
+	fi
+	log "reading the join token from Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION})"
+	secret_json="$(fetch "secret access ${TOKEN_SECRET}" "${SECRET_MANAGER_URL}/projects/${PROJECT_ID}/secrets/${TOKEN_SECRET}/versions/${TOKEN_SECRET_VERSION}:access" "${access_token}")" || {
+		token_error="secret access: could not read Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION}); has the first join token been added? (the day-0 steps: docs/day0.md in nodegen's output)"
+		return 1
+	}
+	value="$(printf '%s' "${secret_json}" | json_string data | base64 -d)" || {
+		token_error="token: the payload of secret ${TOKEN_SECRET} is not base64"
+		return 1
+	}
+	value="${value%$'\n'}"
+	if [[ ! "${value}" =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]]; then
+		token_error="token: the join token read at boot is not a kubeadm bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})"
+		return 1
+	fi
+	token="${value}"
+}
+
 main() {
 	# The join configuration holds the token: remove one a crash or a power
 	# loss left behind, and the one this run writes when it exits.
@@ -240,11 +378,14 @@ main() {
 	# Pods of this group, the autoscaler's, call Google APIs as the VM: the
 	# metadata server is left open to them.
 
-	if [[ -f "${KUBERNETES_DIR}/kubelet.conf" ]]; then
-		log "already joined (${KUBERNETES_DIR}/kubelet.conf exists); nothing to do"
-		return 0
+	if [[ -e "${KUBERNETES_DIR}/kubelet.conf" ]]; then
+		if kubelet_can_start; then
+			log "already joined (${KUBERNETES_DIR}/kubelet.conf and the kubelet's credentials and configuration are usable); nothing to do"
+			return 0
+		fi
+		rejoin_after_reset
 	fi
-	log "joining; giving up ${JOIN_DEADLINE}s from now"
+	log "joining; giving up ${JOIN_DEADLINE}s from the start"
 
 	log "reading this VM's identity from the metadata server"
 	local instance zone project token
@@ -260,18 +401,8 @@ main() {
 	[[ "${zone%-*}" == "${REGION}" ]] || die "metadata: zone ${zone} is not in region ${REGION}, the region this script was rendered for"
 	[[ "${project}" == "${PROJECT_ID}" ]] || die "metadata: project ${project} is not ${PROJECT_ID}, the project this script was rendered for"
 	log "instance ${instance} in ${zone}, project ${project}"
-	local access_token secret_json
-	access_token="$(fetch 'metadata service account token' "${METADATA_URL}/instance/service-accounts/default/token" | json_string access_token)" ||
-		die "metadata: could not get an access token for the VM's service account"
-	[[ -n "${access_token}" ]] || die "metadata: the metadata server gave no access token for the VM's service account"
-	log "reading the join token from Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION})"
-	secret_json="$(fetch "secret access ${TOKEN_SECRET}" "${SECRET_MANAGER_URL}/projects/${PROJECT_ID}/secrets/${TOKEN_SECRET}/versions/${TOKEN_SECRET_VERSION}:access" "${access_token}")" ||
-		die "secret access: could not read Secret Manager secret ${TOKEN_SECRET} (version ${TOKEN_SECRET_VERSION})"
-	token="$(printf '%s' "${secret_json}" | json_string data | base64 -d)" ||
-		die "token: the payload of secret ${TOKEN_SECRET} is not base64"
-	token="${token%$'\n'}"
-	[[ "${token}" =~ ^[a-z0-9]{6}\.[a-z0-9]{16}$ ]] || die "token: the join token read at boot is not a kubeadm bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})"
 
+	read_token || die "${token_error}"
 	mkdir -p "${STATE_DIR}/patches"
 	join_configuration "${instance}" "${zone}" "${token}" >"${CONFIG_FILE}" ||
 		die "join: a placeholder is left in the join configuration"
@@ -290,9 +421,20 @@ kubeReserved:
 maxPods: 110
 NODEGEN_KUBELET_PATCH
 
-	local attempt=0 delay="${RETRY_DELAY}" remaining rc
+	local attempt=0 delay="${RETRY_DELAY}" remaining rc previous
 	while true; do
 		attempt=$((attempt + 1))
+		if ((attempt > 1)); then
+			# A token that failed may have expired (renewal lapsed) or be
+			# replaced by now: read the newest again.
+			previous="${token}"
+			read_token || die "${token_error}"
+			if [[ "${token}" != "${previous}" ]]; then
+				log "the join token changed since the last attempt; joining with the new one"
+			fi
+			join_configuration "${instance}" "${zone}" "${token}" >"${CONFIG_FILE}" ||
+				die "join: a placeholder is left in the join configuration"
+		fi
 		remaining="$(left)"
 		((remaining > 0)) || die "join: the deadline (${JOIN_DEADLINE}s) passed before kubeadm join could run; giving up before the autoscaler deletes this VM"
 		log "kubeadm join ${API_SERVER_ENDPOINT}, attempt ${attempt}, ${remaining}s left"

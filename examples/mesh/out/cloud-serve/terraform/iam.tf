@@ -50,18 +50,42 @@ resource "google_project_iam_member" "autoscaler_monitoring_metricwriter" {
 }
 
 # Exactly the Compute Engine permissions the Cluster Autoscaler's GCE provider
-# calls (and compute.instances.get for the node garbage collector); the list,
-# with the call behind each permission, is in docs/terraform.md.
+# calls (and compute.instances.get for the node garbage collector and the node
+# CSR approver), in two roles: those checked on a named MIG, template or
+# instance, bound with a condition naming this cluster's; and the read-only
+# ones checked on the project (lists, machine types, operations), which no
+# condition on resource names can narrow. The list, with the call behind each
+# permission, is in docs/terraform.md.
 resource "google_project_iam_custom_role" "autoscaler" {
   project     = local.project
   role_id     = "nodegen_cloud_serve_autoscaler"
   title       = "nodegen Cluster Autoscaler of cloud-serve"
-  description = "Resize the MIGs of cluster cloud-serve and read what the Cluster Autoscaler needs to simulate them. Source: kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go."
-  permissions = ["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list", "compute.instanceGroupManagers.update", "compute.instanceTemplates.get", "compute.instances.get", "compute.instances.list", "compute.machineTypes.get", "compute.zoneOperations.get"]
+  description = "Resize the MIGs of cluster cloud-serve and read their templates and instances (bound with a condition on their names). Source: kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go."
+  permissions = ["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.update", "compute.instanceTemplates.get", "compute.instances.get"]
 }
 
 resource "google_project_iam_member" "autoscaler_compute" {
   project = local.project
   role    = google_project_iam_custom_role.autoscaler.name
+  member  = "serviceAccount:${local.autoscaler_service_account_email}"
+
+  condition {
+    title       = "nodegen cluster cloud-serve"
+    description = "Only the MIGs, instance templates and instances of cluster cloud-serve."
+    expression  = "resource.name == \"projects/acme-hybrid-ai/zones/us-central1-a/instanceGroupManagers/cloud-serve-cpu-serve-us-central1-a\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-b/instanceGroupManagers/cloud-serve-cpu-serve-us-central1-b\" || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-a/instances/cloud-serve-autoscaler-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-a/instances/cloud-serve-cpu-serve-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-b/instances/cloud-serve-cpu-serve-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-a/instances/cloud-serve-gateway-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/zones/us-central1-b/instances/cloud-serve-gateway-\") || resource.name.startsWith(\"projects/acme-hybrid-ai/global/instanceTemplates/cloud-serve-cpu-serve-\")"
+  }
+}
+
+resource "google_project_iam_custom_role" "autoscaler_list" {
+  project     = local.project
+  role_id     = "nodegen_cloud_serve_autoscaler_list"
+  title       = "nodegen Cluster Autoscaler of cloud-serve: project reads"
+  description = "List MIGs and instances, read machine types and wait for operations: read-only calls checked on the project. Source: kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go."
+  permissions = ["compute.instanceGroupManagers.list", "compute.instances.list", "compute.machineTypes.get", "compute.zoneOperations.get"]
+}
+
+resource "google_project_iam_member" "autoscaler_compute_list" {
+  project = local.project
+  role    = google_project_iam_custom_role.autoscaler_list.name
   member  = "serviceAccount:${local.autoscaler_service_account_email}"
 }

@@ -15,6 +15,15 @@ resource "google_secret_manager_secret" "join_token" {
   }
 }
 
+# The token renewer may add, list and disable versions, never destroy one.
+resource "google_project_iam_custom_role" "join_token_renewer" {
+  project     = local.project
+  role_id     = "nodegen_onprem_gpu_join_token_renewer"
+  title       = "nodegen join-token renewer of onprem-gpu"
+  description = "Add, list and disable versions of the join token secret; no destroy."
+  permissions = ["secretmanager.versions.add", "secretmanager.versions.disable", "secretmanager.versions.list"]
+}
+
 resource "google_secret_manager_secret_iam_member" "join_token_nodes_read" {
   project   = local.project
   secret_id = google_secret_manager_secret.join_token.secret_id
@@ -32,6 +41,6 @@ resource "google_secret_manager_secret_iam_member" "join_token_autoscaler_read" 
 resource "google_secret_manager_secret_iam_member" "join_token_autoscaler_renew" {
   project   = local.project
   secret_id = google_secret_manager_secret.join_token.secret_id
-  role      = "roles/secretmanager.secretVersionManager"
+  role      = google_project_iam_custom_role.join_token_renewer.name
   member    = "serviceAccount:${local.autoscaler_service_account_email}"
 }

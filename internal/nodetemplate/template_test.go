@@ -1,4 +1,4 @@
-package explain_test
+package nodetemplate_test
 
 import (
 	"maps"
@@ -6,8 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodetemplate"
+	"github.com/nodegen/nodegen/internal/revision"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -35,7 +37,7 @@ func TestKernelReserved(t *testing.T) {
 		{16 * gib, "windows", "windows_ltsc", "amd64", 0},
 	}
 	for _, c := range cases {
-		if got := explain.KernelReserved(c.mem, c.os, c.distribution, c.arch); got != c.want {
+		if got := nodetemplate.KernelReserved(c.mem, c.os, c.distribution, c.arch); got != c.want {
 			t.Errorf("KernelReserved(%d, %s, %s, %s) = %d, want %d", c.mem, c.os, c.distribution, c.arch, got, c.want)
 		}
 	}
@@ -45,12 +47,12 @@ func TestOSReservedEphemeralStorage(t *testing.T) {
 	const gib = 1 << 30
 	// 200Gi = 214748364800 B on ubuntu: ceil(0.03083 × disk) = 6620692087,
 	// ceil(0.171Gi) = 183609852, buffer min(100Mi, ceil(0.001 × disk)) = 104857600.
-	if got, want := explain.OSReservedEphemeralStorage(200*gib, "ubuntu", "amd64"), int64(6620692087+183609852+104857600); got != want {
+	if got, want := nodetemplate.OSReservedEphemeralStorage(200*gib, "ubuntu", "amd64"), int64(6620692087+183609852+104857600); got != want {
 		t.Errorf("ubuntu 200Gi: %d, want %d", got, want)
 	}
 	// 50Gi = 53687091200 B on cos: ceil(0.015635 × disk) = 839397671 (839397670.912),
 	// ceil(4.148Gi) = 4453881086 (4453881085.952), buffer ceil(53687091.2) = 53687092.
-	if got, want := explain.OSReservedEphemeralStorage(50*gib, "cos", "amd64"), int64(839397671+4453881086+53687092); got != want {
+	if got, want := nodetemplate.OSReservedEphemeralStorage(50*gib, "cos", "amd64"), int64(839397671+4453881086+53687092); got != want {
 		t.Errorf("cos 50Gi: %d, want %d", got, want)
 	}
 }
@@ -59,11 +61,16 @@ func TestOSReservedEphemeralStorage(t *testing.T) {
 func TestTemplateNodeGPU(t *testing.T) {
 	src, files := testsrc.Example(t)
 	g := src.NodeGroups["gpu-t4"]
-	n, err := explain.TemplateNode(&src.Cluster, g, "us-central1-b", files[layout.KubeEnvPath(g.Name)], src.ExtraStartupTaints())
+	n, err := nodetemplate.TemplateNode(&src.Cluster, g, "us-central1-b", files[layout.KubeEnvPath(g.Name)], src.ExtraStartupTaints())
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantLabels := maps.Clone(g.NodeLabels)
+	rev, err := revision.Of(src, g, files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels[model.RevisionLabel] = rev
 	for k, v := range map[string]string{
 		"kubernetes.io/arch":               "amd64",
 		"kubernetes.io/os":                 "linux",
@@ -122,7 +129,7 @@ func TestAllocatableDefaults(t *testing.T) {
 	src, _ := testsrc.Example(t)
 	g := src.NodeGroups["cpu-burst"]
 	env := []byte("AUTOSCALER_ENV_VARS: os=linux;os_distribution=ubuntu;arch=amd64;node_labels=a=b\n")
-	n, err := explain.TemplateNode(&src.Cluster, g, "us-central1-a", env, nil)
+	n, err := nodetemplate.TemplateNode(&src.Cluster, g, "us-central1-a", env, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +140,7 @@ func TestAllocatableDefaults(t *testing.T) {
 		}
 	}
 	env = []byte("AUTOSCALER_ENV_VARS: os=linux;os_distribution=ubuntu;arch=amd64;node_labels=a=b;kube_reserved=cpu=1\n")
-	n, err = explain.TemplateNode(&src.Cluster, g, "us-central1-a", env, nil)
+	n, err = nodetemplate.TemplateNode(&src.Cluster, g, "us-central1-a", env, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

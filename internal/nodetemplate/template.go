@@ -1,4 +1,9 @@
-package explain
+// Package nodetemplate is the Cluster Autoscaler's view of a node group:
+// the node it simulates when it scales a group up from zero, built from the
+// group's kube-env as the autoscaler's GCE provider reads it, and the
+// capacity facts it derives (machine shape, kernel and OS reservations,
+// local SSD storage, allocatable).
+package nodetemplate
 
 import (
 	"fmt"
@@ -20,8 +25,10 @@ const (
 	mib = 1024 * kib
 	gib = 1024 * mib
 
-	// defaultPods is the pod capacity of a GCE template node.
-	defaultPods = 110
+	// TemplatePods is the pods capacity the GCE provider gives every
+	// template node (cloudprovider/gce/templates.go: BuildCapacity), before
+	// kube-env extended_resources override it.
+	TemplatePods = 110
 	// KubeProxyMilliCPU is the CPU request of the static kube-proxy pod
 	// the autoscaler puts on every GCE template node
 	// (cloudprovider/utils.go: BuildKubeProxy, KubeProxyCpuRequestMillis).
@@ -68,7 +75,7 @@ func TemplateNode(c *model.Cluster, g *model.NodeGroup, zone string, kubeEnv []b
 		return nil, err
 	}
 	capacity := corev1.ResourceList{
-		corev1.ResourcePods:   *resource.NewQuantity(defaultPods, resource.DecimalSI),
+		corev1.ResourcePods:   *resource.NewQuantity(TemplatePods, resource.DecimalSI),
 		corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(mem-KernelReserved(mem, t.OS, t.OSDistribution, t.Arch), resource.DecimalSI),
 	}

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/secrets"
+)
+
+// clusterFlag is --cluster: the clusters of a fleet source a command works
+// on (repeatable, or a comma list); all of them when not given.
+func clusterFlag(f *ioFlags) cli.Flag {
+	return &cli.StringSliceFlag{Name: "cluster", Usage: "work on the cluster `NAME` only (repeatable or a comma list; default: every cluster of the source)", Destination: &f.Clusters}
+}
+
+// runPipeline runs the pipeline (build.Run) on the source of f
+// for the clusters --cluster selects. Findings are printed to s.err and
+// reported as errFindings; a --cluster that names no cluster is a usage
+// error.
+func runPipeline(s *streams, f *ioFlags) (*build.Result, error) {
+	if err := sourceDirExists(f.Source); err != nil {
+		return nil, err
+	}
+	r, err := build.Run(f.Source, build.Options{Clusters: f.Clusters.Value()})
+	var list diag.List
+	var ce *build.ClusterError
+	switch {
+	case errors.As(err, &list):
+		return nil, printFindings(s, list)
+	case errors.As(err, &ce):
+		return nil, usageError{ce}
+	}
+	return r, err
+}
+
+// oneCluster is the single cluster a command that reads one cluster's
+// world (explain, drift) works on: the source's, or in a fleet the one
+// --cluster names.
+func oneCluster(s *streams, f *ioFlags, cmd string) (*model.Source, layout.Files, error) {
+	r, err := runPipeline(s, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(r.Clusters) != 1 {
+		var names []string
+		for _, c := range r.Clusters {
+			names = append(names, c.Member.Source.Cluster.Name)
+		}
+		return nil, nil, usageError{fmt.Errorf("%s works on one cluster, and the source is a fleet: name one of %s with --cluster", cmd, strings.Join(names, ", "))}
+	}
+	return r.Clusters[0].Member.Source, r.Clusters[0].Files, nil
+}
+
+// renderCommand builds a command that takes no arguments, loads,
+// validates and renders the source, and hands the result to run. more
+// adds flags (nil: --source only).
+func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []cli.Flag, run func(f *ioFlags, r *build.Result) error) *cli.Command {
+	f := &ioFlags{}
+	flags := []cli.Flag{sourceFlag(f), clusterFlag(f)}
+	if more != nil {
+		flags = append(flags, more(f)...)
+	}
+	return &cli.Command{
+		Name:         name,
+		Usage:        usage,
+		Description:  doc,
+		Flags:        flags,
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			r, err := runPipeline(s, f)
+			if err != nil {
+				return err
+			}
+			f.SourceDigest = r.Source.Digest
+			if warnCommands[name] {
+				cwd, _ := os.Getwd()
+				secrets.RedactList(r.Warnings()).Print(s.err, cwd)
+			}
+			return run(f, r)
+		},
+	}
+}
+
+// outPath is p, relative to the output directory, as the user names it.
+func outPath(f *ioFlags, p string) string { return filepath.ToSlash(filepath.Join(f.Out, p)) }
+
+// outFlags are the flags of the commands that read the output directory;
+// gen adds --force.
+func outFlags(force bool) func(f *ioFlags) []cli.Flag {
+	return func(f *ioFlags) []cli.Flag {
+		flags := []cli.Flag{outFlag(f), &cli.DurationFlag{
+			Name: "lock-timeout", Value: outdir.DefaultLockTimeout, EnvVars: []string{"NODEGEN_LOCK_TIMEOUT"},
+			Usage: "give up after waiting this `DURATION` for another nodegen run on the output directory", Destination: &f.LockTimeout,
+		}}
+		if force {
+			flags = append(flags, &cli.BoolFlag{Name: "force", Usage: "overwrite (or delete) generated files edited by hand", Destination: &f.Force})
+		}
+		return flags
+	}
+}
+
+// outOptions are the options of outdir for f and the clusters of r;
+// waiting is said on s.err.
+func outOptions(s *streams, f *ioFlags, r *build.Result) outdir.Options {
+	if f.LockTimeout <= 0 {
+		f.LockTimeout = time.Nanosecond // 0 means "do not wait"
+	}
+	return outdir.Options{Force: f.Force, LockTimeout: f.LockTimeout, Scope: r.Scope, Waiting: func(msg string) { fmt.Fprintf(s.err, "nodegen: %s\n", msg) }}
+}

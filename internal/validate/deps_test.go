@@ -1,0 +1,28 @@
+package validate_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestRulesOnly holds validate to rules about the source: it does not
+// import the packages that render, verify or explain artifacts, nor the
+// pipeline that calls them all (package build).
+func TestRulesOnly(t *testing.T) {
+	const mod = "github.com/nodegen/nodegen/internal/"
+	out, err := exec.Command("go", "list", "-deps", mod+"validate").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 2 {
+		t.Fatalf("go list -deps printed %q: no dependencies", out)
+	}
+	for _, d := range deps {
+		switch strings.TrimPrefix(d, mod) {
+		case "render", "explain", "verify", "build":
+			t.Errorf("validate depends on %s", d)
+		}
+	}
+}

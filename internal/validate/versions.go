@@ -1,0 +1,67 @@
+package validate
+
+import (
+	"cuelang.org/go/cue"
+
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// versions checks the Kubernetes versions against the range nodegen
+// supports (model.SupportedRange) and the kubelet skew policy: every cloud
+// node's kubelet at most model.MaxKubeletSkew minors older than the
+// control plane, never newer. Each finding is at the value that breaks it.
+func (c *checker) versions() {
+	cl := &c.src.Cluster
+	cpPath := sel("cluster", "kubernetesVersion")
+	if cl.ControlPlaneVersion != "" {
+		cpPath = sel("cluster", "controlPlaneVersion")
+	}
+	whose := "the control plane's and the cloud nodes'"
+	if cl.ControlPlaneVersion != "" {
+		whose = "the control plane's"
+	}
+	cp, cpOK := c.supportedVersion(cpPath, cl.ControlPlane(), whose)
+	if cl.ControlPlaneVersion != "" {
+		// kubernetesVersion is then the cloud nodes' default only.
+		if v, ok := c.supportedVersion(sel("cluster", "kubernetesVersion"), cl.KubernetesVersion, "the cloud nodes'"); ok && cpOK {
+			c.skew(sel("cluster", "kubernetesVersion"), "the cloud nodes' default", v, cp)
+		}
+	}
+	for _, g := range c.src.Groups() {
+		if !g.Cloud() || g.KubernetesVersion == "" || c.broken.Groups[g.Name] {
+			continue
+		}
+		p := sel("nodeGroups", g.Name, "kubernetesVersion")
+		if v, ok := c.supportedVersion(p, g.KubernetesVersion, "node group "+quote(g.Name)+"'s"); ok && cpOK {
+			c.skew(p, "node group "+quote(g.Name), v, cp)
+		}
+	}
+}
+
+// supportedVersion parses a version and reports it at p when nodegen does
+// not support it.
+func (c *checker) supportedVersion(p []cue.Selector, s, whose string) (model.KubeVersion, bool) {
+	v, err := model.ParseKubeVersion(s)
+	if err != nil {
+		c.at(p, "%v", err)
+		return v, false
+	}
+	if !v.Supported() {
+		why := "newer releases are not yet proven with nodegen's output"
+		if v.Major == 1 && v.Minor < model.OldestSupportedMinor {
+			why = "kubeadm reads the kubeadm.k8s.io/v1beta4 JoinConfiguration nodegen renders from 1.31 on; older kubeadm needs v1beta3, which nodegen does not render"
+		}
+		c.at(p, "Kubernetes %s (%s version) is not supported: nodegen supports %s (%s; see docs/versions.md)", v.MinorString(), whose, model.SupportedRange(), why)
+		return v, false
+	}
+	return v, true
+}
+
+// skew reports at p a kubelet version the control plane's does not allow.
+func (c *checker) skew(p []cue.Selector, what string, kubelet, cp model.KubeVersion) {
+	if msg := model.KubeletSkewProblem(kubelet, cp); msg != "" {
+		c.at(p, "%s: %s", what, msg)
+	}
+}
+
+func quote(s string) string { return `"` + s + `"` }
