@@ -4,8 +4,8 @@
 #
 #  1. creates a fresh bootstrap token: a Secret bootstrap-token-<id> in
 #     kube-system (type bootstrap.kubernetes.io/token, expiring TOKEN_TTL_SECONDS
-#     from now, in the group system:bootstrappers:kubeadm:default-node-token,
-#     labelled as the renewer's), its secret half read from /dev/urandom;
+#     from now, in the group TOKEN_GROUP, labelled as the renewer's), its
+#     secret half read from /dev/urandom;
 #  2. adds it as a new version of the Secret Manager secret the VMs read
 #     ("latest"), authenticated as the node VM's service account through the
 #     metadata server; if that fails, deletes the Secret it created and fails;
@@ -32,6 +32,9 @@
 #   GRACE_SECONDS       how long a superseded version stays enabled
 #   TOKEN_LABEL_KEY     label marking the renewer's tokens, and its value
 #   TOKEN_LABEL_VALUE
+#   TOKEN_GROUP         the tokens' bootstrap group (auth-extra-groups): the
+#                       cloud join path's, whose CSRs the node CSR approver
+#                       decides, not kubeadm's auto-approved one
 #   NODEGEN_METADATA_URL, NODEGEN_SECRET_MANAGER_URL  endpoints (tests)
 set -euo pipefail
 
@@ -41,10 +44,11 @@ set -euo pipefail
 : "${GRACE_SECONDS:?GRACE_SECONDS is required}"
 : "${TOKEN_LABEL_KEY:?TOKEN_LABEL_KEY is required}"
 : "${TOKEN_LABEL_VALUE:?TOKEN_LABEL_VALUE is required}"
+: "${TOKEN_GROUP:?TOKEN_GROUP is required}"
 METADATA_URL="${NODEGEN_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}"
 SECRET_MANAGER_URL="${NODEGEN_SECRET_MANAGER_URL:-https://secretmanager.googleapis.com/v1}"
 readonly NAMESPACE=kube-system
-readonly NODE_GROUP=system:bootstrappers:kubeadm:default-node-token
+readonly NODE_GROUP="${TOKEN_GROUP}"
 readonly SECRET_PATH="projects/${PROJECT_ID}/secrets/${SECRET_NAME}"
 
 WORK="$(mktemp -d)"

@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# build.sh builds the kube-apiserver and etcd binaries that internal/testing/testcp
-# runs in tests. Both are built from the Go module proxy (no prebuilt
-# downloads), in throwaway wrapper modules under a temporary folder, so the
-# project's go.mod and go.sum are never touched.
+# build.sh builds the kube-apiserver, kube-controller-manager and etcd binaries
+# that internal/testing/testcp runs in tests. All are built from the Go module
+# proxy (no prebuilt downloads), in throwaway wrapper modules under a temporary
+# folder, so the project's go.mod and go.sum are never touched. kube-apiserver
+# and kube-controller-manager come from one wrapper module (the same module
+# graph), so the packages they share are compiled once and found in the Go
+# build cache by the second build.
 #
 # Usage: hack/testcp/build.sh
 #
 # Environment:
-#   K8S_VERSION           kube-apiserver version (default v1.37.2)
+#   K8S_VERSION           kube-apiserver and kube-controller-manager version (default v1.37.2)
 #   ETCD_VERSION          etcd version (default v3.6.16)
 #   NODEGEN_TESTCP_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/nodegen/testcp)
 #
 # The binaries land in <cache root>/k8s-<K8S_VERSION>-etcd-<ETCD_VERSION>/.
-# A folder that already holds both binaries is reused. The folder is filled
-# atomically: the binaries are built into a hidden sibling folder that is
-# renamed into place only when both are built and answer --version.
+# A folder that already holds the three binaries is reused. A folder that
+# holds kube-apiserver and etcd but not kube-controller-manager (made by an
+# older build.sh) keeps them: only kube-controller-manager is built, into a
+# hidden sibling folder, checked, and renamed into the folder. Otherwise the
+# folder is filled atomically: the binaries are built into a hidden sibling
+# folder that is renamed into place only when all are built and answer
+# --version.
 #
 # Progress goes to stderr; the last line of stdout is the binaries' folder.
 #
@@ -46,10 +53,15 @@ cache_root="${NODEGEN_TESTCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodegen/test
 name="k8s-$K8S_VERSION-etcd-$ETCD_VERSION"
 final="$cache_root/$name"
 
-if [[ -x $final/kube-apiserver && -x $final/etcd ]]; then
+if [[ -x $final/kube-apiserver && -x $final/etcd && -x $final/kube-controller-manager ]]; then
 	log "reusing cached binaries in $final"
 	printf '%s\n' "$final"
 	exit 0
+fi
+# Only kube-controller-manager is missing: keep the cached kube-apiserver and etcd.
+only_kcm=0
+if [[ -x $final/kube-apiserver && -x $final/etcd ]]; then
+	only_kcm=1
 fi
 
 command -v go >/dev/null || die "go is not on PATH"
@@ -103,15 +115,20 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/nodegen-testcp.XXXXXX")"
 mkdir "$work/gotmp"
 export GOTMPDIR="$work/gotmp"
 
-log "building kube-apiserver $K8S_VERSION and etcd $ETCD_VERSION into $final ($(go env GOVERSION))"
+if ((only_kcm)); then
+	log "building kube-controller-manager $K8S_VERSION into $final, beside its cached kube-apiserver and etcd ($(go env GOVERSION))"
+else
+	log "building kube-apiserver and kube-controller-manager $K8S_VERSION and etcd $ETCD_VERSION into $final ($(go env GOVERSION))"
+fi
 
-# kube-apiserver. k8s.io/kubernetes replaces each staging module with a local
+# kube-apiserver and kube-controller-manager, in one wrapper module.
+# k8s.io/kubernetes replaces each staging module with a local
 # folder (k8s.io/api => ./staging/src/k8s.io/api); a wrapper module has to
 # replace each of them with its published v0.X.Y instead. The list comes from
 # that version's own go.mod. k8s.io/sample-* are not needed and some are not
 # published.
-mkdir "$work/kube-apiserver"
-cd "$work/kube-apiserver"
+mkdir "$work/kubernetes"
+cd "$work/kubernetes"
 log "downloading k8s.io/kubernetes@$K8S_VERSION"
 run go mod download -json "k8s.io/kubernetes@$K8S_VERSION" >"$work/kubernetes.json"
 k8s_gomod="$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' "$work/kubernetes.json")"
@@ -127,21 +144,41 @@ mapfile -t staged < <(
 ((${#staged[@]} > 0)) || die "found no ./staging replace directives in $k8s_gomod"
 log "replacing ${#staged[@]} staging modules with $staging_version"
 
-edits=(-require="k8s.io/kubernetes@$K8S_VERSION" -tool=k8s.io/kubernetes/cmd/kube-apiserver)
+edits=(-require="k8s.io/kubernetes@$K8S_VERSION" -tool=k8s.io/kubernetes/cmd/kube-apiserver -tool=k8s.io/kubernetes/cmd/kube-controller-manager)
 for m in "${staged[@]}"; do
 	edits+=(-replace="$m=$m@$staging_version")
 done
-run go mod init local/testcp/kube-apiserver
+run go mod init local/testcp/kubernetes
 run go mod edit "${edits[@]}"
-log "resolving kube-apiserver dependencies"
+log "resolving kube-apiserver and kube-controller-manager dependencies"
 run go mod tidy
 
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
 done
-log "compiling kube-apiserver (the long part: several minutes on 2 cores)"
-run go build -trimpath -ldflags="$ldflags" -o "$stage/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+if ((!only_kcm)); then
+	log "compiling kube-apiserver (the long part: several minutes on 2 cores)"
+	run go build -trimpath -ldflags="$ldflags" -o "$stage/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+fi
+# Most of its packages are kube-apiserver's, already in the build cache.
+kcm_started=$SECONDS
+log "compiling kube-controller-manager"
+run go build -trimpath -ldflags="$ldflags" -o "$stage/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+log "kube-controller-manager compiled in $((SECONDS - kcm_started))s"
+got="$("$stage/kube-controller-manager" --version)"
+[[ $got == "Kubernetes $K8S_VERSION" ]] || die "kube-controller-manager --version says '$got', want 'Kubernetes $K8S_VERSION'"
+
+if ((only_kcm)); then
+	cd "$cache_root"
+	chmod 755 "$stage/kube-controller-manager"
+	# A rename within the cache root: the binary appears whole or not at all.
+	mv -f "$stage/kube-controller-manager" "$final/kube-controller-manager" ||
+		die "cannot move kube-controller-manager into $final"
+	log "done in ${SECONDS}s: $(du -h "$final/kube-controller-manager" | cut -f1) kube-controller-manager added to $final"
+	printf '%s\n' "$final"
+	exit 0
+fi
 
 # etcd. Its module builds as a plain dependency; no replace directives needed.
 mkdir "$work/etcd"
@@ -161,13 +198,13 @@ got="$("$stage/etcd" --version)"
 [[ $got == *"etcd Version: ${ETCD_VERSION#v}"* ]] || die "etcd --version says '$got', want version ${ETCD_VERSION#v}"
 
 chmod 755 "$stage"
-if [[ ! -x $final/kube-apiserver || ! -x $final/etcd ]]; then
+if [[ ! -x $final/kube-apiserver || ! -x $final/etcd || ! -x $final/kube-controller-manager ]]; then
 	rm -rf "$final" # an incomplete folder left by hand, if any
 	# -T: fail rather than move into a folder that a concurrent build just made.
 	mv -T "$stage" "$final" 2>/dev/null && stage=""
 fi
-[[ -x $final/kube-apiserver && -x $final/etcd ]] || die "cannot rename $stage to $final"
+[[ -x $final/kube-apiserver && -x $final/etcd && -x $final/kube-controller-manager ]] || die "cannot rename $stage to $final"
 [[ -z $stage ]] || log "another build finished first; using its binaries"
 
-log "done in ${SECONDS}s: $(du -h "$final/kube-apiserver" | cut -f1) kube-apiserver, $(du -h "$final/etcd" | cut -f1) etcd"
+log "done in ${SECONDS}s: $(du -h "$final/kube-apiserver" | cut -f1) kube-apiserver, $(du -h "$final/kube-controller-manager" | cut -f1) kube-controller-manager, $(du -h "$final/etcd" | cut -f1) etcd"
 printf '%s\n' "$final"

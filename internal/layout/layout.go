@@ -34,6 +34,9 @@ const (
 	NodeLifecyclePath = "k8s/node-lifecycle.yaml"
 	// JoinTokenRenewerPath is the join-token renewer's manifest.
 	JoinTokenRenewerPath = "k8s/join-token-renewer.yaml"
+	// NodeCSRApproverPath is the cloud join path's manifest: the RBAC of
+	// the cloud join token's group and the node CSR approver.
+	NodeCSRApproverPath = "k8s/node-csr-approver.yaml"
 	// DocsPath is the generated description of the node groups.
 	DocsPath = "docs/nodegroups.md"
 	// OnpremProviderIDPath is the one-time command that gives the nodes

@@ -86,6 +86,7 @@ func Provenance(src *model.Source, paths []string) []Edge {
 			// The longest provisioning time; the autoscaler's group
 			// also gives the renewer's placement.
 			add(o, layout.JoinTokenRenewerPath)
+			add(o, layout.NodeCSRApproverPath) // its instance names, zones and provisioning time
 		}
 		if gpu[g] {
 			add(o, layout.TaintRemoverPath)

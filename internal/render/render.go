@@ -31,6 +31,12 @@ var stages = []stage{
 		}
 		return JoinTokenRenewer(src, header)
 	}),
+	file(layout.NodeCSRApproverPath, func(src *model.Source, header string) ([]byte, error) {
+		if !RendersNodeCSRApprover(src) {
+			return nil, nil
+		}
+		return NodeCSRApprover(src, header)
+	}),
 	file(layout.GPUOperatorValuesPath, GPUOperatorValues),
 	file(layout.AutoscalerFlagsPath, AutoscalerFlags),
 	file(layout.AutoscalerValuesPath, AutoscalerValues),

@@ -28,8 +28,12 @@ const (
 	JoinTokenLabelValue = "renewer"
 	// BootstrapTokenType is the Secret type of a bootstrap token.
 	BootstrapTokenType = "bootstrap.kubernetes.io/token"
-	// BootstrapTokenGroup is the group kubeadm's RBAC lets join nodes.
-	BootstrapTokenGroup = "system:bootstrappers:kubeadm:default-node-token"
+	// BootstrapTokenGroup is the group of the renewer's tokens: the cloud
+	// join path's (CloudBootstrapGroup), not kubeadm's
+	// system:bootstrappers:kubeadm:default-node-token, whose kubelet
+	// client CSRs kubeadm's RBAC has the csrapproving controller approve
+	// for any node name.
+	BootstrapTokenGroup = CloudBootstrapGroup
 	// JoinTokenSkew is how far past creation + ttl the admission policy
 	// lets a token's expiration be (the script's and the server's clocks).
 	JoinTokenSkew = 5 * time.Minute
@@ -122,6 +126,7 @@ func JoinTokenRenewerEnv(src *model.Source, r model.Renewal) []corev1.EnvVar {
 		{Name: "GRACE_SECONDS", Value: strconv.FormatInt(int64(r.Grace()/time.Second), 10)},
 		{Name: "TOKEN_LABEL_KEY", Value: JoinTokenLabelKey},
 		{Name: "TOKEN_LABEL_VALUE", Value: JoinTokenLabelValue},
+		{Name: "TOKEN_GROUP", Value: BootstrapTokenGroup},
 		{Name: "HOME", Value: "/tmp"},
 	}
 }

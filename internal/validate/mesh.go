@@ -189,6 +189,7 @@ func (c *checker) gatewayGroup(src *model.Source, gw *model.EastWestGateway, p [
 		}
 		return
 	}
+	c.notOnAutoscalerHome(src, g, "east-west gateway", p)
 	switch {
 	case g.Kind == model.KindGCE:
 		c.at(p, "node group %q is autoscaled (kind \"gce\", min %d): the autoscaler can remove the nodes the east-west gateway runs on, down to zero, and the mesh loses its way into %q; place the gateway on an onprem group or a gce-static group", g.Name, g.Min, src.Cluster.Name)

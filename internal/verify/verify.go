@@ -81,8 +81,11 @@ func All(src *model.Source, files layout.Files) error {
 	} else if src.Cluster.SetsOnpremProviderID() {
 		errs = append(errs, fmt.Errorf("%s: missing", layout.OnpremProviderIDPath))
 	}
-	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.PriorityExpanderPath} {
+	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.NodeCSRApproverPath, layout.PriorityExpanderPath} {
 		if files[p] == nil && p == layout.JoinTokenRenewerPath && !render.RendersJoinTokenRenewer(src) {
+			continue
+		}
+		if files[p] == nil && p == layout.NodeCSRApproverPath && !render.RendersNodeCSRApprover(src) {
 			continue
 		}
 		if files[p] == nil && p == layout.PriorityExpanderPath && !src.Cluster.Autoscaler.UsesPriority() {

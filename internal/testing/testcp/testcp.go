@@ -81,7 +81,8 @@ type ControlPlane struct {
 	// APIServerLog and EtcdLog are the paths of the processes' output.
 	APIServerLog, EtcdLog string
 
-	admin     *User // set once the control plane is ready
+	admin     *User  // set once the control plane is ready
+	bin       string // the binaries' folder
 	client    *http.Client
 	kubeCache string
 	apiserver *process
@@ -228,6 +229,7 @@ func start(t testing.TB, bin string) (*ControlPlane, error) {
 		APIServerLog: filepath.Join(dir, "kube-apiserver.log"),
 		EtcdLog:      filepath.Join(dir, "etcd.log"),
 		kubeCache:    filepath.Join(dir, "kubectl-cache"),
+		bin:          bin,
 		client: &http.Client{
 			Timeout: 5 * time.Second,
 			// No proxy: all traffic stays on loopback, whatever

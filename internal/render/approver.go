@@ -1,0 +1,382 @@
+package render
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/templates"
+)
+
+// The cloud join path: the renewer's tokens are in CloudBootstrapGroup,
+// which kubeadm's auto-approval (the ClusterRoleBinding
+// kubeadm:node-autoapprove-bootstrap, for
+// system:bootstrappers:kubeadm:default-node-token only) does not cover, so
+// the csrapproving controller leaves their kubelet client CSRs pending and
+// the node CSR approver decides them against the Compute API. The group
+// gets, by its own bindings, what kubeadm join needs of a bootstrap token
+// (kubernetes/kubernetes v1.37.2, cmd/kubeadm/app):
+//   - discovery reads ConfigMap kube-public/cluster-info
+//     (discovery/token/token.go: anonymously, which kubeadm's Role
+//     kubeadm:bootstrap-signer-clusterinfo allows system:anonymous in
+//     phases/bootstraptoken/clusterinfo/clusterinfo.go; bound here too so
+//     that joining does not depend on anonymous access);
+//   - the kubelet-start phase reads ConfigMaps kube-system/kubeadm-config
+//     (util/config/cluster.go; kubeadm's Role kubeadm:nodes-kubeadm-config
+//     in phases/uploadconfig/uploadconfig.go) and kube-system/kubelet-config
+//     (componentconfigs/kubelet.go; Role kubeadm:kubelet-config in
+//     phases/kubelet/config.go), and gets the Node of its name to refuse a
+//     Ready one (cmd/phases/join/kubelet.go; ClusterRole kubeadm:get-nodes
+//     in phases/bootstraptoken/node/tlsbootstrap.go);
+//   - the kubelet's TLS bootstrap creates a CertificateSigningRequest and
+//     watches it (ClusterRole system:node-bootstrapper, which kubeadm binds
+//     to its group as kubeadm:kubelet-bootstrap in tlsbootstrap.go).
+//
+// Each of kubeadm's bindings names kubeadm's group only; these name
+// CloudBootstrapGroup only.
+const (
+	// CloudBootstrapGroup is the bootstrap-token group of the cloud join
+	// token (bootstrap token groups match system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]).
+	CloudBootstrapGroup = "system:bootstrappers:nodegen:cloud-nodes"
+	// CloudJoinRoleName names the Roles, ClusterRole and bindings that let
+	// CloudBootstrapGroup join.
+	CloudJoinRoleName = "nodegen:cloud-node-bootstrapper"
+
+	NodeCSRApproverName      = "nodegen-node-csr-approver"
+	NodeCSRApproverNamespace = "kube-system"
+	// KubeletClientSigner is the signer of kubelet client certificates.
+	KubeletClientSigner = "kubernetes.io/kube-apiserver-client-kubelet"
+	// Reasons the approver writes into the conditions it adds.
+	CSRReasonApproved = "NodegenInstanceVerified"
+	CSRReasonDenied   = "NodegenNotAFreshInstance"
+	// NodeCSRApproverPoll is the approver's pause between passes, in
+	// seconds: a CSR is decided within a few of them, far inside the
+	// join's TLS-bootstrap timeout.
+	NodeCSRApproverPoll = 2
+)
+
+// NodeCSRApproverUser is the user name of the approver's ServiceAccount.
+func NodeCSRApproverUser() string {
+	return "system:serviceaccount:" + NodeCSRApproverNamespace + ":" + NodeCSRApproverName
+}
+
+// NodeCSRApproverScript returns the script the approver runs.
+func NodeCSRApproverScript() []byte {
+	b, err := templates.FS.ReadFile("node-csr-approver.sh")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return b
+}
+
+// RendersNodeCSRApprover reports whether src gets the cloud join path:
+// with the renewer, whose tokens are in CloudBootstrapGroup.
+func RendersNodeCSRApprover(src *model.Source) bool { return RendersJoinTokenRenewer(src) }
+
+// InstanceGroupsEnv is the approver's INSTANCE_GROUPS: one line per cloud
+// group, "<base instance name> <maxNodeProvisionTime in seconds> <zone>...".
+// A VM older than its group's maxNodeProvisionTime is no fresh VM: the
+// autoscaler deletes one that has not registered by then.
+func InstanceGroupsEnv(src *model.Source) (string, error) {
+	var lines []string
+	for _, g := range src.CloudGroups() {
+		d, err := src.Cluster.MaxNodeProvisionTime(g)
+		if err != nil {
+			return "", fmt.Errorf("node group %s: %w", g.Name, err)
+		}
+		lines = append(lines, src.Cluster.BaseInstanceName(g)+" "+strconv.FormatInt(int64(d/time.Second), 10)+" "+strings.Join(g.Zones, " "))
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// NodeCSRApproverObjects returns the cloud join path's objects: the
+// Roles, ClusterRole and bindings that let CloudBootstrapGroup join; the
+// approver's ServiceAccount, ClusterRole (read CSRs and Nodes, update CSR
+// approvals, approve for the kubelet client signer only) and binding, the
+// ConfigMap with its script, its Deployment on the autoscaler's node, and
+// the ValidatingAdmissionPolicy and binding that hold its ServiceAccount
+// to deciding kubelet client CSRs of CloudBootstrapGroup and approving only
+// instance names of the source's MIGs, whatever RBAC grants it.
+func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
+	home := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
+	if home == nil {
+		return nil, fmt.Errorf("cluster.autoscaler.nodeGroup: no node group %q", src.Cluster.Autoscaler.NodeGroup)
+	}
+	groups, err := InstanceGroupsEnv(src)
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{"app.kubernetes.io/name": NodeCSRApproverName, "app.kubernetes.io/managed-by": "nodegen"}
+	joinLabels := map[string]string{"app.kubernetes.io/name": "nodegen-cloud-join", "app.kubernetes.io/managed-by": "nodegen"}
+	meta := func(name, namespace string, l map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: l}
+	}
+	rbac := "rbac.authorization.k8s.io/v1"
+	group := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: CloudBootstrapGroup}}
+	objs := []runtime.Object{
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRole"},
+			ObjectMeta: meta(CloudJoinRoleName, "", joinLabels),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get", "list", "watch"}},
+				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+			},
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRoleBinding"},
+			ObjectMeta: meta(CloudJoinRoleName, "", joinLabels),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: CloudJoinRoleName},
+			Subjects:   group,
+		},
+		&rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "Role"},
+			ObjectMeta: meta(CloudJoinRoleName, "kube-system", joinLabels),
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
+				ResourceNames: []string{"kubeadm-config", "kubelet-config"}, Verbs: []string{"get"}}},
+		},
+		&rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "RoleBinding"},
+			ObjectMeta: meta(CloudJoinRoleName, "kube-system", joinLabels),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: CloudJoinRoleName},
+			Subjects:   group,
+		},
+		&rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "Role"},
+			ObjectMeta: meta(CloudJoinRoleName, "kube-public", joinLabels),
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
+				ResourceNames: []string{"cluster-info"}, Verbs: []string{"get"}}},
+		},
+		&rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "RoleBinding"},
+			ObjectMeta: meta(CloudJoinRoleName, "kube-public", joinLabels),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: CloudJoinRoleName},
+			Subjects:   group,
+		},
+
+		&corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels),
+		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRole"},
+			ObjectMeta: meta(NodeCSRApproverName, "", labels),
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
+				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{KubeletClientSigner}, Verbs: []string{"approve"}},
+				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+			},
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRoleBinding"},
+			ObjectMeta: meta(NodeCSRApproverName, "", labels),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: NodeCSRApproverName},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: NodeCSRApproverName, Namespace: NodeCSRApproverNamespace}},
+		},
+		&corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels),
+			Data:       map[string]string{"node-csr-approver.sh": string(NodeCSRApproverScript())},
+		},
+		nodeCSRApproverDeployment(src, home, groups, meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels)),
+	}
+	policyMeta := meta(NodeCSRApproverName, "", labels)
+	return append(objs, nodeCSRApproverPolicy(src, policyMeta), denyBinding(policyMeta)), nil
+}
+
+// NodeCSRApproverEnv returns the approver container's environment, in order.
+func NodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: "PROJECT", Value: src.Cluster.GCP.Project},
+		{Name: "CLOUD_BOOTSTRAP_GROUP", Value: CloudBootstrapGroup},
+		{Name: "INSTANCE_GROUPS", Value: groups},
+		{Name: "POLL_SECONDS", Value: strconv.Itoa(NodeCSRApproverPoll)},
+		{Name: "HOME", Value: "/tmp"},
+	}
+}
+
+// nodeCSRApproverDeployment runs the approver's loop on the autoscaler's
+// node (the one node whose pods reach the metadata server), in the pod
+// the script CronJobs get (scriptCronJob), restarted when it exits.
+func nodeCSRApproverDeployment(src *model.Source, home *model.NodeGroup, groups string, meta metav1.ObjectMeta) *appsv1.Deployment {
+	pod := scriptCronJob{
+		Name:       NodeCSRApproverName,
+		Container:  "approver",
+		Script:     "node-csr-approver.sh",
+		Env:        NodeCSRApproverEnv(src, groups),
+		Home:       home,
+		ObjectMeta: meta,
+	}.object(src.Cluster.TaintRemover.Image).Spec.JobTemplate.Spec.Template
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	// Joins wait on it: evicted last, like the autoscaler's chart does.
+	pod.Spec.PriorityClassName = "system-cluster-critical"
+	replicas := int32(1)
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			// Two approvers would decide a CSR twice; the second write
+			// fails on the resourceVersion, but Recreate keeps it at one.
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			Selector: &metav1.LabelSelector{MatchLabels: pod.Labels},
+			Template: pod,
+		},
+	}
+}
+
+// celPrintableASCII is the characters 32 to 126, in order: CEL turns a byte
+// b of that range into text with celPrintableASCII.charAt(b - 32).
+const celPrintableASCII = " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
+
+// derPrefix is how many bytes of a CSR's DER the policy decodes: the
+// subject of a kubelet client CSR (organization system:nodes, common name
+// system:node:<name of at most 63 characters>) ends within the first 130.
+const derPrefix = 150
+
+// pemPrefix is how many bytes of the PEM the policy decodes: the BEGIN
+// line (36), and the base64 of derPrefix bytes (200) on lines of 64.
+const pemPrefix = 240
+
+// InstanceNamePattern is the RE2 pattern of the instance names of the
+// source's cloud groups: a MIG's base instance name, "-" and four
+// characters of [a-z0-9] (the MIG's suffix).
+func InstanceNamePattern(src *model.Source) string {
+	var bases []string
+	for _, g := range src.CloudGroups() {
+		bases = append(bases, regexp.QuoteMeta(src.Cluster.BaseInstanceName(g)))
+	}
+	return "^(" + strings.Join(bases, "|") + ")-[a-z0-9]{4}$"
+}
+
+// nodeCSRApproverPolicy holds the approver's ServiceAccount, on every
+// resource of every API group, to one kind of request: an UPDATE of a
+// CertificateSigningRequest's approval subresource, for the kubelet client
+// signer, of a CSR requested by a member of CloudBootstrapGroup that had
+// no decision yet, adding exactly one Approved or Denied condition. An
+// approval also needs a requester system:bootstrap:<id>, a request whose
+// PEM holds one CERTIFICATE REQUEST with exactly one subject common name
+// system:node:<name>, <name> an instance name of the source's MIGs
+// (InstanceNamePattern), and the condition's reason CSRReasonApproved with
+// a message naming instance <name>. The DER is read in CEL from the
+// request's base64 body (no x509 library in the API server's CEL):
+// SEQUENCE, SEQUENCE (certificationRequestInfo), INTEGER 0, then the
+// subject Name, whose common-name attributes (OID 2.5.4.3) are counted
+// within the Name's own length. So bound to cluster-admin by mistake, the
+// ServiceAccount still approves nothing else and writes nothing else (the
+// API server does not run policies on policies and their bindings: such an
+// account can delete this one).
+func nodeCSRApproverPolicy(src *model.Source, meta metav1.ObjectMeta) *admissionv1.ValidatingAdmissionPolicy {
+	forbidden := metav1.StatusReasonForbidden
+	rule := func(expr, message string) admissionv1.Validation {
+		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
+	}
+	fail := admissionv1.Fail
+	onApproval := func(e string) string { return "!variables.approval || (" + e + ")" }
+	onApprove := func(e string) string { return `variables.decision != "Approved" || (` + e + ")" }
+	d := func(i string) string { return "variables.der[" + i + "]" }
+	// The offset after a DER header at offset o: tag, then a length of one
+	// byte (< 128), or 0x81 or 0x82 and one or two length bytes.
+	after := func(o string) string {
+		return "(" + d(o+" + 1") + " < 128 ? " + o + " + 2 : (" + d(o+" + 1") + " == 129 ? " + o + " + 3 : " + o + " + 4))"
+	}
+	name := `request.name`
+	return &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: meta,
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionv1.RuleWithOperations{
+						Operations: []admissionv1.OperationType{admissionv1.OperationAll},
+						Rule: admissionv1.Rule{
+							APIGroups:   []string{"*"},
+							APIVersions: []string{"*"},
+							Resources:   []string{"*/*"}, // every resource and subresource
+						},
+					},
+				}},
+			},
+			MatchConditions: []admissionv1.MatchCondition{{
+				Name:       "node-csr-approver",
+				Expression: "request.userInfo.username == " + strconv.Quote(NodeCSRApproverUser()),
+			}},
+			Variables: []admissionv1.Variable{
+				{Name: "approval", Expression: `request.operation == "UPDATE" && request.resource.group == "certificates.k8s.io" && ` +
+					`request.resource.resource == "certificatesigningrequests" && request.?subResource.orValue("") == "approval"`},
+				{Name: "oldConditions", Expression: `variables.approval ? oldObject.?status.?conditions.orValue([]) : []`},
+				{Name: "conditions", Expression: `variables.approval ? object.?status.?conditions.orValue([]) : []`},
+				{Name: "decisions", Expression: `variables.conditions.filter(c, c.type in ["Approved", "Denied"])`},
+				{Name: "decision", Expression: `variables.decisions.size() == 1 ? variables.decisions[0].type : ""`},
+				// The API server hands admission spec.request as the base64 text
+				// of the PEM (its JSON form); the PEM's first pemPrefix bytes are
+				// decoded, and must be one CERTIFICATE REQUEST block from its
+				// first byte (what pem.Decode in the signer reads), without
+				// headers (no ':'), whose body holds at least the DER prefix.
+				{Name: "pemBytes", Expression: celBase64Bytes(fmt.Sprintf(`(variables.approval && object.spec.request.size() >= %d ? object.spec.request.substring(0, %d) : "")`, 4*pemPrefix/3, 4*pemPrefix/3), pemPrefix)},
+				{Name: "pem", Expression: `variables.pemBytes.all(b, b == 10 || b == 13 || (b >= 32 && b < 127)) ? ` +
+					`variables.pemBytes.map(b, b == 10 ? "\n" : (b == 13 ? "\r" : ` + strconv.Quote(celPrintableASCII) + `.charAt(b - 32))).join("") : ""`},
+				{Name: "body", Expression: `variables.pem.startsWith("-----BEGIN CERTIFICATE REQUEST-----") ? ` +
+					`variables.pem.substring(35).replace("\n", "").replace("\r", "") : ""`},
+				{Name: "prefix", Expression: fmt.Sprintf(`variables.body.size() >= %d && !variables.body.substring(0, %d).contains(":") ? variables.body.substring(0, %d) : ""`, 4*derPrefix/3, 4*derPrefix/3, 4*derPrefix/3)},
+				{Name: "der", Expression: celBase64Bytes("variables.prefix", derPrefix)},
+				// Offsets: certificationRequestInfo, its version, the Name.
+				{Name: "cri", Expression: `variables.der.size() == ` + strconv.Itoa(derPrefix) + ` && ` + d("0") + ` == 48 ? ` + after("0") + ` : 0`},
+				{Name: "version", Expression: `variables.cri > 0 && ` + d("variables.cri") + ` == 48 ? ` + after("variables.cri") + ` : 0`},
+				{Name: "nameAt", Expression: `variables.version > 0 && ` + d("variables.version") + ` == 2 && ` + d("variables.version + 1") + ` == 1 && ` + d("variables.version + 2") + ` == 0 && ` +
+					d("variables.version + 3") + ` == 48 ? variables.version + 3 : 0`},
+				{Name: "nameStart", Expression: `variables.nameAt == 0 ? 0 : (` + d("variables.nameAt + 1") + ` < 128 ? variables.nameAt + 2 : (` + d("variables.nameAt + 1") + ` == 129 ? variables.nameAt + 3 : 0))`},
+				{Name: "nameEnd", Expression: `variables.nameStart == 0 ? 0 : variables.nameStart + (` + d("variables.nameAt + 1") + ` < 128 ? ` + d("variables.nameAt + 1") + ` : ` + d("variables.nameAt + 2") + `)`},
+				{Name: "cnAt", Expression: `variables.nameStart == 0 || variables.nameEnd > ` + strconv.Itoa(derPrefix) + ` ? [] : ` +
+					celRange(derPrefix-7) + `.filter(i, i >= variables.nameStart && i + 7 <= variables.nameEnd && ` +
+					d("i") + ` == 6 && ` + d("i + 1") + ` == 3 && ` + d("i + 2") + ` == 85 && ` + d("i + 3") + ` == 4 && ` + d("i + 4") + ` == 3)`},
+				{Name: "cnLen", Expression: `variables.cnAt.size() == 1 && ` + d("variables.cnAt[0] + 5") + ` in [12, 19] && ` + d("variables.cnAt[0] + 6") + ` < 128 && ` +
+					`variables.cnAt[0] + 7 + ` + d("variables.cnAt[0] + 6") + ` <= variables.nameEnd ? ` + d("variables.cnAt[0] + 6") + ` : -1`},
+				{Name: "cnBytes", Expression: `variables.cnLen < 0 ? [] : ` + celRange(derPrefix) + `.filter(i, i >= variables.cnAt[0] + 7 && i < variables.cnAt[0] + 7 + variables.cnLen).map(i, ` + d("i") + `)`},
+				{Name: "cn", Expression: `variables.cnLen < 0 || !variables.cnBytes.all(b, b >= 32 && b < 127) ? "" : ` +
+					`variables.cnBytes.map(b, ` + strconv.Quote(celPrintableASCII) + `.charAt(b - 32)).join("")`},
+				{Name: "node", Expression: `variables.cn.startsWith("system:node:") ? variables.cn.substring(12) : ""`},
+			},
+			Validations: []admissionv1.Validation{
+				rule(`variables.approval`,
+					`"the node CSR approver may only decide certificate signing requests (update certificatesigningrequests/approval), not " + request.operation + " " + request.resource.resource + `+
+						`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
+				rule(onApproval(`object.spec.signerName == "`+KubeletClientSigner+`"`),
+					`"the node CSR approver may only decide CSRs for the signer `+KubeletClientSigner+`, not " + object.spec.signerName`),
+				rule(onApproval(`oldObject.spec.?groups.orValue([]).exists(g, g == "`+CloudBootstrapGroup+`")`),
+					`"CSR " + `+name+` + " was not requested by a member of `+CloudBootstrapGroup+`: the node CSR approver leaves it alone"`),
+				rule(onApproval(`variables.oldConditions.all(c, !(c.type in ["Approved", "Denied"])) && variables.decisions.size() == 1 && `+
+					`variables.conditions.size() == variables.oldConditions.size() + 1`),
+					`"the node CSR approver may only add one Approved or Denied condition to an undecided CSR, as it did not to " + `+name),
+				rule(onApproval(onApprove(`oldObject.spec.?username.orValue("").startsWith("system:bootstrap:")`)),
+					`"CSR " + `+name+` + " was requested by " + oldObject.spec.?username.orValue("") + ", not by a bootstrap token: the node CSR approver may not approve it"`),
+				rule(onApproval(onApprove(`variables.node != "" && variables.node.matches(`+strconv.Quote(InstanceNamePattern(src))+`)`)),
+					`"CSR " + `+name+` + " asks for " + (variables.cn == "" ? "no single common name the policy can read" : variables.cn) + `+
+						`", not for system:node:<an instance of one of the cluster's MIGs>: the node CSR approver may not approve it"`),
+				rule(onApproval(onApprove(`variables.decisions[0].?reason.orValue("") == "`+CSRReasonApproved+`" && `+
+					`variables.decisions[0].?message.orValue("").contains("/instances/" + variables.node + " ")`)),
+					`"the node CSR approver's approval of " + `+name+` + " must have reason `+CSRReasonApproved+` and name the instance it checked, " + variables.node`),
+			},
+		},
+	}
+}
+
+// NodeCSRApprover renders the cloud join path's manifests.
+func NodeCSRApprover(src *model.Source, header string) ([]byte, error) {
+	objs, err := NodeCSRApproverObjects(src)
+	if err != nil {
+		return nil, err
+	}
+	return MarshalObjects(header, objs)
+}

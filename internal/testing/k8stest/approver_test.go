@@ -1,0 +1,619 @@
+package k8stest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/testing/testcp"
+	"github.com/nodegen/nodegen/internal/verify"
+)
+
+// kubeadmNodeGroup is kubeadm's bootstrap-token group for joining nodes,
+// whose kubelet client CSRs kubeadm has auto-approved
+// (kubernetes/kubernetes v1.37.2 cmd/kubeadm/app/constants/constants.go
+// NodeBootstrapTokenAuthGroup; phases/bootstraptoken/node/tlsbootstrap.go).
+const kubeadmNodeGroup = "system:bootstrappers:kubeadm:default-node-token"
+
+// kubeadmBindings are the ClusterRoleBindings kubeadm init makes for its
+// group (tlsbootstrap.go AllowBootstrapTokensToPostCSRs and
+// AutoApproveNodeBootstrapTokens): post CSRs, and have the csrapproving
+// controller approve their kubelet client CSRs. The test control plane is
+// no kubeadm cluster, so the test makes them, as on-prem joins rely on them.
+const kubeadmBindings = `{"apiVersion":"v1","kind":"List","items":[
+{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kubeadm:kubelet-bootstrap"},
+ "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:node-bootstrapper"},
+ "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"` + kubeadmNodeGroup + `"}]},
+{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kubeadm:node-autoapprove-bootstrap"},
+ "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:certificates.k8s.io:certificatesigningrequests:nodeclient"},
+ "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"` + kubeadmNodeGroup + `"}]}]}`
+
+// fakeCompute serves, on loopback, the metadata server's service-account
+// token and the Compute API's instances.get, in the real API's shapes:
+// creationTimestamp in the API's own offset form, the created-by metadata
+// item a MIG writes, the 404 error body.
+type fakeCompute struct {
+	project string
+	token   string
+	srv     *httptest.Server
+
+	mu        sync.Mutex
+	instances map[string]fakeInstance // by zone + "/" + name
+	asked     []string
+}
+
+type fakeInstance struct {
+	Status  string
+	Created time.Time
+	MIG     string // the MIG that created it; "" none
+}
+
+func newFakeCompute(t *testing.T, project string) *fakeCompute {
+	f := &fakeCompute{project: project, token: "ya29.compute-" + fmt.Sprint(time.Now().UnixNano()), instances: map[string]fakeInstance{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeCompute) set(zone, name string, i fakeInstance) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.instances[zone+"/"+name] = i
+}
+
+func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.URL.Path == "/computeMetadata/v1/instance/service-accounts/default/token" {
+		if r.Header.Get("Metadata-Flavor") != "Google" {
+			http.Error(w, "missing Metadata-Flavor: Google", http.StatusForbidden)
+			return
+		}
+		reply(w, http.StatusOK, map[string]any{"access_token": f.token, "expires_in": 3599, "token_type": "Bearer"})
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+f.token {
+		apiError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+		return
+	}
+	prefix := "/compute/v1/projects/" + f.project + "/zones/"
+	rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+	zone, name, ok2 := strings.Cut(rest, "/instances/")
+	if !ok || !ok2 || r.Method != http.MethodGet {
+		apiError(w, http.StatusNotFound, "NOT_FOUND", "no such method "+r.Method+" "+r.URL.Path)
+		return
+	}
+	f.asked = append(f.asked, zone+"/"+name)
+	i, found := f.instances[zone+"/"+name]
+	if !found {
+		reply(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": 404,
+			"message": "The resource 'projects/" + f.project + "/zones/" + zone + "/instances/" + name + "' was not found",
+			"errors":  []map[string]any{{"message": "The resource was not found", "domain": "global", "reason": "notFound"}}}})
+		return
+	}
+	body := map[string]any{
+		"kind":              "compute#instance",
+		"id":                "4105349117032215212",
+		"creationTimestamp": i.Created.In(time.FixedZone("PST", -8*3600)).Format("2006-01-02T15:04:05.000-07:00"),
+		"name":              name,
+		"zone":              "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + zone,
+		"status":            i.Status,
+		"machineType":       "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + zone + "/machineTypes/n2-standard-8",
+		"metadata":          map[string]any{"kind": "compute#metadata", "items": []map[string]string{{"key": "kube-env", "value": "x"}}},
+	}
+	if i.MIG != "" {
+		body["metadata"] = map[string]any{"kind": "compute#metadata", "items": []map[string]string{
+			{"key": "created-by", "value": "projects/" + projectNumber + "/zones/" + zone + "/instanceGroupManagers/" + i.MIG},
+			{"key": "kube-env", "value": "x"}}}
+	}
+	reply(w, http.StatusOK, body)
+}
+
+// approverEnv is the state of the approver test.
+type approverEnv struct {
+	cp      *testcp.ControlPlane
+	src     *model.Source
+	renewer *renewerEnv
+	script  string   // the approver's script, in a file
+	env     []string // its container's environment
+	sa      *testcp.User
+}
+
+// csrRequest returns the PEM of a kubelet client CSR for system:node:name
+// (ECDSA P-256, organization system:nodes, as the kubelet makes it), with
+// extra subject attributes appended after the common name.
+func csrRequest(t *testing.T, name string, extra ...pkix.AttributeTypeAndValue) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := pkix.Name{Organization: []string{"system:nodes"}, CommonName: "system:node:" + name, ExtraNames: extra}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+// createCSR creates a CSR for signer with request as u and returns its name.
+func createCSR(t *testing.T, u *testcp.User, request []byte, signer string) string {
+	t.Helper()
+	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	obj := map[string]any{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+		"metadata": map[string]any{"generateName": "node-csr-"},
+		"spec":     map[string]any{"request": base64.StdEncoding.EncodeToString(request), "signerName": signer, "usages": usages}}
+	b, _ := json.Marshal(obj)
+	out, _, err := kubectl(t, u, string(b), "create", "-f", "-", "-o", "jsonpath={.metadata.name}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}
+
+// csr reads a CSR as the admin.
+func (e *approverEnv) csr(t *testing.T, name string) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	out, _, err := kubectl(t, e.cp.Admin(), "", "get", "csr", name, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c certificatesv1.CertificateSigningRequest
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+// decision returns the CSR's Approved or Denied condition, if any.
+func decision(c *certificatesv1.CertificateSigningRequest) *certificatesv1.CertificateSigningRequestCondition {
+	for i, cond := range c.Status.Conditions {
+		if cond.Type == certificatesv1.CertificateApproved || cond.Type == certificatesv1.CertificateDenied {
+			return &c.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// decide writes one condition through the approval subresource as u.
+func decide(t *testing.T, u *testcp.User, csr, typ, reason, message string) (string, error) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+		"metadata": map[string]any{"name": csr},
+		"status":   map[string]any{"conditions": []map[string]string{{"type": typ, "status": "True", "reason": reason, "message": message}}}})
+	_, stderr, err := kubectl(t, u, string(b), "replace", "--raw", "/apis/certificates.k8s.io/v1/certificatesigningrequests/"+csr+"/approval", "-f", "-")
+	return stderr, err
+}
+
+// bootstrapToken creates, as the admin, a bootstrap token in group and
+// returns it: how an admin makes an on-prem join token (kubeadm token
+// create).
+func (e *approverEnv) bootstrapToken(t *testing.T, id, group string) string {
+	t.Helper()
+	secret := "0123456789abcdef"
+	s := corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system"},
+		Type:       render.BootstrapTokenType,
+		StringData: map[string]string{"token-id": id, "token-secret": secret, "usage-bootstrap-authentication": "true",
+			"usage-bootstrap-signing": "true", "auth-extra-groups": group,
+			"expiration": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
+	}
+	s.APIVersion, s.Kind = "v1", "Secret"
+	b, _ := json.Marshal(s)
+	e.renewer.adminCreate(t, string(b))
+	return id + "." + secret
+}
+
+// TestNodeCSRApprover proves the cloud join path against a real
+// kube-apiserver and kube-controller-manager (CSR signing and kubeadm's
+// auto-approval): a bootstrap token from the join-token renewer is in a
+// group whose CSRs nobody but the approver decides; the approver, run
+// under bash against a fake Compute API, approves a fresh MIG instance's
+// own name within the join's deadline and denies on-prem and
+// control-plane names, names without an instance, names of Ready Nodes,
+// stale, stopped and foreign VMs and duplicate requests, each with its
+// reason; on-prem joins with kubeadm's own tokens are still auto-approved
+// and left alone; and its ServiceAccount, even bound to cluster-admin,
+// can approve nothing else and write nothing else.
+func TestNodeCSRApprover(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nodegroups")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range renewerSource {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := build.Load(dir)
+	if err != nil {
+		t.Fatalf("the test source: %v", err)
+	}
+	files, err := render.All(l.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &approverEnv{src: l.Source, renewer: &renewerEnv{src: l.Source}}
+	if e.renewer.renewal, err = l.Source.Renewal(); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range mustDecode(t, files[layout.JoinTokenRenewerPath]) {
+		switch o := o.(type) {
+		case *corev1.ConfigMap:
+			e.renewer.script = writeScript(t, o.Data["join-token-renewer.sh"])
+		case *batchv1.CronJob:
+			e.renewer.env = envOf(o.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env)
+		}
+	}
+	for _, o := range mustDecode(t, files[layout.NodeCSRApproverPath]) {
+		switch o := o.(type) {
+		case *corev1.ConfigMap:
+			e.script = writeScript(t, o.Data["node-csr-approver.sh"])
+		case *appsv1.Deployment:
+			e.env = envOf(o.Spec.Template.Spec.Containers[0].Env)
+		}
+	}
+	if e.script == "" || e.env == nil || e.renewer.script == "" || e.renewer.env == nil {
+		t.Fatal("the manifests lack a script or an environment")
+	}
+
+	e.cp = testcp.Start(t)
+	e.renewer.cp = e.cp
+	for _, p := range []string{layout.JoinTokenRenewerPath, layout.NodeCSRApproverPath} {
+		if _, _, err := kubectl(t, e.cp.Admin(), string(files[p]), "create", "--validate=strict", "-f", "-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.renewer.sa = e.cp.ServiceAccount(t, render.JoinTokenRenewerNamespace, render.JoinTokenRenewerName)
+	e.sa = e.cp.ServiceAccount(t, render.NodeCSRApproverNamespace, render.NodeCSRApproverName)
+
+	// A join token, as the renewer makes and publishes it.
+	gcp := newFakeGCP(t, e.src.Cluster.GCP.Project, e.src.Cluster.JoinToken.SecretManager.Secret)
+	if code, _ := e.renewer.run(t, gcp); code != 0 {
+		t.Fatalf("the renewer exited %d", code)
+	}
+	versions := gcp.snapshot()
+	token := string(versions[len(versions)-1].Payload)
+	u, _ := e.renewer.whoami(t, token)
+	if u == nil || !slices.Contains(u.Groups, render.CloudBootstrapGroup) || slices.Contains(u.Groups, kubeadmNodeGroup) {
+		t.Fatalf("the renewer's token authenticates as %+v; want the group %s and not %s", u, render.CloudBootstrapGroup, kubeadmNodeGroup)
+	}
+	joiner := e.cp.TokenUser(t, "the renewer's join token", token)
+
+	e.renewer.adminCreate(t, kubeadmBindings)
+	t.Run("Policy", func(t *testing.T) { e.testPolicy(t, joiner) })
+	t.Run("Script", func(t *testing.T) { e.testScript(t, joiner) })
+}
+
+func mustDecode(t *testing.T, manifest []byte) []runtime.Object {
+	t.Helper()
+	objs, err := verify.DecodeObjects(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func writeScript(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "script.sh")
+	if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func envOf(vars []corev1.EnvVar) []string {
+	out := []string{}
+	for _, v := range vars {
+		if v.Name != "HOME" {
+			out = append(out, v.Name+"="+v.Value)
+		}
+	}
+	return out
+}
+
+// testPolicy: bound to cluster-admin, the approver's ServiceAccount may
+// decide only kubelet client CSRs of the cloud join group, and approve
+// only system:node:<an instance name of the source's MIGs> with its
+// reason and the instance named; everything else it tries is denied by
+// the policy. Nothing signs or auto-approves here yet.
+func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
+	e.renewer.adminCreate(t, `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"approver-by-mistake"},
+ "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},
+ "subjects":[{"kind":"ServiceAccount","name":"`+render.NodeCSRApproverName+`","namespace":"`+render.NodeCSRApproverNamespace+`"}]}`)
+	defer e.renewer.admin(t, "delete", "clusterrolebinding", "approver-by-mistake")
+	policy := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", render.NodeCSRApproverName, render.NodeCSRApproverName)
+	eventually(t, 30*time.Second, "the approver's policy enforced", func() string {
+		_, stderr, err := kubectl(t, e.sa, "", "create", "configmap", "probe", "-n", "default", "--dry-run=server")
+		if err == nil || !strings.Contains(stderr, policy) {
+			return fmt.Sprintf("dry run of a ConfigMap: err %v, %s", err, stderr)
+		}
+		return ""
+	})
+	kubeadmJoiner := e.cp.TokenUser(t, "a kubeadm join token", e.bootstrapToken(t, "kadm01", kubeadmNodeGroup))
+	msg := func(name string) string {
+		return "instance projects/" + e.src.Cluster.GCP.Project + "/zones/us-central1-a/instances/" + name + " is RUNNING, created 5s ago by MIG renew-work-us-central1-a"
+	}
+	approve := func(csr, name string) (string, error) {
+		return decide(t, e.sa, csr, "Approved", render.CSRReasonApproved, msg(name))
+	}
+	cn := asn1.ObjectIdentifier{2, 5, 4, 3}
+	ou := asn1.ObjectIdentifier{2, 5, 4, 11}
+	cases := []struct {
+		name string
+		try  func() (string, error)
+		want string // "" allowed; else a substring of the denial
+	}{
+		{"ApproveInstance", func() (string, error) {
+			return approve(createCSR(t, joiner, csrRequest(t, "renew-work-ok01"), render.KubeletClientSigner), "renew-work-ok01")
+		}, ""},
+		{"DenyAnything", func() (string, error) {
+			return decide(t, e.sa, createCSR(t, joiner, csrRequest(t, "onprem-gpu-7"), render.KubeletClientSigner), "Denied", render.CSRReasonDenied, "no")
+		}, ""},
+		{"ApproveOnPremName", func() (string, error) {
+			return approve(createCSR(t, joiner, csrRequest(t, "onprem-gpu-9"), render.KubeletClientSigner), "onprem-gpu-9")
+		}, "asks for system:node:onprem-gpu-9, not for system:node:<an instance of one of the cluster's MIGs>"},
+		{"ApproveWithoutNamingIt", func() (string, error) {
+			return approve(createCSR(t, joiner, csrRequest(t, "renew-work-ok02"), render.KubeletClientSigner), "renew-work-zz99")
+		}, "must have reason " + render.CSRReasonApproved + " and name the instance it checked, renew-work-ok02"},
+		{"ApproveOtherReason", func() (string, error) {
+			return decide(t, e.sa, createCSR(t, joiner, csrRequest(t, "renew-work-ok03"), render.KubeletClientSigner), "Approved", "KubectlApprove", msg("renew-work-ok03"))
+		}, "must have reason " + render.CSRReasonApproved},
+		{"ApproveTwoCommonNames", func() (string, error) {
+			// The issued certificate would carry the last common name.
+			raw, err := asn1.Marshal(pkix.RDNSequence{
+				{{Type: asn1.ObjectIdentifier{2, 5, 4, 10}, Value: "system:nodes"}},
+				{{Type: cn, Value: "system:node:renew-work-ok04"}},
+				{{Type: cn, Value: "system:node:onprem-gpu-1"}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{RawSubject: raw}, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+			return approve(createCSR(t, joiner, req, render.KubeletClientSigner), "renew-work-ok04")
+		}, "asks for no single common name the policy can read"},
+		{"ApproveCommonNamePushedOut", func() (string, error) {
+			// Organizational units before the common name push the end of
+			// the subject past what the policy decodes: refused, not misread.
+			var pad []pkix.AttributeTypeAndValue
+			for range 6 {
+				pad = append(pad, pkix.AttributeTypeAndValue{Type: ou, Value: strings.Repeat("x", 20)})
+			}
+			key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+			der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{
+				ExtraNames: append(append([]pkix.AttributeTypeAndValue{{Type: asn1.ObjectIdentifier{2, 5, 4, 10}, Value: "system:nodes"}}, pad...),
+					pkix.AttributeTypeAndValue{Type: cn, Value: "system:node:renew-work-ok05"})}}, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+			return approve(createCSR(t, joiner, req, render.KubeletClientSigner), "renew-work-ok05")
+		}, "asks for no single common name the policy can read"},
+		{"ApproveKubeadmGroup", func() (string, error) {
+			return approve(createCSR(t, kubeadmJoiner, csrRequest(t, "renew-work-ok06"), render.KubeletClientSigner), "renew-work-ok06")
+		}, "was not requested by a member of " + render.CloudBootstrapGroup},
+		{"ApproveOtherSigner", func() (string, error) {
+			return approve(createCSR(t, e.cp.Admin(), csrRequest(t, "renew-work-ok07"), "kubernetes.io/kube-apiserver-client"), "renew-work-ok07")
+		}, "may only decide CSRs for the signer " + render.KubeletClientSigner + ", not kubernetes.io/kube-apiserver-client"},
+		{"ApproveWithAnotherCondition", func() (string, error) {
+			// (Deciding twice, or both ways, the API server refuses itself.)
+			c := createCSR(t, joiner, csrRequest(t, "renew-work-ok08"), render.KubeletClientSigner)
+			b, _ := json.Marshal(map[string]any{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+				"metadata": map[string]any{"name": c},
+				"status": map[string]any{"conditions": []map[string]string{
+					{"type": "Approved", "status": "True", "reason": render.CSRReasonApproved, "message": msg("renew-work-ok08")},
+					{"type": "Failed", "status": "True", "reason": "Test", "message": "extra"}}}})
+			_, stderr, err := kubectl(t, e.sa, string(b), "replace", "--raw", "/apis/certificates.k8s.io/v1/certificatesigningrequests/"+c+"/approval", "-f", "-")
+			return stderr, err
+		}, "may only add one Approved or Denied condition to an undecided CSR"},
+		{"DeleteCSR", func() (string, error) {
+			c := createCSR(t, joiner, csrRequest(t, "renew-work-ok09"), render.KubeletClientSigner)
+			_, stderr, err := kubectl(t, e.sa, "", "delete", "csr", c)
+			return stderr, err
+		}, "may only decide certificate signing requests (update certificatesigningrequests/approval), not DELETE certificatesigningrequests"},
+		{"CreateSecret", func() (string, error) {
+			_, stderr, err := kubectl(t, e.sa, "", "create", "secret", "generic", "x", "-n", "default", "--from-literal=k=v")
+			return stderr, err
+		}, "not CREATE secrets"},
+		{"CreateCSR", func() (string, error) {
+			_, stderr, err := kubectl(t, e.sa, `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"mine"},"spec":{"request":"`+
+				base64.StdEncoding.EncodeToString(csrRequest(t, "renew-work-ok10"))+`","signerName":"`+render.KubeletClientSigner+`","usages":["digital signature","client auth"]}}`, "create", "-f", "-")
+			return stderr, err
+		}, "not CREATE certificatesigningrequests"},
+		{"PatchNode", func() (string, error) {
+			e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"victim"}}`)
+			_, stderr, err := kubectl(t, e.sa, "", "label", "node", "victim", "x=y")
+			return stderr, err
+		}, "not UPDATE nodes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			stderr, err := c.try()
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && err == nil:
+				t.Errorf("allowed; want a denial with %q", c.want)
+			case c.want != "" && !(strings.Contains(stderr, policy) && strings.Contains(stderr, c.want)):
+				t.Errorf("denied with %q; want the policy's %q", strings.TrimSpace(stderr), c.want)
+			}
+		})
+	}
+}
+
+// testScript runs the approver's script under bash against the fake
+// Compute API, with its rendered RBAC only, while kube-controller-manager
+// signs approved CSRs and auto-approves what kubeadm's bindings allow.
+func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
+	cm := e.cp.StartControllerManager(t, testcp.CSRSigningController, testcp.CSRApprovingController)
+	f := newFakeCompute(t, e.src.Cluster.GCP.Project)
+	zone, mig := "us-central1-a", "renew-work-us-central1-a"
+	now := time.Now()
+	f.set(zone, "renew-work-ab12", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+	f.set(zone, "renew-work-du01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+	f.set(zone, "renew-work-old1", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+	f.set(zone, "renew-work-st01", fakeInstance{Status: "RUNNING", Created: now.Add(-2 * time.Hour), MIG: mig})
+	f.set(zone, "renew-work-tm01", fakeInstance{Status: "STOPPING", Created: now.Add(-30 * time.Second), MIG: mig})
+	f.set(zone, "renew-work-xm01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: "someone-elses-mig"})
+	f.set(zone, "renew-ca-a1b2", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: "renew-ca-us-central1-a"})
+	// Ready Nodes: an on-prem server, a control-plane node, a cloud node.
+	for _, n := range []string{"onprem-gpu-1", "cp-1", "renew-work-old1"} {
+		e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"`+n+`"}}`)
+		at := time.Now().UTC().Format(time.RFC3339)
+		e.renewer.admin(t, "patch", "node", n, "--subresource=status", "--type=merge", "-p",
+			`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"test","lastHeartbeatTime":"`+at+`","lastTransitionTime":"`+at+`"}]}}`)
+	}
+
+	// An on-prem join with a kubeadm token: approved by kubeadm's
+	// auto-approval, as before.
+	onprem := createCSR(t, e.cp.TokenUser(t, "a kubeadm join token", e.bootstrapToken(t, "kadm02", kubeadmNodeGroup)),
+		csrRequest(t, "onprem-gpu-2"), render.KubeletClientSigner)
+	eventually(t, 30*time.Second, "the on-prem CSR auto-approved and signed", func() string {
+		c := e.csr(t, onprem)
+		if d := decision(c); d == nil || d.Type != certificatesv1.CertificateApproved || len(c.Status.Certificate) == 0 {
+			return fmt.Sprintf("conditions %+v, %d certificate bytes", c.Status.Conditions, len(c.Status.Certificate))
+		}
+		return ""
+	})
+
+	type want struct {
+		csr, name, decision, message string
+	}
+	var wants []want
+	ask := func(name, decision, message string) {
+		wants = append(wants, want{createCSR(t, joiner, csrRequest(t, name), render.KubeletClientSigner), name, decision, message})
+	}
+	ask("onprem-gpu-1", "Denied", "onprem-gpu-1 is not the name of an instance of any nodegen MIG of this cluster")
+	ask("cp-1", "Denied", "cp-1 is not the name of an instance of any nodegen MIG of this cluster")
+	ask("renew-work-zz99", "Denied", "no instance renew-work-zz99 in zones us-central1-a of project renew-project")
+	ask("renew-work-old1", "Denied", "a Ready Node renew-work-old1 exists")
+	ask("renew-work-st01", "Denied", "not a fresh VM")
+	ask("renew-work-tm01", "Denied", "instance us-central1-a/renew-work-tm01 is STOPPING, not RUNNING")
+	ask("renew-work-xm01", "Denied", "was not created by MIG renew-work-us-central1-a (created-by: projects/123456789012/zones/us-central1-a/instanceGroupManagers/someone-elses-mig)")
+	ask("renew-work-du01", "Denied", "2 pending CSRs ask for renew-work-du01: all are denied")
+	ask("renew-work-du01", "Denied", "2 pending CSRs ask for renew-work-du01: all are denied")
+	ask("renew-ca-a1b2", "Approved", "instance projects/renew-project/zones/us-central1-a/instances/renew-ca-a1b2 is RUNNING")
+
+	// Nothing but the approver decides the cloud token's CSRs: they are
+	// still pending while the csrapproving controller runs.
+	time.Sleep(3 * time.Second)
+	for _, w := range wants {
+		if d := decision(e.csr(t, w.csr)); d != nil {
+			t.Fatalf("CSR %s for %s was decided before the approver ran: %+v", w.csr, w.name, d)
+		}
+	}
+
+	cmd := exec.Command("bash", e.script)
+	cmd.Env = append(slices.Clone(e.env), "PATH="+os.Getenv("PATH"), "HOME="+t.TempDir(), "KUBECONFIG="+e.sa.Kubeconfig,
+		"POLL_SECONDS=1", "METADATA_URL="+f.srv.URL+"/computeMetadata/v1", "COMPUTE_URL="+f.srv.URL+"/compute/v1")
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Logf("approver output:\n%s", logs.String())
+	})
+
+	// A fresh VM joins: its CSR is approved and signed within the join's
+	// TLS-bootstrap timeout.
+	deadline, err := e.src.Cluster.JoinDeadline(e.src.NodeGroups["work"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := render.JoinTimeouts(deadline).TLSBootstrap.Duration
+	asked := time.Now()
+	fresh := createCSR(t, joiner, csrRequest(t, "renew-work-ab12"), render.KubeletClientSigner)
+	var cert []byte
+	eventually(t, limit, "the fresh instance's CSR approved and signed", func() string {
+		c := e.csr(t, fresh)
+		if d := decision(c); d != nil && d.Type != certificatesv1.CertificateApproved {
+			t.Fatalf("the fresh instance's CSR was %s: %s", d.Type, d.Message)
+		}
+		if cert = c.Status.Certificate; len(cert) == 0 {
+			return fmt.Sprintf("conditions %+v", c.Status.Conditions)
+		}
+		return ""
+	})
+	took := time.Since(asked)
+	t.Logf("the fresh instance's CSR was approved and signed %v after it was created (the join allows %v)", took.Round(time.Millisecond), limit)
+	block, _ := pem.Decode(cert)
+	if block == nil {
+		t.Fatalf("the certificate is not PEM: %q", cert)
+	}
+	issued, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(cm.CACert)
+	if _, err := issued.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("the certificate does not chain to the cluster CA: %v", err)
+	}
+	if issued.Subject.CommonName != "system:node:renew-work-ab12" || !slices.Equal(issued.Subject.Organization, []string{"system:nodes"}) {
+		t.Errorf("the certificate is for %v", issued.Subject)
+	}
+
+	// Once issued, another CSR for the same name is denied.
+	ask("renew-work-ab12", "Denied", "for renew-work-ab12 was already approved")
+	for _, w := range wants {
+		var c *certificatesv1.CertificateSigningRequest
+		eventually(t, 30*time.Second, "CSR for "+w.name+" decided", func() string {
+			c = e.csr(t, w.csr)
+			if decision(c) == nil {
+				return "pending"
+			}
+			return ""
+		})
+		d := decision(c)
+		wantReason := render.CSRReasonDenied
+		if w.decision == "Approved" {
+			wantReason = render.CSRReasonApproved
+		}
+		if string(d.Type) != w.decision || d.Reason != wantReason || !strings.Contains(d.Message, w.message) {
+			t.Errorf("CSR for %s: %s %s %q; want %s %s with %q", w.name, d.Type, d.Reason, d.Message, w.decision, wantReason, w.message)
+		}
+	}
+	if d := decision(e.csr(t, onprem)); d.Type != certificatesv1.CertificateApproved || d.Reason == render.CSRReasonDenied {
+		t.Errorf("the on-prem CSR: %+v", d)
+	}
+	if strings.Contains(logs.String(), "ya29.") || strings.Contains(logs.String(), joiner.Token) {
+		t.Error("the approver logged a token")
+	}
+}
