@@ -41,7 +41,7 @@ const (
 	// ProviderIDOtherMIG: the GCE provider maps the node's providerID to
 	// a MIG the node does not belong to.
 	ProviderIDOtherMIG = "provider-id-other-mig"
-	Stale             = "stale"
+	Stale              = "stale"
 
 	UnknownTemplate = "unknown-template"
 	KubeEnv         = "kube-env"
