@@ -43,6 +43,8 @@ type Result struct {
 	// Scope limits a write or a comparison of the output directory to the
 	// selected clusters' trees (nil: the whole directory).
 	Scope func(string) bool
+
+	warnings diag.List
 }
 
 // Cluster is one cluster of a Result.
@@ -58,13 +60,7 @@ type Cluster struct {
 
 // Warnings are the warnings of the rendered clusters' sources
 // (validate.Warnings): what is valid but likely not what was meant.
-func (r *Result) Warnings() diag.List {
-	var list diag.List
-	for _, c := range r.Clusters {
-		list = append(list, validate.Warnings(c.Member.Source, c.Member)...)
-	}
-	return list
-}
+func (r *Result) Warnings() diag.List { return r.warnings }
 
 // ClusterError is an Options.Clusters entry that names no cluster of the
 // source: a usage mistake, not a finding about the source.
@@ -100,13 +96,19 @@ func Run(dir string, opts Options) (*Result, error) {
 }
 
 // Render renders and verifies the selected clusters of a valid source l,
-// as Run does after loading.
+// as Run does after loading. It releases l's evaluation
+// (source.Loaded.Release) once the warnings are made: the artifacts'
+// findings need only the positions of the node groups' names.
 func Render(l *source.Loaded, opts Options) (*Result, error) {
 	members, err := selectClusters(l, opts.Clusters)
 	if err != nil {
 		return nil, err
 	}
 	r := &Result{Source: l, Selected: len(opts.Clusters) > 0, Files: layout.Files{}}
+	for _, m := range members {
+		r.warnings = append(r.warnings, validate.Warnings(m.Source, m)...)
+	}
+	l.Release()
 	// The clusters render and verify independently, in parallel (the
 	// model alone); the findings, which read positions in the source's
 	// CUE values, are made afterwards, one cluster after the other.

@@ -117,26 +117,16 @@ func ProviderIDTemplate(c *model.Cluster) string {
 	return "gce://" + c.GCP.Project + "/" + ZonePlaceholder + "/" + InstancePlaceholder
 }
 
-// joinConfigurationFunc builds the JoinConfiguration; tests replace it to
-// show that verification catches a broken one.
-var joinConfigurationFunc = JoinConfiguration
-
 // JoinTemplate renders the group's JoinConfiguration as the YAML document
-// the startup script carries, and checks the properties that make the
-// script's substitution of the placeholders safe (see the placeholders).
+// the startup script carries. That the script's substitution of the
+// placeholders is safe in it (CheckJoinTemplate) is checked where every
+// artifact is re-read, by package verify, on every run.
 func JoinTemplate(src *model.Source, g *model.NodeGroup) ([]byte, error) {
-	cfg, err := joinConfigurationFunc(src, g)
+	cfg, err := JoinConfiguration(src, g)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := yamlout.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckJoinTemplate(doc); err != nil {
-		return nil, err
-	}
-	return doc, nil
+	return yamlout.Marshal(cfg)
 }
 
 // CheckJoinTemplate checks that a JoinConfiguration document is safe to

@@ -1,6 +1,8 @@
 package render_test
 
 import (
+	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +19,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
+	"github.com/nodegen/nodegen/internal/yamlout"
 )
 
 // joinSource is a source of the tests' own, unlike the shipped example: a
@@ -90,9 +93,8 @@ func loadJoinSource(t *testing.T, edits map[string]string) *model.Source {
 }
 
 // TestJoinConfigurationMutationsAreCaught breaks the JoinConfiguration
-// renderer in the ways a slip in it could, renders the test source with
-// it, and expects gen's verification to reject the result naming the
-// group.
+// of a group's startup script in the ways a slip in the renderer could
+// and expects gen's verification to reject the result naming the group.
 func TestJoinConfigurationMutationsAreCaught(t *testing.T) {
 	src := loadJoinSource(t, nil)
 	files, err := render.All(src)
@@ -142,21 +144,26 @@ func TestJoinConfigurationMutationsAreCaught(t *testing.T) {
 	}
 	for _, m := range mutations {
 		t.Run(m.name, func(t *testing.T) {
-			restore := render.SetJoinConfigurationFunc(func(s *model.Source, g *model.NodeGroup) (*kubeadm.JoinConfiguration, error) {
-				c, err := render.JoinConfiguration(s, g)
-				if err == nil && g.Name == m.group {
-					m.mutate(c)
-				}
-				return c, err
-			})
-			defer restore()
-			broken, err := render.All(src)
+			// The broken configuration in place of the group's in its
+			// startup script, as a slip in the renderer would write it.
+			p := layout.StartupScriptPath(m.group)
+			doc, err := verify.JoinTemplateOf(files[p])
 			if err != nil {
-				// The renderer's own check caught it: fine, if it names the problem.
-				if !strings.Contains(err.Error(), m.group) || !strings.Contains(err.Error(), m.want) {
-					t.Fatalf("render: %v, want an error about group %s containing %q", err, m.group, m.want)
-				}
-				return
+				t.Fatal(err)
+			}
+			c, err := kubeadm.DecodeJoinConfiguration(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.mutate(c)
+			bad, err := yamlout.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			broken := maps.Clone(files)
+			broken[p] = bytes.Replace(files[p], doc, bad, 1)
+			if bytes.Equal(broken[p], files[p]) {
+				t.Fatalf("the startup script of %s does not carry its join configuration as rendered", m.group)
 			}
 			err = verify.All(src, broken)
 			if err == nil {

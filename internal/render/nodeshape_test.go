@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -423,42 +424,47 @@ func TestCapacityStartupScriptShellcheck(t *testing.T) {
 
 // TestCapacityExplainMaxPods: explain counts pods against the template's
 // pods allocatable (maxPods), as the scheduler's NodeResourcesFit does:
-// kube-proxy, the taint remover and one DaemonSet fill a new node of the
-// GPU group at maxPods 3, and leave room for one pod at 4.
+// kube-proxy, the taint remover and nine DaemonSets fill a new node of the
+// GPU group at maxPods 11 (the least vet allows on a GPU group), and leave
+// room for one pod at 12.
 func TestCapacityExplainMaxPods(t *testing.T) {
-	ws, _, err := explain.Decode("w.yaml", []byte(`
-apiVersion: apps/v1
+	var yaml strings.Builder
+	for i := range 9 {
+		fmt.Fprintf(&yaml, `apiVersion: apps/v1
 kind: DaemonSet
-metadata: {name: agent, namespace: kube-system}
+metadata: {name: agent-%d, namespace: kube-system}
 spec:
-  selector: {matchLabels: {app: agent}}
+  selector: {matchLabels: {app: agent-%d}}
   template:
-    metadata: {labels: {app: agent}}
+    metadata: {labels: {app: agent-%d}}
     spec:
       tolerations: [{operator: Exists}]
       containers: [{name: agent, image: agent}]
 ---
-apiVersion: v1
+`, i, i, i)
+	}
+	yaml.WriteString(`apiVersion: v1
 kind: Pod
 metadata: {name: gpu}
 spec:
   tolerations: [{operator: Exists}]
   containers: [{name: c, image: c, resources: {limits: {nvidia.com/gpu: 1}}}]
-`))
-	if err != nil || len(ws) != 2 {
+`)
+	ws, _, err := explain.Decode("w.yaml", []byte(yaml.String()))
+	if err != nil || len(ws) != 10 {
 		t.Fatalf("decode: %d workloads, %v", len(ws), err)
 	}
 	for _, c := range []struct {
 		maxPods string
 		fits    bool
-	}{{"48", true}, {"4", true}, {"3", false}} {
+	}{{"48", true}, {"12", true}, {"11", false}} {
 		src, files := loadCapacitySource(t, "maxPods: 48", "maxPods: "+c.maxPods)
 		e, err := explain.New(src, files, ws)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var t4 *explain.GroupResult
-		r := e.Workload(ws[1])
+		r := e.Workload(ws[9])
 		for i := range r.Groups {
 			if r.Groups[i].Group == "t4" {
 				t4 = &r.Groups[i]
@@ -474,7 +480,7 @@ spec:
 			continue
 		}
 		if t4.Verdict != explain.NoFit || len(t4.Reasons) != 1 || t4.Reasons[0].Resource != "pods" ||
-			!strings.Contains(t4.Reasons[0].Message, "a new node allows 3 pods (maxPods) and already runs 3") {
+			!strings.Contains(t4.Reasons[0].Message, "a new node allows 11 pods (maxPods) and already runs 11") {
 			t.Errorf("maxPods %s: %s %+v, want one too-many-pods reason", c.maxPods, t4.Verdict, t4.Reasons)
 		}
 	}

@@ -125,9 +125,9 @@ var patterns = []pattern{
 		// A PEM private key block (PKCS#1 "RSA PRIVATE KEY", SEC 1 "EC
 		// PRIVATE KEY", PKCS#8 "PRIVATE KEY" and "ENCRYPTED PRIVATE KEY",
 		// "OPENSSH PRIVATE KEY", ...) from its BEGIN line to its END line
-		// (or the end of the text). Limits: a key in DER or without its
-		// BEGIN line is not recognised, except as base64 of a PEM block.
-		class:  "private key",
+		// (or the end of the text). A body without its BEGIN line, and a
+		// lone END line, are found too (disguise.go).
+		class:  privateKeyClass,
 		re:     regexp.MustCompile(`-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY)-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?`),
 		detail: 1,
 		advice: moveAdvice,
@@ -211,11 +211,16 @@ var patterns = []pattern{
 	},
 }
 
+const (
+	privateKeyClass  = "private key"
+	privateKeyAdvice = moveAdvice
+)
+
 // minBase64 is the shortest run of base64 (standard or URL alphabet) that
 // can hold the shortest secret above (a 23-character bootstrap token is 31
 // characters of base64 and one '='). Each run is decoded and the result scanned once
-// more with every pattern. Limits: base64 split across lines or strings,
-// or nested encodings, are not decoded.
+// more with every pattern (disguise.go: nested encodings and wrapped lines
+// too).
 const minBase64 = 28
 
 // base64Runs finds the runs of base64 characters of at least minBase64
@@ -285,12 +290,17 @@ type Secret struct {
 	// Start and End are the byte offsets of the secret in the scanned
 	// text (of the base64 run it was decoded from, if Encoded).
 	Start, End int
-	// Encoded says the secret was found in the base64 decoding of the
-	// text at Start:End.
-	Encoded bool
-	value   string
-	detail  string
-	advice  string
+	// Encoded says the secret was found in the decoding of the text at
+	// Start:End; Encoding names the encodings, outermost first
+	// ("base64", "hex", "base64+base64").
+	Encoded  bool
+	Encoding string
+	// Disguised says the secret was found once look-alike characters were
+	// mapped to what they look like and invisible ones removed.
+	Disguised bool
+	value     string
+	detail    string
+	advice    string
 }
 
 // Fingerprint names the secret without revealing it: at most its first 4
@@ -320,7 +330,10 @@ func Fingerprint(secret string) string {
 func (s Secret) Describe(where string) string {
 	class := s.Class
 	if s.Encoded {
-		class = "base64-encoded " + class
+		class = s.Encoding + "-encoded " + class
+	}
+	if s.Disguised {
+		class += " written with look-alike or invisible characters"
 	}
 	return fmt.Sprintf("%s %s (%s) must not be %s: %s", article(class), class, s.Fingerprint(), where, s.advice)
 }
@@ -332,24 +345,78 @@ func article(s string) string {
 	return "a"
 }
 
-// Find returns every secret in text, ordered by position.
+// Find returns every secret in text, ordered by position: plain, and
+// through the disguises disguise.go lists (encodings, wrapping, a PEM body
+// without its BEGIN line, look-alike and invisible characters).
 func Find(text string) []Secret {
-	found := find(text)
-	for _, m := range base64Runs(text) {
-		decoded, ok := decodeBase64(text[m[0]:m[1]])
-		if !ok {
-			continue
-		}
-		for _, s := range find(decoded) {
-			if overlaps(found, m[0], m[1]) {
-				break
+	found := findLayers(text, 0)
+	if n, offs, changed := normalize(text); changed {
+		for _, s := range findLayers(n, 0) {
+			start, end := offs[s.Start], offs[s.End]
+			if overlaps(found, start, end) {
+				continue
 			}
-			s.Start, s.End, s.Encoded = m[0], m[1], true
+			s.Start, s.End, s.Disguised = start, end, true
 			found = append(found, s)
-			break // one finding per run is enough
 		}
 	}
 	slices.SortFunc(found, func(a, b Secret) int { return a.Start - b.Start })
+	return found
+}
+
+// findLayers is find, plus what the encoded runs of text decode to, depth
+// encodings deep.
+func findLayers(text string, depth int) (found []Secret) {
+	found = find(text)
+	defer func() { found = endLines(text, found) }()
+	if depth >= maxLayers {
+		return found
+	}
+	for _, e := range encodedRuns(text) {
+		if overlaps(found, e.start, e.end) {
+			continue
+		}
+		if e.der != nil && privateKeyDER(e.der) {
+			found = append(found, Secret{Class: privateKeyClass, Start: e.start, End: e.end, value: e.raw, detail: "a PEM private key body without its BEGIN line", advice: privateKeyAdvice})
+			continue
+		}
+		if e.text == "" {
+			continue
+		}
+		inner := findLayers(e.text, depth+1)
+		if len(inner) == 0 {
+			continue
+		}
+		s := inner[0] // one finding per run is enough
+		how := e.how
+		if s.Encoded {
+			how += "+" + s.Encoding
+		}
+		s.Start, s.End, s.Encoded, s.Encoding = e.start, e.end, true, how
+		found = append(found, s)
+	}
+	return found
+}
+
+// endLines adds to found the lone END lines of PEM private keys in text,
+// each joined to the key body found right before it.
+func endLines(text string, found []Secret) []Secret {
+	for _, m := range pemEndLines(text) {
+		if overlaps(found, m[0], m[1]) {
+			continue
+		}
+		joined := false
+		for i := range found {
+			s := &found[i]
+			if s.Class == privateKeyClass && s.End <= m[0] && strings.TrimSpace(text[s.End:m[0]]) == "" {
+				s.End, s.value, joined = m[1], s.value+"\n"+text[m[0]:m[1]], true
+				break
+			}
+		}
+		if !joined {
+			found = append(found, Secret{Class: privateKeyClass, Start: m[0], End: m[1], value: text[m[0]:m[1]], detail: "the END line of a PEM private key", advice: privateKeyAdvice})
+		}
+	}
 	return found
 }
 
@@ -442,7 +509,7 @@ func Redact(text string) string {
 			continue
 		}
 		b.WriteString(text[last:s.Start])
-		if s.Encoded {
+		if s.Encoded || s.Disguised {
 			b.WriteString(Fingerprint(text[s.Start:s.End]))
 		} else {
 			b.WriteString(s.Fingerprint())

@@ -125,6 +125,7 @@ func kindOf(v cue.Value) cue.Kind {
 // resolved value, at the position pos gives for the field.
 func Values(v cue.Value, pos Positioner) diag.List {
 	var list diag.List
+	var parts joined
 	var walk, walkFields func(v cue.Value, path []cue.Selector)
 	walk = func(v cue.Value, path []cue.Selector) {
 		// By what the value holds, not by its kind: a struct with an
@@ -141,6 +142,7 @@ func Values(v cue.Value, pos Positioner) diag.List {
 			return
 		}
 		if s, err := v.String(); err == nil {
+			parts.add(path, s)
 			for _, found := range Find(s) {
 				list.Add(pos.Pos(path...), Redact(pathString(path)), "%s", found.Describe(inSource))
 			}
@@ -180,6 +182,7 @@ func Values(v cue.Value, pos Positioner) diag.List {
 				walk(fv, p)
 				continue
 			}
+			parts.add(p, value)
 			found := Find(value)
 			for _, s := range found {
 				list.Add(pos.Pos(p...), Redact(pathString(p)), "%s", s.Describe(inSource))
@@ -192,7 +195,96 @@ func Values(v cue.Value, pos Positioner) diag.List {
 	if v.Exists() {
 		walk(v, nil)
 	}
+	parts.scan(&list, pos)
 	return list.Sorted()
+}
+
+// joined collects the string values of each part of a source (a node
+// group, the cluster) in the order CUE gives them, so that a secret split
+// across several values ("abcdef." in one label, the rest in the next) is
+// found in their concatenation.
+type joined struct {
+	order []string
+	parts map[string][]part
+}
+
+type part struct {
+	path  []cue.Selector
+	value string
+}
+
+// owner is the part of the source a value at path belongs to: the node
+// group (nodeGroups.<name>, also inside a fleet's cluster), else the first
+// two labels (cluster.<field>, or a fleet's clusters.<name>).
+func owner(path []cue.Selector) string {
+	for i := len(path) - 2; i >= 0; i-- {
+		if path[i].LabelType() == cue.StringLabel && path[i].Unquoted() == "nodeGroups" {
+			return pathString(path[:i+2])
+		}
+	}
+	return pathString(path[:min(2, len(path))])
+}
+
+func (j *joined) add(path []cue.Selector, value string) {
+	if value == "" {
+		return
+	}
+	if j.parts == nil {
+		j.parts = map[string][]part{}
+	}
+	k := owner(path)
+	if _, ok := j.parts[k]; !ok {
+		j.order = append(j.order, k)
+	}
+	j.parts[k] = append(j.parts[k], part{slices.Clip(path), value})
+}
+
+// aloneHolds says whether one of ps alone holds a secret of class: then
+// the joined finding is that secret running on into the next values.
+func aloneHolds(ps []part, class string) bool {
+	for _, p := range ps {
+		for _, s := range Find(p.value) {
+			if s.Class == class {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// scan reports each secret of a part's concatenated values that spans two
+// or more of them (one value alone is scanned where it is read), at the
+// first value that holds a piece of it.
+func (j *joined) scan(list *diag.List, pos Positioner) {
+	for _, k := range j.order {
+		ps := j.parts[k]
+		if len(ps) < 2 {
+			continue
+		}
+		var b strings.Builder
+		starts := make([]int, len(ps))
+		for i, p := range ps {
+			starts[i] = b.Len()
+			b.WriteString(p.value)
+		}
+		text := b.String()
+		at := func(off int) int { // the part holding byte off
+			i, _ := slices.BinarySearch(starts, off+1)
+			return i - 1
+		}
+		for _, s := range Find(text) {
+			first, last := at(s.Start), at(s.End-1)
+			if first == last || aloneHolds(ps[first:last+1], s.Class) {
+				continue // reported where the value is read
+			}
+			var paths []string
+			for _, p := range ps[first : last+1] {
+				paths = append(paths, Redact(pathString(p.path)))
+			}
+			list.Add(pos.Pos(ps[first].path...), Redact(pathString(ps[first].path)), "%s; it is split across the values of %s",
+				s.Describe(inSource), strings.Join(paths, ", "))
+		}
+	}
 }
 
 // inField finds the secrets that only a field name and its value

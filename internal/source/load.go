@@ -72,6 +72,10 @@ type Loaded struct {
 	root *Loaded
 	// schema is the schema's #Source.
 	schema cue.Value
+	// released is set by Release; groupKeys are then the positions of the
+	// node groups' names, by name.
+	released  bool
+	groupKeys map[string]token.Pos
 }
 
 // Broken lists the parts of a source that did not decode.
@@ -330,6 +334,9 @@ func (l *Loaded) Pos(sels ...cue.Selector) token.Pos {
 // KeyPos returns the position of the label of the field at path, for
 // findings about a key (a label key, a group name).
 func (l *Loaded) KeyPos(sels ...cue.Selector) token.Pos {
+	if l.released {
+		return l.releasedKeyPos(sels)
+	}
 	if !l.user.Exists() {
 		return token.NoPos
 	}

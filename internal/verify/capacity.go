@@ -13,7 +13,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"mvdan.cc/sh/v3/syntax"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/kubeadm"
@@ -23,24 +22,20 @@ import (
 	"github.com/nodegen/nodegen/internal/render"
 )
 
-// Capacity checks the capacity policy of a cloud group on both sides: the
+// capacity checks the capacity policy of a cloud group on both sides: the
 // template node the autoscaler builds from kube-env (pods, nvidia.com/gpu,
 // evictionHard, kube_reserved, local-SSD ephemeral storage, the Spot
 // label), the node as its kubelet configuration patch, the GPU Operator's
 // device-plugin config and the instance template make it, and the source.
-func Capacity(g *model.NodeGroup, script *syntax.File, kubeEnv, gpuValues, tf []byte) error {
-	f, diags := hclsyntax.ParseConfig(tf, "group.tf", hcl.InitialPos)
-	return capacity(g, script, readKubeEnv(kubeEnv), newGPUValues(gpuValues), f, diags)
-}
-
-// capacity is Capacity on the artifacts read once for every check: the
-// kube-env, the GPU Operator's values and the parsed Terraform file.
-func capacity(g *model.NodeGroup, script *syntax.File, env *kubeEnv, gpu *gpuValues, tf *hcl.File, tfDiags hcl.Diagnostics) error {
+// It takes the artifacts read once for every check: the kube-env, the
+// startup script's quoted heredocs, the GPU Operator's values and the
+// parsed Terraform file.
+func capacity(g *model.NodeGroup, script heredocs, env *kubeEnv, gpu *gpuValues, tf *hcl.File, tfDiags hcl.Diagnostics) error {
 	if env.err != nil {
 		return fmt.Errorf("kube-env: %w", env.err)
 	}
 	tmpl := env.tmpl
-	docs := quotedHeredocs(script, render.KubeletPatchHeredocDelimiter)
+	docs := script[render.KubeletPatchHeredocDelimiter]
 	if len(docs) != 1 {
 		return fmt.Errorf("the script carries %d quoted heredocs delimited by %s, want 1", len(docs), render.KubeletPatchHeredocDelimiter)
 	}
@@ -311,19 +306,4 @@ func templateFacts(f *hcl.File, diags hcl.Diagnostics) (instanceTemplateFacts, e
 		}
 	}
 	return out, nil
-}
-
-// quotedHeredocs returns the bodies of the script's heredocs (<<, not <<-)
-// whose delimiter is the single-quoted word delim.
-func quotedHeredocs(f *syntax.File, delim string) []string {
-	var docs []string
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if r, ok := n.(*syntax.Redirect); ok && r.Op == syntax.Hdoc && len(r.Word.Parts) == 1 {
-			if sq, ok := r.Word.Parts[0].(*syntax.SglQuoted); ok && sq.Value == delim && r.Hdoc != nil {
-				docs = append(docs, literal(r.Hdoc))
-			}
-		}
-		return true
-	})
-	return docs
 }

@@ -3,6 +3,8 @@ package verify
 import (
 	"bytes"
 	"fmt"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -14,7 +16,7 @@ import (
 	"github.com/nodegen/nodegen/internal/render"
 )
 
-// Values JoinConfiguration puts in place of the placeholders, as the
+// Values joinConfiguration puts in place of the placeholders, as the
 // script does on a VM.
 const (
 	sampleInstanceSuffix = "-x7k2"
@@ -28,8 +30,16 @@ const (
 // registers exactly the labels and taints of the source and of the
 // group's kube-env as the autoscaler reads it (startup taints aside), with
 // the instance's name, its providerID and the cluster's discovery.
-func joinConfiguration(src *model.Source, g *model.NodeGroup, script *syntax.File, env *kubeEnv, flagged []string) error {
-	doc, err := joinTemplateOf(script)
+//
+// The document is decoded once, placeholders and all, and each zone's
+// configuration is the decoded one with the zone's values in place of the
+// placeholders (fillJoin). That is what decoding each zone's filled
+// document gives: CheckJoinTemplate holds every placeholder inside one
+// scalar that stays a string (quoted on its own, or plain with a '/' or
+// '='), and the values put in are of letters, digits, '-' and '.' only,
+// which change neither a quoted nor such a plain scalar's meaning.
+func joinConfiguration(src *model.Source, g *model.NodeGroup, script heredocs, env *kubeEnv, flagged []string) error {
+	doc, err := joinTemplate(script)
 	if err != nil {
 		return fmt.Errorf("group %s: %w", g.Name, err)
 	}
@@ -46,11 +56,7 @@ func joinConfiguration(src *model.Source, g *model.NodeGroup, script *syntax.Fil
 	}
 	instance := cl.BaseInstanceName(g) + sampleInstanceSuffix
 	for _, zone := range g.Zones {
-		filled := doc
-		for p, v := range map[string]string{render.InstancePlaceholder: instance, render.ZonePlaceholder: zone, render.TokenPlaceholder: sampleToken} {
-			filled = bytes.ReplaceAll(filled, []byte(p), []byte(v))
-		}
-		cfg, err := kubeadm.DecodeJoinConfiguration(filled)
+		cfg, err := fillJoin(tmpl, instance, zone)
 		if err != nil {
 			return fmt.Errorf("group %s: join configuration in zone %s: %w", g.Name, zone, err)
 		}
@@ -90,26 +96,35 @@ func JoinTemplateOf(script []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return joinTemplateOf(f)
+	return joinTemplate(quotedHeredocs(f))
 }
 
-// joinTemplateOf is JoinTemplateOf on a parsed script.
-func joinTemplateOf(f *syntax.File) ([]byte, error) {
-	var docs []string
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if r, ok := n.(*syntax.Redirect); ok && r.Op == syntax.Hdoc {
-			if r.Word.Lit() == "" && len(r.Word.Parts) == 1 {
-				if sq, ok := r.Word.Parts[0].(*syntax.SglQuoted); ok && sq.Value == render.JoinHeredocDelimiter && r.Hdoc != nil {
-					docs = append(docs, literal(r.Hdoc))
-				}
-			}
-		}
-		return true
-	})
+// joinTemplate is JoinTemplateOf on the script's quoted heredocs.
+func joinTemplate(h heredocs) ([]byte, error) {
+	docs := h[render.JoinHeredocDelimiter]
 	if len(docs) != 1 {
 		return nil, fmt.Errorf("the script carries %d quoted heredocs delimited by %s, want 1", len(docs), render.JoinHeredocDelimiter)
 	}
 	return []byte(docs[0]), nil
+}
+
+// heredocs are the bodies of a script's heredocs (<<, not <<-) whose
+// delimiter is a single-quoted word, by delimiter.
+type heredocs map[string][]string
+
+// quotedHeredocs finds the quoted heredocs of a parsed script, in one walk
+// of its syntax tree for every check that reads one.
+func quotedHeredocs(f *syntax.File) heredocs {
+	h := heredocs{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if r, ok := n.(*syntax.Redirect); ok && r.Op == syntax.Hdoc && r.Hdoc != nil && len(r.Word.Parts) == 1 {
+			if sq, ok := r.Word.Parts[0].(*syntax.SglQuoted); ok {
+				h[sq.Value] = append(h[sq.Value], literal(r.Hdoc))
+			}
+		}
+		return true
+	})
+	return h
 }
 
 // literal is the text of a quoted heredoc's body.
@@ -121,4 +136,67 @@ func literal(w *syntax.Word) string {
 		}
 	}
 	return b.String()
+}
+
+// safeValue is what fillJoin may put in place of a placeholder: characters
+// that mean the same in any YAML scalar CheckJoinTemplate lets hold one.
+var safeValue = regexp.MustCompile(`^[a-z0-9.-]+$`)
+
+// fillJoin returns a copy of the decoded template tmpl with the instance
+// name, the zone and the sample token in place of the placeholders, as
+// the script puts them in on a VM of the zone.
+func fillJoin(tmpl *kubeadm.JoinConfiguration, instance, zone string) (*kubeadm.JoinConfiguration, error) {
+	for _, v := range []string{instance, zone, sampleToken} {
+		if !safeValue.MatchString(v) {
+			return nil, fmt.Errorf("%q cannot stand for a placeholder: not only letters, digits, '-' and '.'", v)
+		}
+	}
+	r := strings.NewReplacer(render.InstancePlaceholder, instance, render.ZonePlaceholder, zone, render.TokenPlaceholder, sampleToken)
+	return fillStrings(reflect.ValueOf(tmpl), r).Interface().(*kubeadm.JoinConfiguration), nil
+}
+
+// fillStrings returns a deep copy of v with r applied to every string in
+// it (map keys included); unexported fields are copied as they are.
+func fillStrings(v reflect.Value, r *strings.Replacer) reflect.Value {
+	switch v.Kind() {
+	case reflect.String:
+		n := reflect.New(v.Type()).Elem()
+		n.SetString(r.Replace(v.String()))
+		return n
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.New(v.Type().Elem())
+		n.Elem().Set(fillStrings(v.Elem(), r))
+		return n
+	case reflect.Struct:
+		n := reflect.New(v.Type()).Elem()
+		n.Set(v)
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				n.Field(i).Set(fillStrings(v.Field(i), r))
+			}
+		}
+		return n
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			n.Index(i).Set(fillStrings(v.Index(i), r))
+		}
+		return n
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			n.SetMapIndex(fillStrings(it.Key(), r), fillStrings(it.Value(), r))
+		}
+		return n
+	}
+	return v
 }

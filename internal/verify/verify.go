@@ -51,18 +51,24 @@ func All(src *model.Source, files layout.Files) error {
 		} else if err := revision.Check(src, g, files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)]); err != nil {
 			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
 		}
-		// The group's Terraform file, parsed here once for Capacity and
+		// The group's Terraform file, parsed here once for capacity and
 		// for the parse check of every .tf file (terraform below).
 		tfPath := layout.TerraformGroupPath(g.Name)
 		tf, diags := hclsyntax.ParseConfig(files[tfPath], tfPath, hcl.InitialPos)
 		tfParsed[i] = diags
-		script, err := parseScript(files[layout.StartupScriptPath(g.Name)])
+		scriptPath := layout.StartupScriptPath(g.Name)
+		script, err := parseScript(files[scriptPath])
 		if err != nil {
-			groupErrs[i][1] = &GroupError{Group: g.Name, Path: layout.StartupScriptPath(g.Name), Err: err}
-		} else if err := joinConfiguration(src, g, script, env, flagged); err != nil {
-			groupErrs[i][2] = &GroupError{Group: g.Name, Path: layout.StartupScriptPath(g.Name), Err: err}
-		} else if err := capacity(g, script, env, gpu, tf, diags); err != nil {
-			groupErrs[i][2] = &GroupError{Group: g.Name, Path: layout.StartupScriptPath(g.Name), Err: err}
+			groupErrs[i][1] = &GroupError{Group: g.Name, Path: scriptPath, Err: err}
+			return
+		}
+		// The script's syntax tree, walked once for the heredocs the
+		// checks below read.
+		docs := quotedHeredocs(script)
+		if err := joinConfiguration(src, g, docs, env, flagged); err != nil {
+			groupErrs[i][2] = &GroupError{Group: g.Name, Path: scriptPath, Err: err}
+		} else if err := capacity(g, docs, env, gpu, tf, diags); err != nil {
+			groupErrs[i][2] = &GroupError{Group: g.Name, Path: scriptPath, Err: err}
 		}
 	})
 	for i, g := range cloud {
