@@ -23,7 +23,6 @@ readonly PREFIX='gce://onprem.invalid/onprem/'
 # --dry-run), 1 otherwise.
 set -euo pipefail
 
-readonly GROUP_LABEL=nodegen.dev/node-group
 readonly NAME_RE='^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'
 
 dry_run=false
