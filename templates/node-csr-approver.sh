@@ -154,6 +154,7 @@ common_name() {
 	for ((j = at + 7; j < at + 7 + len; j++)); do
 		# Only printable ASCII: the name is checked against a pattern next.
 		((16#${h[j]} >= 32 && 16#${h[j]} < 127)) || return 1
+		# shellcheck disable=SC2059 # the format is \xHH of a checked hex byte
 		out+="$(printf "\\x${h[j]}")"
 	done
 	printf '%s' "${out}"
@@ -219,7 +220,7 @@ check_instance() {
 			deny "${csr}" "${rv}" "instance ${zone}/${name} is ${status:-of no status}, not RUNNING"
 			return
 		fi
-		if [[ "${by}" != */zones/"${zone}"/instanceGroupManagers/"${base}-${zone}" ]]; then
+		if [[ "${by}" != */zones/"${zone}/instanceGroupManagers/${base}-${zone}" ]]; then
 			deny "${csr}" "${rv}" "instance ${zone}/${name} was not created by MIG ${base}-${zone} (created-by: ${by:-none})"
 			return
 		fi

@@ -15,7 +15,7 @@
 // wall time and peak resident memory (the kernel's ru_maxrss of the
 // child) of each command with its ratio to cue export, how each grows
 // from 1000 to 10,000 groups, the shipped example's `check`, and each
-// target of issue 14 with its verdict, as Markdown.
+// performance target with its verdict, as Markdown.
 //
 // Usage (from the repository root):
 //
@@ -615,7 +615,7 @@ func growthSizes(sizes []int) (int, int) {
 	return slices.Min(big), slices.Max(big)
 }
 
-// printTargets prints issue 14's targets with their verdicts.
+// printTargets prints the performance targets with their verdicts.
 func printTargets(sizes []int, results map[int]map[string]*series, ex *series) {
 	fmt.Println("## Targets (CPU time, medians)")
 	fmt.Println()

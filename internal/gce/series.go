@@ -8,9 +8,13 @@ import (
 
 // Machine series facts nodegen checks every cloud group against.
 //
-// Source: shared/docs/facts.md, "Verified against the consumers' own code
-// and binaries (2026-11-30)": N1 and E2 take no Hyperdisk; N4, C4, C4A,
-// C4D, N4A and N4D take Hyperdisk only; T2A, C4A and N4A are Arm (arm64).
+// Sources (Compute Engine documentation, read 2026-11-30): the disk types
+// each series supports (cloud.google.com/compute/docs/disks/hyperdisks and
+// each series' page under
+// cloud.google.com/compute/docs/general-purpose-machines): N1 and E2 take no
+// Hyperdisk; N4, C4, C4A, C4D, N4A and N4D take Hyperdisk only. The Arm
+// series (cloud.google.com/compute/docs/instances/arm-on-compute): T2A, C4A
+// and N4A are arm64.
 // A4X is Arm too: its CPUs are NVIDIA Grace (cloud.google.com/compute/docs/gpus,
 // A4X). Every other series is x86 (amd64).
 var (
@@ -23,7 +27,9 @@ var (
 )
 
 // MaxZonalMIGSize is the default limit on the size of a zonal managed
-// instance group (facts.md, "Verified": 1,000 VMs).
+// instance group: 1,000 VMs (Compute Engine API reference,
+// cloud.google.com/compute/docs/reference/rest/v1/instanceGroupManagers/insert:
+// "A managed instance group can have up to 1000 VM instances per group").
 const MaxZonalMIGSize = 1000
 
 // Arch returns the CPU architecture of a machine series: "arm64" or "amd64".

@@ -1,8 +1,12 @@
 // Package kubeenv writes the kube-env instance-template metadata value and
 // reads it back the way the Cluster Autoscaler's GCE provider does.
 //
-// The reading side follows the autoscaler's behaviour as documented in
-// shared/docs/facts.md (section A): a YAML map of strings; the
+// The reading side follows the autoscaler's GCE provider (kubernetes/autoscaler,
+// tag cluster-autoscaler-1.36.1, commit 35e8a280425c; cluster-autoscaler/
+// cloudprovider/gce/kube_env.go ParseKubeEnv and templates.go
+// extractAutoscalerVarFromKubeEnv, parseKeyValueListToMap, buildTaints;
+// master's templates.go reads kube-env the same way): a YAML map of strings
+// (sigs.k8s.io/yaml into map[string]string); the
 // AUTOSCALER_ENV_VARS value split on ';' into name=value segments (trimmed,
 // split at the first '=', values trimmed of spaces and quotes, a segment
 // without '=' an error for every variable not found before it); lists split

@@ -7,7 +7,9 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeenv"
 )
 
-// The autoscaler's reading rules, from shared/docs/facts.md section A3.
+// The autoscaler's reading rules: kubernetes/autoscaler tag
+// cluster-autoscaler-1.36.1, cluster-autoscaler/cloudprovider/gce/templates.go
+// (extractAutoscalerVarFromKubeEnv, parseKeyValueListToMap, buildTaints).
 func TestReadTemplateFollowsTheAutoscaler(t *testing.T) {
 	cases := []struct {
 		name, env string

@@ -11,8 +11,10 @@ import (
 // use (internal/kubeenv) and the renderer (internal/render) all ask it, so
 // the template node nodegen checks is the one the autoscaler builds.
 //
-// Sources (read 2026-11-30; see also shared/docs/facts.md A2, A6, A7 and
-// "Verified"):
+// Sources (kubernetes/autoscaler tag cluster-autoscaler-1.36.1, commit
+// 35e8a280425c, read 2026-11-30; paths relative to cluster-autoscaler/, and
+// checked by running the autoscaler's own template code on nodegen's
+// kube-env):
 //   - kubernetes/autoscaler cluster-autoscaler/utils/taints/taints.go (the
 //     core now lives in sigs.k8s.io/cluster-autoscaler, same file):
 //     ToBeDeletedTaint, DeletionCandidateTaint, IgnoreTaintPrefix,

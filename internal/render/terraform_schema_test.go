@@ -20,8 +20,9 @@ import (
 )
 
 // providerSchemaPath is `terraform providers schema -json` of the
-// hashicorp/google provider v7.45.0, verbatim (descriptions aside: see
-// /work/shared/consumers/README.md of the project's steering material).
+// hashicorp/google provider v7.45.0 (all resources and data sources),
+// verbatim but for the package-registry host names in description texts,
+// which are replaced by a placeholder.
 const providerSchemaPath = "testdata/terraform/google-provider-7.45.0.schema.json.gz"
 
 type tfSchemaBlock struct {

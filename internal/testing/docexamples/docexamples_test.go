@@ -26,7 +26,8 @@ import (
 const updateEnv = "NODEGEN_UPDATE_DOC_EXAMPLES"
 
 // The shipped example, as the docs' outputs show it. On any other source in
-// nodegroups/ (a user's own) the doc-run blocks are skipped.
+// nodegroups/ (a user's own) the doc-run blocks are skipped, unless
+// NODEGEN_REQUIRE_DOC_EXAMPLES=1 (set by CI) makes that a failure.
 const (
 	exampleCluster = "hybrid-ai"
 	exampleProject = "acme-hybrid-ai"
@@ -168,9 +169,9 @@ func TestDocExamples(t *testing.T) {
 						return
 					}
 					t.Errorf("%s:%d: the commands of this block no longer print what it shows on the shipped example (nodegroups/).\n"+
-						"If the change is intended, update the block (%s=1 go test ./internal/testing/docexamples/ rewrites it; review the diff).\n"+
+						"If the change is intended, update the block (%s=1 go test ./internal/testing/docexamples/ rewrites it, and refreshes %s from out/; review the diff).\n"+
 						"--- the doc\n%s\n--- the commands print\n%s",
-						b.doc, b.line, updateEnv, strings.Join(body, "\n"), strings.Join(got, "\n"))
+						b.doc, b.line, updateEnv, templateFile, strings.Join(body, "\n"), strings.Join(got, "\n"))
 				})
 			}
 		}
@@ -183,6 +184,9 @@ func TestDocExamples(t *testing.T) {
 	}
 	if nRun == 0 {
 		t.Error("no <!-- doc-run --> block in the README or docs/: the marker comments were lost")
+	}
+	if !shipped && os.Getenv("NODEGEN_REQUIRE_DOC_EXAMPLES") == "1" {
+		t.Fatalf("NODEGEN_REQUIRE_DOC_EXAMPLES=1, but nodegroups/ is not the shipped example (%s): the %d doc-run blocks cannot be checked", why, nRun)
 	}
 	if !shipped {
 		t.Skipf("nodegroups/ is not the shipped example (%s), so the %d doc-run blocks, which show its output, were not run", why, nRun)

@@ -3,7 +3,12 @@ package meshtest_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
+	corev1 "k8s.io/api/core/v1"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,6 +58,7 @@ func documents(t *testing.T, stream []byte) (docs []string, kinds []string) {
 // secret.
 func TestMeshOnAPIServer(t *testing.T) {
 	f := meshtest.Fleet()
+	f.Mesh.Trust = &model.MeshTrust{PluginCA: &struct{}{}} // its step and Secret, played below
 	for _, src := range f.Clusters {
 		t.Run(src.Cluster.Name, func(t *testing.T) {
 			r := renderCluster(t, f, src)
@@ -80,6 +86,9 @@ func TestMeshOnAPIServer(t *testing.T) {
 			}
 			if err := istiotest.DryRun(t, cp, "", "---\n"+strings.Join(docs, "---\n")); err != nil {
 				t.Errorf("%s: %v", layout.MeshManifestsPath, err)
+			}
+			if f.Mesh.Clusters[src.Cluster.Name].Role == model.MeshRolePrimary {
+				playCACerts(t, cp, src.Cluster.Name, r.files[layout.MeshDocsPath])
 			}
 			ns, _, err := cp.Kubectl(t, "get", "namespace", model.IstioNamespace, "-o", "jsonpath={.metadata.labels.topology\\.istio\\.io/network} {.metadata.annotations.topology\\.istio\\.io/controlPlaneClusters}")
 			if err != nil {
@@ -160,5 +169,56 @@ func remoteSecretAccess(t *testing.T, cp *testcp.ControlPlane, r rendered) {
 		if _, _, err := reader.Kubectl(t, args...); err == nil {
 			t.Errorf("istio-reader may %s: more than the remote secret needs", strings.Join(args, " "))
 		}
+	}
+}
+
+// playCACerts runs the install steps' cacerts command, as the docs give
+// it, against the control plane with a server-side dry run: with the
+// intermediate CA's files where the command reads them, it makes the
+// Secret cacerts in istio-system with exactly Istio's plugin-CA keys, and
+// the docs hold no key.
+func playCACerts(t *testing.T, cp *testcp.ControlPlane, cluster string, doc []byte) {
+	t.Helper()
+	var cmd string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "kubectl --context="+cluster+" ") && strings.Contains(l, "create secret generic "+model.CACertsSecret) {
+			cmd = l
+		}
+	}
+	if cmd == "" {
+		t.Fatalf("%s: no step creates the Secret %s", layout.MeshDocsPath, model.CACertsSecret)
+	}
+	// The command runs in the cluster's tree, out/<cluster>: lay the files
+	// out where it reads them, relative to a tree of a temporary repository.
+	repo := t.TempDir()
+	tree := filepath.Join(repo, "out", cluster)
+	dir := filepath.Join(tree, filepath.FromSlash(render.CACertsDir(cluster)))
+	for _, d := range []string{tree, dir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range model.CACertsKeys {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte("-----BEGIN TEST-----\n"+k+"\n-----END TEST-----\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := strings.Fields(cmd)[1:]
+	args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "--context=") })
+	c := cp.KubectlCmd(t, append(args, "--dry-run=server", "-o", "json")...)
+	c.Dir = tree
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	var secret corev1.Secret
+	if err := json.Unmarshal(out, &secret); err != nil {
+		t.Fatal(err)
+	}
+	if secret.Name != model.CACertsSecret || secret.Namespace != model.IstioNamespace || !slices.Equal(slices.Sorted(maps.Keys(secret.Data)), slices.Sorted(slices.Values(model.CACertsKeys))) {
+		t.Errorf("the step makes Secret %s/%s with keys %v, want %s/%s with %v", secret.Namespace, secret.Name, slices.Sorted(maps.Keys(secret.Data)), model.IstioNamespace, model.CACertsSecret, model.CACertsKeys)
+	}
+	if strings.Contains(string(doc), "BEGIN TEST") {
+		t.Error("the docs hold key material")
 	}
 }

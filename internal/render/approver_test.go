@@ -1,0 +1,143 @@
+package render_test
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/verify"
+)
+
+// TestNodeCSRApproverManifest: the cloud join path's manifest, decoded
+// strictly: the approver runs on the autoscaler's node only, with each
+// cloud group's instance names, zones and provisioning time; its RBAC
+// approves for the kubelet client signer only; its policy matches every
+// resource for its ServiceAccount alone; the cloud group's RBAC is what
+// kubeadm join needs and names that group only; the pattern the policy
+// approves matches the groups' instance names and nothing like them.
+func TestNodeCSRApproverManifest(t *testing.T) {
+	src, files := srcSpec{}.mustRender(t)
+	objs, err := verify.DecodeObjects(files[layout.NodeCSRApproverPath])
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
+	var dep *appsv1.Deployment
+	var policy *admissionv1.ValidatingAdmissionPolicy
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			dep = o
+		case *admissionv1.ValidatingAdmissionPolicy:
+			policy = o
+		case *rbacv1.ClusterRole:
+			roles[o.Name] = o.Rules
+		case *rbacv1.Role:
+			roles[o.Namespace+"/"+o.Name] = o.Rules
+		case *rbacv1.ClusterRoleBinding:
+			want := render.CloudBootstrapGroup
+			if o.Name == render.NodeCSRApproverName {
+				want = render.NodeCSRApproverName
+			}
+			if len(o.Subjects) != 1 || o.Subjects[0].Name != want {
+				t.Errorf("ClusterRoleBinding %s binds %v, want only %s", o.Name, o.Subjects, want)
+			}
+		case *rbacv1.RoleBinding:
+			if len(o.Subjects) != 1 || o.Subjects[0].Kind != rbacv1.GroupKind || o.Subjects[0].Name != render.CloudBootstrapGroup {
+				t.Errorf("RoleBinding %s/%s binds %v", o.Namespace, o.Name, o.Subjects)
+			}
+		}
+	}
+	if dep == nil || policy == nil {
+		t.Fatal("no Deployment or no policy")
+	}
+	pod := dep.Spec.Template.Spec
+	if pod.NodeSelector[model.GroupLabel] != home.Name || len(pod.NodeSelector) != 1 {
+		t.Errorf("the approver's nodeSelector is %v, want the autoscaler's group %s", pod.NodeSelector, home.Name)
+	}
+	if *dep.Spec.Replicas != 1 || dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || pod.RestartPolicy != corev1.RestartPolicyAlways {
+		t.Errorf("replicas %d, strategy %s, restart %s", *dep.Spec.Replicas, dep.Spec.Strategy.Type, pod.RestartPolicy)
+	}
+	env := map[string]string{}
+	for _, v := range pod.Containers[0].Env {
+		env[v.Name] = v.Value
+	}
+	groups, err := render.InstanceGroupsEnv(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env["INSTANCE_GROUPS"] != groups || env["CLOUD_BOOTSTRAP_GROUP"] != render.CloudBootstrapGroup || env["PROJECT"] != src.Cluster.GCP.Project {
+		t.Errorf("environment %v", env)
+	}
+	lines := strings.Split(groups, "\n")
+	if len(lines) != len(src.CloudGroups()) {
+		t.Errorf("INSTANCE_GROUPS has %d lines for %d cloud groups", len(lines), len(src.CloudGroups()))
+	}
+	for i, g := range src.CloudGroups() {
+		f := strings.Fields(lines[i])
+		if f[0] != src.Cluster.BaseInstanceName(g) || !slices.Equal(f[2:], g.Zones) {
+			t.Errorf("INSTANCE_GROUPS line %q for group %s", lines[i], g.Name)
+		}
+	}
+
+	approve := rbacv1.PolicyRule{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"},
+		ResourceNames: []string{render.KubeletClientSigner}, Verbs: []string{"approve"}}
+	if !slices.ContainsFunc(roles[render.NodeCSRApproverName], func(r rbacv1.PolicyRule) bool { return equalRule(r, approve) }) {
+		t.Errorf("the approver's ClusterRole lacks %v", approve)
+	}
+	for _, r := range roles[render.NodeCSRApproverName] {
+		if slices.Contains(r.Resources, "signers") && !equalRule(r, approve) {
+			t.Errorf("the approver's ClusterRole has signer rule %v", r)
+		}
+		if slices.ContainsFunc(r.Verbs, func(v string) bool { return v == "*" || v == "create" || v == "delete" || v == "patch" }) {
+			t.Errorf("the approver's ClusterRole grants %v", r)
+		}
+	}
+	if got := roles["kube-system/"+render.CloudJoinRoleName]; len(got) != 1 || !slices.Equal(got[0].ResourceNames, []string{"kubeadm-config", "kubelet-config"}) || !slices.Equal(got[0].Verbs, []string{"get"}) {
+		t.Errorf("the cloud group's kube-system Role %v", got)
+	}
+	if got := roles["kube-public/"+render.CloudJoinRoleName]; len(got) != 1 || !slices.Equal(got[0].ResourceNames, []string{"cluster-info"}) {
+		t.Errorf("the cloud group's kube-public Role %v", got)
+	}
+
+	rules := policy.Spec.MatchConstraints.ResourceRules
+	if len(rules) != 1 || !slices.Equal(rules[0].APIGroups, []string{"*"}) || !slices.Equal(rules[0].Resources, []string{"*/*"}) || rules[0].Operations[0] != admissionv1.OperationAll {
+		t.Errorf("the policy matches %v; want every operation on every resource", rules)
+	}
+	if len(policy.Spec.MatchConditions) != 1 || !strings.Contains(policy.Spec.MatchConditions[0].Expression, `"`+render.NodeCSRApproverUser()+`"`) {
+		t.Errorf("match conditions %v", policy.Spec.MatchConditions)
+	}
+
+	re := regexp.MustCompile(render.InstanceNamePattern(src))
+	for _, g := range src.CloudGroups() {
+		base := src.Cluster.BaseInstanceName(g)
+		if !re.MatchString(base + "-ab12") {
+			t.Errorf("the pattern refuses %s-ab12", base)
+		}
+		for _, n := range []string{base + "-ab1", base + "-ab123", base + "-AB12", "x" + base + "-ab12", base + "-ab12\n"} {
+			if re.MatchString(n) {
+				t.Errorf("the pattern accepts %q", n)
+			}
+		}
+	}
+	for _, n := range []string{"onprem-gpu-1", "cp-1", src.Cluster.Name + "-ab12"} {
+		if re.MatchString(n) {
+			t.Errorf("the pattern accepts %q", n)
+		}
+	}
+}
+
+func equalRule(a, b rbacv1.PolicyRule) bool {
+	return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) &&
+		slices.Equal(a.ResourceNames, b.ResourceNames) && slices.Equal(a.Verbs, b.Verbs)
+}
