@@ -69,6 +69,7 @@ func commands(s *streams) []*cli.Command {
 		docsCommand(s),
 		explainCommand(s),
 		driftCommand(s),
+		rolloutCommand(s),
 		versionCommand(s),
 	}
 }

@@ -24,6 +24,12 @@ every fresh node runs (kube-proxy and the DaemonSets that land there). The
 checks are the scheduler's: taints and tolerations, nodeSelector and required
 node affinity, resource requests.
 
+With --nodes FILE (kubectl get nodes -o json) it also names the autoscaled
+groups that still have nodes of an older revision: the autoscaler builds a
+group's template from one of its nodes before it reads kube-env, so until
+nodegen rollout replaced them its scale-ups follow the old labels and taints.
+It says what the rollout changes; the verdicts are the source's.
+
 Exit 0 when every workload fits at least one autoscaled node group, 1 when
 one does not (or on bad input), 2 on a usage mistake.`
 
@@ -50,6 +56,7 @@ func explainCommand(s *streams) *cli.Command {
 		src    ioFlags
 		files  cli.StringSlice
 		output string
+		nodes  string
 	)
 	return &cli.Command{
 		Name:        "explain",
@@ -57,6 +64,7 @@ func explainCommand(s *streams) *cli.Command {
 		Description: explainDoc,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"}, Usage: "workload manifest `FILE` (repeatable; - for stdin)", Destination: &files},
+			&cli.StringFlag{Name: "nodes", Usage: "say which groups' templates still come from stale nodes in `FILE` (kubectl get nodes -o json)", Destination: &nodes},
 			sourceFlag(&src),
 			clusterFlag(&src),
 			outputFlag(&output),
@@ -115,6 +123,15 @@ func explainCommand(s *streams) *cli.Command {
 			}
 			if err != nil {
 				return err
+			}
+			if nodes != "" {
+				notes := s.out
+				if output == "json" {
+					notes = s.err
+				}
+				if err := staleTemplates(s, notes, model, rendered, nodes); err != nil {
+					return err
+				}
 			}
 			if !r.AllFit {
 				return errFindings

@@ -70,6 +70,7 @@ type Cluster struct {
 		Image string `json:"image"`
 	} `json:"taintRemover"`
 	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
+	Rollout       Rollout       `json:"rollout"`
 	// OnpremProviderID is what nodegen does about the providerID of the
 	// nodes outside the MIGs: OnpremProviderIDUnmanaged or OnpremProviderIDNone.
 	OnpremProviderID string `json:"onpremProviderID"`

@@ -357,11 +357,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 		v.SetAttributeRaw("instance_template", ref(TFInstanceTemplate, tmplName, "self_link_unique"))
 
 		m.AppendNewline()
-		comment(m, "A new template applies to new VMs only: replacing a running node",
-			"would not drain it. Roll nodes deliberately (drain, then delete).")
-		up := m.AppendNewBlock("update_policy", nil).Body()
-		up.SetAttributeValue("type", cty.StringVal("OPPORTUNISTIC"))
-		up.SetAttributeValue("minimal_action", cty.StringVal("REPLACE"))
+		updatePolicy(m)
 
 		if g.Autoscaled() {
 			m.AppendNewline()

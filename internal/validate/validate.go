@@ -160,6 +160,7 @@ func (c *checker) cluster() {
 	c.joinToken()
 	c.endpoint(cl.ControlPlaneEndpoint)
 	c.nodeLifecycle()
+	c.rollout()
 	c.containerImage(sel("cluster", "taintRemover", "image"), cl.TaintRemover.Image)
 	c.capacity()
 	c.autoscalerRelease(false)

@@ -56,11 +56,13 @@ resource "google_compute_instance_group_manager" "cpu_burst_us_central1_a" {
     instance_template = google_compute_instance_template.cpu_burst.self_link_unique
   }
 
-  # A new template applies to new VMs only: replacing a running node
-  # would not drain it. Roll nodes deliberately (drain, then delete).
+  # A new template applies to new VMs only: the MIG never restarts or
+  # replaces a running node for it, which would not drain it. nodegen
+  # rollout replaces the old nodes: a new VM first, then drain, then delete.
   update_policy {
-    type           = "OPPORTUNISTIC"
-    minimal_action = "REPLACE"
+    type                           = "OPPORTUNISTIC"
+    minimal_action                 = "NONE"
+    most_disruptive_allowed_action = "NONE"
   }
 
   # target_size is the initial size (min); the autoscaler owns it afterwards.
@@ -81,11 +83,13 @@ resource "google_compute_instance_group_manager" "cpu_burst_us_central1_b" {
     instance_template = google_compute_instance_template.cpu_burst.self_link_unique
   }
 
-  # A new template applies to new VMs only: replacing a running node
-  # would not drain it. Roll nodes deliberately (drain, then delete).
+  # A new template applies to new VMs only: the MIG never restarts or
+  # replaces a running node for it, which would not drain it. nodegen
+  # rollout replaces the old nodes: a new VM first, then drain, then delete.
   update_policy {
-    type           = "OPPORTUNISTIC"
-    minimal_action = "REPLACE"
+    type                           = "OPPORTUNISTIC"
+    minimal_action                 = "NONE"
+    most_disruptive_allowed_action = "NONE"
   }
 
   # target_size is the initial size (min); the autoscaler owns it afterwards.

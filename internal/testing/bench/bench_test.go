@@ -132,12 +132,13 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("gen: exit %d: %s", code, stderr.String())
 	}
 	// Every group is a cloud group: a kube-env, a startup script and a
-	// Terraform file each, plus the cluster-wide files: four in k8s/
-	// (the node garbage collector, and the join-token renewer: the token is
-	// in Secret Manager), two for the autoscaler, six Terraform files (main,
-	// variables, outputs, versions, iam, join-secret) and the docs; and the record of what gen wrote
-	// (.nodegen-manifest.json).
-	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+13+1; got != want {
+	// Terraform file each, plus the cluster-wide files: five in k8s/
+	// (the taint remover, the GPU Operator's values, the node garbage
+	// collector, the node CSR approver, and the join-token renewer: the
+	// token is in Secret Manager), two for the autoscaler, six Terraform
+	// files (main, variables, outputs, versions, iam, join-secret) and the
+	// docs; and the record of what gen wrote (.nodegen-manifest.json).
+	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+14+1; got != want {
 		t.Errorf("gen added %d files, want %d", got, want)
 	}
 	if code := run("gen", "--source", dir, "--out", out); code != 0 || stdout.Len() != 0 {

@@ -1,0 +1,31 @@
+package render
+
+import (
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// MIG update policy values: the MIG never acts on its running VMs for a
+// new template. OPPORTUNISTIC starts no update itself; minimal and most
+// disruptive action NONE keep even an update triggered by another call
+// (google provider v7.45.0, google_compute_instance_group_manager
+// update_policy: "If the Updater determines that the minimal update action
+// needed is more disruptive than most disruptive allowed action you specify
+// it will not perform the update at all") from restarting or replacing one.
+// New VMs (a resize, createInstances) are made from the new template, and
+// nodegen rollout replaces the old ones with a drain first.
+const (
+	UpdatePolicyType   = "OPPORTUNISTIC"
+	UpdatePolicyAction = "NONE"
+)
+
+// updatePolicy writes a MIG's update_policy block.
+func updatePolicy(m *hclwrite.Body) {
+	comment(m, "A new template applies to new VMs only: the MIG never restarts or",
+		"replaces a running node for it, which would not drain it. nodegen",
+		"rollout replaces the old nodes: a new VM first, then drain, then delete.")
+	up := m.AppendNewBlock("update_policy", nil).Body()
+	up.SetAttributeValue("type", cty.StringVal(UpdatePolicyType))
+	up.SetAttributeValue("minimal_action", cty.StringVal(UpdatePolicyAction))
+	up.SetAttributeValue("most_disruptive_allowed_action", cty.StringVal(UpdatePolicyAction))
+}

@@ -1,0 +1,278 @@
+package rollout_test
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeCompute serves, on loopback, the Compute Engine API v1 methods a
+// rollout calls, with the real API's paths and JSON field names:
+// instanceGroupManagers get, listManagedInstances (paginated),
+// createInstances and deleteInstances (each an Operation that is RUNNING
+// until zoneOperations.wait is called), regionInstanceTemplates get; and
+// the OAuth token endpoint a service account's key is exchanged at. It
+// refuses a call without the token it issued, a createInstances of a name
+// the MIG has, and records every instance created and deleted.
+type fakeCompute struct {
+	t       *testing.T
+	srv     *httptest.Server
+	project string
+	region  string
+	token   string
+
+	mu        sync.Mutex
+	migs      map[string]*fakeMIG // by zone/name
+	templates map[string]map[string]string
+	created   []string // instance names, in order
+	deleted   []string
+	ops       int
+}
+
+type fakeMIG struct {
+	Zone, Name, Base string
+	Template         string            // the instance template's name
+	Instances        map[string]string // name → the template it was made from
+}
+
+func newFakeCompute(t *testing.T, project, region string) *fakeCompute {
+	f := &fakeCompute{t: t, project: project, region: region, token: "ya29.fake-" + strconv.Itoa(os.Getpid()),
+		migs: map[string]*fakeMIG{}, templates: map[string]map[string]string{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// Endpoint is the API's base URL.
+func (f *fakeCompute) Endpoint() string { return f.srv.URL + "/compute/v1/" }
+
+func (f *fakeCompute) templateURL(name string) string {
+	return "https://www.googleapis.com/compute/v1/projects/" + f.project + "/regions/" + f.region + "/instanceTemplates/" + name
+}
+
+func (f *fakeCompute) addTemplate(name string, metadata map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.templates[name] = metadata
+}
+
+func (f *fakeCompute) addMIG(zone, name, base, template string, instances ...string) *fakeMIG {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := &fakeMIG{Zone: zone, Name: name, Base: base, Template: template, Instances: map[string]string{}}
+	for _, i := range instances {
+		m.Instances[i] = template
+	}
+	f.migs[zone+"/"+name] = m
+	return m
+}
+
+// setTemplate points the MIG at another instance template (terraform apply).
+func (f *fakeCompute) setTemplate(zone, name, template string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.migs[zone+"/"+name].Template = template
+}
+
+// instances returns the MIG's instances, sorted, with their templates.
+func (f *fakeCompute) instances(zone, name string) map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]string{}
+	m := f.migs[zone+"/"+name]
+	if m == nil {
+		return out
+	}
+	for k, v := range m.Instances {
+		out[k] = v
+	}
+	return out
+}
+
+func (f *fakeCompute) record() (created, deleted []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.created), slices.Clone(f.deleted)
+}
+
+func (f *fakeCompute) fail(w http.ResponseWriter, code int, format string, args ...any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": fmt.Sprintf(format, args...)}})
+}
+
+func (f *fakeCompute) reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/token" {
+		// The OAuth 2.0 JWT bearer grant a service-account key makes.
+		if err := r.ParseForm(); err != nil || r.Form.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || r.Form.Get("assertion") == "" {
+			f.fail(w, 400, "bad token request")
+			return
+		}
+		f.reply(w, map[string]any{"access_token": f.token, "token_type": "Bearer", "expires_in": 3600})
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer "+f.token {
+		f.fail(w, 401, "Request is missing required authentication credential.")
+		return
+	}
+	path, ok := strings.CutPrefix(r.URL.Path, "/compute/v1/projects/"+f.project+"/")
+	if !ok {
+		f.fail(w, 404, "unknown path %s", r.URL.Path)
+		return
+	}
+	parts := strings.Split(path, "/")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case len(parts) == 4 && parts[0] == "regions" && parts[1] == f.region && parts[2] == "instanceTemplates" && r.Method == http.MethodGet:
+		md, ok := f.templates[parts[3]]
+		if !ok {
+			f.fail(w, 404, "The resource 'projects/%s/regions/%s/instanceTemplates/%s' was not found", f.project, f.region, parts[3])
+			return
+		}
+		var items []map[string]string
+		for _, k := range sortedKeys(md) {
+			items = append(items, map[string]string{"key": k, "value": md[k]})
+		}
+		f.reply(w, map[string]any{"name": parts[3], "properties": map[string]any{"metadata": map[string]any{"items": items}}})
+	case len(parts) == 5 && parts[0] == "zones" && parts[2] == "operations" && parts[4] == "wait" && r.Method == http.MethodPost:
+		f.reply(w, map[string]any{"name": parts[3], "zone": parts[1], "status": "DONE"})
+	case len(parts) >= 4 && parts[0] == "zones" && parts[2] == "instanceGroupManagers":
+		m, ok := f.migs[parts[1]+"/"+parts[3]]
+		if !ok {
+			f.fail(w, 404, "The resource 'projects/%s/zones/%s/instanceGroupManagers/%s' was not found", f.project, parts[1], parts[3])
+			return
+		}
+		f.mig(w, r, m, parts[4:])
+	default:
+		f.fail(w, 404, "unknown path %s", r.URL.Path)
+	}
+}
+
+func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, rest []string) {
+	op := func() {
+		f.ops++
+		f.reply(w, map[string]any{"name": "operation-" + strconv.Itoa(f.ops), "zone": m.Zone, "status": "RUNNING"})
+	}
+	switch {
+	case len(rest) == 0 && r.Method == http.MethodGet:
+		f.reply(w, map[string]any{"name": m.Name, "baseInstanceName": m.Base, "targetSize": len(m.Instances),
+			"instanceTemplate": f.templateURL(m.Template),
+			"versions":         []map[string]string{{"name": "v", "instanceTemplate": f.templateURL(m.Template)}},
+			"status":           map[string]any{"isStable": true}})
+	case len(rest) == 1 && rest[0] == "listManagedInstances" && r.Method == http.MethodPost:
+		names := sortedKeys(m.Instances)
+		start := 0
+		if tok := r.URL.Query().Get("pageToken"); tok != "" {
+			start, _ = strconv.Atoi(tok)
+		}
+		end := min(start+2, len(names)) // two a page, so that pages are read
+		var list []map[string]any
+		for _, n := range names[start:end] {
+			list = append(list, map[string]any{
+				"instance":       "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + m.Zone + "/instances/" + n,
+				"instanceStatus": "RUNNING", "currentAction": "NONE",
+				"version": map[string]string{"instanceTemplate": f.templateURL(m.Instances[n])},
+			})
+		}
+		page := map[string]any{"managedInstances": list}
+		if end < len(names) {
+			page["nextPageToken"] = strconv.Itoa(end)
+		}
+		f.reply(w, page)
+	case len(rest) == 1 && rest[0] == "createInstances" && r.Method == http.MethodPost:
+		var body struct {
+			Instances []struct{ Name string } `json:"instances"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || len(body.Instances) == 0 {
+			f.fail(w, 400, "bad createInstances body")
+			return
+		}
+		for _, i := range body.Instances {
+			if _, dup := m.Instances[i.Name]; dup || !strings.HasPrefix(i.Name, m.Base+"-") {
+				f.fail(w, 400, "Instance '%s' cannot be created in %s", i.Name, m.Name)
+				return
+			}
+		}
+		for _, i := range body.Instances {
+			m.Instances[i.Name] = m.Template
+			f.created = append(f.created, i.Name)
+		}
+		op()
+	case len(rest) == 1 && rest[0] == "deleteInstances" && r.Method == http.MethodPost:
+		var body struct {
+			Instances                      []string `json:"instances"`
+			SkipInstancesOnValidationError bool     `json:"skipInstancesOnValidationError"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || len(body.Instances) == 0 {
+			f.fail(w, 400, "bad deleteInstances body")
+			return
+		}
+		for _, ref := range body.Instances {
+			name := ref[strings.LastIndexByte(ref, '/')+1:]
+			if _, ok := m.Instances[name]; !ok {
+				if body.SkipInstancesOnValidationError {
+					continue
+				}
+				f.fail(w, 400, "instance %s is not in %s", name, m.Name)
+				return
+			}
+			delete(m.Instances, name)
+			f.deleted = append(f.deleted, name)
+		}
+		op()
+	default:
+		f.fail(w, 404, "unknown method %s %v", r.Method, rest)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// credentials writes a service-account key whose token_uri is the fake's
+// token endpoint, for Application Default Credentials
+// (GOOGLE_APPLICATION_CREDENTIALS), and returns its path.
+func (f *fakeCompute) credentials(t *testing.T) string {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]string{
+		"type": "service_account", "project_id": f.project, "private_key_id": "k1",
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": "rollout@" + f.project + ".iam.gserviceaccount.com", "client_id": "1",
+		"token_uri": f.srv.URL + "/token",
+	})
+	p := filepath.Join(t.TempDir(), "sa.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

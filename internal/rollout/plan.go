@@ -1,0 +1,189 @@
+// Package rollout brings the cloud nodes of a cluster to their groups'
+// current revision (package revision): per zonal MIG, a batch of stale
+// nodes at a time, it creates their replacement VMs through the MIG, waits
+// until they are Ready and rid of their startup taint, cordons and drains
+// the old nodes through the Eviction API (every PodDisruptionBudget
+// respected, no pod deleted), and deletes them through the MIG, so that
+// the Cluster Autoscaler's view of the group stays coherent.
+//
+// It keeps no state of its own: what is left to do is read again from the
+// cluster (the nodes' revision labels, the cordon and the annotation it
+// puts on a node it drains) and from the Compute API (the MIG's instances)
+// at every step, so a rollout stopped at any point, even killed, is
+// finished by running it again. A replacement's name is derived from the
+// node it replaces, so a second run finds the VM the first one asked for.
+package rollout
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"math/big"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodegen/nodegen/internal/drift"
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// DrainingAnnotation marks a node the rollout cordoned to replace it; its
+// value is the revision the node is being replaced with. A node that
+// carries it is finished first when a rollout is run again, and made
+// schedulable again when a drain gives up.
+const DrainingAnnotation = "nodegen.dev/rollout-draining"
+
+// Plan is what a rollout would do, group by group, in order.
+type Plan struct {
+	Policy model.Rollout `json:"policy"`
+	Groups []GroupPlan   `json:"groups"`
+}
+
+// GroupPlan is one cloud group's part of the plan.
+type GroupPlan struct {
+	Group    string `json:"group"`
+	Kind     string `json:"kind"`
+	Revision string `json:"revision"`
+	// Excluded: cluster.rollout.exclude names the group.
+	Excluded bool `json:"excluded,omitempty"`
+	// Changes say what replacing the stale nodes changes, read from the
+	// first stale node against the source (labels, taints, version).
+	Changes []string  `json:"changes,omitempty"`
+	MIGs    []MIGPlan `json:"migs"`
+}
+
+// Stale counts the group's stale nodes.
+func (g *GroupPlan) Stale() int {
+	n := 0
+	for _, m := range g.MIGs {
+		n += len(m.Stale)
+	}
+	return n
+}
+
+// MIGPlan is one zonal MIG of a group.
+type MIGPlan struct {
+	Zone    string      `json:"zone"`
+	Name    string      `json:"name"`
+	Current []string    `json:"current"`
+	Stale   []StaleNode `json:"stale"`
+}
+
+// StaleNode is a node to replace, with the revision it carries ("" when
+// it has none) and the name of its replacement.
+type StaleNode struct {
+	Name        string `json:"name"`
+	Revision    string `json:"revision"`
+	Replacement string `json:"replacement"`
+	// Draining: a rollout already cordoned it (it goes first).
+	Draining bool `json:"draining,omitempty"`
+}
+
+// Revisions reads the groups' current revisions from the rendered files.
+func Revisions(src *model.Source, files layout.Files) (map[string]string, error) {
+	revs, err := drift.Revisions(src, files)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range src.CloudGroups() {
+		if revs[g.Name] == "" {
+			return nil, fmt.Errorf("node group %s: its kube-env declares no %s", g.Name, model.RevisionLabel)
+		}
+	}
+	return revs, nil
+}
+
+// MakePlan plans the rollout of nodes (every node of the cluster; those of
+// no cloud group are left out) to the revisions.
+func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Plan {
+	p := Plan{Policy: src.Cluster.Rollout}
+	byMIG := map[string][]*corev1.Node{}
+	sorted := slices.Clone(nodes)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for i := range sorted {
+		n := &sorted[i]
+		ref, ok := drift.ParseProviderID(n.Spec.ProviderID)
+		if !ok {
+			continue
+		}
+		if g := drift.GroupOfInstance(src, ref); g != nil {
+			byMIG[g.Name+"/"+ref.Zone] = append(byMIG[g.Name+"/"+ref.Zone], n)
+		}
+	}
+	for _, g := range src.RolloutOrder() {
+		gp := GroupPlan{Group: g.Name, Kind: g.Kind, Revision: revs[g.Name], Excluded: slices.Contains(src.Cluster.Rollout.Exclude, g.Name)}
+		var first *corev1.Node
+		for _, z := range g.Zones {
+			mp := MIGPlan{Zone: z, Name: src.Cluster.MIGName(g, z), Current: []string{}, Stale: []StaleNode{}}
+			for _, n := range byMIG[g.Name+"/"+z] {
+				rev := n.Labels[model.RevisionLabel]
+				if rev == gp.Revision {
+					mp.Current = append(mp.Current, n.Name)
+					continue
+				}
+				if first == nil {
+					first = n
+				}
+				mp.Stale = append(mp.Stale, StaleNode{Name: n.Name, Revision: rev, Replacement: ReplacementName(&src.Cluster, g, n.Name, gp.Revision),
+					Draining: n.Annotations[DrainingAnnotation] != ""})
+			}
+			// Nodes a rollout began to drain go first.
+			sort.SliceStable(mp.Stale, func(i, j int) bool { return mp.Stale[i].Draining && !mp.Stale[j].Draining })
+			gp.MIGs = append(gp.MIGs, mp)
+		}
+		if first != nil {
+			gp.Changes = changes(src, g, first)
+		}
+		p.Groups = append(p.Groups, gp)
+	}
+	return p
+}
+
+// changes says, in a person's terms, what replacing the stale node n
+// changes: drift's findings on it against the source, and its kubelet
+// version against the group's.
+func changes(src *model.Source, g *model.NodeGroup, n *corev1.Node) []string {
+	var out []string
+	results, _ := drift.CheckNodes(src, []corev1.Node{*n}, drift.Options{})
+	for _, r := range results {
+		for _, f := range r.Findings {
+			switch f.Kind {
+			case drift.LabelMissing:
+				out = append(out, fmt.Sprintf("label %s=%s added", f.Key, f.Want))
+			case drift.LabelExtra:
+				out = append(out, fmt.Sprintf("label %s=%s removed", f.Key, f.Got))
+			case drift.LabelDifferent:
+				out = append(out, fmt.Sprintf("label %s: %s → %s", f.Key, f.Got, f.Want))
+			case drift.TaintMissing:
+				out = append(out, fmt.Sprintf("taint %s added", f.Want))
+			case drift.TaintExtra:
+				out = append(out, fmt.Sprintf("taint %s removed", f.Got))
+			case drift.TaintDifferent:
+				out = append(out, fmt.Sprintf("taint %s → %s", f.Got, f.Want))
+			}
+		}
+	}
+	if got, want := strings.TrimPrefix(n.Status.NodeInfo.KubeletVersion, "v"), src.Cluster.NodeVersion(g); got != "" && got != want {
+		out = append(out, fmt.Sprintf("Kubernetes version %s → %s", got, want))
+	}
+	if len(out) == 0 {
+		out = append(out, "the labels, taints and version stay; the startup script, image or machine differ (see nodegen drift --instance-template)")
+	}
+	return out
+}
+
+// ReplacementName is the name of the VM that replaces the node old in g's
+// MIG: the MIG's base instance name and four characters derived from the
+// old node's name and the new revision, the form the autoscaler and nodegen
+// take for an instance of the MIG. Derived, so that a rollout run again
+// finds the replacement the first run asked for.
+func ReplacementName(c *model.Cluster, g *model.NodeGroup, old, rev string) string {
+	sum := sha256.Sum256([]byte(old + "\x00" + rev))
+	s := new(big.Int).SetBytes(sum[:8]).Text(36)
+	for len(s) < 4 {
+		s = "0" + s
+	}
+	return c.BaseInstanceName(g) + "-" + s[len(s)-4:]
+}

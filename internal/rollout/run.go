@@ -1,0 +1,536 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/revision"
+)
+
+// Runner carries out a plan.
+type Runner struct {
+	Src       *model.Source
+	Revisions map[string]string
+	Kube      kubernetes.Interface
+	Compute   *Compute
+	Progress  *Progress
+	// Poll is how often a wait looks again (default 5s).
+	Poll time.Duration
+}
+
+// ErrStopped is returned, wrapped, when the rollout stopped on purpose
+// and left the cluster as it was before the step that could not be done.
+var ErrStopped = errors.New("rollout stopped")
+
+func (r *Runner) poll() time.Duration {
+	if r.Poll > 0 {
+		return r.Poll
+	}
+	return 5 * time.Second
+}
+
+// Run brings every cloud group's nodes to its revision, group by group in
+// the source's rollout order (model.Source.RolloutOrder), skipping the
+// excluded groups. It reads the plan again before every batch.
+func (r *Runner) Run(ctx context.Context) error {
+	pol := r.Src.Cluster.Rollout
+	drainTimeout, err := time.ParseDuration(pol.DrainTimeout)
+	if err != nil {
+		return fmt.Errorf("cluster.rollout.drainTimeout: %w", err)
+	}
+	for _, g := range r.Src.RolloutOrder() {
+		if slices.Contains(pol.Exclude, g.Name) {
+			r.Progress.Step("%s: excluded (cluster.rollout.exclude), left alone", g.Name)
+			continue
+		}
+		for _, zone := range g.Zones {
+			if err := r.runMIG(ctx, g, zone, drainTimeout); err != nil {
+				return err
+			}
+		}
+	}
+	r.Progress.Step("rollout done: every cloud node is at its group's revision")
+	return nil
+}
+
+// runMIG replaces the stale nodes of one zonal MIG, a batch at a time.
+func (r *Runner) runMIG(ctx context.Context, g *model.NodeGroup, zone string, drainTimeout time.Duration) error {
+	cl := &r.Src.Cluster
+	project, mig := cl.GCP.Project, cl.MIGName(g, zone)
+	where := g.Name + "/" + zone
+	rev := r.Revisions[g.Name]
+	checked := false
+	for {
+		nodes, err := r.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("listing nodes: %w", err)
+		}
+		if forgot, err := r.forgetDeleted(ctx, g, zone, nodes.Items); err != nil {
+			return err
+		} else if forgot {
+			continue
+		}
+		plan := MakePlan(r.Src, r.Revisions, nodes.Items)
+		var mp *MIGPlan
+		for i := range plan.Groups {
+			if plan.Groups[i].Group == g.Name {
+				for j := range plan.Groups[i].MIGs {
+					if plan.Groups[i].MIGs[j].Zone == zone {
+						mp = &plan.Groups[i].MIGs[j]
+					}
+				}
+			}
+		}
+		if mp == nil || len(mp.Stale) == 0 {
+			if checked {
+				r.Progress.Step("%s: every node is at revision %s", where, rev)
+			} else {
+				r.Progress.Step("%s: up to date (revision %s), untouched", where, rev)
+			}
+			return nil
+		}
+		if !checked {
+			if err := r.checkTemplate(ctx, project, zone, mig, rev); err != nil {
+				return err
+			}
+			checked = true
+		}
+		n := min(cl.Rollout.Surge, len(mp.Stale))
+		batch := mp.Stale[:n]
+		if err := r.replaceBatch(ctx, g, zone, batch, drainTimeout); err != nil {
+			return err
+		}
+	}
+}
+
+// checkTemplate makes sure the MIG creates nodes of the current revision:
+// its instance template's kube-env declares it (terraform apply ran).
+func (r *Runner) checkTemplate(ctx context.Context, project, zone, mig, rev string) error {
+	m, err := r.Compute.GetMIG(ctx, project, zone, mig)
+	if err != nil {
+		return err
+	}
+	t, err := r.Compute.GetInstanceTemplate(ctx, m.Template())
+	if err != nil {
+		return err
+	}
+	env, ok := t.Metadata(kubeenv.Key)
+	got, has, rerr := "", false, error(nil)
+	if ok {
+		got, has, rerr = revision.FromKubeEnv([]byte(env))
+	}
+	if !ok || rerr != nil || !has || got != rev {
+		return fmt.Errorf("%w: MIG %s (zone %s) makes nodes from instance template %s, whose kube-env declares revision %q, not %s: apply out/terraform first, then run the rollout again", ErrStopped, mig, zone, t.Name, got, rev)
+	}
+	return nil
+}
+
+// replaceBatch replaces the stale nodes of a batch: their replacements
+// first, then each old node cordoned, drained and deleted.
+func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone string, batch []StaleNode, drainTimeout time.Duration) error {
+	cl := &r.Src.Cluster
+	project, mig := cl.GCP.Project, cl.MIGName(g, zone)
+	where := g.Name + "/" + zone
+	instances, err := r.Compute.ListManagedInstances(ctx, project, zone, mig)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, mi := range instances {
+		have[mi.Name()] = true
+	}
+	var create []string
+	for _, s := range batch {
+		if !have[s.Replacement] {
+			create = append(create, s.Replacement)
+		}
+	}
+	if len(create) > 0 {
+		r.Progress.Step("%s: creating %s through MIG %s (surge for %s)", where, strings.Join(create, ", "), mig, names(batch))
+		if err := r.Compute.CreateInstances(ctx, project, zone, mig, create); err != nil {
+			return err
+		}
+	}
+	provision, err := cl.MaxNodeProvisionTime(g)
+	if err != nil {
+		return err
+	}
+	need := len(batch) - cl.Rollout.MaxUnavailable
+	if err := r.waitReady(ctx, g, batch, need, provision+5*time.Minute); err != nil {
+		return err
+	}
+	for _, s := range batch {
+		if err := r.cordon(ctx, s.Name, r.Revisions[g.Name]); err != nil {
+			return err
+		}
+		r.Progress.Step("%s: cordoned %s; draining it", where, s.Name)
+		if err := r.drain(ctx, s.Name, drainTimeout); err != nil {
+			if ctx.Err() != nil {
+				// Interrupted: the node stays cordoned, and the next run
+				// resumes its drain.
+				return err
+			}
+			for _, t := range batch {
+				if uerr := r.uncordon(ctx, t.Name); uerr != nil {
+					err = errors.Join(err, uerr)
+				}
+			}
+			return errors.Join(err, r.undoSurge(ctx, g, zone, batch))
+		}
+		r.Progress.Step("%s: drained %s", where, s.Name)
+	}
+	r.Progress.Step("%s: deleting %s through MIG %s", where, names(batch), mig)
+	var del []string
+	for _, s := range batch {
+		del = append(del, s.Name)
+	}
+	if err := r.Compute.DeleteInstances(ctx, project, zone, mig, del); err != nil {
+		return err
+	}
+	return r.waitGone(ctx, g, zone, del)
+}
+
+func names(batch []StaleNode) string {
+	var out []string
+	for _, s := range batch {
+		out = append(out, s.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+// usable reports whether a node is a usable node of the revision: Ready,
+// schedulable, without the group's startup taint.
+func usable(g *model.NodeGroup, n *corev1.Node, rev string) (bool, string) {
+	if n.Labels[model.RevisionLabel] != rev {
+		return false, "revision " + n.Labels[model.RevisionLabel]
+	}
+	if n.Spec.Unschedulable {
+		return false, "cordoned"
+	}
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return false, "not Ready"
+	}
+	if g.StartupTaint != nil {
+		for _, t := range n.Spec.Taints {
+			if t.Key == g.StartupTaint.Key {
+				return false, "startup taint " + t.Key + " still on"
+			}
+		}
+	}
+	return true, ""
+}
+
+// waitReady waits until at least need of the batch's replacements are
+// usable nodes of the group's revision.
+func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, batch []StaleNode, need int, timeout time.Duration) error {
+	if need <= 0 {
+		return nil
+	}
+	rev := r.Revisions[g.Name]
+	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	for {
+		ok, waiting := 0, []string{}
+		for _, s := range batch {
+			n, err := r.Kube.CoreV1().Nodes().Get(ctx, s.Replacement, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				waiting = append(waiting, s.Replacement+" (not registered)")
+			case err != nil:
+				return err
+			default:
+				if u, why := usable(g, n, rev); u {
+					ok++
+				} else {
+					waiting = append(waiting, s.Replacement+" ("+why+")")
+				}
+			}
+		}
+		if ok >= need {
+			r.Progress.Done()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			r.Progress.Done()
+			return fmt.Errorf("%w: %s: replacements not usable after %s: %s; nothing was drained", ErrStopped, g.Name, timeout, strings.Join(waiting, ", "))
+		}
+		r.Progress.Wait("%s: waiting %s for %s", g.Name, time.Since(start).Round(time.Second), strings.Join(waiting, ", "))
+		if err := sleep(ctx, r.poll()); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+type nodePatch struct {
+	Metadata struct {
+		Annotations map[string]*string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		Unschedulable bool `json:"unschedulable"`
+	} `json:"spec"`
+}
+
+// cordon marks the node unschedulable and annotates it as draining.
+func (r *Runner) cordon(ctx context.Context, name, rev string) error {
+	var p nodePatch
+	p.Metadata.Annotations = map[string]*string{DrainingAnnotation: &rev}
+	p.Spec.Unschedulable = true
+	b, _ := json.Marshal(p)
+	_, err := r.Kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("cordoning %s: %w", name, err)
+	}
+	return nil
+}
+
+// uncordon makes the node schedulable again and removes the annotation.
+func (r *Runner) uncordon(ctx context.Context, name string) error {
+	var p nodePatch
+	p.Metadata.Annotations = map[string]*string{DrainingAnnotation: nil}
+	b, _ := json.Marshal(p)
+	if _, err := r.Kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("making %s schedulable again: %w", name, err)
+	}
+	r.Progress.Step("%s is schedulable again", name)
+	return nil
+}
+
+// evictable are the pods a drain evicts: all but DaemonSet pods (the
+// DaemonSet controller would put them back) and mirror pods (the kubelet's
+// static pods, which the API cannot evict).
+func evictable(pods []corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range pods {
+		if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+			continue
+		}
+		if c := metav1.GetControllerOf(&p); c != nil && c.Kind == "DaemonSet" {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// drain evicts the node's pods through the Eviction API until none is
+// left, retrying an eviction a PodDisruptionBudget refuses until the
+// timeout. It never deletes a pod.
+func (r *Runner) drain(ctx context.Context, node string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	refused := map[string]string{}
+	for {
+		list, err := r.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return fmt.Errorf("listing the pods of %s: %w", node, err)
+		}
+		pods := evictable(list.Items)
+		if len(pods) == 0 {
+			r.Progress.Done()
+			return nil
+		}
+		var leaving []string
+		for _, p := range pods {
+			id := p.Namespace + "/" + p.Name
+			if p.DeletionTimestamp != nil {
+				leaving = append(leaving, id)
+				continue
+			}
+			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+			err := r.Kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev)
+			switch {
+			case err == nil:
+				delete(refused, id)
+				r.Progress.Step("evicted %s from %s", id, node)
+			case apierrors.IsNotFound(err):
+			case apierrors.IsTooManyRequests(err):
+				refused[id] = r.budgets(ctx, &p) + ": " + err.Error()
+			default:
+				return fmt.Errorf("evicting %s from %s: %w", id, node, err)
+			}
+		}
+		if time.Now().After(deadline) {
+			r.Progress.Done()
+			var why []string
+			for _, id := range sortedKeys(refused) {
+				why = append(why, id+" ("+refused[id]+")")
+			}
+			if len(why) == 0 {
+				why = append(why, "pods still terminating: "+strings.Join(leaving, ", "))
+			}
+			return fmt.Errorf("%w: the drain of %s did not finish in %s (cluster.rollout.drainTimeout): the Eviction API refused %s; nothing was deleted", ErrStopped, node, timeout, strings.Join(why, "; "))
+		}
+		r.Progress.Wait("draining %s for %s: %d pods left", node, time.Since(start).Round(time.Second), len(pods))
+		if err := sleep(ctx, r.poll()); err != nil {
+			return err
+		}
+	}
+}
+
+// budgets names the PodDisruptionBudgets that select the pod, with the
+// disruptions each allows now.
+func (r *Runner) budgets(ctx context.Context, p *corev1.Pod) string {
+	list, err := r.Kube.PolicyV1().PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "PodDisruptionBudget unknown"
+	}
+	var out []string
+	for _, b := range list.Items {
+		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("PodDisruptionBudget %s/%s allows %d disruptions", b.Namespace, b.Name, b.Status.DisruptionsAllowed))
+	}
+	if len(out) == 0 {
+		return "no PodDisruptionBudget"
+	}
+	return strings.Join(out, ", ")
+}
+
+// waitGone waits until the deleted instances have left the MIG, then
+// deletes their Node objects (a VM that no longer exists keeps its Node
+// otherwise, without a cloud controller manager).
+func (r *Runner) waitGone(ctx context.Context, g *model.NodeGroup, zone string, del []string) error {
+	cl := &r.Src.Cluster
+	for {
+		instances, err := r.Compute.ListManagedInstances(ctx, cl.GCP.Project, zone, cl.MIGName(g, zone))
+		if err != nil {
+			return err
+		}
+		left := 0
+		for _, mi := range instances {
+			if slices.Contains(del, mi.Name()) {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		r.Progress.Wait("%s/%s: waiting for the MIG to delete %d instances", g.Name, zone, left)
+		if err := sleep(ctx, r.poll()); err != nil {
+			return err
+		}
+	}
+	r.Progress.Done()
+	for _, name := range del {
+		if err := r.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the Node of %s: %w", name, err)
+		}
+		r.Progress.Step("%s/%s: %s deleted", g.Name, zone, name)
+	}
+	return nil
+}
+
+// forgetDeleted finishes what a stopped run left after deleting a drained
+// node's VM: the Node of a VM the MIG no longer has, that the rollout had
+// cordoned, is deleted.
+func (r *Runner) forgetDeleted(ctx context.Context, g *model.NodeGroup, zone string, nodes []corev1.Node) (bool, error) {
+	var draining []string
+	for _, n := range nodes {
+		if n.Annotations[DrainingAnnotation] == "" || n.Labels[model.GroupLabel] != g.Name || n.Labels[model.ZoneLabel] != zone {
+			continue
+		}
+		draining = append(draining, n.Name)
+	}
+	if len(draining) == 0 {
+		return false, nil
+	}
+	cl := &r.Src.Cluster
+	instances, err := r.Compute.ListManagedInstances(ctx, cl.GCP.Project, zone, cl.MIGName(g, zone))
+	if err != nil {
+		return false, err
+	}
+	forgot := false
+	for _, name := range draining {
+		if slices.ContainsFunc(instances, func(mi ManagedInstance) bool { return mi.Name() == name }) {
+			continue
+		}
+		if err := r.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("deleting the Node of %s: %w", name, err)
+		}
+		forgot = true
+		r.Progress.Step("%s/%s: %s replaced (its VM was already deleted)", g.Name, zone, name)
+	}
+	return forgot, nil
+}
+
+func sortedKeys(m map[string]string) []string { return model.SortedKeys(m) }
+
+// undoSurge removes the replacements of a batch none of whose old nodes
+// was deleted, so that a stopped rollout leaves the cluster as it was: each
+// is cordoned, and deleted through its MIG only if it runs no pod a drain
+// would evict (otherwise it stays, and is named).
+func (r *Runner) undoSurge(ctx context.Context, g *model.NodeGroup, zone string, batch []StaleNode) error {
+	cl := &r.Src.Cluster
+	project, mig := cl.GCP.Project, cl.MIGName(g, zone)
+	instances, err := r.Compute.ListManagedInstances(ctx, project, zone, mig)
+	if err != nil {
+		return err
+	}
+	var del []string
+	for _, s := range batch {
+		if !slices.ContainsFunc(instances, func(mi ManagedInstance) bool { return mi.Name() == s.Replacement }) {
+			continue
+		}
+		if _, err := r.Kube.CoreV1().Nodes().Get(ctx, s.Replacement, metav1.GetOptions{}); err == nil {
+			if err := r.cordon(ctx, s.Replacement, r.Revisions[g.Name]); err != nil {
+				return err
+			}
+			list, err := r.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.Replacement).String()})
+			if err != nil {
+				return err
+			}
+			if pods := evictable(list.Items); len(pods) > 0 {
+				r.Progress.Step("%s/%s: replacement %s already runs %d pods: it stays", g.Name, zone, s.Replacement, len(pods))
+				if err := r.uncordon(ctx, s.Replacement); err != nil {
+					return err
+				}
+				continue
+			}
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+		del = append(del, s.Replacement)
+	}
+	if len(del) == 0 {
+		return nil
+	}
+	r.Progress.Step("%s/%s: removing the unused replacements %s", g.Name, zone, strings.Join(del, ", "))
+	if err := r.Compute.DeleteInstances(ctx, project, zone, mig, del); err != nil {
+		return err
+	}
+	return r.waitGone(ctx, g, zone, del)
+}

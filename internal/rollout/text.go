@@ -1,0 +1,74 @@
+package rollout
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteText prints the plan for a person.
+func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rollout plan: surge %d per MIG, maxUnavailable %d, drain timeout %s\n", p.Policy.Surge, p.Policy.MaxUnavailable, p.Policy.DrainTimeout)
+	total := 0
+	for i, g := range p.Groups {
+		kind := g.Kind
+		if g.Group == autoscalerGroup {
+			kind += ", the autoscaler's own node: last"
+		}
+		stale := g.Stale()
+		switch {
+		case g.Excluded:
+			fmt.Fprintf(&b, "\n%d. %s (%s): excluded by cluster.rollout.exclude, left alone (%d stale)\n", i+1, g.Group, kind, stale)
+			continue
+		case stale == 0:
+			current := 0
+			for _, m := range g.MIGs {
+				current += len(m.Current)
+			}
+			fmt.Fprintf(&b, "\n%d. %s (%s): up to date at revision %s (%d nodes), untouched\n", i+1, g.Group, kind, g.Revision, current)
+			continue
+		}
+		total += stale
+		fmt.Fprintf(&b, "\n%d. %s (%s): %d stale %s → revision %s\n", i+1, g.Group, kind, stale, plural(stale, "node", "nodes"), g.Revision)
+		for _, c := range g.Changes {
+			fmt.Fprintf(&b, "   change: %s\n", c)
+		}
+		for _, m := range g.MIGs {
+			if len(m.Stale) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "   %s (MIG %s, %d current):\n", m.Zone, m.Name, len(m.Current))
+			for j := 0; j < len(m.Stale); j += max(p.Policy.Surge, 1) {
+				batch := m.Stale[j:min(j+max(p.Policy.Surge, 1), len(m.Stale))]
+				var parts []string
+				for _, s := range batch {
+					rev := s.Revision
+					if rev == "" {
+						rev = "none"
+					}
+					part := fmt.Sprintf("%s (revision %s) by %s", s.Name, rev, s.Replacement)
+					if s.Draining {
+						part += ", already cordoned: resumed"
+					}
+					parts = append(parts, part)
+				}
+				fmt.Fprintf(&b, "     surge %d, then drain and delete: %s\n", len(batch), strings.Join(parts, "; "))
+			}
+		}
+	}
+	if total == 0 {
+		b.WriteString("\nnothing to do: every cloud node is at its group's revision\n")
+	} else {
+		fmt.Fprintf(&b, "\n%d stale %s to replace; run again with --yes to carry it out\n", total, plural(total, "node", "nodes"))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
