@@ -19,13 +19,17 @@ prints each stale file with a unified diff and exits 1.
 When neither the source, nor the output directory, nor nodegen, nor its
 flags and environment changed since a full gen or check of this output
 directory, check answers from that run's record without evaluating the
-source (see README, Performance). --full always renders and compares.`
+source (README, Commands; docs/ci-and-hooks.md, "When nothing changed,
+check does not render"). --full always renders and compares.`
 
 func checkCommand(s *streams) *cli.Command {
 	var flags *ioFlags
 	cmd := renderCommand(s, "check", "fail with a diff when the output directory is not what gen would write", checkDoc,
 		func(f *ioFlags) []cli.Flag { flags = f; return append(outFlags(false)(f), shortcutFlags(f)...) },
 		func(f *ioFlags, rd *build.Result) error {
+			if err := outDirUsable(f.Out, true); err != nil {
+				return err
+			}
 			r, err := outdir.CompareWith(f.Out, rd.Files, outOptions(s, f, rd))
 			if err != nil {
 				return err

@@ -28,6 +28,9 @@ func genCommand(s *streams) *cli.Command {
 	cmd := renderCommand(s, "gen", "render the source into the output directory", genDoc,
 		func(f *ioFlags) []cli.Flag { flags = f; return outFlags(true)(f) },
 		func(f *ioFlags, rd *build.Result) error {
+			if err := outDirUsable(f.Out, false); err != nil {
+				return err
+			}
 			r, err := outdir.WriteWith(f.Out, rd.Files, outOptions(s, f, rd))
 			var ce *outdir.ConflictError
 			if errors.As(err, &ce) {

@@ -81,8 +81,8 @@ func TestPreCommitHooks(t *testing.T) {
 		var out, errb bytes.Buffer
 		return cli.Main(append(args, "--source", testsrc.Dir(), "--out", filepath.Join(dir, "out")), strings.NewReader(""), &out, &errb)
 	}
-	if code := run(args[1:]...); code != cli.ExitFindings {
-		t.Errorf("the hook's entry on an empty out/: exit %d, want %d", code, cli.ExitFindings)
+	if code := run(args[1:]...); code != cli.ExitUsage {
+		t.Errorf("the hook's entry without out/: exit %d, want %d (gen never run)", code, cli.ExitUsage)
 	}
 	if code := run("gen"); code != cli.ExitOK {
 		t.Fatalf("gen: exit %d", code)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -65,7 +66,7 @@ func TestScript(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode, "fillrevisions": fillRevisions},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode, "fillrevisions": fillRevisions, "dochook": docHook},
 		Setup: func(env *testscript.Env) error {
 			// check's shortcut keeps its records in the script's own cache.
 			env.Setenv("NODEGEN_CACHE_DIR", filepath.Join(env.WorkDir, ".nodegen-cache"))
@@ -81,6 +82,32 @@ func TestScript(t *testing.T) {
 			return testsrc.CopyTo(dst)
 		},
 	})
+}
+
+// docHook implements "dochook DEST": write the plain git pre-commit hook
+// that docs/ci-and-hooks.md shows to DEST, executable, so that a script
+// runs the documented hook itself.
+func docHook(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: dochook DEST")
+	}
+	doc, err := os.ReadFile(filepath.Join(testsrc.RepoRoot(), "docs", "ci-and-hooks.md"))
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	_, hook, ok := strings.Cut(string(doc), "## A plain git hook")
+	if ok {
+		_, hook, ok = strings.Cut(hook, "```sh\n")
+	}
+	if ok {
+		hook, _, ok = strings.Cut(hook, "```\n")
+	}
+	if !ok || !strings.HasPrefix(hook, "#!/bin/sh\n") {
+		ts.Fatalf("docs/ci-and-hooks.md: no sh block under \"A plain git hook\"")
+	}
+	if err := os.WriteFile(ts.MkAbs(args[0]), []byte(hook), 0o755); err != nil {
+		ts.Fatalf("%v", err)
+	}
 }
 
 // exitCode implements "exitcode CODE program [args...]": run the program

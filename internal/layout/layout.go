@@ -42,6 +42,9 @@ const (
 	// OnpremProviderIDPath is the one-time command that gives the nodes
 	// outside the MIGs their providerID.
 	OnpremProviderIDPath = "onprem/set-provider-id.sh"
+	// Day0DocsPath holds the ordered steps from an empty project to a
+	// scaling cluster.
+	Day0DocsPath = "docs/day0.md"
 )
 
 // Terraform module paths. The module is out/terraform; its metadata reads

@@ -125,8 +125,8 @@ func Intact(dir string, o Options, prev *Seen) (seen *Seen, reason string, err e
 		if !ok {
 			return nil, f.rel + " is not in the record", nil
 		}
-		if got := modeString(f.info.Mode()); got != e.Mode {
-			return nil, fmt.Sprintf("%s has mode %s, recorded %s", f.rel, got, e.Mode), nil
+		if rec, err := parseMode(e.Mode); err != nil || !sameMode(f.info.Mode(), rec) {
+			return nil, fmt.Sprintf("%s has mode %s, recorded %s", f.rel, modeString(f.info.Mode()), e.Mode), nil
 		}
 		if p, ok := prev.file(f.rel); ok && f.stamp != "" && p.Stamp == f.stamp {
 			sums[i], stamps[i] = p.SHA256, f.stamp

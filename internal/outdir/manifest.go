@@ -144,6 +144,14 @@ func (m *manifest) entries() map[string]manifestEntry {
 	return out
 }
 
+// sameMode reports whether two permission modes agree on what nodegen's
+// output promises and git keeps: whether the owner may execute the file
+// (git records 100755 or 100644 from the owner's execute bit alone). The
+// other bits follow the umask of whoever cloned or checked out the
+// repository (0664 under umask 002, 0600 under 077) and are not compared;
+// gen writes 0755 and 0644.
+func sameMode(a, b fs.FileMode) bool { return a&0o100 == b&0o100 }
+
 func modeString(m fs.FileMode) string { return fmt.Sprintf("%04o", uint32(m.Perm())) }
 
 func parseMode(s string) (fs.FileMode, error) {

@@ -247,7 +247,7 @@ func compareTree(dir string, files layout.Files, force bool, scope func(string) 
 		case !onDisk:
 			r.Changes = append(r.Changes, Change{Path: p, Kind: Added, New: newB, NewMode: newMode})
 		case bytes.Equal(old, newB):
-			if m := t.modes[p]; m != newMode {
+			if m := t.modes[p]; !sameMode(m, newMode) {
 				r.Changes = append(r.Changes, Change{Path: p, Kind: Mode, Old: old, New: newB, OldMode: m, NewMode: newMode})
 			}
 		case isRecorded && hashOf(old) == rec.SHA256:

@@ -396,3 +396,29 @@ func TestManifest(t *testing.T) {
 		t.Errorf("the damaged record was touched")
 	}
 }
+
+// Only the owner's execute bit of a generated file is compared (what git
+// keeps): the other bits follow the umask of a clone or checkout.
+func TestModeOnlyExecutable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	mustWrite(t, dir, oldRender)
+	script := filepath.Join(dir, "gce/a/startup-script.sh")
+	for _, modes := range [][2]os.FileMode{{0o664, 0o775}, {0o600, 0o700}, {0o640, 0o750}} {
+		for _, p := range oldRender.Paths() {
+			m := modes[0]
+			if filepath.Join(dir, filepath.FromSlash(p)) == script {
+				m = modes[1]
+			}
+			if err := os.Chmod(filepath.Join(dir, filepath.FromSlash(p)), m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := Compare(dir, oldRender)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Changes) != 0 || len(r.Conflicts) != 0 {
+			t.Errorf("files %04o, scripts %04o: changes %+v, conflicts %+v; want none", modes[0], modes[1], r.Changes, r.Conflicts)
+		}
+	}
+}

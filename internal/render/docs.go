@@ -92,6 +92,9 @@ func Provenance(src *model.Source, paths []string) []Edge {
 			add(o, layout.TaintRemoverPath)
 			add(o, layout.GPUOperatorValuesPath)
 		}
+		if g.Cloud() {
+			add(o, layout.Day0DocsPath) // the quota; the autoscaler's group, its MIGs
+		}
 		add(o, layout.DocsPath)
 	}
 	cluster := src.ClusterOrigin

@@ -5,9 +5,9 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// JoinTokenFirstRunCommand is the command that creates the first join
-// token of a new cluster, before any VM boots: the renewer's CronJob run
-// once, now.
+// JoinTokenFirstRunCommand is the command that runs the renewer's CronJob
+// once, now: on day 0, once the autoscaler's node has joined with the
+// first token (docs/day0.md), so that the renewer takes over at once.
 func JoinTokenFirstRunCommand() string {
 	return "kubectl -n " + JoinTokenRenewerNamespace + " create job --from=cronjob/" + JoinTokenRenewerName + " " + JoinTokenRenewerName + "-first"
 }
@@ -30,6 +30,6 @@ func (d *docWriter) joinToken() {
 		c.GCP.Project, sm.Secret, JoinTokenRenewerNamespace, JoinTokenRenewerName, layout.JoinTokenRenewerPath, c.Autoscaler.NodeGroup,
 		model.FormatDuration(r.TTL), model.FormatDuration(r.Period), model.FormatDuration(r.Grace()),
 		model.FormatDuration(r.Provision), model.FormatDuration(model.JoinTokenMargin))
-	d.p("\nOnce, after `kubectl apply -f out/%s%s` and before the first VM boots, create the first token:\n\n```sh\n%s\n```\n",
-		d.src.Tree, layout.JoinTokenRenewerPath, JoinTokenFirstRunCommand())
+	d.p("\nThe renewer runs on the autoscaler's node, so it cannot make the token that node joins with: the first token comes from `kubeadm` on a control-plane node, added with `gcloud`, right after `terraform apply` (`out/%s%s`, \"Make the first join token\"); the renewer's first run then takes over. The same command is the way back when renewal has lapsed and the autoscaler's node is lost.\n",
+		d.src.Tree, layout.Day0DocsPath)
 }

@@ -43,6 +43,7 @@ var stages = []stage{
 	file(layout.PriorityExpanderPath, PriorityExpander),
 	file(layout.OnpremProviderIDPath, OnpremProviderIDScript),
 	Terraform,
+	Day0Docs,
 	Docs,
 }
 

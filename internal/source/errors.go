@@ -49,6 +49,9 @@ func (l *Loaded) addErr(err error) {
 		}
 		ce := cueErr{path: path, format: format, args: args}
 		ce.pos, ce.schemaPos = pickPos(e)
+		if hint := hashCommentHint(ce.pos); hint != "" {
+			ce.format, ce.args = format+"%s", append(slices.Clone(args), hint)
+		}
 		errs = append(errs, ce)
 	}
 	if len(errs) == 0 {

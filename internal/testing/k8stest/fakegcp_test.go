@@ -15,10 +15,11 @@ import (
 	"time"
 )
 
-// fakeGCP serves, on loopback, the two Google endpoints the join-token
-// renewer calls: the metadata server's service-account token and the
-// Secret Manager v1 REST API for one secret (addVersion, list with
-// pagination, access, disable), with the request and response shapes of
+// fakeGCP serves, on loopback, the Google endpoints the join-token
+// renewer and the join script call: the metadata server's service-account
+// token and the VM's name, zone and project, and the Secret Manager v1
+// REST API for one secret (addVersion, list with pagination, access of a
+// number or "latest", disable), with the request and response shapes of
 // the real API (camelCase JSON, pretty-printed, newest version first,
 // numeric project in names). It checks the bearer token on every Secret
 // Manager call and records every version.
@@ -38,6 +39,9 @@ type fakeGCP struct {
 	// "access", "disable", "token") answer this HTTP status.
 	fail     map[string]int
 	requests []string
+	// instance and zone are what the metadata server says about the VM
+	// a join script runs on (setVM).
+	instance, zone string
 }
 
 type smVersion struct {
@@ -96,6 +100,26 @@ func (f *fakeGCP) setFail(op string, code int) {
 	}
 }
 
+// setVM sets the VM the metadata server describes.
+func (f *fakeGCP) setVM(instance, zone string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.instance, f.zone = instance, zone
+}
+
+// count returns how many requests so far contain s.
+func (f *fakeGCP) count(s string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, r := range f.requests {
+		if strings.Contains(r, s) {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *fakeGCP) setOffset(d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -150,6 +174,24 @@ func (f *fakeGCP) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusOK, map[string]any{"access_token": f.accessToken, "expires_in": 3599, "token_type": "Bearer"})
 		return
 	}
+	if p, ok := strings.CutPrefix(r.URL.Path, "/computeMetadata/v1/"); ok {
+		if r.Header.Get("Metadata-Flavor") != "Google" {
+			http.Error(w, "missing Metadata-Flavor: Google", http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Metadata-Flavor", "Google")
+		switch {
+		case p == "instance/name" && f.instance != "":
+			fmt.Fprint(w, f.instance)
+		case p == "instance/zone" && f.zone != "":
+			fmt.Fprintf(w, "projects/%s/zones/%s", projectNumber, f.zone)
+		case p == "project/project-id":
+			fmt.Fprint(w, f.project)
+		default:
+			http.NotFound(w, r)
+		}
+		return
+	}
 	base := "/v1/projects/" + f.project + "/secrets/" + f.secret
 	if r.Header.Get("Authorization") != "Bearer "+f.accessToken {
 		apiError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
@@ -169,6 +211,15 @@ func (f *fakeGCP) serve(w http.ResponseWriter, r *http.Request) {
 		op = "list"
 	case strings.HasPrefix(rest, "/versions/"):
 		num, action, _ := strings.Cut(strings.TrimPrefix(rest, "/versions/"), ":")
+		if num == "latest" {
+			// The alias names the newest version, whatever its state; a
+			// secret without versions has nothing to access.
+			if len(f.versions) == 0 {
+				apiError(w, http.StatusNotFound, "NOT_FOUND", "Secret ["+f.resource()+"] not found or has no versions.")
+				return
+			}
+			num = strconv.Itoa(len(f.versions))
+		}
 		n, err := strconv.Atoi(num)
 		if err != nil || n < 1 || n > len(f.versions) {
 			apiError(w, http.StatusNotFound, "NOT_FOUND", "Secret Version ["+rest+"] not found.")

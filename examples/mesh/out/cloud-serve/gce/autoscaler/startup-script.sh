@@ -302,7 +302,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=da54e2fb3a54,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=6cff01d16812,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
@@ -425,15 +425,18 @@ NODEGEN_KUBELET_PATCH
 	while true; do
 		attempt=$((attempt + 1))
 		if ((attempt > 1)); then
+			(($(left) > 0)) ||
+				die "join: kubeadm join failed $((attempt - 1)) times and the deadline (${JOIN_DEADLINE}s) has passed; giving up before the autoscaler deletes this VM"
 			# A token that failed may have expired (renewal lapsed) or be
-			# replaced by now: read the newest again.
+			# replaced by now: read the newest again, or keep the last one.
 			previous="${token}"
-			read_token || die "${token_error}"
-			if [[ "${token}" != "${previous}" ]]; then
+			if ! read_token; then
+				log "could not read the join token again (${token_error}); retrying with the one read before"
+			elif [[ "${token}" != "${previous}" ]]; then
 				log "the join token changed since the last attempt; joining with the new one"
+				join_configuration "${instance}" "${zone}" "${token}" >"${CONFIG_FILE}" ||
+					die "join: a placeholder is left in the join configuration"
 			fi
-			join_configuration "${instance}" "${zone}" "${token}" >"${CONFIG_FILE}" ||
-				die "join: a placeholder is left in the join configuration"
 		fi
 		remaining="$(left)"
 		((remaining > 0)) || die "join: the deadline (${JOIN_DEADLINE}s) passed before kubeadm join could run; giving up before the autoscaler deletes this VM"

@@ -1,0 +1,304 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// The Helm charts the day-0 steps install, at the releases nodegen's
+// values are proven with (the chart's own values and templates read at
+// that version).
+const (
+	AutoscalerChartRepoName = "autoscaler"
+	AutoscalerChartRepo     = "https://kubernetes.github.io/autoscaler"
+	AutoscalerChart         = "cluster-autoscaler"
+	AutoscalerChartVersion  = "9.59.0"
+	AutoscalerRelease       = "cluster-autoscaler"
+
+	GPUOperatorChartRepoName = "nvidia"
+	GPUOperatorChartRepo     = "https://helm.ngc.nvidia.com/nvidia"
+	GPUOperatorChart         = "gpu-operator"
+	GPUOperatorChartVersion  = "v26.7.0"
+	GPUOperatorRelease       = "gpu-operator"
+	GPUOperatorNamespace     = "gpu-operator"
+)
+
+// Day0ControlPlaneHostVar is the shell variable the day-0 steps read the
+// control-plane node to ssh to from.
+const Day0ControlPlaneHostVar = "CONTROL_PLANE_HOST"
+
+// Markers around each first-token command in docs/day0.md (day 0, and
+// the way back after a lapsed renewal), so that the tests run the very
+// lines the docs show.
+const (
+	Day0FirstTokenBegin = "<!-- nodegen:first-token -->"
+	Day0FirstTokenEnd   = "<!-- /nodegen:first-token -->"
+)
+
+// Day0APIs are the Google APIs the day-0 steps and out/terraform use:
+// Compute Engine (instance templates, MIGs), IAM (service accounts,
+// custom roles), Resource Manager (project IAM bindings) and, with a
+// Secret Manager join token, Secret Manager.
+func Day0APIs(src *model.Source) []string {
+	apis := []string{"compute.googleapis.com", "iam.googleapis.com", "cloudresourcemanager.googleapis.com"}
+	if src.Cluster.JoinToken.SecretManager != nil {
+		apis = append(apis, "secretmanager.googleapis.com")
+	}
+	return apis
+}
+
+// Day0TerraformRoles are the predefined roles whoever runs terraform apply
+// on out/terraform needs in the project, each with what it is for.
+func Day0TerraformRoles(src *model.Source) [][2]string {
+	roles := [][2]string{
+		{"roles/serviceusage.serviceUsageAdmin", "enable the APIs (step 1; or have them enabled)"},
+		{"roles/compute.instanceAdmin.v1", "instance templates and zonal MIGs"},
+		{"roles/iam.serviceAccountAdmin", "the nodes' and the autoscaler node's service accounts (unless the module is given its own)"},
+		{"roles/iam.serviceAccountUser", "run the VMs as those service accounts"},
+		{"roles/iam.roleAdmin", "the project custom roles of the autoscaler and the renewer"},
+		{"roles/resourcemanager.projectIamAdmin", "the service accounts' project role bindings"},
+	}
+	if sm := src.Cluster.JoinToken.SecretManager; sm != nil {
+		switch sm.Terraform {
+		case model.JoinSecretCreate:
+			roles = append(roles, [2]string{"roles/secretmanager.admin", "create the join token's secret and grant access to it"})
+		case model.JoinSecretIAM:
+			roles = append(roles, [2]string{"roles/secretmanager.admin", "grant access to the join token's secret (on that secret is enough)"})
+		}
+	}
+	return roles
+}
+
+// Day0FirstTokenCommand is the command that makes a join token on a
+// control-plane node (kubeadm, with the cluster's admin credentials
+// there) and adds it as the newest version of the Secret Manager secret
+// (gcloud, with the person's credentials), without the token ever being
+// written to a file or shown.
+func Day0FirstTokenCommand(src *model.Source) (string, error) {
+	sm := src.Cluster.JoinToken.SecretManager
+	if sm == nil {
+		return "", fmt.Errorf("no Secret Manager join token")
+	}
+	r, err := src.Renewal()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("ssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl %s --description nodegen-first-join-token |\n  gcloud secrets versions add %s --project=%s --data-file=-",
+		Day0ControlPlaneHostVar, model.FormatDuration(r.TTL), sm.Secret, src.Cluster.GCP.Project), nil
+}
+
+// Day0Docs renders docs/day0.md: the ordered steps that take this
+// cluster from an empty GCP project to a scaling cluster, with the
+// prerequisites (APIs, roles, quota), in an order that does not deadlock.
+func Day0Docs(src *model.Source, files layout.Files) error {
+	var b bytes.Buffer
+	d := &docWriter{b: &b, src: src}
+	b.WriteString(markdownHeader(src.Name))
+	if err := d.day0(); err != nil {
+		return fmt.Errorf("%s: %w", layout.Day0DocsPath, err)
+	}
+	files[layout.Day0DocsPath] = b.Bytes()
+	return nil
+}
+
+func (d *docWriter) day0() error {
+	src, c := d.src, &d.src.Cluster
+	out := "out/" + src.Tree
+	ca := src.NodeGroups[c.Autoscaler.NodeGroup]
+	if ca == nil || !ca.Cloud() {
+		return fmt.Errorf("the autoscaler's node group %q is not a cloud group", c.Autoscaler.NodeGroup)
+	}
+	deadline, err := c.JoinDeadline(ca)
+	if err != nil {
+		return err
+	}
+	sm := c.JoinToken.SecretManager
+	renews := RendersJoinTokenRenewer(src)
+
+	d.p("\n# Day 0: cluster %s from an empty project\n\n", code(c.Name))
+	d.p("The steps below, in this order, take cluster %s from a GCP project with nothing in it to a cluster whose autoscaler scales the cloud groups. Run them from the repository root. No step waits for a later one: the autoscaler's VM, which boots at `terraform apply`, waits for the first join token for up to %s (its join deadline).\n",
+		code(c.Name), model.FormatDuration(deadline))
+
+	d.p("\n## Before you start\n\n")
+	d.p("- Tools: `gcloud`, `terraform`, `helm`, `kubectl` with this cluster's admin kubeconfig, and `ssh` with `sudo` to a control-plane node (it has `kubeadm`): set `%s` to it.\n", Day0ControlPlaneHostVar)
+	d.p("- Kubernetes: the control plane runs %s (nodegen supports 1.%d to 1.%d, `docs/versions.md`); the cloud groups' images carry the kubelet and kubeadm of their version.\n",
+		c.ControlPlane(), model.OldestSupportedMinor, model.NewestSupportedMinor)
+	d.p("- Network: subnetwork in %s routed to %s over the VPN (the module's `subnetwork` variable).\n", code(c.GCP.Region), code(c.ControlPlaneEndpoint))
+	d.p("- Roles of whoever runs the steps, in project %s:\n\n", code(c.GCP.Project))
+	d.p("  | role | for |\n  |---|---|\n")
+	for _, r := range Day0TerraformRoles(src) {
+		d.p("  | `%s` | %s |\n", r[0], mdCell(r[1]))
+	}
+	if sm != nil {
+		d.p("\n  and, to add the first join token, `roles/secretmanager.secretVersionAdder` on secret %s (in `roles/secretmanager.admin`).\n", code(sm.Secret))
+	}
+	d.quota()
+
+	step := 0
+	next := func(title string) int {
+		step++
+		d.p("\n## %d. %s\n\n", step, title)
+		return step
+	}
+
+	next("Enable the APIs")
+	d.p("```sh\ngcloud services enable %s --project=%s\n```\n", strings.Join(Day0APIs(src), " "), c.GCP.Project)
+
+	next("Check out/ and apply Terraform")
+	d.p("`nodegen check` proves %s is what the source renders. Then apply the module (the README's Terraform section: a `module` block with `source = \"./%sterraform\"` in your root module), from your root module's directory:\n\n",
+		code(out), out)
+	d.p("```sh\nnodegen check\nterraform init\nterraform apply\n```\n\n")
+	if sm != nil && sm.Terraform == model.JoinSecretCreate {
+		d.p("This creates the join token's secret %s without a version, ", code(sm.Secret))
+	} else {
+		d.p("This ")
+	}
+	d.p("boots the autoscaler's VM (group %s, a fixed size of %d per zone in %s), and creates the autoscaled groups' MIGs at their minimum size. A VM that finds no token yet retries within its join deadline (%s for the autoscaler's group); its serial console shows `nodegen-join[%s]: ... HTTP 404: the secret has no version yet`.\n",
+		code(ca.Name), ca.Max, strings.Join(ca.Zones, ", "), model.FormatDuration(deadline), ca.Name)
+
+	tokenStep := next("Make the first join token")
+	if sm == nil {
+		d.p("The VMs read the token from project metadata key %s, which nodegen does not renew. On a control-plane node, make a token and set it (replace it before it expires):\n\n", code(c.JoinToken.MetadataKey))
+		d.p("```sh\nssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl 24h |\n  gcloud compute project-info add-metadata --project=%s --metadata-from-file=%s=/dev/stdin\n```\n",
+			Day0ControlPlaneHostVar, c.GCP.Project, c.JoinToken.MetadataKey)
+	} else {
+		cmd, err := Day0FirstTokenCommand(src)
+		if err != nil {
+			return err
+		}
+		d.p("Right after `terraform apply`: `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` adds it as the first version of the secret. The token goes through the pipe only; it is never written to a file or shown. It is in kubeadm's own group, `system:bootstrappers:kubeadm:default-node-token`, whose node certificates the control plane approves itself: the renewer's tokens, in `%s`, need the node CSR approver, which runs on the autoscaler's node, so that node joins with kubeadm's token.\n\n", CloudBootstrapGroup)
+		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
+		d.p("The waiting VM reads it at its next attempt and joins. If more than %s passed since `terraform apply`, it has given up (`nodegen-join[%s]: ERROR ...`): restart it, and its startup script runs again:\n\n",
+			model.FormatDuration(deadline), ca.Name)
+		d.p("```sh\n")
+		for _, z := range ca.Zones {
+			d.p("gcloud compute instance-groups managed rolling-action restart %s --zone=%s --project=%s\n", c.MIGName(ca, z), z, c.GCP.Project)
+		}
+		d.p("```\n")
+	}
+	sel := model.GroupLabel + "=" + ca.Name
+	d.p("\nWait for the autoscaler's node to register, then to be Ready:\n\n```sh\nuntil kubectl get nodes -l %s -o name | grep -q .; do sleep 10; done\nkubectl wait --for=condition=Ready node -l %s --timeout=10m\n```\n",
+		sel, sel)
+
+	next("Give every node outside a MIG a providerID")
+	d.p("The Cluster Autoscaler's GCE provider fails on a node without a GCE providerID (the on-prem nodes, the control plane) and then scales nothing. Give each such node one that names no MIG, before the autoscaler starts; `spec.providerID` can be set once and never changed. See the providerID section of `%sdocs/nodegroups.md` for this cluster's nodes and the exact commands.\n", out)
+
+	next("Install the charts")
+	d.p("The charts at the releases nodegen's values are proven with. The priority expander's ConfigMap, when the expander chain has `priority`, comes from the chart's `expanderPriorities` in `values.yaml`; do not also apply `%scluster-autoscaler/priority-expander.yaml` (for installs without the chart), or Helm refuses to take over the ConfigMap.\n\n", out)
+	gpu := len(src.GPUGroups()) > 0
+	d.p("```sh\nhelm repo add %s %s\n", AutoscalerChartRepoName, AutoscalerChartRepo)
+	if gpu {
+		d.p("helm repo add %s %s\n", GPUOperatorChartRepoName, GPUOperatorChartRepo)
+	}
+	d.p("helm repo update\n")
+	d.p("helm upgrade --install %s %s/%s --version %s \\\n  --namespace %s -f %s%s\n",
+		AutoscalerRelease, AutoscalerChartRepoName, AutoscalerChart, AutoscalerChartVersion, c.Autoscaler.Namespace, out, layout.AutoscalerValuesPath)
+	if gpu {
+		d.p("helm upgrade --install %s %s/%s --version %s \\\n  --namespace %s --create-namespace -f %s%s\n",
+			GPUOperatorRelease, GPUOperatorChartRepoName, GPUOperatorChart, GPUOperatorChartVersion, GPUOperatorNamespace, out, layout.GPUOperatorValuesPath)
+	}
+	d.p("```\n")
+
+	next("Apply nodegen's manifests")
+	d.p("```sh\n")
+	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.NodeCSRApproverPath, layout.JoinTokenRenewerPath} {
+		if (p == layout.JoinTokenRenewerPath && !renews) || (p == layout.NodeCSRApproverPath && !RendersNodeCSRApprover(src)) {
+			continue
+		}
+		d.p("kubectl apply -f %s%s\n", out, p)
+	}
+	d.p("```\n")
+
+	renewStep := 0
+	if renews {
+		r, err := src.Renewal()
+		if err != nil {
+			return err
+		}
+		renewStep = next("Let the renewer take over")
+		d.p("Run the renewer once now, on the autoscaler's node that has joined; from then on its CronJob adds a fresh token every %s. The first token, made by kubeadm, is retired %s after this (its version disabled; it expires by its own %s).\n\n",
+			model.FormatDuration(r.Period), model.FormatDuration(r.Grace()), model.FormatDuration(r.TTL))
+		d.p("```sh\n%s\nkubectl -n %s wait --for=condition=complete job/%s-first --timeout=5m\n```\n",
+			JoinTokenFirstRunCommand(), JoinTokenRenewerNamespace, JoinTokenRenewerName)
+	}
+
+	next("Check")
+	d.p("```sh\nkubectl get nodes -L %s\nnodegen drift --kubeconfig \"${KUBECONFIG:-$HOME/.kube/config}\"\n```\n", model.GroupLabel)
+	d.p("\nThe autoscaler now grows the cloud groups when pods fit them (`nodegen explain -f workload.yaml` says whether and which).\n")
+
+	if renews {
+		d.p("\n## When renewal lapsed and the autoscaler's node is lost\n\n")
+		d.p("The renewer runs on the autoscaler's node. If its CronJob has not succeeded for longer than the token's lifetime and that node's VM is then replaced (a MIG recreate, autohealing, a zone outage), the new VM finds only an expired token, and nothing on the cluster can make a new one. Its serial console shows `nodegen-join[%s]: kubeadm join failed ... retrying`. The way back is step %d again, then step %d:\n\n", ca.Name, tokenStep, renewStep)
+		cmd, err := Day0FirstTokenCommand(src)
+		if err != nil {
+			return err
+		}
+		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
+		d.p("Each join attempt reads the newest version again, so the VM joins with this token within its deadline (%s after it booted); if it already gave up, restart it as in step %d. Then run the renewer once as in step %d, and find why it lapsed (`kubectl -n %s get cronjob %s`, its failed Jobs).\n",
+			model.FormatDuration(deadline), tokenStep, renewStep, JoinTokenRenewerNamespace, JoinTokenRenewerName)
+	}
+	return nil
+}
+
+// quota writes the regional quota the groups need at their largest.
+func (d *docWriter) quota() {
+	c := &d.src.Cluster
+	type need struct{ onDemand, spot int }
+	gpus := map[string]*need{}
+	var vcpus need
+	unknownCPU := []string{}
+	for _, g := range d.src.CloudGroups() {
+		n := g.MaxNodes()
+		if g.GPU != nil {
+			if gpus[g.GPU.Type] == nil {
+				gpus[g.GPU.Type] = &need{}
+			}
+			if g.Spot {
+				gpus[g.GPU.Type].spot += n * g.GPU.Count
+			} else {
+				gpus[g.GPU.Type].onDemand += n * g.GPU.Count
+			}
+		}
+		cpu := 0
+		if g.Capacity != nil {
+			cpu = g.Capacity.CPU
+		} else if m, ok := gce.MachineType(g.MachineType); ok {
+			cpu = m.VCPUs
+		}
+		if cpu == 0 {
+			unknownCPU = append(unknownCPU, g.Name)
+			continue
+		}
+		if g.Spot {
+			vcpus.spot += n * cpu
+		} else {
+			vcpus.onDemand += n * cpu
+		}
+	}
+	d.p("- Quota in region %s, for every group at its largest (`max` per zone × zones):\n", code(c.GCP.Region))
+	d.p("  - vCPUs: %d on demand, %d Spot (regional `CPUS` and the machine family's, e.g. `N2_CPUS`; Spot VMs use the preemptible quota where the project has one)", vcpus.onDemand, vcpus.spot)
+	if len(unknownCPU) > 0 {
+		sort.Strings(unknownCPU)
+		d.p(", plus those of %s (a machine type nodegen does not know)", strings.Join(unknownCPU, ", "))
+	}
+	d.p(".\n")
+	types := make([]string, 0, len(gpus))
+	for t := range gpus {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		name := code(t)
+		if a, ok := gce.Accelerator(t); ok {
+			name = a.Model + " (" + code(t) + ")"
+		}
+		d.p("  - %s GPUs: %d on demand, %d Spot.\n", name, gpus[t].onDemand, gpus[t].spot)
+	}
+	d.p("\n  See what the project has: `gcloud compute regions describe %s --project=%s --flatten=quotas --format=\"table(quotas.metric,quotas.limit,quotas.usage)\"`; a GPU quota of 0 needs a quota request before the first GPU node can start.\n", c.GCP.Region, c.GCP.Project)
+}

@@ -1,0 +1,71 @@
+package render_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
+)
+
+// TestDay0Order checks that docs/day0.md gives the steps in the order
+// that does not deadlock, with the charts pinned and their repositories
+// added, and one path for the priority expander (the chart's).
+func TestDay0Order(t *testing.T) {
+	_, files := testsrc.Example(t)
+	doc := string(files[layout.Day0DocsPath])
+	order := []string{
+		"gcloud services enable compute.googleapis.com iam.googleapis.com cloudresourcemanager.googleapis.com secretmanager.googleapis.com",
+		"terraform apply",
+		"sudo kubeadm token create --ttl 24h",
+		"gcloud secrets versions add kubeadm-join-token --project=acme-hybrid-ai --data-file=-",
+		"kubectl wait --for=condition=Ready node -l nodegen.dev/node-group=autoscaler",
+		"providerID",
+		"helm repo add autoscaler https://kubernetes.github.io/autoscaler",
+		"helm repo add nvidia https://helm.ngc.nvidia.com/nvidia",
+		"helm upgrade --install cluster-autoscaler autoscaler/cluster-autoscaler --version 9.59.0",
+		"helm upgrade --install gpu-operator nvidia/gpu-operator --version v26.7.0",
+		"kubectl apply -f out/k8s/join-token-renewer.yaml",
+		render.JoinTokenFirstRunCommand(),
+		"## When renewal lapsed",
+	}
+	at := 0
+	for _, s := range order {
+		i := strings.Index(doc[at:], s)
+		if i < 0 {
+			t.Fatalf("%s: %q missing or out of order (after byte %d)\n%s", layout.Day0DocsPath, s, at, doc)
+		}
+		at += i + len(s)
+	}
+	if strings.Contains(doc, "kubectl apply -f out/cluster-autoscaler/priority-expander.yaml") {
+		t.Errorf("the day-0 steps apply the priority expander's file as well as the chart's expanderPriorities")
+	}
+	for _, want := range []string{"roles/compute.instanceAdmin.v1", "roles/iam.serviceAccountUser", "roles/secretmanager.admin",
+		"NVIDIA T4 (`nvidia-tesla-t4`) GPUs: 8 on demand, 12 Spot"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("%s lacks %q", layout.Day0DocsPath, want)
+		}
+	}
+}
+
+// TestDay0MetadataKey: with the token in project metadata nodegen renders
+// no renewer, and the steps neither apply nor run one.
+func TestDay0MetadataKey(t *testing.T) {
+	src, _ := testsrc.Example(t)
+	src.Cluster.JoinToken = model.JoinToken{MetadataKey: "kubeadm-join-token", TTL: "24h", RenewEvery: "6h"}
+	files, err := render.All(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(files[layout.Day0DocsPath])
+	for _, absent := range []string{"join-token-renewer", "secretmanager", render.Day0FirstTokenBegin} {
+		if strings.Contains(doc, absent) {
+			t.Errorf("%s names %q without a renewer", layout.Day0DocsPath, absent)
+		}
+	}
+	if !strings.Contains(doc, "gcloud compute project-info add-metadata --project=acme-hybrid-ai --metadata-from-file=kubeadm-join-token=/dev/stdin") {
+		t.Errorf("%s does not set the metadata key\n%s", layout.Day0DocsPath, doc)
+	}
+}

@@ -1,0 +1,44 @@
+package source
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue/token"
+)
+
+// hashCommentHint says, for an error on a line that starts with "#"
+// followed by a space, another "#", "!" or nothing (a shell or YAML
+// comment, not a CUE definition like #Foo), or on the line after one,
+// that CUE comments start with "//". It returns "" for any other error.
+func hashCommentHint(pos token.Pos) string {
+	if !pos.IsValid() || pos.Filename() == "" {
+		return ""
+	}
+	b, err := os.ReadFile(pos.Filename())
+	if err != nil {
+		return ""
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	if pos.Line() < 1 || pos.Line() > len(lines) {
+		return ""
+	}
+	// The error is on the comment's line or, after a "#" alone, the next.
+	for _, n := range []int{pos.Line(), pos.Line() - 1} {
+		if n >= 1 && hashComment(string(lines[n-1])) {
+			return "; a comment in CUE starts with //, not # (line " + strconv.Itoa(n) + ")"
+		}
+	}
+	return ""
+}
+
+func hashComment(line string) bool {
+	line = strings.TrimLeft(line, " \t")
+	if !strings.HasPrefix(line, "#") {
+		return false
+	}
+	rest := strings.TrimRight(line[1:], "\r")
+	return rest == "" || strings.ContainsAny(rest[:1], " \t#!")
+}

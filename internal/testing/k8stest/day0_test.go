@@ -1,0 +1,443 @@
+package k8stest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/testing/testcp"
+	"github.com/nodegen/nodegen/internal/verify"
+)
+
+// tokenRE matches a kubeadm bootstrap token.
+var tokenRE = regexp.MustCompile(`[a-z0-9]{6}\.[a-z0-9]{16}`)
+
+// day0Deadline is the join deadline the test gives the join script
+// (NODEGEN_JOIN_DEADLINE), short so that the test is quick; the script's
+// retry delays are shortened to match.
+const day0Deadline = 90 * time.Second
+
+// The stand-ins for the tools the day-0 steps run on machines the test
+// does not have: ssh to a control-plane node, sudo there, kubeadm (token
+// create on the control plane, join on the VM) and gcloud. Each checks
+// its arguments and does what the real tool does against the real
+// kube-apiserver and the fake Secret Manager:
+//   - kubeadm token create writes the bootstrap token Secret kubeadm
+//     writes (cmd/kubeadm/app/phases/bootstraptoken/node/token.go), with
+//     the admin's credentials, and prints the token;
+//   - kubeadm join authenticates with the token at the API server (the TLS
+//     bootstrap's first request; the real bootstrap-token authenticator
+//     decides) and, if accepted, writes kubelet.conf as a join does;
+//   - gcloud secrets versions add adds stdin as a new version.
+var day0Stubs = map[string]string{
+	"ssh": `#!/usr/bin/env bash
+set -euo pipefail
+[[ "$1" == "${EXPECT_SSH_HOST}" ]] || { echo "stub ssh: host $1, want ${EXPECT_SSH_HOST}" >&2; exit 255; }
+shift
+# ssh runs its remaining words, joined by spaces, in the remote shell.
+exec bash -c "$*"
+`,
+	"sudo": `#!/usr/bin/env bash
+exec "$@"
+`,
+	"kubeadm": `#!/usr/bin/env bash
+set -euo pipefail
+case "$1 $2" in
+"token create")
+	shift 2
+	ttl="" description=""
+	while (($#)); do
+		case "$1" in
+		--ttl) ttl="$2"; shift 2 ;;
+		--description) description="$2"; shift 2 ;;
+		*) echo "stub kubeadm: unexpected argument $1" >&2; exit 64 ;;
+		esac
+	done
+	[[ "${ttl}" =~ ^[0-9]+h$ ]] || { echo "stub kubeadm: --ttl ${ttl}" >&2; exit 64; }
+	chars="$(head -c 1024 /dev/urandom | LC_ALL=C tr -dc 'a-z0-9')"
+	id="${chars:0:6}" secret="${chars:6:16}"
+	((${#id} == 6 && ${#secret} == 16)) || exit 70
+	b() { printf '%s' "$1" | base64 | tr -d '\n'; }
+	kubectl --kubeconfig "${CP_ADMIN_KUBECONFIG}" create -f - >/dev/null <<EOF
+{"apiVersion":"v1","kind":"Secret","type":"bootstrap.kubernetes.io/token",
+ "metadata":{"name":"bootstrap-token-${id}","namespace":"kube-system"},
+ "data":{"token-id":"$(b "${id}")","token-secret":"$(b "${secret}")",
+  "expiration":"$(b "$(date -u -d "now + ${ttl%h} hours" +%Y-%m-%dT%H:%M:%SZ)")",
+  "usage-bootstrap-authentication":"$(b true)","usage-bootstrap-signing":"$(b true)",
+  "auth-extra-groups":"$(b system:bootstrappers:kubeadm:default-node-token)","description":"$(b "${description}")"}}
+EOF
+	printf '%s.%s\n' "${id}" "${secret}"
+	;;
+"join --config")
+	token="$(sed -n "s/^    token: '\([a-z0-9]\{6\}\.[a-z0-9]\{16\}\)'$/\1/p" "$3")"
+	[[ -n "${token}" ]] || { echo "stub kubeadm: no bootstrap token in $3" >&2; exit 64; }
+	code="$(printf 'Authorization: Bearer %s\n' "${token}" | curl --silent --insecure --max-time 10 --header @- \
+		--header 'Content-Type: application/json' --output /dev/null --write-out '%{http_code}' \
+		--data '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}' \
+		"${CP_URL}/apis/authentication.k8s.io/v1/selfsubjectreviews")" || code="curl exit $?"
+	if [[ "${code}" != 201 ]]; then
+		echo "stub kubeadm: the API server refused the bootstrap token (${code})" >&2
+		echo x >>"${STUB_DIR}/refused"
+		exit 1
+	fi
+	printf '%s' "${token}" >"${STUB_DIR}/joined-token"
+	mkdir -p "${NODEGEN_KUBERNETES_DIR}"
+	echo kubeconfig >"${NODEGEN_KUBERNETES_DIR}/kubelet.conf"
+	;;
+"reset --force") ;;
+*) echo "stub kubeadm: unexpected call: $*" >&2; exit 64 ;;
+esac
+`,
+	"gcloud": `#!/usr/bin/env bash
+set -euo pipefail
+[[ "$1 $2 $3" == "secrets versions add" && "$5" == --project=* && "$6" == --data-file=- && $# == 6 ]] ||
+	{ echo "stub gcloud: unexpected call: $*" >&2; exit 64; }
+secret="$4" project="${5#--project=}"
+data="$(base64 | tr -d '\n')"
+[[ -n "${data}" ]] || { echo "stub gcloud: empty stdin" >&2; exit 1; }
+code="$(printf '{"payload":{"data":"%s"}}' "${data}" | curl --silent --max-time 10 \
+	--header "Authorization: Bearer ${GCLOUD_ACCESS_TOKEN}" --header 'Content-Type: application/json' \
+	--data-binary @- --output /dev/null --write-out '%{http_code}' \
+	"${GCLOUD_SECRET_MANAGER_URL}/projects/${project}/secrets/${secret}:addVersion")"
+[[ "${code}" == 200 ]] || { echo "stub gcloud: HTTP ${code}" >&2; exit 1; }
+echo "Created version of the secret [${secret}]." >&2
+`,
+}
+
+// TestDayZero plays day 0 from nothing as out/docs/day0.md tells it,
+// against a real kube-apiserver (with bootstrap-token authentication)
+// and fakes of the metadata server and Secret Manager on loopback, with
+// the rendered join script and renewer run under bash:
+//
+//  1. terraform apply has made the secret, without a version; the
+//     autoscaler's VM boots first and waits (Secret Manager answers 404);
+//  2. the first token is added with the docs' own command;
+//  3. the VM joins with it, within its deadline;
+//  4. the renewer's first run adds its own token and leaves the first;
+//  5. later, renewal has lapsed (every token expired) and the autoscaler's
+//     VM is lost: its replacement cannot join, the docs' recovery command
+//     adds a token, the VM joins with it within its deadline, and the
+//     renewer's next run takes over and retires the lapsed versions.
+func TestDayZero(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nodegroups")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range renewerSource {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := build.Load(dir)
+	if err != nil {
+		t.Fatalf("the test source: %v", err)
+	}
+	src := l.Source
+	files, err := render.All(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commands := markedCommands(t, string(files[layout.Day0DocsPath]))
+	if len(commands) != 2 || commands[0] != commands[1] {
+		t.Fatalf("%s: want the first-token command twice (day 0, and the way back), the same; got %q", layout.Day0DocsPath, commands)
+	}
+	ca := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
+	joinScript := filepath.Join(t.TempDir(), "startup-script.sh")
+	if err := os.WriteFile(joinScript, files[layout.StartupScriptPath(ca.Name)], 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	cp := testcp.Start(t)
+	manifest := files[layout.JoinTokenRenewerPath]
+	if _, _, err := kubectl(t, cp.Admin(), string(manifest), "create", "--validate=strict", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	e := &renewerEnv{cp: cp, src: src, sa: cp.ServiceAccount(t, render.JoinTokenRenewerNamespace, render.JoinTokenRenewerName)}
+	if e.renewal, err = src.Renewal(); err != nil {
+		t.Fatal(err)
+	}
+	e.script, e.env = renewerScript(t, manifest)
+	f := newFakeGCP(t, src.Cluster.GCP.Project, src.Cluster.JoinToken.SecretManager.Secret)
+
+	bin := t.TempDir()
+	for name, body := range day0Stubs {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	const host = "cp-1.example.internal"
+	// person runs a documented command as the person would, with
+	// CONTROL_PLANE_HOST set as the docs say.
+	person := func(t *testing.T, command string) {
+		t.Helper()
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", command)
+		cmd.Env = []string{"PATH=" + path, "HOME=" + t.TempDir(), render.Day0ControlPlaneHostVar + "=" + host, "EXPECT_SSH_HOST=" + host,
+			"CP_ADMIN_KUBECONFIG=" + cp.Admin().Kubeconfig, "GCLOUD_ACCESS_TOKEN=" + f.accessToken, "GCLOUD_SECRET_MANAGER_URL=" + f.SecretManagerURL()}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", command, err, out)
+		}
+		if tokenRE.Match(out) {
+			t.Errorf("the command shows the token:\n%s", out)
+		}
+	}
+
+	// 1. The secret has no version; the autoscaler's VM boots and waits.
+	first := bootVM(t, f, joinScript, path, cp, src.Cluster.BaseInstanceName(ca)+"-b7x2", ca.Zones[0])
+	eventually(t, 30*time.Second, "the VM asking Secret Manager again after 404s", func() string {
+		if n := f.count("/versions/latest:access"); n < 3 {
+			return fmt.Sprintf("%d requests for the latest version", n)
+		}
+		return ""
+	})
+	if len(f.snapshot()) != 0 {
+		t.Fatal("the secret has a version before the first token")
+	}
+	// 2. The first token, as the docs say.
+	person(t, commands[0])
+	versions := f.snapshot()
+	if len(versions) != 1 {
+		t.Fatalf("%d versions after the first token, want 1", len(versions))
+	}
+	firstToken := strings.TrimSuffix(string(versions[0].Payload), "\n")
+	e.acceptedSoon(t, "the first token", firstToken, kubeadmNodeGroup)
+	// 3. The VM joins with it within its deadline.
+	r := first.wait(t)
+	r.joined(t, firstToken)
+	if !strings.Contains(r.log, "HTTP 404: the secret has no version yet") {
+		t.Errorf("the VM's log does not say why it waited:\n%s", r.log)
+	}
+
+	// 4. The renewer's first run: a token of its own as the newest
+	// version; the first stays enabled (superseded only now).
+	if code, stderr := e.run(t, f); code != 0 {
+		t.Fatalf("the renewer's first run: exit %d\n%s", code, stderr)
+	}
+	versions = f.snapshot()
+	if len(versions) != 2 || versions[0].State != "ENABLED" || versions[1].State != "ENABLED" {
+		t.Fatalf("after the renewer's first run: %v", states(versions))
+	}
+	e.acceptedSoon(t, "the renewer's token", string(versions[1].Payload), render.BootstrapTokenGroup)
+
+	// 5. Renewal lapses for longer than the tokens live: they have
+	// expired (the token cleaner deleted their Secrets), and the versions
+	// are that old. Then the autoscaler's VM is lost.
+	e.admin(t, "delete", "secrets", "-n", "kube-system", "--field-selector=type="+render.BootstrapTokenType, "--wait=true")
+	f.shift(e.renewal.TTL + time.Hour)
+	e.refused(t, "the lapsed token", string(versions[1].Payload))
+	second := bootVM(t, f, joinScript, path, cp, src.Cluster.BaseInstanceName(ca)+"-q4m9", ca.Zones[0])
+	eventually(t, 45*time.Second, "the replacement VM refused with the lapsed token", func() string {
+		if b, _ := os.ReadFile(filepath.Join(second.stub, "refused")); len(b) == 0 {
+			return "no refused join yet"
+		}
+		return ""
+	})
+	// The way back, as the docs say.
+	person(t, commands[1])
+	versions = f.snapshot()
+	recovery := strings.TrimSuffix(string(versions[len(versions)-1].Payload), "\n")
+	r = second.wait(t)
+	r.joined(t, recovery)
+	if !strings.Contains(r.log, "the join token changed since the last attempt") {
+		t.Errorf("the replacement VM's log does not say it took the new token:\n%s", r.log)
+	}
+	// The renewer, back on the new node, takes over: it retires the first
+	// version (superseded long ago); the lapsed one was superseded only
+	// by the recovery token, and it and the recovery token stay until
+	// their grace ends.
+	if code, stderr := e.run(t, f); code != 0 {
+		t.Fatalf("the renewer after the recovery: exit %d\n%s", code, stderr)
+	}
+	versions = f.snapshot()
+	want := []string{"DISABLED", "ENABLED", "ENABLED", "ENABLED"}
+	if got := stateList(versions); !slices.Equal(got, want) {
+		t.Errorf("versions after the renewer took over again: %v, want %v", got, want)
+	}
+	e.acceptedSoon(t, "the renewer's new token", string(versions[len(versions)-1].Payload), render.BootstrapTokenGroup)
+}
+
+// acceptedSoon fails the test unless token authenticates as a bootstrap
+// user of its id in group within a few seconds (the bootstrap-token
+// authenticator reads Secrets from an informer's cache, which sees a new
+// one shortly after it was created).
+func (e *renewerEnv) acceptedSoon(t *testing.T, what, token, group string) {
+	t.Helper()
+	id, _, _ := strings.Cut(token, ".")
+	eventually(t, 10*time.Second, what+" accepted", func() string {
+		u, code := e.whoami(t, token)
+		if u == nil {
+			return fmt.Sprintf("HTTP %d", code)
+		}
+		if u.Username != "system:bootstrap:"+id || !slices.Contains(u.Groups, group) {
+			t.Fatalf("%s authenticates as %q in %v; want system:bootstrap:%s in %s", what, u.Username, u.Groups, id, group)
+		}
+		return ""
+	})
+}
+
+// markedCommands returns the shell commands of docs between the
+// first-token markers.
+func markedCommands(t *testing.T, docs string) []string {
+	t.Helper()
+	var out []string
+	for rest := docs; ; {
+		_, after, ok := strings.Cut(rest, render.Day0FirstTokenBegin+"\n```sh\n")
+		if !ok {
+			return out
+		}
+		block, tail, ok := strings.Cut(after, "\n```\n"+render.Day0FirstTokenEnd)
+		if !ok {
+			t.Fatalf("an unterminated first-token block in %s", layout.Day0DocsPath)
+		}
+		out = append(out, block)
+		rest = tail
+	}
+}
+
+// renewerScript writes the renewer's script from its manifest to a file
+// and returns it with the CronJob container's environment.
+func renewerScript(t *testing.T, manifest []byte) (string, []string) {
+	t.Helper()
+	objs, err := verify.DecodeObjects(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script string
+	var env []string
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.ConfigMap:
+			script = filepath.Join(t.TempDir(), "join-token-renewer.sh")
+			if err := os.WriteFile(script, []byte(o.Data["join-token-renewer.sh"]), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case *batchv1.CronJob:
+			for _, v := range o.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env {
+				if v.Name != "HOME" {
+					env = append(env, v.Name+"="+v.Value)
+				}
+			}
+		}
+	}
+	if script == "" || len(env) == 0 {
+		t.Fatalf("no script or no CronJob in %s", layout.JoinTokenRenewerPath)
+	}
+	return script, env
+}
+
+func stateList(vs []smVersion) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.State
+	}
+	return out
+}
+
+// vm is a join script running at a VM's boot.
+type vm struct {
+	stub    string
+	kubeDir string
+	start   time.Time
+	done    chan vmResult
+}
+
+type vmResult struct {
+	code    int
+	log     string
+	elapsed time.Duration
+	stub    string
+	kubeDir string
+}
+
+// bootVM starts the join script as GCE does at a fresh VM's first boot,
+// against the fakes (which now describe this VM) and the stub kubeadm.
+func bootVM(t *testing.T, f *fakeGCP, script, path string, cp *testcp.ControlPlane, instance, zone string) *vm {
+	t.Helper()
+	f.setVM(instance, zone)
+	tmp := t.TempDir()
+	v := &vm{stub: filepath.Join(tmp, "stub"), kubeDir: filepath.Join(tmp, "etc-kubernetes"), done: make(chan vmResult, 1)}
+	if err := os.Mkdir(v.stub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script)
+	cmd.Env = []string{
+		"PATH=" + path, "HOME=" + tmp, "STUB_DIR=" + v.stub, "CP_URL=" + cp.URL,
+		"NODEGEN_METADATA_URL=" + f.MetadataURL(), "NODEGEN_SECRET_MANAGER_URL=" + f.SecretManagerURL(),
+		"NODEGEN_KUBERNETES_DIR=" + v.kubeDir, "NODEGEN_STATE_DIR=" + filepath.Join(tmp, "var-lib-nodegen"),
+		fmt.Sprintf("NODEGEN_JOIN_DEADLINE=%d", int(day0Deadline.Seconds())),
+		"NODEGEN_RETRY_DELAY=1", "NODEGEN_MAX_RETRY_DELAY=2", "NODEGEN_HTTP_RETRY_DELAY=1", "NODEGEN_HTTP_MAX_RETRY_DELAY=2",
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 10 * time.Second
+	v.start = time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := cmd.Wait()
+		r := vmResult{log: out.String(), elapsed: time.Since(v.start), stub: v.stub, kubeDir: v.kubeDir}
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			r.code = -1
+			r.log += "\n" + err.Error()
+		}
+		v.done <- r
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+	})
+	return v
+}
+
+// wait waits for the script to end, at most its deadline and a margin.
+func (v *vm) wait(t *testing.T) vmResult {
+	t.Helper()
+	select {
+	case r := <-v.done:
+		return r
+	case <-time.After(day0Deadline + 30*time.Second):
+		t.Fatalf("the join script still runs %s after boot, past its deadline of %s", time.Since(v.start).Round(time.Second), day0Deadline)
+		return vmResult{}
+	}
+}
+
+// joined fails the test unless the VM joined with token within the
+// join deadline, and never logged it.
+func (r vmResult) joined(t *testing.T, token string) {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("the join script failed (exit %d) after %s:\n%s", r.code, r.elapsed.Round(time.Millisecond), r.log)
+	}
+	if r.elapsed >= day0Deadline {
+		t.Errorf("the VM joined after %s, past its deadline of %s", r.elapsed.Round(time.Millisecond), day0Deadline)
+	}
+	got, _ := os.ReadFile(filepath.Join(r.stub, "joined-token"))
+	if string(got) != token {
+		t.Errorf("the VM joined with another token than the one added")
+	}
+	if _, err := os.Stat(filepath.Join(r.kubeDir, "kubelet.conf")); err != nil {
+		t.Errorf("no kubelet.conf after the join: %v", err)
+	}
+	if strings.Contains(r.log, token) {
+		t.Errorf("the join script logged the token")
+	}
+	t.Logf("joined after %s", r.elapsed.Round(time.Millisecond))
+}
