@@ -61,6 +61,7 @@ type options struct {
 	rounds5000 int
 	example    int
 	keep       bool
+	varied     bool
 	nodegen    string
 	cue        string
 }
@@ -73,6 +74,7 @@ func parseFlags() (*options, error) {
 	flag.IntVar(&o.rounds5000, "rounds5000", 3, "timed rounds for sources of 5000 groups or more")
 	flag.IntVar(&o.example, "example", 11, "runs of `nodegen check` on the shipped example")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory")
+	flag.BoolVar(&o.varied, "varied", false, "bench sources whose groups all differ (bench.WriteVaried) instead of the regular synthetic ones")
 	flag.StringVar(&o.nodegen, "nodegen", "", "use this nodegen binary instead of building one")
 	flag.StringVar(&o.cue, "cue", "", "use this cue binary instead of building one")
 	flag.Parse()
@@ -143,7 +145,11 @@ func run() error {
 		dir := filepath.Join(tmp, fmt.Sprint(n))
 		src := filepath.Join(dir, "nodegroups")
 		out := filepath.Join(dir, "out")
-		if err := bench.Write(src, n); err != nil {
+		write := bench.Write
+		if o.varied {
+			write = bench.WriteVaried
+		}
+		if err := write(src, n); err != nil {
 			return err
 		}
 		files, err := filepath.Glob(filepath.Join(src, "*.cue"))

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
@@ -73,8 +74,15 @@ func (s *Schema) Field(path string) *Field {
 	return nil
 }
 
-// Load compiles the embedded schema and walks #Source.
-func Load() (*Schema, error) {
+// Load returns the embedded schema's description, compiled and walked
+// once per process (the schema is built into the binary): every cluster's
+// docs and the docs command share it, and must not change it.
+func Load() (*Schema, error) { return loaded() }
+
+var loaded = sync.OnceValues(load)
+
+// load compiles the embedded schema and walks #Source.
+func load() (*Schema, error) {
 	ctx := cuecontext.New()
 	sch := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
 	if err := sch.Err(); err != nil {

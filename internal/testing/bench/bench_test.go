@@ -338,3 +338,31 @@ func TestParallelRenderDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestVaried checks that the varied source is valid, renders and
+// verifies, and that its groups differ in shape.
+func TestVaried(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nodegroups")
+	if err := bench.WriteVaried(dir, 100); err != nil {
+		t.Fatal(err)
+	}
+	r, err := build.Run(dir, build.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := r.Clusters[0].Member.Source
+	if len(src.NodeGroups) != 100 {
+		t.Fatalf("%d node groups, want 100", len(src.NodeGroups))
+	}
+	shapes := map[string]bool{}
+	for _, g := range src.CloudGroups() {
+		gpu := ""
+		if g.GPU != nil {
+			gpu = g.GPU.Type
+		}
+		shapes[fmt.Sprint(len(g.Zones), len(g.Labels), len(g.Taints), g.MachineType, gpu, g.Spot, g.LocalSSDCount, g.BootDiskSizeGb)] = true
+	}
+	if len(shapes) < 90 {
+		t.Errorf("%d distinct group shapes among 100 groups, want at least 90", len(shapes))
+	}
+}
