@@ -73,6 +73,13 @@ func CheckTemplate(cl *model.Cluster, g *model.NodeGroup, tmpl *kubeenv.Template
 	for k := range boot {
 		delete(nodeLabels, k)
 	}
+	// The kubelet sets these on the Node it registers, whatever the join
+	// says (model.KubeletSelfLabels).
+	for k, v := range model.KubeletSelfLabels(g) {
+		if _, ok := nodeLabels[k]; !ok {
+			nodeLabels[k] = v
+		}
+	}
 	if !maps.Equal(tmpl.Labels, nodeLabels) {
 		fail("labels differ: kube-env %v, join %v", tmpl.Labels, nodeLabels)
 	}

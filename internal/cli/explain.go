@@ -136,6 +136,11 @@ func explainCommand(s *streams) *cli.Command {
 			if !r.AllFit {
 				return errFindings
 			}
+			for _, n := range r.Autoscaler {
+				if n.Blocks {
+					return errFindings
+				}
+			}
 			return nil
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodegen/nodegen/internal/drift"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -30,6 +31,7 @@ func TestOnPremLocality(t *testing.T) {
 	if base.Name == "" {
 		t.Fatal("no onprem-a100-01 in the fixture")
 	}
+	base.Spec.ProviderID = model.UnmanagedProviderID(base.Name) // as set-provider-id.sh leaves it
 	check := func(n corev1.Node) []string {
 		results, _ := drift.CheckNodes(src, []corev1.Node{n}, drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
 		if len(results) != 1 || results[0].Group != "onprem-gpu" {

@@ -34,7 +34,14 @@ const (
 	GroupRemoved      = "group-removed"
 	UnknownCloudNode  = "unknown-cloud-node"
 	NotInMIG          = "not-in-mig"
-	Stale             = "stale"
+	// ProviderIDFails: the autoscaler's GCE provider fails on the node's
+	// providerID (none, or not of its form), and every release up to
+	// v1.36.1 then scales nothing.
+	ProviderIDFails = "provider-id"
+	// ProviderIDOtherMIG: the GCE provider maps the node's providerID to
+	// a MIG the node does not belong to.
+	ProviderIDOtherMIG = "provider-id-other-mig"
+	Stale              = "stale"
 
 	UnknownTemplate = "unknown-template"
 	KubeEnv         = "kube-env"
@@ -159,6 +166,7 @@ func CheckNodes(src *model.Source, nodes []corev1.Node, opts Options) (results [
 		n := &sorted[i]
 		r := NodeResult{Name: n.Name, ProviderID: n.Spec.ProviderID, Findings: []Finding{}}
 		ref, isGCE := ParseProviderID(n.Spec.ProviderID)
+		isGCE = isGCE && !model.IsUnmanagedProviderID(n.Spec.ProviderID)
 		label, hasLabel := n.Labels[model.GroupLabel]
 		var g *model.NodeGroup
 		if isGCE {
@@ -174,6 +182,7 @@ func CheckNodes(src *model.Source, nodes []corev1.Node, opts Options) (results [
 		switch {
 		case g != nil:
 			r.Group = g.Name
+			r.Findings = append(r.Findings, autoscalerMapping(src, g, n)...)
 			r.Findings = append(r.Findings, checkNode(src, g, n, ref, isGCE, opts)...)
 		case hasLabel:
 			r.Findings = []Finding{{Kind: GroupRemoved, Key: model.GroupLabel, Got: label,
@@ -182,12 +191,47 @@ func CheckNodes(src *model.Source, nodes []corev1.Node, opts Options) (results [
 			r.Findings = []Finding{{Kind: UnknownCloudNode, Got: n.Spec.ProviderID,
 				Message: fmt.Sprintf("cloud node %s is an instance of no node group's MIG and has no %s label", n.Spec.ProviderID, model.GroupLabel)}}
 		default:
-			unmanaged = append(unmanaged, n.Name)
-			continue
+			if r.Findings = autoscalerMapping(src, nil, n); len(r.Findings) == 0 {
+				unmanaged = append(unmanaged, n.Name)
+				continue
+			}
 		}
 		results = append(results, r)
 	}
 	return results, unmanaged
+}
+
+// autoscalerMapping checks the node's providerID as the autoscaler's GCE
+// provider maps it (model.Source.AutoscalerNodeGroup): an error stops
+// every scale-up and scale-down of the releases that have the bug; a node
+// outside the MIGs (g nil or not autoscaled) must map to none, and a node
+// of an autoscaled group to one of its own MIGs. With
+// cluster.onpremProviderID "none", nodes outside the MIGs are not expected
+// to have one.
+func autoscalerMapping(src *model.Source, g *model.NodeGroup, n *corev1.Node) []Finding {
+	pid := n.Spec.ProviderID
+	mig, ok, err := src.AutoscalerNodeGroup(pid)
+	outside := g == nil || !g.Cloud()
+	tag := src.Cluster.AutoscalerImageTag()
+	switch {
+	case err != nil && outside && !src.Cluster.SetsOnpremProviderID():
+		return nil
+	case err != nil && outside:
+		what := "no providerID"
+		if pid != "" {
+			what = fmt.Sprintf("providerID %q, which the GCE provider cannot parse", pid)
+		}
+		return []Finding{{Kind: ProviderIDFails, Key: "spec.providerID", Got: pid, Want: model.UnmanagedProviderID(n.Name),
+			Message: fmt.Sprintf("%s: the Cluster Autoscaler's GCE provider fails on it, so %s scales nothing, up or down (kubernetes/autoscaler#10140); run out/%s%s",
+				what, tag, src.Tree, layout.OnpremProviderIDPath)}}
+	case err != nil:
+		return nil // a cloud node: not-in-mig says it
+	case ok && (outside || !g.Autoscaled() || mig.Group != g):
+		return []Finding{{Kind: ProviderIDOtherMIG, Key: "spec.providerID", Got: pid,
+			Message: fmt.Sprintf("providerID %q: the Cluster Autoscaler takes this node for an instance of MIG %s (same project and zone, name starting with %s), which it does not belong to",
+				pid, src.Cluster.MIGName(mig.Group, mig.Zone), src.Cluster.BaseInstanceName(mig.Group))}}
+	}
+	return nil
 }
 
 func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref GCERef, isGCE bool, opts Options) []Finding {
@@ -195,9 +239,13 @@ func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref GCERef
 	want := cloneMap(g.NodeLabels)
 	if g.Cloud() {
 		if !isGCE || GroupOfInstance(src, ref) != g {
-			out = append(out, Finding{Kind: NotInMIG, Got: n.Spec.ProviderID,
-				Message: fmt.Sprintf("providerID %q is not an instance of the group's MIGs (%s-xxxx in %s of project %s)",
-					n.Spec.ProviderID, src.Cluster.BaseInstanceName(g), strings.Join(g.Zones, ", "), src.Cluster.GCP.Project)})
+			msg := fmt.Sprintf("providerID %q is not an instance of the group's MIGs (%s-xxxx in %s of project %s)",
+				n.Spec.ProviderID, src.Cluster.BaseInstanceName(g), strings.Join(g.Zones, ", "), src.Cluster.GCP.Project)
+			if _, _, err := src.AutoscalerNodeGroup(n.Spec.ProviderID); err != nil {
+				msg += fmt.Sprintf("; the Cluster Autoscaler's GCE provider fails on it, so %s scales nothing, up or down (kubernetes/autoscaler#10140)",
+					src.Cluster.AutoscalerImageTag())
+			}
+			out = append(out, Finding{Kind: NotInMIG, Got: n.Spec.ProviderID, Message: msg})
 		}
 		// The join adds these; the autoscaler's template has them too. The
 		// zone is checked below against the VM's or the group's zones.

@@ -9,8 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/drift"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -58,8 +60,11 @@ var expectedFixture = map[string]struct {
 	"hybrid-ai-gpu-t4-w4ds": {"gpu-t4", "providerID", []string{}},
 	// Its group was removed from the source.
 	"hybrid-ai-l4-old-9qzt": {"", "", []string{"group-removed:nodegen.dev/node-group"}},
-	// On-prem node matched by its identity label; GPU Operator labels ignored.
-	"onprem-a100-01": {"onprem-gpu", "label", []string{}},
+	// On-prem node matched by its identity label; GPU Operator labels
+	// ignored. Without a providerID the autoscaler fails on it.
+	"onprem-a100-01": {"onprem-gpu", "label", []string{"provider-id:spec.providerID"}},
+	// The control plane, of no group, without a providerID either.
+	"cp-1": {"", "", []string{"provider-id:spec.providerID"}},
 	// A cloud VM of no group.
 	"rogue-vm-1": {"", "", []string{"unknown-cloud-node"}},
 }
@@ -67,8 +72,8 @@ var expectedFixture = map[string]struct {
 func TestCheckNodesFixture(t *testing.T) {
 	src, _ := testsrc.Example(t)
 	results, unmanaged := drift.CheckNodes(src, readFixtureNodes(t), drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
-	if !slices.Equal(unmanaged, []string{"cp-1"}) {
-		t.Errorf("unmanaged %v, want [cp-1]", unmanaged)
+	if len(unmanaged) != 0 {
+		t.Errorf("unmanaged %v, want none (cp-1 lacks its providerID)", unmanaged)
 	}
 	if len(results) != len(expectedFixture) {
 		t.Errorf("%d results, want %d", len(results), len(expectedFixture))
@@ -224,4 +229,63 @@ spec: {providerID: "gce://acme-hybrid-ai/us-central1-a/hybrid-ai-cpu-burst-abcd"
 			t.Errorf("%s: error %v, want %q", c.in, err, c.want)
 		}
 	}
+}
+
+// The providerID of the nodes outside the MIGs, as the autoscaler's GCE
+// provider maps it: none, or one it cannot parse, is reported at the
+// node's group (or of a node of no group); the one set-provider-id.sh
+// gives is not; one the provider takes for an instance of a MIG the node
+// is not in is reported.
+func TestProviderIDOutsideMIGs(t *testing.T) {
+	src, _ := testsrc.Example(t)
+	onprem := func(name, pid string) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			"nodegen.dev/node-group": "onprem-gpu", "example.com/pool": "gpu-onprem", "example.com/location": "onprem"}},
+			Spec:   corev1.NodeSpec{ProviderID: pid, Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}
+	}
+	cp := func(pid string) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-1", Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
+			Spec: corev1.NodeSpec{ProviderID: pid}}
+	}
+	cases := []struct {
+		name      string
+		node      corev1.Node
+		group     string
+		findings  []string
+		unmanaged bool
+	}{
+		{"OnPremWithout", onprem("a100-1", ""), "onprem-gpu", []string{"provider-id:spec.providerID"}, false},
+		{"OnPremUnmanaged", onprem("a100-1", model.UnmanagedProviderID("a100-1")), "onprem-gpu", []string{}, false},
+		{"OnPremUnparsable", onprem("a100-1", "kind://docker/kind/a100-1"), "onprem-gpu", []string{"provider-id:spec.providerID"}, false},
+		{"OnPremForeignParsable", onprem("a100-1", "vsphere://4231-a100-1"), "onprem-gpu", []string{}, false},
+		{"OnPremLikeACloudVM", onprem("a100-1", "gce://acme-hybrid-ai/us-central1-b/hybrid-ai-gpu-t4-a100-01"), "onprem-gpu", []string{"provider-id-other-mig:spec.providerID"}, false},
+		{"ControlPlaneWithout", cp(""), "", []string{"provider-id:spec.providerID"}, false},
+		{"ControlPlaneUnmanaged", cp(model.UnmanagedProviderID("cp-1")), "", nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			results, unmanaged := drift.CheckNodes(src, []corev1.Node{c.node}, drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
+			if c.unmanaged {
+				if len(results) != 0 || !slices.Equal(unmanaged, []string{c.node.Name}) {
+					t.Errorf("results %+v, unmanaged %v; want it unmanaged", results, unmanaged)
+				}
+				return
+			}
+			if len(results) != 1 || len(unmanaged) != 0 {
+				t.Fatalf("results %+v, unmanaged %v", results, unmanaged)
+			}
+			if r := results[0]; r.Group != c.group || !slices.Equal(findingKeys(r.Findings), c.findings) {
+				t.Errorf("group %q findings %v, want %q %v\n%+v", r.Group, findingKeys(r.Findings), c.group, c.findings, r.Findings)
+			}
+		})
+	}
+	t.Run("NoneWithoutProviderID", func(t *testing.T) {
+		none := *src
+		none.Cluster.OnpremProviderID = model.OnpremProviderIDNone
+		results, unmanaged := drift.CheckNodes(&none, []corev1.Node{onprem("a100-1", ""), cp("")}, drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
+		if len(results) != 1 || len(results[0].Findings) != 0 || !slices.Equal(unmanaged, []string{"cp-1"}) {
+			t.Errorf("results %+v unmanaged %v; want the on-prem node fine and cp-1 unmanaged", results, unmanaged)
+		}
+	})
 }

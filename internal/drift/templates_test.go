@@ -33,8 +33,9 @@ func setMetadata(tm *drift.InstanceTemplate, key string, value []byte) {
 	}
 }
 
-// The recorded template whose kube-env lost the GPU taint: that is the
-// kube-env finding, and the only one.
+// The recorded template whose kube-env lost the GPU taint: that is a
+// kube-env finding, and so are the kubelet's beta os and arch labels, which
+// kube-env declares since it was recorded.
 func TestTemplateLostTaint(t *testing.T) {
 	src, files := testsrc.Example(t)
 	ts := readFixtureTemplate(t, "template-gpu-t4-lost-taint.json")
@@ -51,7 +52,9 @@ func TestTemplateLostTaint(t *testing.T) {
 			kubeEnv = append(kubeEnv, f)
 		}
 	}
-	if len(kubeEnv) != 1 || kubeEnv[0].Message != "kube-env: taint nvidia.com/gpu=present:NoSchedule missing" || kubeEnv[0].Want != "nvidia.com/gpu=present:NoSchedule" {
+	if len(kubeEnv) != 3 || kubeEnv[0].Message != "kube-env: label beta.kubernetes.io/arch missing (want amd64)" ||
+		kubeEnv[1].Message != "kube-env: label beta.kubernetes.io/os missing (want linux)" ||
+		kubeEnv[2].Message != "kube-env: taint nvidia.com/gpu=present:NoSchedule missing" || kubeEnv[2].Want != "nvidia.com/gpu=present:NoSchedule" {
 		t.Errorf("kube-env findings %+v", kubeEnv)
 	}
 }

@@ -74,7 +74,7 @@ func (c capacity) uses() []capUse {
 			if g.GPU == nil || g.GPU.Type != t {
 				return 0, true
 			}
-			return int64(g.GPU.Count), true
+			return g.CapGPUs(), true // advertised, as --gpu-total counts
 		}})
 	}
 	return out
@@ -143,4 +143,16 @@ func (c capacity) prefer(wr *WorkloadResult) {
 		wr.Preferred = groups
 		wr.PreferredPriority = &best
 	}
+}
+
+// capNotes says, for a group the workload fits, how many of its nodes the
+// cap of its GPU type admits when that is fewer than its max: the cap
+// counts advertised GPUs (model.GPUCapNodes).
+func capNotes(src *model.Source, g *model.NodeGroup) []string {
+	n, capped, ok := src.GPUCapNodes(g)
+	if !ok || !capped {
+		return nil
+	}
+	return []string{fmt.Sprintf("cluster.autoscaler.caps.gpus.%s.max %d admits at most %d of the group's %d nodes: the cap counts advertised %s, %d per node of this group, with the other cloud groups at their minimum",
+		strconv.Quote(g.GPU.Type), src.Cluster.Autoscaler.Caps.GPUs[g.GPU.Type].Max, n, g.MaxNodes(), model.GPUResource, g.CapGPUs())}
 }

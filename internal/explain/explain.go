@@ -63,6 +63,9 @@ type Report struct {
 	// SpotFallbacks are the worst-case waits before a preferred Spot group
 	// falls back.
 	SpotFallbacks []SpotFallback `json:"spotFallbacks,omitempty"`
+	// Autoscaler are notes about the autoscaler itself, for every
+	// workload: its release and the nodes outside the MIGs.
+	Autoscaler []Note `json:"autoscaler,omitempty"`
 }
 
 // WorkloadResult is the answer for one workload.
@@ -128,6 +131,7 @@ type FreshPod struct {
 
 // Explainer holds the template nodes of a source's node groups.
 type Explainer struct {
+	src       *model.Source
 	groups    []*model.NodeGroup
 	templates map[string][]*Template
 	errs      map[string]error
@@ -159,7 +163,7 @@ func New(src *model.Source, files layout.Files, workloads []*Workload) (*Explain
 		}
 	}
 	flagged := src.ExtraStartupTaints()
-	e := &Explainer{templates: map[string][]*Template{}, errs: map[string]error{}, capacity: newCapacity(src), spot: spotFallbacks(src)}
+	e := &Explainer{src: src, templates: map[string][]*Template{}, errs: map[string]error{}, capacity: newCapacity(src), spot: spotFallbacks(src)}
 	for _, g := range src.Groups() {
 		e.groups = append(e.groups, g)
 		if !g.Autoscaled() {
@@ -191,7 +195,7 @@ func (e *Explainer) Templates(group string) []*Template { return e.templates[gro
 
 // Explain checks every workload against every group.
 func (e *Explainer) Explain(workloads []*Workload) *Report {
-	r := &Report{AllFit: true, Workloads: []WorkloadResult{}, SpotFallbacks: e.spot}
+	r := &Report{AllFit: true, Workloads: []WorkloadResult{}, Autoscaler: autoscalerNotes(e.src), SpotFallbacks: e.spot}
 	for _, w := range workloads {
 		wr := e.Workload(w)
 		r.AllFit = r.AllFit && wr.Fits
@@ -246,7 +250,7 @@ func (e *Explainer) group(g *model.NodeGroup, w *Workload, gr *GroupResult) {
 	}
 	if len(gr.Zones) > 0 {
 		gr.Verdict = Fits
-		gr.Notes = capacityNotes(g, w)
+		gr.Notes = append(capacityNotes(g, w), capNotes(e.src, g)...)
 		return
 	}
 	gr.Verdict = NoFit

@@ -37,6 +37,9 @@ func WriteTable(w io.Writer, r *Report) error {
 	for _, s := range r.SpotFallbacks {
 		fmt.Fprintln(w, s)
 	}
+	for _, n := range r.Autoscaler {
+		fmt.Fprintf(w, "autoscaler: %s\n", n.Message)
+	}
 	var none []string
 	for _, wr := range r.Workloads {
 		if !wr.Fits {

@@ -242,7 +242,7 @@ func (t *Template) SanitizedTaints(flagged ...string) []Taint {
 
 // MatchesSource reports, as an error, where the template node the
 // autoscaler builds from this kube-env differs from the group in the
-// source: its labels must be the group's NodeLabels, and the taints it
+// source: its labels must be the group's TemplateLabels, and the taints it
 // keeps after sanitising the group's taints (the startup taint is dropped
 // by the autoscaler, so kube-env may carry it or not). This is the one
 // comparison of kube-env with the source; gen's verification, the
@@ -255,8 +255,8 @@ func (t *Template) MatchesSource(g *model.NodeGroup, flagged ...string) error {
 		labels = maps.Clone(labels)
 		delete(labels, model.RevisionLabel)
 	}
-	if !maps.Equal(labels, g.NodeLabels) {
-		return fmt.Errorf("the autoscaler would read labels %v, want %v", labels, g.NodeLabels)
+	if want := g.TemplateLabels(); !maps.Equal(labels, want) {
+		return fmt.Errorf("the autoscaler would read labels %v, want %v", labels, want)
 	}
 	got := t.SanitizedTaints(flagged...)
 	want := make([]Taint, 0, len(g.Taints))

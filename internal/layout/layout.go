@@ -39,6 +39,9 @@ const (
 	NodeCSRApproverPath = "k8s/node-csr-approver.yaml"
 	// DocsPath is the generated description of the node groups.
 	DocsPath = "docs/nodegroups.md"
+	// OnpremProviderIDPath is the one-time command that gives the nodes
+	// outside the MIGs their providerID.
+	OnpremProviderIDPath = "onprem/set-provider-id.sh"
 	// Day0DocsPath holds the ordered steps from an empty project to a
 	// scaling cluster.
 	Day0DocsPath = "docs/day0.md"

@@ -184,3 +184,45 @@ func afterSlash(key string) string {
 	}
 	return key
 }
+
+// KubeletSelfLabels are the labels the kubelet sets on its own Node that
+// a pod may select and that the autoscaler's GCE template node lacks: a
+// pod selecting one would never make the autoscaler scale a group up from
+// zero unless kube-env declares it (TemplateLabels).
+//
+// What the kubelet sets at registration: kubernetes/kubernetes
+// pkg/kubelet/kubelet_node_status.go initialNode (kubernetes.io/hostname,
+// kubernetes.io/os, kubernetes.io/arch, beta.kubernetes.io/os,
+// beta.kubernetes.io/arch; zone, region and instance type only from a
+// cloud provider, which nodegen's nodes have none of: their join sets
+// those as --node-labels), within the set k8s.io/kubelet pkg/apis
+// well_known_labels.go (tag v0.35.2) allows. What the template has:
+// kubernetes/autoscaler cluster-autoscaler-1.35.0
+// cloudprovider/gce/templates.go BuildGenericLabels (kubernetes.io/arch,
+// kubernetes.io/os, node.kubernetes.io/instance-type, the topology zone
+// and region, topology.gke.io/zone, kubernetes.io/hostname set to the
+// template's own name) plus kube-env's node_labels. So the beta os and
+// arch labels are the ones to declare; the hostname is every node's own
+// and no selector on it can scale from zero.
+func KubeletSelfLabels(g *NodeGroup) map[string]string {
+	return map[string]string{
+		"beta.kubernetes.io/os":   "linux",
+		"beta.kubernetes.io/arch": g.Arch,
+	}
+}
+
+// TemplateLabels are the labels kube-env's node_labels declares for a
+// cloud group: NodeLabels (which the join also registers) plus
+// KubeletSelfLabels (which the kubelet sets itself), so that the
+// autoscaler's template node carries every label a real node of the group
+// has from its registration and a pod may select.
+func (g *NodeGroup) TemplateLabels() map[string]string {
+	out := make(map[string]string, len(g.NodeLabels)+2)
+	for k, v := range g.NodeLabels {
+		out[k] = v
+	}
+	for k, v := range KubeletSelfLabels(g) {
+		out[k] = v
+	}
+	return out
+}

@@ -5,6 +5,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -70,6 +71,9 @@ type Cluster struct {
 	} `json:"taintRemover"`
 	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
 	Rollout       Rollout       `json:"rollout"`
+	// OnpremProviderID is what nodegen does about the providerID of the
+	// nodes outside the MIGs: OnpremProviderIDUnmanaged or OnpremProviderIDNone.
+	OnpremProviderID string `json:"onpremProviderID"`
 	// NodeCIDRMaskSize is the prefix length of each node's pod range.
 	NodeCIDRMaskSize int `json:"nodeCidrMaskSize"`
 }
@@ -287,8 +291,9 @@ func (c *Cluster) MIGURL(g *NodeGroup, zone string) string {
 }
 
 // AutoscalerImageTag is the Cluster Autoscaler image tag: the configured
-// version, or v<minor>.0 of the control plane's Kubernetes version (the
-// autoscaler's minor follows the API server it talks to).
+// version, or DefaultAutoscalerTag of the minor of the control plane's
+// Kubernetes version (the autoscaler's minor follows the API server it
+// talks to).
 func (c *Cluster) AutoscalerImageTag() string {
 	if c.Autoscaler.Version != "" {
 		return c.Autoscaler.Version
@@ -297,7 +302,11 @@ func (c *Cluster) AutoscalerImageTag() string {
 	if len(parts) < 2 {
 		return ""
 	}
-	return "v" + parts[0] + "." + parts[1] + ".0"
+	minor, err := strconv.Atoi(parts[1])
+	if err != nil || parts[0] != "1" {
+		return ""
+	}
+	return DefaultAutoscalerTag(minor)
 }
 
 // SortedKeys returns the keys of m in order.

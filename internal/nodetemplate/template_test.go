@@ -79,6 +79,9 @@ func TestTemplateNodeGPU(t *testing.T) {
 		"topology.kubernetes.io/region":    "us-central1",
 		"topology.gke.io/zone":             "us-central1-b",
 		"kubernetes.io/hostname":           "hybrid-ai-gpu-t4-template",
+		// The kubelet's own, declared in kube-env's node_labels.
+		"beta.kubernetes.io/os":   "linux",
+		"beta.kubernetes.io/arch": "amd64",
 	} {
 		wantLabels[k] = v
 	}

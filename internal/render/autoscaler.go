@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -42,6 +43,11 @@ func AutoscalerFlags(src *model.Source, header string) ([]byte, error) {
 		fmt.Fprintf(&b, "--startup-taint=%s\n", k)
 	}
 	for _, o := range AutoscalerOptions(src) {
+		if o[0] == "max-node-provision-time" {
+			if times := src.ProvisionTimes(); len(times) > 0 {
+				fmt.Fprintf(&b, "# The default for every MIG; a group's kube-env autoscaling_options value wins. Per group: %s.\n", strings.Join(times, ", "))
+			}
+		}
 		fmt.Fprintf(&b, "--%s=%s\n", o[0], o[1])
 	}
 	for _, o := range CapFlags(&src.Cluster) {

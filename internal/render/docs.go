@@ -126,6 +126,9 @@ func Docs(src *model.Source, files layout.Files) error {
 	d.joinToken()
 	d.table()
 	d.capacity()
+	if err := d.onpremProviderID(); err != nil {
+		return err
+	}
 	for _, g := range src.Groups() {
 		if err := d.group(g); err != nil {
 			return fmt.Errorf("node group %s: docs: %w", g.Name, err)
@@ -303,8 +306,13 @@ func (d *docWriter) table() {
 		}
 		d.p("- **%s** (%s): %s\n", c.name, strings.Join(names, ", "), strings.Join(docs, " "))
 	}
-	d.p("\nLabels are the ones every node of the group registers with and the Cluster Autoscaler's template declares; cloud nodes also get `%s`, `%s` and `%s` at join.\n",
+	d.p("\nLabels are the ones every node of the group registers with and the Cluster Autoscaler's template declares; cloud nodes also get `%s`, `%s` and `%s` at join.",
 		model.ZoneLabel, model.RegionLabel, model.InstanceTypeLabel)
+	var self []string
+	for _, k := range model.SortedKeys(model.KubeletSelfLabels(&model.NodeGroup{})) {
+		self = append(self, code(k))
+	}
+	d.p(" The kubelet also sets %s on every node itself; kube-env declares them too, so that a pod selecting them can scale a group up from zero.\n", strings.Join(self, " and "))
 }
 
 func (d *docWriter) group(g *model.NodeGroup) error {

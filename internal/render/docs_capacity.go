@@ -41,6 +41,10 @@ func (d *docWriter) capacity() {
 		}
 	}
 	d.p(".\n")
+	if times := d.src.ProvisionTimes(); len(times) > 0 {
+		d.p("- **Max node provision time** (how long a VM may take to register before the autoscaler gives it up): `--max-node-provision-time=%s` is the default; a group's own value, in its kube-env `autoscaling_options`, wins. Per group: %s.\n",
+			a.MaxNodeProvisionTime, strings.Join(times, ", "))
+	}
 	caps := a.Caps
 	if caps == nil {
 		d.p("- **Caps**: none; the autoscaler's defaults apply.\n")
@@ -57,6 +61,22 @@ func (d *docWriter) capacity() {
 	}
 	for _, t := range model.SortedKeys(caps.GPUs) {
 		r := caps.GPUs[t]
-		d.p("- **GPUs %s**: %d–%d in the whole cluster.\n", code(t), r.Min, r.Max)
+		d.p("- **GPUs %s**: %d–%d in the whole cluster, counted as the autoscaler counts them: the `%s` each node advertises, so a time-sliced GPU counts its replicas.", code(t), r.Min, r.Max, model.GPUResource)
+		var per []string
+		for _, g := range d.src.Groups() {
+			if !g.Autoscaled() || g.GPU == nil || g.GPU.Type != t {
+				continue
+			}
+			n, capped, _ := d.src.GPUCapNodes(g)
+			s := fmt.Sprintf("a node of %s counts %d", g.Name, g.CapGPUs())
+			if capped {
+				s += fmt.Sprintf(", so the cap admits at most %d of its %d nodes", n, g.MaxNodes())
+			}
+			per = append(per, s)
+		}
+		if len(per) > 0 {
+			d.p(" With the other cloud groups at their minimum: %s.", strings.Join(per, "; "))
+		}
+		d.p("\n")
 	}
 }

@@ -187,7 +187,12 @@ func (d *docWriter) day0() error {
 		sel, sel)
 
 	next("Give every node outside a MIG a providerID")
-	d.p("The Cluster Autoscaler's GCE provider fails on a node without a GCE providerID (the on-prem nodes, the control plane) and then scales nothing. Give each such node one that names no MIG, before the autoscaler starts; `spec.providerID` can be set once and never changed. See the providerID section of `%sdocs/nodegroups.md` for this cluster's nodes and the exact commands.\n", out)
+	d.p("The Cluster Autoscaler's GCE provider fails on a node without a GCE providerID (the on-prem nodes, the control plane) and then scales nothing. Give each such node one that names no MIG, before the autoscaler starts; `spec.providerID` can be set once and never changed.")
+	if src.Cluster.SetsOnpremProviderID() {
+		d.p(" With the cluster's kubeconfig, once (`--dry-run` first shows what it would set):\n\n```sh\nbash %s%s\n```\n\nNodes that join later take it from the kubelet's `provider-id` in their kubeadm configuration: see the providerID section of `%sdocs/nodegroups.md`.\n", out, layout.OnpremProviderIDPath, out)
+	} else {
+		d.p(" `cluster.onpremProviderID` is `none`: give them one yourself, as the providerID section of `%sdocs/nodegroups.md` explains.\n", out)
+	}
 
 	next("Install the charts")
 	d.p("The charts at the releases nodegen's values are proven with. The priority expander's ConfigMap, when the expander chain has `priority`, comes from the chart's `expanderPriorities` in `values.yaml`; do not also apply `%scluster-autoscaler/priority-expander.yaml` (for installs without the chart), or Helm refuses to take over the ConfigMap.\n\n", out)

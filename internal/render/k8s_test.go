@@ -156,7 +156,7 @@ func TestAutoscalerPinnedToItsNode(t *testing.T) {
 	if ok, _ := schedulable(&corev1.PodSpec{}, nodes[home][0]); ok {
 		t.Errorf("a plain pod could land on the autoscaler's node")
 	}
-	if v.CloudProvider != "gce" || v.Image.Tag != "v1.35.0" {
+	if v.CloudProvider != "gce" || v.Image.Tag != "v1.35.2" {
 		t.Errorf("cloudProvider %q, image tag %q", v.CloudProvider, v.Image.Tag)
 	}
 }

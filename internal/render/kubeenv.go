@@ -16,7 +16,7 @@ func KubeEnvVars(g *model.NodeGroup) ([]kubeenv.Var, error) {
 		{Name: "os", Value: "linux"},
 		{Name: "os_distribution", Value: g.OSDistribution},
 		{Name: "arch", Value: g.Arch},
-		{Name: "node_labels", Value: joinPairs(g.NodeLabels, "=")},
+		{Name: "node_labels", Value: joinPairs(g.TemplateLabels(), "=")},
 	}
 	if len(g.Taints) > 0 {
 		taints := make([]string, len(g.Taints))

@@ -41,6 +41,7 @@ var stages = []stage{
 	file(layout.AutoscalerFlagsPath, AutoscalerFlags),
 	file(layout.AutoscalerValuesPath, AutoscalerValues),
 	file(layout.PriorityExpanderPath, PriorityExpander),
+	file(layout.OnpremProviderIDPath, OnpremProviderIDScript),
 	Terraform,
 	Day0Docs,
 	Docs,

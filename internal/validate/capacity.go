@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -116,7 +117,7 @@ func (c *checker) capResources(caps *model.Caps) []capResource {
 			if g.GPU == nil || g.GPU.Type != t {
 				return 0, true
 			}
-			return float64(g.GPU.Count), true
+			return float64(g.CapGPUs()), true // advertised, as --gpu-total counts
 		}})
 	}
 	return out
@@ -200,8 +201,15 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 				if res.what != "Nodes" {
 					size += fmt.Sprintf(", %s %s", amount(want), res.what)
 				}
+				unit := res.what
+				if g.GPU != nil && strings.HasSuffix(res.what, " GPUs") {
+					unit += fmt.Sprintf(" as the autoscaler counts them (advertised %s, %d per node of %s)", model.GPUResource, g.CapGPUs(), g.Name)
+				}
+				if res.what != "Nodes" {
+					unit += fmt.Sprintf(", %d node(s)", int64(math.Max(max-others, 0)/per))
+				}
 				c.at(sel("nodeGroups", g.Name, "max"), "warning: node group %s can never reach its max of %s: %s %d leaves it at most %s %s once the other cloud groups are at their minimum (%s), before counting on-prem and control-plane nodes",
-					g.Name, size, capName(res.path), res.r.Max, amount(max-others), res.what, amount(others))
+					g.Name, size, capName(res.path), res.r.Max, amount(max-others), unit, amount(others))
 			}
 		}
 	}

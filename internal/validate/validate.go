@@ -163,6 +163,7 @@ func (c *checker) cluster() {
 	c.rollout()
 	c.containerImage(sel("cluster", "taintRemover", "image"), cl.TaintRemover.Image)
 	c.capacity()
+	c.autoscalerRelease(false)
 
 	name := cl.Autoscaler.NodeGroup
 	g, ok := c.src.NodeGroups[name]

@@ -80,6 +80,13 @@ func All(src *model.Source, files layout.Files) error {
 	for _, e := range groupErrs {
 		errs = append(errs, e[0], e[1], e[2])
 	}
+	if b := files[layout.OnpremProviderIDPath]; b != nil {
+		if _, err := parseScript(b); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", layout.OnpremProviderIDPath, err))
+		}
+	} else if src.Cluster.SetsOnpremProviderID() {
+		errs = append(errs, fmt.Errorf("%s: missing", layout.OnpremProviderIDPath))
+	}
 	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.NodeCSRApproverPath, layout.PriorityExpanderPath} {
 		if files[p] == nil && p == layout.JoinTokenRenewerPath && !render.RendersJoinTokenRenewer(src) {
 			continue

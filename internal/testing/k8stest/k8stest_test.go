@@ -31,6 +31,8 @@ import (
 // TestAPIServer runs every test of the package against one control plane
 // (starting one takes about 3 s and 300 MB), in this order:
 //
+//  0. OnpremProviderID: the nodes outside the MIGs, before any other test
+//     creates Nodes (it maps every Node on the server).
 //  1. Manifests: the committed out/ as a user applies it.
 //  2. Apply: the test source's rendering (the example plus a second GPU
 //     group) applied over it, as after adding a group; the policy is then
@@ -41,6 +43,9 @@ import (
 func TestAPIServer(t *testing.T) {
 	cp := testcp.Start(t)
 	e := newEnv(t, cp)
+	if !t.Run("OnpremProviderID", e.testOnpremProviderID) {
+		return
+	}
 	if !t.Run("Manifests", e.testManifests) || !t.Run("Apply", e.testApply) || !t.Run("LifecycleApply", e.testLifecycleApply) {
 		return // the rest needs the objects on the server
 	}

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
@@ -384,6 +385,17 @@ func (e *env) testCollector(t *testing.T) {
 		{name: "RemovedGroup", node: func() string {
 			return e.rawNode(t, e.src.Cluster.Name+"-l4-old", map[string]string{"nodegen.dev/node-group": "l4-old"}, gce(project))
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		{name: "OnPremUnmanagedProviderID", node: func() string {
+			return e.rawNode(t, "onprem-c", map[string]string{"nodegen.dev/node-group": "onprem-gpu"}, model.UnmanagedProviderID)
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		{name: "ControlPlaneUnmanagedProviderID", node: func() string {
+			return e.rawNode(t, "cp", map[string]string{"node-role.kubernetes.io/control-plane": ""}, model.UnmanagedProviderID)
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		// Labelled as a cloud group's and named like its VMs, but with the
+		// on-prem providerID: not in the project, never considered.
+		{name: "CloudLabelUnmanagedProviderID", node: func() string {
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, model.UnmanagedProviderID)
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "OnPremGroupLabelWithGCEProviderID", node: func() string {
 			return e.rawNode(t, "onprem-b", map[string]string{"nodegen.dev/node-group": "onprem-gpu"}, gce(project))
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
@@ -574,6 +586,9 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 		{name: "DeleteRemovedGroupsNode", node: func() string {
 			return e.rawNode(t, "l4-old", map[string]string{"nodegen.dev/node-group": "l4-old"}, gce(project))
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("l4-old")},
+		{name: "DeleteCloudLabelledUnmanagedProviderID", node: func() string {
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, model.UnmanagedProviderID)
+		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("PID")},
 		{name: "DeleteOtherProjectsVM", node: func() string {
 			return e.rawNode(t, "t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, gce("other-project-1"))
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("PID")},

@@ -324,7 +324,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,cloud.google.com/gke-spot=true,example.com/location=cloud,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=spot-gpu-t4,nodegen.dev/revision=f2dae4dfa5cf,nvidia.com/device-plugin.config=spot-gpu-t4,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,cloud.google.com/gke-spot=true,example.com/location=cloud,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=spot-gpu-t4,nodegen.dev/revision=cb54b8f8dc9d,nvidia.com/device-plugin.config=spot-gpu-t4,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'

@@ -324,7 +324,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/pool=cpu,node.kubernetes.io/instance-type=n2-standard-8,nodegen.dev/node-group=cpu-burst,nodegen.dev/revision=e9be4adc2f82,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/pool=cpu,node.kubernetes.io/instance-type=n2-standard-8,nodegen.dev/node-group=cpu-burst,nodegen.dev/revision=ff0567a349aa,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'

@@ -324,7 +324,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=gpu-burst,nodegen.dev/revision=6405efdfba55,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=gpu-burst,nodegen.dev/revision=fba4c361f779,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'

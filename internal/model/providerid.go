@@ -1,0 +1,126 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// How the Cluster Autoscaler's GCE provider maps a Node to a node group,
+// and the providerID nodegen gives every node outside the MIGs (the
+// on-prem control plane and the on-prem workers) so that the mapping
+// answers "no group" instead of failing.
+//
+// Sources (kubernetes/autoscaler, tag cluster-autoscaler-1.35.0; the same
+// code in every tag up to cluster-autoscaler-1.36.1):
+//   - cluster-autoscaler/cloudprovider/gce/gce_cloud_provider.go
+//     NodeGroupForNode: GceRefFromProviderId(node.Spec.ProviderID), then
+//     gceManager.GetMigForInstance(ref); a parse error is returned as is.
+//   - same file, GceRefFromProviderId: an empty id is the error "wrong id:
+//     expected format gce://<project-id>/<zone>/<name>, got nil"; otherwise
+//     id[6:] (the prefix is not read, and an id shorter than 6 bytes makes
+//     the slice expression panic) is split at "/" and must give exactly 3
+//     parts: project, zone, name (empty parts are accepted).
+//   - cloudprovider/gce/mig_info_provider.go GetMigForInstance: an
+//     instance not in the MIG-instance cache is looked up by
+//     findMigWithMatchingBasename: the first registered MIG (the --nodes
+//     MIGs) with the same project and zone whose base instance name is a
+//     prefix of the instance name. None: nil, nil (the node belongs to no
+//     group and is left alone). One: that MIG's instances are listed, and
+//     the node belongs to it if the listing holds the instance.
+//
+// Where the autoscaler reads NodeGroupForNode on every node and fails the
+// whole loop on an error: AutoscalerProviderIDBug.
+
+// UnmanagedProject and UnmanagedZone are the project and zone of the
+// providerID nodegen gives nodes outside the MIGs. No GCE project can be
+// "onprem.invalid": project IDs are 6 to 30 lower-case letters, digits and
+// hyphens (domain-scoped ones are "<domain>:<id>", with a colon), and
+// .invalid is a reserved top-level domain (RFC 2606) no domain-scoped
+// project can be under. No GCE zone is "onprem" either (zones are
+// <region>-<letter>). So the GCE provider finds no MIG for such a node,
+// and the node garbage collector, which considers only providerIDs in the
+// cluster's own project, never takes one for its own.
+const (
+	UnmanagedProject = "onprem.invalid"
+	UnmanagedZone    = "onprem"
+	// UnmanagedProviderIDPrefix is every such providerID without the node's name.
+	UnmanagedProviderIDPrefix = "gce://" + UnmanagedProject + "/" + UnmanagedZone + "/"
+)
+
+// What a source does about the providerID of the nodes outside the MIGs
+// (cluster.onpremProviderID).
+const (
+	// OnpremProviderIDUnmanaged: nodegen renders UnmanagedProviderID for
+	// the control plane and every on-prem node.
+	OnpremProviderIDUnmanaged = "unmanaged"
+	// OnpremProviderIDNone: the nodes keep whatever they have (kubeadm
+	// gives them none).
+	OnpremProviderIDNone = "none"
+)
+
+// UnmanagedProviderID is the providerID of on-prem node node: the GCE
+// provider parses it and maps it to no node group.
+func UnmanagedProviderID(node string) string { return UnmanagedProviderIDPrefix + node }
+
+// IsUnmanagedProviderID reports whether id is UnmanagedProviderID of some node.
+func IsUnmanagedProviderID(id string) bool {
+	name, ok := strings.CutPrefix(id, UnmanagedProviderIDPrefix)
+	return ok && name != "" && !strings.Contains(name, "/")
+}
+
+// GCERef is what GceRefFromProviderId makes of a providerID.
+type GCERef struct{ Project, Zone, Name string }
+
+// ErrProviderIDEmpty is GceRefFromProviderId's error for an empty providerID.
+var ErrProviderIDEmpty = errors.New("wrong id: expected format gce://<project-id>/<zone>/<name>, got nil")
+
+// GCERefFromProviderID parses id as the GCE provider's GceRefFromProviderId
+// does, with the same error text; an id the provider would panic on (1 to
+// 5 bytes) is an error here.
+func GCERefFromProviderID(id string) (GCERef, error) {
+	if id == "" {
+		return GCERef{}, ErrProviderIDEmpty
+	}
+	if len(id) < len("gce://") {
+		return GCERef{}, fmt.Errorf("providerID %q is shorter than 6 bytes: the GCE provider's id[6:] panics on it", id)
+	}
+	parts := strings.Split(id[6:], "/")
+	if len(parts) != 3 {
+		return GCERef{}, fmt.Errorf("wrong id: expected format gce://<project-id>/<zone>/<name>, got %v", id)
+	}
+	return GCERef{Project: parts[0], Zone: parts[1], Name: parts[2]}, nil
+}
+
+// MIGByBasename is findMigWithMatchingBasename over the MIGs nodegen
+// registers with the autoscaler (--nodes): the first, in flags.txt's
+// order, in ref's project and zone whose base instance name is a prefix of
+// ref's name. ok is false when none is.
+func (s *Source) MIGByBasename(ref GCERef) (mig MIG, ok bool) {
+	for _, m := range s.AutoscaledMIGs() {
+		if s.Cluster.GCP.Project == ref.Project && m.Zone == ref.Zone && strings.HasPrefix(ref.Name, s.Cluster.BaseInstanceName(m.Group)) {
+			return m, true
+		}
+	}
+	return MIG{}, false
+}
+
+// AutoscalerNodeGroup is what the GCE provider's NodeGroupForNode answers
+// for a node with this providerID, given that a MIG's instance listing
+// holds every instance named after its base name: the MIG, or ok false
+// for none. err is the provider's error, which stops the autoscaler's
+// loop in the releases AutoscalerProviderIDBug lists.
+func (s *Source) AutoscalerNodeGroup(providerID string) (mig MIG, ok bool, err error) {
+	ref, err := GCERefFromProviderID(providerID)
+	if err != nil {
+		return MIG{}, false, err
+	}
+	mig, ok = s.MIGByBasename(ref)
+	return mig, ok, nil
+}
+
+// SetsOnpremProviderID reports whether nodegen renders the providerID of
+// the nodes outside the MIGs.
+func (c *Cluster) SetsOnpremProviderID() bool {
+	return c.OnpremProviderID != OnpremProviderIDNone
+}
