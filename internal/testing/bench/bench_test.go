@@ -136,10 +136,11 @@ func TestCLI(t *testing.T) {
 	// (the taint remover, the GPU Operator's values, the node garbage
 	// collector, the node CSR approver, and the join-token renewer: the
 	// token is in Secret Manager), two for the autoscaler, six Terraform
-	// files (main, variables, outputs, versions, iam, join-secret) and the
-	// docs; and the record of what gen wrote (.nodegen-manifest.json).
-	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+14+1; got != want {
-		t.Errorf("gen added %d files, want %d", got, want)
+	// files (main, variables, outputs, versions, iam, join-secret), two
+	// docs (nodegroups, day0), the on-prem providerID script; and the
+	// record of what gen wrote (.nodegen-manifest.json).
+	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+16+1; got != want {
+		t.Errorf("gen added %d files, want %d\n%s", got, want, stdout.String())
 	}
 	if code := run("gen", "--source", dir, "--out", out); code != 0 || stdout.Len() != 0 {
 		t.Fatalf("second gen: exit %d, output %q, stderr %s", code, stdout.String(), stderr.String())
