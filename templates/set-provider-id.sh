@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # CLOUD_GROUPS and PREFIX are set by the lines nodegen writes above this file.
 # Gives every Node outside the cloud groups' MIGs (the kubeadm control
 # plane, the on-prem workers) that has no providerID the providerID
 # PREFIX<node name>.
