@@ -99,21 +99,7 @@ func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' ||
 
 // hexRuns finds runs of an even number, at least minHex, of hex digits.
 func hexRuns(text string) [][2]int {
-	var runs [][2]int
-	start := -1
-	for i := 0; i <= len(text); i++ {
-		if i < len(text) && isHex(text[i]) {
-			if start < 0 {
-				start = i
-			}
-			continue
-		}
-		if start >= 0 && i-start >= minHex && (i-start)%2 == 0 {
-			runs = append(runs, [2]int{start, i})
-		}
-		start = -1
-	}
-	return runs
+	return slices.DeleteFunc(charRuns(text, isHex, minHex), func(r [2]int) bool { return (r[1]-r[0])%2 != 0 })
 }
 
 // wrappedBase64 finds base64 wrapped over two or more consecutive lines:

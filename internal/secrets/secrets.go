@@ -10,7 +10,6 @@ package secrets
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"regexp"
@@ -226,21 +225,31 @@ const minBase64 = 28
 // base64Runs finds the runs of base64 characters of at least minBase64
 // characters, with their '=' padding.
 func base64Runs(text string) [][2]int {
+	runs := charRuns(text, isBase64, minBase64)
+	for i, r := range runs {
+		end := r[1]
+		for end < len(text) && end-r[1] < 2 && text[end] == '=' {
+			end++
+		}
+		runs[i][1] = end
+	}
+	return runs
+}
+
+// charRuns finds the maximal runs of text of at least min bytes that is
+// accepts.
+func charRuns(text string, is func(byte) bool, min int) [][2]int {
 	var runs [][2]int
 	start := -1
 	for i := 0; i <= len(text); i++ {
-		if i < len(text) && isBase64(text[i]) {
+		if i < len(text) && is(text[i]) {
 			if start < 0 {
 				start = i
 			}
 			continue
 		}
-		if start >= 0 && i-start >= minBase64 {
-			end := i
-			for end < len(text) && end-i < 2 && text[end] == '=' {
-				end++
-			}
-			runs = append(runs, [2]int{start, end})
+		if start >= 0 && i-start >= min {
+			runs = append(runs, [2]int{start, i})
 		}
 		start = -1
 	}
@@ -475,23 +484,6 @@ func overlaps(found []Secret, start, end int) bool {
 		}
 	}
 	return false
-}
-
-// decodeBase64 decodes a run in any of the four base64 variants and keeps
-// the result only when it is text (a decoded secret is text; random bytes
-// that happen to be base64, such as a hex digest, decode to binary).
-func decodeBase64(run string) (string, bool) {
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		b, err := enc.DecodeString(run)
-		if err != nil {
-			continue
-		}
-		if !utf8.Valid(b) || strings.ContainsFunc(string(b), func(r rune) bool { return r < 0x20 && r != '\n' && r != '\r' && r != '\t' }) {
-			return "", false
-		}
-		return string(b), true
-	}
-	return "", false
 }
 
 // Redact replaces every secret in text by its fingerprint, so that a
