@@ -13,6 +13,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/revision"
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 		"nodegen": func() {
 			setFailPoint(os.Getenv("NODEGEN_FAILPOINT"))
 			source.EnforceMemoryLimit = true // as cmd/nodegen does
+			build.BudgetMemory = true
 			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
 	})
