@@ -34,12 +34,12 @@ func revisions(t *testing.T, old, new string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := render.All(l.Source)
+	files, err := render.All(l.Fleet.Clusters[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, g := range l.Source.CloudGroups() {
+	for _, g := range l.Fleet.Clusters[0].CloudGroups() {
 		env, script := files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)]
 		rev, ok, err := revision.FromKubeEnv(env)
 		if err != nil || !ok {
@@ -48,7 +48,7 @@ func revisions(t *testing.T, old, new string) map[string]string {
 		if !revision.Valid(rev) {
 			t.Fatalf("%s: revision %q is not %d hex digits", g.Name, rev, revision.Len)
 		}
-		if err := revision.Check(l.Source, g, env, script); err != nil {
+		if err := revision.Check(l.Fleet.Clusters[0], g, env, script); err != nil {
 			t.Fatalf("%s: %v", g.Name, err)
 		}
 		out[g.Name] = rev

@@ -42,11 +42,11 @@ func TestCapacityOverride(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := l.Source.NodeGroups["cpu-burst"].Capacity
+	got := l.Fleet.Clusters[0].NodeGroups["cpu-burst"].Capacity
 	if got == nil || *got != (model.Capacity{CPU: 4, Memory: "15Gi"}) {
 		t.Errorf("capacity = %+v", got)
 	}
-	if c := l.Source.NodeGroups["gpu-t4"].Capacity; c != nil {
+	if c := l.Fleet.Clusters[0].NodeGroups["gpu-t4"].Capacity; c != nil {
 		t.Errorf("gpu-t4 has capacity %+v without declaring one", c)
 	}
 }

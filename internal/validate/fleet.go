@@ -56,7 +56,7 @@ func meshClusters(l *source.Loaded) diag.List {
 
 // cloudGroup is a cloud node group of a fleet's cluster.
 type cloudGroup struct {
-	m    *source.Loaded
+	m    *source.Member
 	g    *model.NodeGroup
 	base string // base instance name
 }
@@ -68,7 +68,7 @@ func (a cloudGroup) cluster() *model.Cluster { return &a.m.Source.Cluster }
 // pair by pair: a fleet may have many clusters and groups.
 func fleetGCENames(l *source.Loaded) diag.List {
 	var list diag.List
-	at := func(m *source.Loaded) *checker { return &checker{pos: m} }
+	at := func(m *source.Member) *checker { return &checker{pos: m} }
 	report := func(c *checker) { list = append(list, c.list...) }
 
 	// VM, MIG and instance-template names: all start with the group's base
@@ -124,7 +124,7 @@ func fleetGCENames(l *source.Loaded) diag.List {
 	// Project-wide names of each cluster: its service accounts and the
 	// join token's secret or metadata key.
 	type use struct {
-		m    *source.Loaded
+		m    *source.Member
 		path []any
 		what string
 	}
@@ -176,7 +176,7 @@ func fleetGCENames(l *source.Loaded) diag.List {
 
 	// One control plane per cluster: two clusters with one endpoint would
 	// be one cluster whose nodes join with two sources' labels and tokens.
-	endpoints := map[string][]*source.Loaded{}
+	endpoints := map[string][]*source.Member{}
 	var order []string
 	for _, m := range l.Members {
 		if m.Broken.Cluster {
