@@ -15,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/revision"
@@ -39,6 +40,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(cleanupM{m, cache}, map[string]func(){
 		"nodegen": func() {
 			source.EnforceMemoryLimit = true // as cmd/nodegen does
+			build.BudgetMemory = true
 			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
 	})
