@@ -98,7 +98,9 @@ func Run(dir string, opts Options) (*Result, error) {
 // Render renders and verifies the selected clusters of a valid source l,
 // as Run does after loading. It releases l's evaluation
 // (source.Loaded.Release) once the warnings are made: the artifacts'
-// findings need only the positions of the node groups' names.
+// findings need only the positions of the node groups' names. With
+// BudgetMemory, rendering then runs within the memory the evaluation
+// needed.
 func Render(l *source.Loaded, opts Options) (*Result, error) {
 	members, err := selectClusters(l, opts.Clusters)
 	if err != nil {
@@ -109,6 +111,7 @@ func Render(l *source.Loaded, opts Options) (*Result, error) {
 		r.warnings = append(r.warnings, validate.Warnings(m.Source, m)...)
 	}
 	l.Release()
+	budgetMemory()
 	// The clusters render and verify independently, in parallel (the
 	// model alone); the findings, which read positions in the source's
 	// CUE values, are made afterwards, one cluster after the other.
