@@ -103,7 +103,7 @@ func outPath(f *ioFlags, p string) string { return filepath.ToSlash(filepath.Joi
 func outFlags(force bool) func(f *ioFlags) []cli.Flag {
 	return func(f *ioFlags) []cli.Flag {
 		flags := []cli.Flag{outFlag(f), &cli.DurationFlag{
-			Name: "lock-timeout", Value: outdir.DefaultLockTimeout, EnvVars: []string{"NODEGEN_LOCK_TIMEOUT"},
+			Name: "lock-timeout", Value: outdir.DefaultLockTimeout, EnvVars: []string{outdir.LockTimeoutEnv},
 			Usage: "give up after waiting this `DURATION` for another nodegen run on the output directory", Destination: &f.LockTimeout,
 		}}
 		if force {
