@@ -117,13 +117,26 @@ func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 		return nil, err
 	}
 	labels := map[string]string{"app.kubernetes.io/name": NodeCSRApproverName, "app.kubernetes.io/managed-by": "nodegen"}
+	objs := append(cloudJoinRBAC(), nodeCSRApproverRBAC(labels)...)
+	objs = append(objs, nodeCSRApproverDeployment(src, home, groups, objectMeta(NodeCSRApproverName, NodeCSRApproverNamespace, labels)))
+	policyMeta := objectMeta(NodeCSRApproverName, "", labels)
+	return append(objs, nodeCSRApproverPolicy(src, policyMeta), denyBinding(policyMeta)), nil
+}
+
+// objectMeta is the metadata of a nodegen object.
+func objectMeta(name, namespace string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}
+}
+
+// cloudJoinRBAC are the Roles, ClusterRole and bindings that let
+// CloudBootstrapGroup join: create its CSRs, read its Node, and the
+// kubeadm and kubelet configuration and cluster-info a join reads.
+func cloudJoinRBAC() []runtime.Object {
 	joinLabels := map[string]string{"app.kubernetes.io/name": "nodegen-cloud-join", "app.kubernetes.io/managed-by": "nodegen"}
-	meta := func(name, namespace string, l map[string]string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: l}
-	}
+	meta := objectMeta
 	rbac := "rbac.authorization.k8s.io/v1"
 	group := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: CloudBootstrapGroup}}
-	objs := []runtime.Object{
+	return []runtime.Object{
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRole"},
 			ObjectMeta: meta(CloudJoinRoleName, "", joinLabels),
@@ -162,7 +175,16 @@ func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: CloudJoinRoleName},
 			Subjects:   group,
 		},
+	}
+}
 
+// nodeCSRApproverRBAC are the approver's ServiceAccount, its ClusterRole
+// (read CSRs and Nodes, update CSR approvals, approve for the kubelet
+// client signer only) and binding, and the ConfigMap with its script.
+func nodeCSRApproverRBAC(labels map[string]string) []runtime.Object {
+	meta := objectMeta
+	rbac := "rbac.authorization.k8s.io/v1"
+	return []runtime.Object{
 		&corev1.ServiceAccount{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels),
@@ -188,10 +210,7 @@ func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 			ObjectMeta: meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels),
 			Data:       map[string]string{"node-csr-approver.sh": string(NodeCSRApproverScript())},
 		},
-		nodeCSRApproverDeployment(src, home, groups, meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels)),
 	}
-	policyMeta := meta(NodeCSRApproverName, "", labels)
-	return append(objs, nodeCSRApproverPolicy(src, policyMeta), denyBinding(policyMeta)), nil
 }
 
 // NodeCSRApproverEnv returns the approver container's environment, in order.
