@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/oauth2/google"
-	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -161,10 +160,4 @@ func printPlan(s *streams, plan rollout.Plan, autoscalerGroup, output string) er
 		return writeJSON(s.out, plan)
 	}
 	return plan.WriteText(s.out, autoscalerGroup)
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

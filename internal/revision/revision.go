@@ -20,6 +20,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
@@ -61,6 +62,12 @@ func isHexDigit(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= '
 // replaceValues returns data with every revision label's value replaced
 // by value; data itself when that changes nothing.
 func replaceValues(data []byte, value string) []byte {
+	return replaceValuesInto(nil, data, value)
+}
+
+// replaceValuesInto is replaceValues writing a changed copy into buf's
+// storage (reused when large enough).
+func replaceValuesInto(buf, data []byte, value string) []byte {
 	var out []byte
 	last := 0
 	labelValues(data, func(start, end int) {
@@ -69,7 +76,10 @@ func replaceValues(data []byte, value string) []byte {
 			return
 		}
 		if out == nil {
-			out = make([]byte, 0, len(data)+len(value))
+			out = buf[:0]
+			if cap(out) < len(data)+len(value) {
+				out = make([]byte, 0, len(data)+len(value))
+			}
 		}
 		out = append(out, data[last:at]...)
 		out = append(out, value...)
@@ -81,6 +91,10 @@ func replaceValues(data []byte, value string) []byte {
 	return append(out, data[last:]...)
 }
 
+// scratch holds the buffers Of empties the artifacts' labels in: the
+// emptied copies live only while their digest is taken.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
 // Empty returns data with every revision label's value emptied: the form
 // the digest is taken over. It returns data itself when every value is
 // empty already.
@@ -89,15 +103,6 @@ func Empty(data []byte) []byte { return replaceValues(data, "") }
 // Set returns data with every revision label's value replaced by rev
 // (data itself when every value is rev already).
 func Set(data []byte, rev string) []byte { return replaceValues(data, rev) }
-
-// Valid reports whether s has the form of a revision.
-func Valid(s string) bool {
-	if len(s) != Len {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil && strings.ToLower(s) == s
-}
 
 // Of computes the revision of the cloud group g of src from its rendered
 // kube-env and startup script, whatever revision value they carry.
@@ -119,7 +124,13 @@ func Of(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) (string, 
 	}
 	field("format", "nodegen revision 1")
 	field("kube-env", strings.Join(vars, ";"))
-	fieldParts(h, "startup-script", withoutHeader(Empty(script))...)
+	buf := scratch.Get().(*[]byte)
+	emptied := replaceValuesInto(*buf, script, "")
+	fieldParts(h, "startup-script", withoutHeader(emptied)...)
+	if len(emptied) > 0 && len(script) > 0 && &emptied[0] != &script[0] {
+		*buf = emptied[:0]
+	}
+	scratch.Put(buf)
 	field("image", g.Image)
 	field("machine-type", g.MachineType)
 	field("arch", g.Arch)
