@@ -52,6 +52,9 @@ import (
 )
 
 func main() {
+	if os.Getenv(starterEnv) != "" {
+		os.Exit(starter(os.Args[1:]))
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -454,17 +457,36 @@ func runOnce(o op) (wall, cpu time.Duration, rss int64, err error) {
 			return 0, 0, 0, err
 		}
 	}
-	c := exec.Command(o.args[0], o.args[1:]...)
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer r.Close()
+	c := exec.Command(self, o.args...)
+	c.Env = append(os.Environ(), starterEnv+"=1")
+	c.ExtraFiles = []*os.File{w} // file descriptor 3 of the starter
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	if o.name == opCue {
 		c.Stdout = io.Discard
 	}
-	start := time.Now()
-	err = c.Run()
-	wall = time.Since(start)
+	err = c.Start()
+	w.Close()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	var u usage
+	decodeErr := json.NewDecoder(r).Decode(&u)
+	err = c.Wait()
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("%s: %w: %s", o.name, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	if decodeErr != nil {
+		return 0, 0, 0, fmt.Errorf("%s: reading its usage: %w", o.name, decodeErr)
 	}
 	if o.name != opCue && (stdout.Len() > 0) != o.wantOutput {
 		return 0, 0, 0, fmt.Errorf("%s: unexpected output %q", o.name, truncate(stdout.String()))
@@ -472,13 +494,55 @@ func runOnce(o op) (wall, cpu time.Duration, rss int64, err error) {
 	if stderr.Len() > 0 {
 		return 0, 0, 0, fmt.Errorf("%s: unexpected stderr %q", o.name, truncate(stderr.String()))
 	}
+	return u.Wall, u.CPU, u.MaxRSS, nil
+}
+
+// starterEnv makes this program the starter of one timed command.
+const starterEnv = "NODEGEN_BENCH_STARTER"
+
+// usage is what the starter measured of its command.
+type usage struct {
+	Wall, CPU time.Duration // CPU: user + system
+	MaxRSS    int64         // bytes
+}
+
+// starter runs one command (args) with this process's standard files,
+// writes its usage to file descriptor 3 as JSON and exits with its exit
+// code. The benchmark starts every timed command through it, a small
+// process of its own, rather than directly: Go starts a process by vfork,
+// so the new program begins in its parent's address space, and the kernel
+// counts that space's peak RSS in the program's ru_maxrss when it execs
+// (on Linux). Started from the benchmark, which holds sources and cue's
+// output, a command's peak RSS would read at least the benchmark's own;
+// started from the starter, at least the starter's, a few megabytes.
+func starter(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "bench starter: no command")
+		return 125
+	}
+	c := exec.Command(args[0], args[1:]...)
+	c.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, starterEnv+"=") })
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	start := time.Now()
+	err := c.Run()
+	wall := time.Since(start)
 	ps := c.ProcessState
+	if ps == nil {
+		fmt.Fprintln(os.Stderr, "bench starter:", err)
+		return 125
+	}
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
 	if !ok {
-		return 0, 0, 0, errors.New("no rusage on this platform")
+		fmt.Fprintln(os.Stderr, "bench starter: no rusage on this platform")
+		return 125
 	}
 	// Linux reports ru_maxrss in KiB.
-	return wall, ps.UserTime() + ps.SystemTime(), ru.Maxrss * 1024, nil
+	u := usage{Wall: wall, CPU: ps.UserTime() + ps.SystemTime(), MaxRSS: ru.Maxrss * 1024}
+	if err := json.NewEncoder(os.NewFile(3, "usage")).Encode(u); err != nil {
+		fmt.Fprintln(os.Stderr, "bench starter:", err)
+		return 125
+	}
+	return ps.ExitCode()
 }
 
 func truncate(s string) string {

@@ -104,15 +104,6 @@ func Empty(data []byte) []byte { return replaceValues(data, "") }
 // (data itself when every value is rev already).
 func Set(data []byte, rev string) []byte { return replaceValues(data, rev) }
 
-// Valid reports whether s has the form of a revision.
-func Valid(s string) bool {
-	if len(s) != Len {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil && strings.ToLower(s) == s
-}
-
 // Of computes the revision of the cloud group g of src from its rendered
 // kube-env and startup script, whatever revision value they carry.
 func Of(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) (string, error) {

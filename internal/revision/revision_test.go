@@ -2,6 +2,7 @@ package revision_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func revisions(t *testing.T, old, new string) map[string]string {
 		if err != nil || !ok {
 			t.Fatalf("%s: kube-env declares no revision (%v)", g.Name, err)
 		}
-		if !revision.Valid(rev) {
+		if !validRevision(rev) {
 			t.Fatalf("%s: revision %q is not %d hex digits", g.Name, rev, revision.Len)
 		}
 		if err := revision.Check(l.Fleet.Clusters[0], g, env, script); err != nil {
@@ -128,4 +129,14 @@ func TestRevisionCheck(t *testing.T) {
 			t.Logf("%s: %v", name, err)
 		}
 	}
+}
+
+// validRevision reports whether s has the form of a revision: Len
+// lower-case hex digits.
+func validRevision(s string) bool {
+	if len(s) != revision.Len {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
 }

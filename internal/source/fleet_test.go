@@ -169,7 +169,7 @@ func TestFleetPartialDecode(t *testing.T) {
 		t.Fatalf("train: %+v", tr)
 	}
 	sv := l.Member("serve")
-	if sv == nil || sv.Broken.Any() || len(sv.Source.NodeGroups) != 3 {
+	if sv == nil || sv.Broken.All || sv.Broken.Cluster || len(sv.Broken.Groups) > 0 || len(sv.Source.NodeGroups) != 3 {
 		t.Fatalf("serve: %+v", sv)
 	}
 	if l.Fleet.Mesh == nil {

@@ -305,13 +305,6 @@ func userPos(v cue.Value) token.Pos {
 	return v.Pos()
 }
 
-// IsSourceError reports whether err is a list of findings about the source
-// (as opposed to an I/O or internal error).
-func IsSourceError(err error) bool {
-	var l diag.List
-	return errors.As(err, &l)
-}
-
 // addDecodeErr reports a value that does not fit the model at its
 // position in the user's files.
 func (l *Loaded) addDecodeErr(err error) {

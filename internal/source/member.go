@@ -49,11 +49,6 @@ type Broken struct {
 	Groups map[string]bool
 }
 
-// Any reports whether any part of the cluster is missing from the model.
-func (b Broken) Any() bool {
-	return b.All || b.Cluster || len(b.Groups) > 0
-}
-
 // Pos returns the position of the value at path (CUE selectors, relative
 // to the member) in the user's files, walking up to the nearest ancestor
 // the user wrote when the value itself comes from the schema (a default).
