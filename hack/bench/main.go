@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command bench compares nodegen with `cue export` of the same source, as
 // `make bench` runs it.
 //
@@ -20,6 +22,8 @@
 // Usage (from the repository root):
 //
 //	go run ./hack/bench [-sizes 100,1000,5000,10000] [-rounds 7] [-rounds1000 5] [-rounds5000 3] [-keep]
+//
+// It builds on Unix only: it reads its children's resource use with getrusage.
 package main
 
 import (
