@@ -34,9 +34,10 @@ FUZZTIME ?= 10s
 fuzz:
 	bash hack/fuzz.sh $(FUZZTIME)
 
-# nodegen against `cue export` on synthetic sources of 100, 1000, 5000 and
+# nodegen against `cue export` on synthetic sources of 5, 60, 1000 and
 # 10,000 node groups: medians, ratios, growth, peak memory and the targets
-# (see docs/performance.md). BENCHFLAGS="-sizes 100,1000" for a short run.
+# (see docs/performance.md). BENCHFLAGS="-sizes 5,60 -rounds 3" for a short
+# run, BENCHFLAGS=-varied for sources whose groups all differ.
 bench:
 	$(GO) run ./hack/bench $(BENCHFLAGS)
 

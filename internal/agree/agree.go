@@ -44,19 +44,10 @@ func FromJoinConfiguration(c *kubeadm.JoinConfiguration) (Joined, error) {
 	return j, nil
 }
 
-// Check compares a group's kube-env (read the autoscaler's way, startup
-// taints dropped; flagged are the keys given to --startup-taint) with a
-// node that joined in zone of project, and both with the source.
-func Check(cl *model.Cluster, g *model.NodeGroup, kubeEnv []byte, flagged []string, node Joined, zone string) error {
-	tmpl, err := kubeenv.ReadTemplate(kubeEnv)
-	if err != nil {
-		return fmt.Errorf("kube-env: %w", err)
-	}
-	return CheckTemplate(cl, g, tmpl, flagged, node, zone)
-}
-
-// CheckTemplate is Check on a kube-env already read with
-// kubeenv.ReadTemplate (which it does not modify).
+// CheckTemplate compares a group's kube-env, read the autoscaler's way
+// with kubeenv.ReadTemplate (which it does not modify; startup taints
+// dropped: flagged are the keys given to --startup-taint), with a node
+// that joined in zone, and both with the source.
 func CheckTemplate(cl *model.Cluster, g *model.NodeGroup, tmpl *kubeenv.Template, flagged []string, node Joined, zone string) error {
 	var errs []string
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/agree"
 	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
@@ -66,7 +67,7 @@ func TestKubeEnvAgreesWithJoin(t *testing.T) {
 		for _, zone := range g.Zones {
 			t.Run(g.Name+"/"+zone, func(t *testing.T) {
 				node := join(t, src, files, g, zone)
-				if err := agree.Check(&src.Cluster, g, files[layout.KubeEnvPath(g.Name)], flagged, node, zone); err != nil {
+				if err := check(&src.Cluster, g, files[layout.KubeEnvPath(g.Name)], flagged, node, zone); err != nil {
 					t.Error(err)
 				}
 				if g.GPU != nil {
@@ -94,7 +95,7 @@ func TestCheckCatchesBrokenSides(t *testing.T) {
 	zone := g.Zones[0]
 	env := files[layout.KubeEnvPath(g.Name)]
 	node := join(t, src, files, g, zone)
-	if err := agree.Check(&src.Cluster, g, env, nil, node, zone); err != nil {
+	if err := check(&src.Cluster, g, env, nil, node, zone); err != nil {
 		t.Fatalf("unbroken: %v", err)
 	}
 	cases := []struct {
@@ -158,7 +159,7 @@ func TestCheckCatchesBrokenSides(t *testing.T) {
 			if c.node != nil {
 				n = c.node(n)
 			}
-			err := agree.Check(&src.Cluster, g, e, nil, n, zone)
+			err := check(&src.Cluster, g, e, nil, n, zone)
 			if err == nil || !strings.Contains(err.Error(), c.wants) {
 				t.Fatalf("got %v, want an error containing %q", err, c.wants)
 			}
@@ -172,4 +173,14 @@ func cloneMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// check reads kubeEnv the autoscaler's way and compares it, with
+// agree.CheckTemplate, with node.
+func check(cl *model.Cluster, g *model.NodeGroup, kubeEnv []byte, flagged []string, node agree.Joined, zone string) error {
+	tmpl, err := kubeenv.ReadTemplate(kubeEnv)
+	if err != nil {
+		return fmt.Errorf("kube-env: %w", err)
+	}
+	return agree.CheckTemplate(cl, g, tmpl, flagged, node, zone)
 }

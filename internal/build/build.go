@@ -51,7 +51,7 @@ type Result struct {
 type Cluster struct {
 	// Member is the cluster's part of the source (the source itself for a
 	// one-cluster source).
-	Member *source.Loaded
+	Member *source.Member
 	// Dir is its tree in the output directory (layout.ClusterDir).
 	Dir string
 	// Files are its artifacts, paths relative to Dir.
@@ -98,7 +98,9 @@ func Run(dir string, opts Options) (*Result, error) {
 // Render renders and verifies the selected clusters of a valid source l,
 // as Run does after loading. It releases l's evaluation
 // (source.Loaded.Release) once the warnings are made: the artifacts'
-// findings need only the positions of the node groups' names.
+// findings need only the positions of the node groups' names. With
+// BudgetMemory, rendering then runs within the memory the evaluation
+// needed.
 func Render(l *source.Loaded, opts Options) (*Result, error) {
 	members, err := selectClusters(l, opts.Clusters)
 	if err != nil {
@@ -109,6 +111,7 @@ func Render(l *source.Loaded, opts Options) (*Result, error) {
 		r.warnings = append(r.warnings, validate.Warnings(m.Source, m)...)
 	}
 	l.Release()
+	budgetMemory()
 	// The clusters render and verify independently, in parallel (the
 	// model alone); the findings, which read positions in the source's
 	// CUE values, are made afterwards, one cluster after the other.
@@ -176,7 +179,7 @@ func Render(l *source.Loaded, opts Options) (*Result, error) {
 }
 
 // clusterNote names a fleet's cluster in an error message.
-func clusterNote(l *source.Loaded, m *source.Loaded) string {
+func clusterNote(l *source.Loaded, m *source.Member) string {
 	if l.Fleet.Single {
 		return ""
 	}
@@ -186,7 +189,7 @@ func clusterNote(l *source.Loaded, m *source.Loaded) string {
 // selectClusters returns the members names names (every member when names
 // is empty), in the fleet's order. A name that is not a cluster of the
 // source is a *ClusterError.
-func selectClusters(l *source.Loaded, names []string) ([]*source.Loaded, error) {
+func selectClusters(l *source.Loaded, names []string) ([]*source.Member, error) {
 	if len(names) == 0 {
 		return l.Members, nil
 	}
@@ -210,7 +213,7 @@ func selectClusters(l *source.Loaded, names []string) ([]*source.Loaded, error) 
 		}
 		return nil, &ClusterError{fmt.Sprintf("--cluster %s: no such cluster in %s; %s", n, l.Dir, hint)}
 	}
-	var out []*source.Loaded
+	var out []*source.Member
 	for _, m := range l.Members {
 		if slices.Contains(names, m.Source.Cluster.Name) {
 			out = append(out, m)

@@ -26,7 +26,7 @@ func TestRunOneCluster(t *testing.T) {
 	if len(r.Clusters) != 1 || r.Clusters[0].Dir != "" || r.Selected || r.Scope != nil {
 		t.Fatalf("%d clusters (dir %q), selected %v, scope set %v; want one at the root, unscoped", len(r.Clusters), r.Clusters[0].Dir, r.Selected, r.Scope != nil)
 	}
-	want, err := render.All(r.Source.Source)
+	want, err := render.All(r.Source.Fleet.Clusters[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -128,16 +126,6 @@ type ioFlags struct {
 	SourceDigest, ManifestDigest string
 }
 
-func sourceFlag(f *ioFlags) cli.Flag {
-	return &cli.StringFlag{Name: "source", Aliases: []string{"s"}, Value: "nodegroups", Usage: "source `DIR` of .cue files", Destination: &f.Source}
-}
-
-// outFlag is --out without a short form: -o is the output format of the
-// commands that print reports (explain, drift), and means only that.
-func outFlag(f *ioFlags) cli.Flag {
-	return &cli.StringFlag{Name: "out", Value: "out", Usage: "output `DIR`", Destination: &f.Out}
-}
-
 func noArgs(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageError{fmt.Errorf("%s takes no arguments, got %q", c.Command.Name, c.Args().First())}
@@ -148,21 +136,6 @@ func noArgs(c *cli.Context) error {
 // warnCommands are the commands that print the warnings of a valid source
 // (validate.Warnings) to stderr; they still exit 0.
 var warnCommands = map[string]bool{"gen": true, "vet": true}
-
-// sourceDirExists turns a missing source directory, most often nodegen run
-// from the wrong directory, into a usage error with a hint.
-func sourceDirExists(dir string) error {
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return usageError{fmt.Errorf("no %s/ here (%s): run nodegen from the directory that holds the source, or pass --source DIR", filepath.Clean(dir), cwdForHint())}
-	case err != nil:
-		return fmt.Errorf("reading source: %w", err)
-	case !fi.IsDir():
-		return usageError{fmt.Errorf("--source %s is not a directory", dir)}
-	}
-	return nil
-}
 
 func cwdForHint() string {
 	if cwd, err := os.Getwd(); err == nil {

@@ -37,123 +37,154 @@ with the source.
 Exit 0 when nothing drifted, 1 on any drift (or bad input), 2 on a usage
 mistake.`
 
+// driftFlags are drift's flags.
+type driftFlags struct {
+	src        ioFlags
+	nodesFile  string
+	kubeconfig string
+	templates  cli.StringSlice
+	output     string
+	stuckAfter time.Duration
+	now        string
+}
+
 func driftCommand(s *streams) *cli.Command {
-	var (
-		src        ioFlags
-		nodesFile  string
-		kubeconfig string
-		templates  cli.StringSlice
-		output     string
-		stuckAfter time.Duration
-		now        string
-	)
+	f := &driftFlags{}
 	return &cli.Command{
 		Name:        "drift",
 		Usage:       "compare cluster nodes and instance templates with the source",
 		Description: driftDoc,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "nodes", Usage: "`FILE` holding kubectl get nodes -o json output (- for stdin)", Destination: &nodesFile},
-			&cli.StringFlag{Name: "kubeconfig", Usage: "read the nodes live from the cluster of this kubeconfig `FILE`", Destination: &kubeconfig},
-			&cli.StringSliceFlag{Name: "instance-template", Usage: "`FILE` holding gcloud instance-templates describe/list --format=json output (repeatable)", Destination: &templates},
-			sourceFlag(&src),
-			clusterFlag(&src),
-			outputFlag(&output),
-			&cli.DurationFlag{Name: "stuck-after", Value: 30 * time.Minute, Usage: "a startup taint older than `DURATION` is stuck", Destination: &stuckAfter},
-			&cli.StringFlag{Name: "now", Usage: "measure node ages as if it were this RFC 3339 `TIME` (reproducible reports)", Destination: &now},
+			&cli.StringFlag{Name: "nodes", Usage: "`FILE` holding kubectl get nodes -o json output (- for stdin)", Destination: &f.nodesFile},
+			&cli.StringFlag{Name: "kubeconfig", Usage: "read the nodes live from the cluster of this kubeconfig `FILE`", Destination: &f.kubeconfig},
+			&cli.StringSliceFlag{Name: "instance-template", Usage: "`FILE` holding gcloud instance-templates describe/list --format=json output (repeatable)", Destination: &f.templates},
+			sourceFlag(&f.src),
+			clusterFlag(&f.src),
+			outputFlag(&f.output),
+			&cli.DurationFlag{Name: "stuck-after", Value: 30 * time.Minute, Usage: "a startup taint older than `DURATION` is stuck", Destination: &f.stuckAfter},
+			&cli.StringFlag{Name: "now", Usage: "measure node ages as if it were this RFC 3339 `TIME` (reproducible reports)", Destination: &f.now},
 		},
 		OnUsageError: onUsageError,
-		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			if nodesFile != "" && kubeconfig != "" {
-				return usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
-			}
-			if nodesFile == "" && kubeconfig == "" && len(templates.Value()) == 0 {
-				return usageError{fmt.Errorf("drift needs --nodes FILE, --kubeconfig FILE or --instance-template FILE")}
-			}
-			opts := drift.Options{Now: time.Now(), StuckAfter: stuckAfter}
-			if now != "" {
-				t, err := time.Parse(time.RFC3339, now)
-				if err != nil {
-					return usageError{fmt.Errorf("--now: %v", err)}
-				}
-				opts.Now = t
-			}
-			// Read every input before loading the source, so that bad input
-			// is reported first.
-			var tmpls []*drift.InstanceTemplate
-			for _, name := range templates.Value() {
-				data, err := readInput(s, name)
-				if err != nil {
-					return err
-				}
-				ts, err := drift.ReadTemplates(name, data)
-				if err != nil {
-					return err
-				}
-				tmpls = append(tmpls, ts...)
-			}
-			var cs *corev1client.CoreV1Client
-			var nodesData []byte
-			switch {
-			case kubeconfig != "":
-				cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-				if err != nil {
-					return fmt.Errorf("kubeconfig: %w", err)
-				}
-				if cs, err = corev1client.NewForConfig(cfg); err != nil {
-					return fmt.Errorf("kubeconfig: %w", err)
-				}
-			case nodesFile != "":
-				var err error
-				if nodesData, err = readInput(s, nodesFile); err != nil {
-					return err
-				}
-			}
-			model, rendered, err := oneCluster(s, &src, "drift")
-			if err != nil {
-				return err
-			}
-			if opts.Revisions, err = drift.Revisions(model, rendered); err != nil {
-				return err
-			}
-			var (
-				nodes     []drift.NodeResult
-				unmanaged []string
-			)
-			switch {
-			case cs != nil:
-				if nodes, unmanaged, err = drift.CheckNodesOf(c.Context, model, cs, opts); err != nil {
-					return err
-				}
-			case nodesData != nil:
-				list, err := drift.ReadNodes(nodesFile, nodesData)
-				if err != nil {
-					return err
-				}
-				nodes, unmanaged = drift.CheckNodes(model, list, opts)
-			}
-			var tr []drift.TemplateResult
-			if len(tmpls) > 0 {
-				tr = drift.CheckTemplates(model, rendered, tmpls)
-			}
-			r := drift.NewReport(nodes, unmanaged, tr)
-			if output == "json" {
-				err = writeJSON(s.out, r)
-			} else {
-				err = drift.WriteText(s.out, r)
-			}
-			if err != nil {
-				return err
-			}
-			if r.Drift {
-				return errFindings
-			}
-			return nil
-		},
+		Action:       func(c *cli.Context) error { return runDrift(c, s, f) },
 	}
+}
+
+// runDrift is drift's action: the inputs are read (and bad input
+// reported) before the source is loaded.
+func runDrift(c *cli.Context, s *streams, f *driftFlags) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	opts, err := f.options()
+	if err != nil {
+		return err
+	}
+	in, err := f.readInputs(s)
+	if err != nil {
+		return err
+	}
+	model, rendered, err := oneCluster(s, &f.src, "drift")
+	if err != nil {
+		return err
+	}
+	if opts.Revisions, err = drift.Revisions(model, rendered); err != nil {
+		return err
+	}
+	var (
+		nodes     []drift.NodeResult
+		unmanaged []string
+	)
+	switch {
+	case in.nodesClient != nil:
+		if nodes, unmanaged, err = drift.CheckNodesOf(c.Context, model, in.nodesClient, opts); err != nil {
+			return err
+		}
+	case in.nodesData != nil:
+		list, err := drift.ReadNodes(f.nodesFile, in.nodesData)
+		if err != nil {
+			return err
+		}
+		nodes, unmanaged = drift.CheckNodes(model, list, opts)
+	}
+	var tr []drift.TemplateResult
+	if len(in.templates) > 0 {
+		tr = drift.CheckTemplates(model, rendered, in.templates)
+	}
+	r := drift.NewReport(nodes, unmanaged, tr)
+	if f.output == "json" {
+		err = writeJSON(s.out, r)
+	} else {
+		err = drift.WriteText(s.out, r)
+	}
+	if err != nil {
+		return err
+	}
+	if r.Drift {
+		return errFindings
+	}
+	return nil
+}
+
+// options checks the flags' combination and values and returns the
+// options of the comparison (its revisions aside).
+func (f *driftFlags) options() (drift.Options, error) {
+	if err := checkOutput(f.output); err != nil {
+		return drift.Options{}, err
+	}
+	if f.nodesFile != "" && f.kubeconfig != "" {
+		return drift.Options{}, usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
+	}
+	if f.nodesFile == "" && f.kubeconfig == "" && len(f.templates.Value()) == 0 {
+		return drift.Options{}, usageError{fmt.Errorf("drift needs --nodes FILE, --kubeconfig FILE or --instance-template FILE")}
+	}
+	opts := drift.Options{Now: time.Now(), StuckAfter: f.stuckAfter}
+	if f.now != "" {
+		t, err := time.Parse(time.RFC3339, f.now)
+		if err != nil {
+			return drift.Options{}, usageError{fmt.Errorf("--now: %v", err)}
+		}
+		opts.Now = t
+	}
+	return opts, nil
+}
+
+// driftInputs are drift's inputs, read: the instance templates, and the
+// nodes as a client of a live cluster or as a file's bytes.
+type driftInputs struct {
+	templates   []*drift.InstanceTemplate
+	nodesClient *corev1client.CoreV1Client
+	nodesData   []byte
+}
+
+// readInputs reads the instance templates and the nodes' file, or makes
+// the client of the cluster of --kubeconfig.
+func (f *driftFlags) readInputs(s *streams) (driftInputs, error) {
+	var in driftInputs
+	for _, name := range f.templates.Value() {
+		data, err := readInput(s, name)
+		if err != nil {
+			return in, err
+		}
+		ts, err := drift.ReadTemplates(name, data)
+		if err != nil {
+			return in, err
+		}
+		in.templates = append(in.templates, ts...)
+	}
+	switch {
+	case f.kubeconfig != "":
+		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if err != nil {
+			return in, fmt.Errorf("kubeconfig: %w", err)
+		}
+		if in.nodesClient, err = corev1client.NewForConfig(cfg); err != nil {
+			return in, fmt.Errorf("kubeconfig: %w", err)
+		}
+	case f.nodesFile != "":
+		var err error
+		if in.nodesData, err = readInput(s, f.nodesFile); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
 }

@@ -3,10 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -14,7 +14,6 @@ import (
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/secrets"
 )
 
@@ -95,29 +94,21 @@ func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []
 	}
 }
 
-// outPath is p, relative to the output directory, as the user names it.
-func outPath(f *ioFlags, p string) string { return filepath.ToSlash(filepath.Join(f.Out, p)) }
-
-// outFlags are the flags of the commands that read the output directory;
-// gen adds --force.
-func outFlags(force bool) func(f *ioFlags) []cli.Flag {
-	return func(f *ioFlags) []cli.Flag {
-		flags := []cli.Flag{outFlag(f), &cli.DurationFlag{
-			Name: "lock-timeout", Value: outdir.DefaultLockTimeout, EnvVars: []string{"NODEGEN_LOCK_TIMEOUT"},
-			Usage: "give up after waiting this `DURATION` for another nodegen run on the output directory", Destination: &f.LockTimeout,
-		}}
-		if force {
-			flags = append(flags, &cli.BoolFlag{Name: "force", Usage: "overwrite (or delete) generated files edited by hand", Destination: &f.Force})
-		}
-		return flags
-	}
+func sourceFlag(f *ioFlags) cli.Flag {
+	return &cli.StringFlag{Name: "source", Aliases: []string{"s"}, Value: "nodegroups", Usage: "source `DIR` of .cue files", Destination: &f.Source}
 }
 
-// outOptions are the options of outdir for f and the clusters of r;
-// waiting is said on s.err.
-func outOptions(s *streams, f *ioFlags, r *build.Result) outdir.Options {
-	if f.LockTimeout <= 0 {
-		f.LockTimeout = time.Nanosecond // 0 means "do not wait"
+// sourceDirExists turns a missing source directory, most often nodegen run
+// from the wrong directory, into a usage error with a hint.
+func sourceDirExists(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageError{fmt.Errorf("no %s/ here (%s): run nodegen from the directory that holds the source, or pass --source DIR", filepath.Clean(dir), cwdForHint())}
+	case err != nil:
+		return fmt.Errorf("reading source: %w", err)
+	case !fi.IsDir():
+		return usageError{fmt.Errorf("--source %s is not a directory", dir)}
 	}
-	return outdir.Options{Force: f.Force, LockTimeout: f.LockTimeout, Scope: r.Scope, Waiting: func(msg string) { fmt.Fprintf(s.err, "nodegen: %s\n", msg) }}
+	return nil
 }

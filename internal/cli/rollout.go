@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -9,12 +10,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/oauth2/google"
-	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodegen/nodegen/internal/drift"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/rollout"
 )
 
@@ -48,112 +49,134 @@ the metadata server).
 Exit 0 when done (or for a plan), 1 when the rollout stopped or failed, 2 on
 a usage mistake.`
 
+// rolloutFlags are rollout's flags.
+type rolloutFlags struct {
+	src        ioFlags
+	nodesFile  string
+	kubeconfig string
+	output     string
+	dryRun     bool
+	yes        bool
+	endpoint   string
+	poll       time.Duration
+}
+
 func rolloutCommand(s *streams) *cli.Command {
-	var (
-		src        ioFlags
-		nodesFile  string
-		kubeconfig string
-		output     string
-		dryRun     bool
-		yes        bool
-		endpoint   string
-		poll       time.Duration
-	)
+	f := &rolloutFlags{}
 	return &cli.Command{
 		Name:        "rollout",
 		Usage:       "replace the cloud nodes made from an older source (a plan, unless --yes)",
 		Description: rolloutDoc,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "nodes", Usage: "plan from `FILE` holding kubectl get nodes -o json output (- for stdin)", Destination: &nodesFile},
-			&cli.StringFlag{Name: "kubeconfig", Usage: "the cluster of this kubeconfig `FILE`", Destination: &kubeconfig},
-			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan only (the default without --yes)", Destination: &dryRun},
-			&cli.BoolFlag{Name: "yes", Usage: "carry the plan out", Destination: &yes},
-			&cli.StringFlag{Name: "compute-endpoint", Value: rollout.DefaultComputeEndpoint, Usage: "Compute Engine API v1 base `URL`", Destination: &endpoint},
-			&cli.DurationFlag{Name: "poll", Value: 5 * time.Second, Usage: "look again every `DURATION` while waiting", Destination: &poll},
-			sourceFlag(&src),
-			clusterFlag(&src),
-			outputFlag(&output),
+			&cli.StringFlag{Name: "nodes", Usage: "plan from `FILE` holding kubectl get nodes -o json output (- for stdin)", Destination: &f.nodesFile},
+			&cli.StringFlag{Name: "kubeconfig", Usage: "the cluster of this kubeconfig `FILE`", Destination: &f.kubeconfig},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan only (the default without --yes)", Destination: &f.dryRun},
+			&cli.BoolFlag{Name: "yes", Usage: "carry the plan out", Destination: &f.yes},
+			&cli.StringFlag{Name: "compute-endpoint", Value: rollout.DefaultComputeEndpoint, Usage: "Compute Engine API v1 base `URL`", Destination: &f.endpoint},
+			&cli.DurationFlag{Name: "poll", Value: 5 * time.Second, Usage: "look again every `DURATION` while waiting", Destination: &f.poll},
+			sourceFlag(&f.src),
+			clusterFlag(&f.src),
+			outputFlag(&f.output),
 		},
 		OnUsageError: onUsageError,
-		Action: func(c *cli.Context) error {
-			if err := noArgs(c); err != nil {
-				return err
-			}
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			switch {
-			case dryRun && yes:
-				return usageError{fmt.Errorf("use --dry-run or --yes, not both")}
-			case nodesFile != "" && kubeconfig != "":
-				return usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
-			case yes && kubeconfig == "":
-				return usageError{fmt.Errorf("rollout --yes needs --kubeconfig FILE: it changes the live cluster")}
-			case nodesFile == "" && kubeconfig == "":
-				return usageError{fmt.Errorf("rollout needs --nodes FILE or --kubeconfig FILE")}
-			case yes && output == "json":
-				return usageError{fmt.Errorf("-o json prints a plan; it does not go with --yes")}
-			}
-			var nodesData []byte
-			var kube kubernetes.Interface
-			if nodesFile != "" {
-				var err error
-				if nodesData, err = readInput(s, nodesFile); err != nil {
-					return err
-				}
-			} else {
-				cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-				if err != nil {
-					return fmt.Errorf("kubeconfig: %w", err)
-				}
-				if kube, err = kubernetes.NewForConfig(cfg); err != nil {
-					return fmt.Errorf("kubeconfig: %w", err)
-				}
-			}
-			src, rendered, err := oneCluster(s, &src, "rollout")
-			if err != nil {
-				return err
-			}
-			revs, err := rollout.Revisions(src, rendered)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if nodesData != nil {
-				list, err := drift.ReadNodes(nodesFile, nodesData)
-				if err != nil {
-					return err
-				}
-				return printPlan(s, rollout.MakePlan(src, revs, list), src.Cluster.Autoscaler.NodeGroup, output)
-			}
-			list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return fmt.Errorf("listing nodes: %w", err)
-			}
-			plan := rollout.MakePlan(src, revs, list.Items)
-			if err := printPlan(s, plan, src.Cluster.Autoscaler.NodeGroup, output); err != nil || !yes {
-				return err
-			}
-			httpClient, err := google.DefaultClient(ctx, rollout.ComputeScope)
-			if err != nil {
-				return fmt.Errorf("compute API credentials: %w", err)
-			}
-			r := &rollout.Runner{
-				Src: src, Revisions: revs, Kube: kube,
-				Compute:  &rollout.Compute{Endpoint: endpoint, HTTP: httpClient},
-				Progress: &rollout.Progress{W: s.out, Terminal: isTerminal(s.out)},
-				Poll:     poll,
-			}
-			if err := r.Run(ctx); err != nil {
-				if ctx.Err() != nil {
-					return fmt.Errorf("rollout interrupted; run it again to resume: %w", err)
-				}
-				return err
-			}
-			return nil
-		},
+		Action:       func(c *cli.Context) error { return runRollout(c, s, f) },
 	}
+}
+
+// runRollout is rollout's action: the nodes' file is read (or the
+// cluster's client made) before the source is loaded; a plan is printed,
+// and with --yes carried out.
+func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	var nodesData []byte
+	var kube kubernetes.Interface
+	if f.nodesFile != "" {
+		var err error
+		if nodesData, err = readInput(s, f.nodesFile); err != nil {
+			return err
+		}
+	} else {
+		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if err != nil {
+			return fmt.Errorf("kubeconfig: %w", err)
+		}
+		if kube, err = kubernetes.NewForConfig(cfg); err != nil {
+			return fmt.Errorf("kubeconfig: %w", err)
+		}
+	}
+	src, rendered, err := oneCluster(s, &f.src, "rollout")
+	if err != nil {
+		return err
+	}
+	revs, err := rollout.Revisions(src, rendered)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if nodesData != nil {
+		list, err := drift.ReadNodes(f.nodesFile, nodesData)
+		if err != nil {
+			return err
+		}
+		return printPlan(s, rollout.MakePlan(src, revs, list), src.Cluster.Autoscaler.NodeGroup, f.output)
+	}
+	list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	plan := rollout.MakePlan(src, revs, list.Items)
+	if err := printPlan(s, plan, src.Cluster.Autoscaler.NodeGroup, f.output); err != nil || !f.yes {
+		return err
+	}
+	return f.carryOut(ctx, s, src, revs, kube)
+}
+
+// check refuses the flags' combinations that make no sense.
+func (f *rolloutFlags) check() error {
+	if err := checkOutput(f.output); err != nil {
+		return err
+	}
+	switch {
+	case f.dryRun && f.yes:
+		return usageError{fmt.Errorf("use --dry-run or --yes, not both")}
+	case f.nodesFile != "" && f.kubeconfig != "":
+		return usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
+	case f.yes && f.kubeconfig == "":
+		return usageError{fmt.Errorf("rollout --yes needs --kubeconfig FILE: it changes the live cluster")}
+	case f.nodesFile == "" && f.kubeconfig == "":
+		return usageError{fmt.Errorf("rollout needs --nodes FILE or --kubeconfig FILE")}
+	case f.yes && f.output == "json":
+		return usageError{fmt.Errorf("-o json prints a plan; it does not go with --yes")}
+	}
+	return nil
+}
+
+// carryOut runs the rollout on the live cluster, with the credentials
+// of the Compute API from the environment.
+func (f *rolloutFlags) carryOut(ctx context.Context, s *streams, src *model.Source, revs map[string]string, kube kubernetes.Interface) error {
+	httpClient, err := google.DefaultClient(ctx, rollout.ComputeScope)
+	if err != nil {
+		return fmt.Errorf("compute API credentials: %w", err)
+	}
+	r := &rollout.Runner{
+		Src: src, Revisions: revs, Kube: kube,
+		Compute:  &rollout.Compute{Endpoint: f.endpoint, HTTP: httpClient},
+		Progress: &rollout.Progress{W: s.out, Terminal: isTerminal(s.out)},
+		Poll:     f.poll,
+	}
+	if err := r.Run(ctx); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("rollout interrupted; run it again to resume: %w", err)
+		}
+		return err
+	}
+	return nil
 }
 
 func printPlan(s *streams, plan rollout.Plan, autoscalerGroup, output string) error {
@@ -161,10 +184,4 @@ func printPlan(s *streams, plan rollout.Plan, autoscalerGroup, output string) er
 		return writeJSON(s.out, plan)
 	}
 	return plan.WriteText(s.out, autoscalerGroup)
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

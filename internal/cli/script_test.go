@@ -3,20 +3,24 @@ package cli_test
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/revision"
 	"github.com/nodegen/nodegen/internal/source"
+	"github.com/nodegen/nodegen/internal/testing/testhooks"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -35,14 +39,15 @@ func TestMain(m *testing.M) {
 	}
 	testscript.Main(cleanupM{m, cache}, map[string]func(){
 		"nodegen": func() {
-			setFailPoint(os.Getenv("NODEGEN_FAILPOINT"))
 			source.EnforceMemoryLimit = true // as cmd/nodegen does
+			build.BudgetMemory = true
 			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
 	})
 }
 
-// cleanupM removes the test cache once every test ran.
+// cleanupM removes the test cache, and the hooked nodegen if a script
+// built it, once every test ran.
 type cleanupM struct {
 	*testing.M
 	cache string
@@ -52,6 +57,9 @@ func (m cleanupM) Run() int {
 	code := m.M.Run()
 	if m.cache != "" {
 		os.RemoveAll(m.cache)
+	}
+	if hooked.path != "" {
+		os.RemoveAll(filepath.Dir(hooked.path))
 	}
 	return code
 }
@@ -66,7 +74,7 @@ func TestScript(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode, "fillrevisions": fillRevisions, "dochook": docHook},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode, "fillrevisions": fillRevisions, "dochook": docHook, "hookednodegen": hookedNodegen},
 		Setup: func(env *testscript.Env) error {
 			// check's shortcut keeps its records in the script's own cache.
 			env.Setenv("NODEGEN_CACHE_DIR", filepath.Join(env.WorkDir, ".nodegen-cache"))
@@ -82,6 +90,43 @@ func TestScript(t *testing.T) {
 			return testsrc.CopyTo(dst)
 		},
 	})
+}
+
+// hooked is the tests' nodegen built with the test hooks, made once per
+// test process by hookedNodegen.
+var hooked struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// hookedNodegen implements "hookednodegen PATH": put at PATH a nodegen
+// built from cmd/nodegen with the test hooks (the build tag of
+// internal/testing/testhooks), a program of its own that honours
+// NODEGEN_FAILPOINT, so that a script can make a real gen fail, or die,
+// at a stage of its write. The nodegen users build has no such hook.
+func hookedNodegen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: hookednodegen PATH")
+	}
+	hooked.once.Do(func() {
+		dir, err := os.MkdirTemp("", "nodegen-hooked-")
+		if err != nil {
+			hooked.err = err
+			return
+		}
+		hooked.path = filepath.Join(dir, "nodegen")
+		cmd := exec.Command("go", "build", "-tags", testhooks.Tag, "-o", hooked.path, "./cmd/nodegen")
+		cmd.Dir = testsrc.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			hooked.err = fmt.Errorf("go build -tags %s ./cmd/nodegen: %v\n%s", testhooks.Tag, err, out)
+		}
+	})
+	ts.Check(hooked.err)
+	b, err := os.ReadFile(hooked.path)
+	ts.Check(err)
+	ts.Check(os.MkdirAll(filepath.Dir(ts.MkAbs(args[0])), 0o755))
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), b, 0o755))
 }
 
 // docHook implements "dochook DEST": write the plain git pre-commit hook

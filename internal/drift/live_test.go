@@ -28,7 +28,7 @@ import (
 // through client-go, give the same results as the same nodes read from
 // real `kubectl get nodes -o json` output; and `nodegen drift --kubeconfig`
 // reports them.
-func TestCheckClusterLive(t *testing.T) {
+func TestCheckNodesOfLive(t *testing.T) {
 	cp := testcp.Start(t)
 	src, files := testsrc.Example(t)
 	revisions, err := drift.Revisions(src, files)
@@ -70,7 +70,7 @@ func TestCheckClusterLive(t *testing.T) {
 	// node of the recording is merely initialising here.
 	opts := drift.Options{Now: time.Now(), StuckAfter: 30 * time.Minute}
 	defer drift.SetListPageSize(3)() // 8 nodes: three pages
-	live, unmanaged, err := drift.CheckCluster(context.Background(), src, cs, opts)
+	live, unmanaged, err := drift.CheckNodesOf(context.Background(), src, cs.CoreV1(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestOnPremLocality(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := l.Source
+	src := l.Fleet.Clusters[0]
 	var base corev1.Node
 	for _, n := range readFixtureNodes(t) {
 		if n.Name == "onprem-a100-01" {

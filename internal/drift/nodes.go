@@ -113,8 +113,8 @@ var transientTaints = sets.New(
 	corev1.TaintNodePIDPressure,
 	corev1.TaintNodeOutOfService,
 	"node.cloudprovider.kubernetes.io/shutdown",
-	"ToBeDeletedByClusterAutoscaler",
-	"DeletionCandidateOfClusterAutoscaler",
+	model.ToBeDeletedTaint,
+	model.DeletionCandidateTaint,
 )
 
 // GCERef is a parsed GCE providerID, gce://<project>/<zone>/<instance>.

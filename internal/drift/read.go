@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	sigsjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -82,14 +81,10 @@ func ListNodes(ctx context.Context, nodes corev1client.NodesGetter) ([]corev1.No
 	}
 }
 
-// CheckCluster lists the nodes of a live cluster and compares them with the
-// source: ListNodes, then the same CheckNodes the --nodes file goes through.
-func CheckCluster(ctx context.Context, src *model.Source, cs kubernetes.Interface, opts Options) (results []NodeResult, unmanaged []string, err error) {
-	return CheckNodesOf(ctx, src, cs.CoreV1(), opts)
-}
-
-// CheckNodesOf is CheckCluster for a core/v1 client alone (the nodegen
-// binary uses it, to link no other API group's client).
+// CheckNodesOf lists the nodes of a live cluster and compares them with
+// the source: ListNodes, then the same CheckNodes the --nodes file goes
+// through. It takes a core/v1 client alone, so that the nodegen binary
+// links no other API group's client.
 func CheckNodesOf(ctx context.Context, src *model.Source, nodes corev1client.NodesGetter, opts Options) (results []NodeResult, unmanaged []string, err error) {
 	list, err := ListNodes(ctx, nodes)
 	if err != nil {

@@ -81,7 +81,7 @@ func explainCapacity(t *testing.T, autoscaler string) explain.WorkloadResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := render.All(l.Source)
+	files, err := render.All(l.Fleet.Clusters[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func explainCapacity(t *testing.T, autoscaler string) explain.WorkloadResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := explain.New(l.Source, files, ws)
+	e, err := explain.New(l.Fleet.Clusters[0], files, ws)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,9 +190,6 @@ func New(src *model.Source, files layout.Files, workloads []*Workload) (*Explain
 	return e, nil
 }
 
-// Templates returns the template nodes of an autoscaled group, one per zone.
-func (e *Explainer) Templates(group string) []*Template { return e.templates[group] }
-
 // Explain checks every workload against every group.
 func (e *Explainer) Explain(workloads []*Workload) *Report {
 	r := &Report{AllFit: true, Workloads: []WorkloadResult{}, Autoscaler: autoscalerNotes(e.src), SpotFallbacks: e.spot}

@@ -105,7 +105,7 @@ func DefaultCacheDir() (string, error) {
 var envPrefixes = []string{"NODEGEN_", "CUE_", "GODEBUG="}
 
 // envIgnored are variables of those prefixes that cannot change a render.
-var envIgnored = []string{"NODEGEN_LOCK_TIMEOUT"}
+var envIgnored = []string{outdir.LockTimeoutEnv}
 
 // inputsDigest is the digest of everything but the source files that a
 // render and its comparison with out/ depend on.

@@ -2,13 +2,11 @@ package fastcheck_test
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/fastcheck"
@@ -135,16 +133,20 @@ func TestShortcutTaken(t *testing.T) {
 	}
 }
 
-// TestShortcutFallsBack: every change to what a check depends on makes it
-// take the full path; each case then answers as check --full does.
-func TestShortcutFallsBack(t *testing.T) {
+// fallBackCase is a change to what a check depends on, the reason the
+// check then gives for its full path, and the exit code it then has (-1:
+// any, as long as check --full agrees).
+type fallBackCase struct {
+	name     string
+	change   func(tr *tree)
+	reason   string
+	wantCode int
+}
+
+// fallBackCases are the changes that need no test hook.
+func fallBackCases() []fallBackCase {
 	gpu := filepath.Join("nodegroups", "gpu-t4.cue")
-	cases := []struct {
-		name     string
-		change   func(tr *tree)
-		reason   string
-		wantCode int
-	}{
+	return []fallBackCase{
 		{"source file edited (a comment: same output)", func(tr *tree) {
 			tr.write(gpu, tr.read(gpu)+"// a comment\n", 0o644)
 		}, "source changed", cli.ExitOK},
@@ -203,22 +205,6 @@ func TestShortcutFallsBack(t *testing.T) {
 		{"manifest removed", func(tr *tree) {
 			tr.do(func() error { return os.Remove(filepath.Join(tr.dir, "out", outdir.ManifestName)) })
 		}, "no readable " + outdir.ManifestName, cli.ExitFindings},
-		{"interrupted run", func(tr *tree) {
-			// A gen killed after its swap: out/ is whole again, its
-			// scratch directory is left next to it.
-			p := filepath.Join("out", "gce", "gpu-t4", "kube-env")
-			tr.write(p, tr.read(p)+"X: y\n", 0o644)
-			outdir.FailPoint = func(stage string) error {
-				if stage == "after-swap" {
-					return errors.New("killed")
-				}
-				return nil
-			}
-			defer func() { outdir.FailPoint = nil }()
-			if code, _, errb := tr.run("gen", "--force"); code == cli.ExitOK || !strings.Contains(errb, "killed") {
-				tr.t.Fatalf("gen did not fail at its failpoint: exit %d\n%s", code, errb)
-			}
-		}, "an interrupted run left", cli.ExitOK},
 		{"nodegen changed", func(tr *tree) {
 			fastcheck.SetFingerprint(tr.t, "go-buildid:another/build")
 		}, "nodegen changed", cli.ExitOK},
@@ -262,38 +248,34 @@ func TestShortcutFallsBack(t *testing.T) {
 			})
 		}, "not a record of this format", cli.ExitOK},
 	}
-	for _, c := range cases {
-		for _, stamped := range []bool{false, true} {
-			name := c.name + "/files read"
-			if stamped {
-				name = c.name + "/files known by stamp"
-			}
-			t.Run(name, func(t *testing.T) {
-				tr := newTree(t)
-				if stamped {
-					stampAll(t)
-				}
-				if ok, why, _ := tr.checkPath(); !ok {
-					t.Fatalf("before the change: full path (%s), want the shortcut", why)
-				}
-				if stamped {
-					if ok, note, _ := tr.checkPath(); !ok || !strings.Contains(note, "read 0 of 6 source files and 0 of ") {
-						t.Fatalf("before the change, second check: shortcut %v (%s), want the shortcut reading no file", ok, note)
-					}
-				}
-				changeAndCheck(t, tr, c.change, c.reason, c.wantCode)
-			})
-		}
+}
+
+// TestShortcutFallsBack: every change to what a check depends on makes it
+// take the full path; each case then answers as check --full does.
+// (TestShortcutFallsBackStamped does the same with every file's stamp
+// known.)
+func TestShortcutFallsBack(t *testing.T) {
+	for _, c := range fallBackCases() {
+		t.Run(c.name+"/files read", func(t *testing.T) { fallBack(t, c, nil) })
 	}
 }
 
-// stampAll makes every file's stamp stand for its content at once (no
-// racy window), so that a shortcut check records the stamps of all files
-// it reads and the next one reads none.
-func stampAll(t *testing.T) {
-	old := outdir.RacyWindow
-	outdir.RacyWindow = 0
-	t.Cleanup(func() { outdir.RacyWindow = old })
+// fallBack checks case c on a fresh tree, on which stamp (when not nil)
+// first makes every file's stamp stand for its content.
+func fallBack(t *testing.T, c fallBackCase, stamp func(*testing.T)) {
+	tr := newTree(t)
+	if stamp != nil {
+		stamp(t)
+	}
+	if ok, why, _ := tr.checkPath(); !ok {
+		t.Fatalf("before the change: full path (%s), want the shortcut", why)
+	}
+	if stamp != nil {
+		if ok, note, _ := tr.checkPath(); !ok || !strings.Contains(note, "read 0 of 6 source files and 0 of ") {
+			t.Fatalf("before the change, second check: shortcut %v (%s), want the shortcut reading no file", ok, note)
+		}
+	}
+	changeAndCheck(t, tr, c.change, c.reason, c.wantCode)
 }
 
 // changeAndCheck makes a change and requires the full path, for reason,
@@ -319,41 +301,6 @@ func changeAndCheck(t *testing.T, tr *tree, change func(*tree), reason string, w
 				t.Errorf("exit %d, want %d", code, c.wantCode)
 			}
 		}
-	}
-}
-
-// TestShortcutStamps: a shortcut check reads every file whose stamp it
-// does not know, records the stamps of those changed long enough ago, and
-// the next check reads only files whose stamp changed.
-func TestShortcutStamps(t *testing.T) {
-	tr := newTree(t)
-	// Every file changed within the racy window (made an hour long, so
-	// that a slow machine cannot age the files past it): no stamp can
-	// stand for a content, and each check reads everything.
-	old := outdir.RacyWindow
-	outdir.RacyWindow = time.Hour
-	t.Cleanup(func() { outdir.RacyWindow = old })
-	for range 2 {
-		if ok, note, _ := tr.checkPath(); !ok || !strings.Contains(note, "read 6 of 6 source files") {
-			t.Fatalf("fresh files: shortcut %v (%s), want the shortcut reading every file", ok, note)
-		}
-	}
-	stampAll(t)
-	if ok, note, _ := tr.checkPath(); !ok || !strings.Contains(note, "read 6 of 6 source files") {
-		t.Fatalf("first check: shortcut %v (%s), want the shortcut reading every file", ok, note)
-	}
-	ok, note, _ := tr.checkPath()
-	if !ok || !strings.Contains(note, "read 0 of 6 source files and 0 of ") {
-		t.Fatalf("second check: shortcut %v (%s), want the shortcut reading no file", ok, note)
-	}
-	// Rewriting a file with the same bytes changes its stamp, not its
-	// content: the shortcut reads that file alone and still answers.
-	p := filepath.Join("out", "gce", "gpu-t4", "kube-env")
-	tr.write(p, tr.read(p), 0o644)
-	g := filepath.Join("nodegroups", "gpu-t4.cue")
-	tr.write(g, tr.read(g), 0o644)
-	if ok, note, _ := tr.checkPath(); !ok || !strings.Contains(note, "read 1 of 6 source files and 1 of ") {
-		t.Fatalf("after rewriting two files unchanged: shortcut %v (%s), want it to read those two", ok, note)
 	}
 }
 

@@ -71,10 +71,6 @@ type AcceleratorInfo struct {
 	EndOfSupport string
 }
 
-// AttachesToN1 reports whether the type is attached to N1 VMs through
-// guestAccelerators.
-func (a AcceleratorInfo) AttachesToN1() bool { return a.Attach == GuestAccelerator }
-
 // Accelerator returns what is known of an accelerator type. name may be a
 // bare name ("nvidia-l4") or a resource path ending in one
 // ("zones/us-central1-a/acceleratorTypes/nvidia-l4").

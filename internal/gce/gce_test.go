@@ -198,9 +198,6 @@ func TestAccelerator(t *testing.T) {
 			if a.Attach != tt.attach || !slices.Equal(a.Series, tt.series) || !slices.Equal(a.AllowedCounts, tt.counts) || a.Retired != tt.retired {
 				t.Errorf("got %+v", a)
 			}
-			if a.AttachesToN1() != (tt.attach == GuestAccelerator) {
-				t.Errorf("AttachesToN1() = %v", a.AttachesToN1())
-			}
 		})
 	}
 	if _, ok := Accelerator("nvidia-tesla-m60"); ok {

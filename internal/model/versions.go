@@ -64,16 +64,6 @@ func (v KubeVersion) Supported() bool {
 	return v.Major == 1 && v.Minor >= OldestSupportedMinor && v.Minor <= NewestSupportedMinor
 }
 
-// KubeadmAPIVersion is the kubeadm configuration API a kubeadm of v's
-// minor reads and nodegen renders for it: v1beta4 for every supported
-// version ("" outside the range; kubeadm before 1.31 needs v1beta3).
-func (v KubeVersion) KubeadmAPIVersion() string {
-	if !v.Supported() {
-		return ""
-	}
-	return "kubeadm.k8s.io/v1beta4"
-}
-
 // KubeletSkewProblem says why a kubelet of version kubelet may not talk to
 // a kube-apiserver of version apiserver ("" when the policy allows it).
 func KubeletSkewProblem(kubelet, apiserver KubeVersion) string {

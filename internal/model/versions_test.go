@@ -31,9 +31,6 @@ func TestSupportedVersions(t *testing.T) {
 		if v.Supported() != want {
 			t.Errorf("%s supported %v, want %v", s, v.Supported(), want)
 		}
-		if api := v.KubeadmAPIVersion(); (api == "kubeadm.k8s.io/v1beta4") != want {
-			t.Errorf("%s: kubeadm API %q", s, api)
-		}
 	}
 	for _, bad := range []string{"1.35", "v1.35.2", "1.035.2", "1.35.2.1", "1..2"} {
 		if _, err := ParseKubeVersion(bad); err == nil {

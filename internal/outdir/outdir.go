@@ -144,6 +144,11 @@ type Options struct {
 // DefaultLockTimeout is how long Compare and Write wait for another run.
 const DefaultLockTimeout = 2 * time.Minute
 
+// LockTimeoutEnv is the environment variable that sets the lock timeout
+// of a run (the command's --lock-timeout): it changes how long a run
+// waits, never what it writes.
+const LockTimeoutEnv = "NODEGEN_LOCK_TIMEOUT"
+
 func (o Options) timeout() time.Duration {
 	if o.LockTimeout <= 0 {
 		return DefaultLockTimeout

@@ -173,57 +173,6 @@ func mustWriteWith(t *testing.T, dir string, files layout.Files, o Options) Repo
 	return r
 }
 
-// What another process writes into the directory while Write runs (a new
-// file, a new directory, a file replaced by rename as editors do, a file
-// at a generated path) is in the directory afterwards.
-func TestFilesWrittenDuringRunKept(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	mustWrite(t, dir, oldRender)
-	writeTestFile(t, filepath.Join(dir, "README"), "v1\n")
-	setFailPoint(t, func(stage string) error {
-		if stage != "before-swap" {
-			return nil
-		}
-		writeTestFile(t, filepath.Join(dir, "notes/today.txt"), "written during the run\n")
-		writeTestFile(t, filepath.Join(dir, "README.tmp"), "v2\n")
-		if err := os.Rename(filepath.Join(dir, "README.tmp"), filepath.Join(dir, "README")); err != nil {
-			t.Error(err)
-		}
-		if err := os.Mkdir(filepath.Join(dir, "empty"), 0o700); err != nil {
-			t.Error(err)
-		}
-		writeTestFile(t, filepath.Join(dir, "k8s/x.yaml.tmp"), "my x\n")
-		if err := os.Rename(filepath.Join(dir, "k8s/x.yaml.tmp"), filepath.Join(dir, "k8s/x.yaml")); err != nil {
-			t.Error(err)
-		}
-		return nil
-	})
-	r := mustWrite(t, dir, newRender)
-	if got := readFile(t, filepath.Join(dir, "notes/today.txt")); got != "written during the run\n" {
-		t.Errorf("notes/today.txt: %q", got)
-	}
-	if got := readFile(t, filepath.Join(dir, "README")); got != "v2\n" {
-		t.Errorf("README: %q, want the version written during the run", got)
-	}
-	if fi, err := os.Stat(filepath.Join(dir, "empty")); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("empty: %v %v", fi, err)
-	}
-	if got := readFile(t, filepath.Join(dir, "k8s/x.yaml.nodegen-concurrent")); got != "my x\n" {
-		t.Errorf("k8s/x.yaml.nodegen-concurrent: %q", got)
-	}
-	if got := readFile(t, filepath.Join(dir, "k8s/x.yaml")); got != string(newRender["k8s/x.yaml"]) {
-		t.Errorf("k8s/x.yaml: %q", got)
-	}
-	want := []string{"README", "empty/", "k8s/x.yaml.nodegen-concurrent", "notes/", "notes/today.txt"}
-	slices.Sort(r.Carried)
-	if !slices.Equal(r.Carried, want) {
-		t.Errorf("carried %q, want %q", r.Carried, want)
-	}
-	if l := leftovers(t, dir); len(l) > 0 {
-		t.Errorf("left behind: %q", l)
-	}
-}
-
 // Directories keep their modes, whoever made them; new ones are 0755.
 func TestDirModesKept(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")

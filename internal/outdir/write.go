@@ -15,19 +15,6 @@ import (
 	"github.com/nodegen/nodegen/internal/par"
 )
 
-// FailPoint, when set, is called at named stages of Write; an error it
-// returns aborts Write there, as a crash would. Tests use it; so does the
-// NODEGEN_FAILPOINT environment variable of the CLI test binary (never of
-// the shipped nodegen: the variable is read only by the tests' nodegen).
-var FailPoint func(stage string) error
-
-func failAt(stage string) error {
-	if FailPoint == nil {
-		return nil
-	}
-	return FailPoint(stage)
-}
-
 // Write is WriteWith without options.
 func Write(dir string, files layout.Files) (Report, error) {
 	return WriteWith(dir, files, Options{})

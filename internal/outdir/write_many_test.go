@@ -1,7 +1,6 @@
 package outdir
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -85,45 +84,5 @@ func TestWrite(t *testing.T) {
 	}
 	if inode(t, filepath.Join(out, "gce/g001/startup-script.sh")) != kept {
 		t.Errorf("an unchanged file was rewritten")
-	}
-}
-
-// TestWriteFailPoints: a run that dies while building the new tree or just
-// before the swap leaves the old tree as it was; the next run cleans up.
-func TestWriteFailPoints(t *testing.T) {
-	for _, stage := range []string{"mid-tree", "before-swap"} {
-		t.Run(stage, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "out")
-			old := many(40, "1")
-			if _, err := Write(out, old); err != nil {
-				t.Fatal(err)
-			}
-			boom := errors.New("boom")
-			FailPoint = func(at string) error {
-				if at == stage {
-					return boom
-				}
-				return nil
-			}
-			defer func() { FailPoint = nil }()
-			if _, err := Write(out, many(40, "2")); !errors.Is(err, boom) {
-				t.Fatalf("got %v, want the failpoint's error", err)
-			}
-			if !maps.EqualFunc(readTree(t, out), old, func(a, b []byte) bool { return string(a) == string(b) }) {
-				t.Fatal("the old tree changed")
-			}
-			FailPoint = nil
-			next := many(40, "2")
-			if _, err := Write(out, next); err != nil {
-				t.Fatal(err)
-			}
-			if !maps.EqualFunc(readTree(t, out), next, func(a, b []byte) bool { return string(a) == string(b) }) {
-				t.Fatal("the retried write did not produce the new tree")
-			}
-			entries, _ := os.ReadDir(filepath.Dir(out))
-			if len(entries) != 1 {
-				t.Errorf("leftovers next to out: %v", entries)
-			}
-		})
 	}
 }

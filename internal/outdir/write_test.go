@@ -2,14 +2,12 @@ package outdir
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,22 +40,6 @@ var (
 		"k8s/same.yaml":           "same\n",
 	})
 )
-
-// setFailPoint makes Write fail at stage for the rest of the test.
-func setFailPoint(t *testing.T, f func(stage string) error) {
-	t.Helper()
-	FailPoint = f
-	t.Cleanup(func() { FailPoint = nil })
-}
-
-func failAtStage(stage string) func(string) error {
-	return func(at string) error {
-		if at == stage {
-			return fmt.Errorf("failpoint %s", at)
-		}
-		return nil
-	}
-}
 
 func mustWrite(t *testing.T, dir string, files layout.Files) Report {
 	t.Helper()
@@ -142,163 +124,6 @@ func TestWriteReplaces(t *testing.T) {
 	}
 	if l := leftovers(t, dir); len(l) > 0 {
 		t.Errorf("left behind: %q", l)
-	}
-}
-
-// TestFailPoints: an error at any stage leaves the directory as it was
-// (before the swap) or completely new (after it), never a mix.
-func TestFailPoints(t *testing.T) {
-	for _, c := range []struct {
-		stage string
-		want  layout.Files
-	}{
-		{"mid-tree", oldRender},
-		{"before-swap", oldRender},
-		{"after-swap", newRender},
-	} {
-		t.Run(c.stage, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "out")
-			mustWrite(t, dir, oldRender)
-			setFailPoint(t, failAtStage(c.stage))
-			if _, err := Write(dir, newRender); err == nil || !strings.Contains(err.Error(), "failpoint "+c.stage) {
-				t.Fatalf("Write: %v, want the failpoint's error", err)
-			}
-			assertHolds(t, dir, c.want)
-
-			// The next run starts clean and finishes the job.
-			FailPoint = nil
-			mustWrite(t, dir, newRender)
-			assertHolds(t, dir, newRender)
-			if l := leftovers(t, dir); len(l) > 0 {
-				t.Errorf("left behind: %q", l)
-			}
-		})
-	}
-}
-
-// TestFailPointsReached makes sure each stage TestFailPoints names is one
-// Write passes through when it changes something, and none when it does
-// not.
-func TestFailPointsReached(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	var stages []string
-	setFailPoint(t, func(s string) error { stages = append(stages, s); return nil })
-	mustWrite(t, dir, oldRender)
-	if want := []string{"mid-tree", "before-swap", "after-swap"}; !slices.Equal(stages, want) {
-		t.Errorf("stages %q, want %q", stages, want)
-	}
-	stages = nil
-	mustWrite(t, dir, oldRender)
-	if len(stages) > 0 {
-		t.Errorf("an unchanged write went through %q", stages)
-	}
-}
-
-// TestInterruptedRunCleaned: what a killed run leaves (a half-built
-// staging tree, a retired tree) is removed by the next run and never
-// becomes part of the output.
-func TestInterruptedRunCleaned(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "out")
-	mustWrite(t, dir, oldRender)
-	// Two killed runs: each leaves its scratch directory, marked, and the
-	// second removes the first's before it starts.
-	for range 2 {
-		setFailPoint(t, failAtStage("before-swap"))
-		if _, err := Write(dir, newRender); err == nil {
-			t.Fatal("Write did not fail at its failpoint")
-		}
-		FailPoint = nil
-	}
-	if l := leftovers(t, dir); len(l) != 1 || !strings.HasPrefix(l[0], ".out.nodegen-") {
-		t.Fatalf("the killed runs left %q, want one scratch directory", l)
-	}
-	if _, reason, err := Intact(dir, Options{}, nil); err != nil || !strings.Contains(reason, "an interrupted run left") {
-		t.Errorf("Intact after killed runs: %q, %v", reason, err)
-	}
-	mustWrite(t, dir, newRender)
-	assertHolds(t, dir, newRender)
-	if l := leftovers(t, dir); len(l) > 0 {
-		t.Errorf("left behind: %q", l)
-	}
-
-	// Also when the render has not changed.
-	setFailPoint(t, failAtStage("before-swap"))
-	if _, err := Write(dir, oldRender); err == nil {
-		t.Fatal("Write did not fail at its failpoint")
-	}
-	FailPoint = nil
-	r := mustWrite(t, dir, newRender)
-	if !r.Clean() {
-		t.Errorf("changes %v", r.Changes)
-	}
-	if l := leftovers(t, dir); len(l) > 0 {
-		t.Errorf("left behind: %q", l)
-	}
-}
-
-// TestPersonsFoldersKept: folders next to out/ that nodegen did not make
-// survive every run, a killed one and the one after it included, whatever
-// their names: nodegen knows its scratch directories by the mark it writes
-// into them, not by their names.
-func TestPersonsFoldersKept(t *testing.T) {
-	exchanges := map[string]func(a, b string) error{
-		"exchange":  exchangePaths,
-		"2 renames": func(a, b string) error { return errNoExchange },
-	}
-	for name, ex := range exchanges {
-		for _, stage := range []string{"", "mid-tree", "before-swap", "mid-swap", "after-swap"} {
-			if stage == "mid-swap" && name == "exchange" {
-				continue // no such stage with an atomic exchange
-			}
-			t.Run(name+"/failpoint="+stage, func(t *testing.T) {
-				exchange = ex
-				t.Cleanup(func() { exchange = exchangePaths })
-				root := t.TempDir()
-				dir := filepath.Join(root, "out")
-				mustWrite(t, dir, oldRender)
-				mine := map[string]string{
-					".out.nodegen-old/notes.txt":               "mine\n",
-					".out.nodegen-new/k8s/x.yaml":              "mine too\n",
-					".out.nodegen-12345/plan.txt":              "a name of the scratch shape\n",
-					".out.nodegen-777/" + markName:             "nodegen scratch directory of \"other\"\n",
-					".out.nodegen-888/" + markName + "/inside": "a directory where the mark would be\n",
-					".out.nodegen-999/" + markName:             string(markContent(dir)) + "and more\n",
-					".other.nodegen-1/" + markName:             string(markContent(filepath.Join(root, "other"))),
-					"out.nodegen-old/keep":                     "not hidden\n",
-				}
-				for p, c := range mine {
-					writeTestFile(t, filepath.Join(root, p), c)
-				}
-				if stage != "" {
-					setFailPoint(t, failAtStage(stage))
-					if _, err := Write(dir, newRender); err == nil {
-						t.Fatal("Write did not fail at its failpoint")
-					}
-					FailPoint = nil
-				}
-				mustWrite(t, dir, newRender)
-				if _, err := WriteWith(dir, oldRender, Options{Force: true}); err != nil {
-					t.Fatal(err)
-				}
-				assertHolds(t, dir, oldRender)
-				for p, c := range mine {
-					b, err := os.ReadFile(filepath.Join(root, p))
-					if err != nil || string(b) != c {
-						t.Errorf("%s: %q, %v; want it untouched", p, b, err)
-					}
-				}
-				var extra []string
-				for _, l := range leftovers(t, dir) {
-					if _, ok := mine[l]; !ok && !slices.ContainsFunc(mapsKeys(mine), func(p string) bool { return strings.HasPrefix(p, l+"/") }) {
-						extra = append(extra, l)
-					}
-				}
-				if len(extra) > 0 {
-					t.Errorf("left behind: %q", extra)
-				}
-			})
-		}
 	}
 }
 
@@ -405,59 +230,6 @@ func TestForeignFilesKept(t *testing.T) {
 	}
 }
 
-// TestConcurrentWrites: two writers never work in the directory at the
-// same time, and the result is one render or the other, whole.
-func TestConcurrentWrites(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	var inside, overlaps atomic.Int32
-	setFailPoint(t, func(stage string) error {
-		switch stage {
-		case "mid-tree":
-			if inside.Add(1) > 1 {
-				overlaps.Add(1)
-			}
-			time.Sleep(5 * time.Millisecond) // widen the window
-		case "after-swap":
-			inside.Add(-1)
-		}
-		return nil
-	})
-	renders := []layout.Files{oldRender, newRender}
-	var wg sync.WaitGroup
-	errs := make(chan error, 20)
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := Write(dir, renders[i%2]); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("Write: %v", err)
-	}
-	if n := overlaps.Load(); n > 0 {
-		t.Errorf("%d writes overlapped", n)
-	}
-	a, err := Compare(dir, oldRender)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Compare(dir, newRender)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !a.Clean() && !b.Clean() {
-		t.Errorf("the directory is neither render: %v / %v", a.Changes, b.Changes)
-	}
-	if l := leftovers(t, dir); len(l) > 0 {
-		t.Errorf("left behind: %q", l)
-	}
-}
-
 // TestCompareSeesWholeTrees: a Compare running while Writes swap trees
 // sees the old tree or the new one, never a mix.
 func TestCompareSeesWholeTrees(t *testing.T) {
@@ -523,53 +295,4 @@ func equalFiles(a, b layout.Files) bool {
 		}
 	}
 	return true
-}
-
-// TestSwapWithoutExchange runs Write as it runs where there is no atomic
-// exchange of two paths (Windows, BSDs, macOS file systems without
-// RENAME_SWAP): two renames. A run that dies between them leaves no out/
-// but the old tree beside it; Compare reads that old tree, and the next
-// Write moves it back before anything else, so readers see the old tree
-// or the new one, never a mix, and a person's file in out/ survives.
-func TestSwapWithoutExchange(t *testing.T) {
-	exchange = func(a, b string) error { return errNoExchange }
-	t.Cleanup(func() { exchange = exchangePaths })
-	for _, c := range []struct {
-		stage string
-		want  layout.Files
-	}{
-		{"", newRender},
-		{"before-swap", oldRender},
-		{"mid-swap", oldRender},
-		{"after-swap", newRender},
-	} {
-		t.Run("failpoint="+c.stage, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "out")
-			mustWrite(t, dir, oldRender)
-			if err := os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte("mine\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if c.stage != "" {
-				setFailPoint(t, failAtStage(c.stage))
-				if _, err := Write(dir, newRender); err == nil || !strings.Contains(err.Error(), "failpoint "+c.stage) {
-					t.Fatalf("Write: %v, want the failpoint's error", err)
-				}
-				FailPoint = nil
-			} else {
-				mustWrite(t, dir, newRender)
-			}
-			if c.stage == "mid-swap" {
-				if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
-					t.Fatalf("after a death between the renames out/ should be gone, got %v", err)
-				}
-			}
-			assertHolds(t, dir, c.want, "NOTES.md")
-
-			mustWrite(t, dir, newRender)
-			assertHolds(t, dir, newRender, "NOTES.md")
-			if l := leftovers(t, dir); len(l) > 0 {
-				t.Errorf("left behind: %q", l)
-			}
-		})
-	}
 }

@@ -117,13 +117,26 @@ func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 		return nil, err
 	}
 	labels := map[string]string{"app.kubernetes.io/name": NodeCSRApproverName, "app.kubernetes.io/managed-by": "nodegen"}
+	objs := append(cloudJoinRBAC(), nodeCSRApproverRBAC(labels)...)
+	objs = append(objs, nodeCSRApproverDeployment(src, home, groups, objectMeta(NodeCSRApproverName, NodeCSRApproverNamespace, labels)))
+	policyMeta := objectMeta(NodeCSRApproverName, "", labels)
+	return append(objs, nodeCSRApproverPolicy(src, policyMeta), denyBinding(policyMeta)), nil
+}
+
+// objectMeta is the metadata of a nodegen object.
+func objectMeta(name, namespace string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels}
+}
+
+// cloudJoinRBAC are the Roles, ClusterRole and bindings that let
+// CloudBootstrapGroup join: create its CSRs, read its Node, and the
+// kubeadm and kubelet configuration and cluster-info a join reads.
+func cloudJoinRBAC() []runtime.Object {
 	joinLabels := map[string]string{"app.kubernetes.io/name": "nodegen-cloud-join", "app.kubernetes.io/managed-by": "nodegen"}
-	meta := func(name, namespace string, l map[string]string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: l}
-	}
+	meta := objectMeta
 	rbac := "rbac.authorization.k8s.io/v1"
 	group := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: CloudBootstrapGroup}}
-	objs := []runtime.Object{
+	return []runtime.Object{
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRole"},
 			ObjectMeta: meta(CloudJoinRoleName, "", joinLabels),
@@ -162,7 +175,16 @@ func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: CloudJoinRoleName},
 			Subjects:   group,
 		},
+	}
+}
 
+// nodeCSRApproverRBAC are the approver's ServiceAccount, its ClusterRole
+// (read CSRs and Nodes, update CSR approvals, approve for the kubelet
+// client signer only) and binding, and the ConfigMap with its script.
+func nodeCSRApproverRBAC(labels map[string]string) []runtime.Object {
+	meta := objectMeta
+	rbac := "rbac.authorization.k8s.io/v1"
+	return []runtime.Object{
 		&corev1.ServiceAccount{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels),
@@ -188,10 +210,7 @@ func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 			ObjectMeta: meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels),
 			Data:       map[string]string{"node-csr-approver.sh": string(NodeCSRApproverScript())},
 		},
-		nodeCSRApproverDeployment(src, home, groups, meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels)),
 	}
-	policyMeta := meta(NodeCSRApproverName, "", labels)
-	return append(objs, nodeCSRApproverPolicy(src, policyMeta), denyBinding(policyMeta)), nil
 }
 
 // NodeCSRApproverEnv returns the approver container's environment, in order.
@@ -277,20 +296,7 @@ func InstanceNamePattern(src *model.Source) string {
 // API server does not run policies on policies and their bindings: such an
 // account can delete this one).
 func nodeCSRApproverPolicy(src *model.Source, meta metav1.ObjectMeta) *admissionv1.ValidatingAdmissionPolicy {
-	forbidden := metav1.StatusReasonForbidden
-	rule := func(expr, message string) admissionv1.Validation {
-		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
-	}
 	fail := admissionv1.Fail
-	onApproval := func(e string) string { return "!variables.approval || (" + e + ")" }
-	onApprove := func(e string) string { return `variables.decision != "Approved" || (` + e + ")" }
-	d := func(i string) string { return "variables.der[" + i + "]" }
-	// The offset after a DER header at offset o: tag, then a length of one
-	// byte (< 128), or 0x81 or 0x82 and one or two length bytes.
-	after := func(o string) string {
-		return "(" + d(o+" + 1") + " < 128 ? " + o + " + 2 : (" + d(o+" + 1") + " == 129 ? " + o + " + 3 : " + o + " + 4))"
-	}
-	name := `request.name`
 	return &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: meta,
@@ -312,63 +318,98 @@ func nodeCSRApproverPolicy(src *model.Source, meta metav1.ObjectMeta) *admission
 				Name:       "node-csr-approver",
 				Expression: "request.userInfo.username == " + strconv.Quote(NodeCSRApproverUser()),
 			}},
-			Variables: []admissionv1.Variable{
-				{Name: "approval", Expression: `request.operation == "UPDATE" && request.resource.group == "certificates.k8s.io" && ` +
-					`request.resource.resource == "certificatesigningrequests" && request.?subResource.orValue("") == "approval"`},
-				{Name: "oldConditions", Expression: `variables.approval ? oldObject.?status.?conditions.orValue([]) : []`},
-				{Name: "conditions", Expression: `variables.approval ? object.?status.?conditions.orValue([]) : []`},
-				{Name: "decisions", Expression: `variables.conditions.filter(c, c.type in ["Approved", "Denied"])`},
-				{Name: "decision", Expression: `variables.decisions.size() == 1 ? variables.decisions[0].type : ""`},
-				// The API server hands admission spec.request as the base64 text
-				// of the PEM (its JSON form); the PEM's first pemPrefix bytes are
-				// decoded, and must be one CERTIFICATE REQUEST block from its
-				// first byte (what pem.Decode in the signer reads), without
-				// headers (no ':'), whose body holds at least the DER prefix.
-				{Name: "pemBytes", Expression: celBase64Bytes(fmt.Sprintf(`(variables.approval && object.spec.request.size() >= %d ? object.spec.request.substring(0, %d) : "")`, 4*pemPrefix/3, 4*pemPrefix/3), pemPrefix)},
-				{Name: "pem", Expression: `variables.pemBytes.all(b, b == 10 || b == 13 || (b >= 32 && b < 127)) ? ` +
-					`variables.pemBytes.map(b, b == 10 ? "\n" : (b == 13 ? "\r" : ` + strconv.Quote(celPrintableASCII) + `.charAt(b - 32))).join("") : ""`},
-				{Name: "body", Expression: `variables.pem.startsWith("-----BEGIN CERTIFICATE REQUEST-----") ? ` +
-					`variables.pem.substring(35).replace("\n", "").replace("\r", "") : ""`},
-				{Name: "prefix", Expression: fmt.Sprintf(`variables.body.size() >= %d && !variables.body.substring(0, %d).contains(":") ? variables.body.substring(0, %d) : ""`, 4*derPrefix/3, 4*derPrefix/3, 4*derPrefix/3)},
-				{Name: "der", Expression: celBase64Bytes("variables.prefix", derPrefix)},
-				// Offsets: certificationRequestInfo, its version, the Name.
-				{Name: "cri", Expression: `variables.der.size() == ` + strconv.Itoa(derPrefix) + ` && ` + d("0") + ` == 48 ? ` + after("0") + ` : 0`},
-				{Name: "version", Expression: `variables.cri > 0 && ` + d("variables.cri") + ` == 48 ? ` + after("variables.cri") + ` : 0`},
-				{Name: "nameAt", Expression: `variables.version > 0 && ` + d("variables.version") + ` == 2 && ` + d("variables.version + 1") + ` == 1 && ` + d("variables.version + 2") + ` == 0 && ` +
-					d("variables.version + 3") + ` == 48 ? variables.version + 3 : 0`},
-				{Name: "nameStart", Expression: `variables.nameAt == 0 ? 0 : (` + d("variables.nameAt + 1") + ` < 128 ? variables.nameAt + 2 : (` + d("variables.nameAt + 1") + ` == 129 ? variables.nameAt + 3 : 0))`},
-				{Name: "nameEnd", Expression: `variables.nameStart == 0 ? 0 : variables.nameStart + (` + d("variables.nameAt + 1") + ` < 128 ? ` + d("variables.nameAt + 1") + ` : ` + d("variables.nameAt + 2") + `)`},
-				{Name: "cnAt", Expression: `variables.nameStart == 0 || variables.nameEnd > ` + strconv.Itoa(derPrefix) + ` ? [] : ` +
-					celRange(derPrefix-7) + `.filter(i, i >= variables.nameStart && i + 7 <= variables.nameEnd && ` +
-					d("i") + ` == 6 && ` + d("i + 1") + ` == 3 && ` + d("i + 2") + ` == 85 && ` + d("i + 3") + ` == 4 && ` + d("i + 4") + ` == 3)`},
-				{Name: "cnLen", Expression: `variables.cnAt.size() == 1 && ` + d("variables.cnAt[0] + 5") + ` in [12, 19] && ` + d("variables.cnAt[0] + 6") + ` < 128 && ` +
-					`variables.cnAt[0] + 7 + ` + d("variables.cnAt[0] + 6") + ` <= variables.nameEnd ? ` + d("variables.cnAt[0] + 6") + ` : -1`},
-				{Name: "cnBytes", Expression: `variables.cnLen < 0 ? [] : ` + celRange(derPrefix) + `.filter(i, i >= variables.cnAt[0] + 7 && i < variables.cnAt[0] + 7 + variables.cnLen).map(i, ` + d("i") + `)`},
-				{Name: "cn", Expression: `variables.cnLen < 0 || !variables.cnBytes.all(b, b >= 32 && b < 127) ? "" : ` +
-					`variables.cnBytes.map(b, ` + strconv.Quote(celPrintableASCII) + `.charAt(b - 32)).join("")`},
-				{Name: "node", Expression: `variables.cn.startsWith("system:node:") ? variables.cn.substring(12) : ""`},
-			},
-			Validations: []admissionv1.Validation{
-				rule(`variables.approval`,
-					`"the node CSR approver may only decide certificate signing requests (update certificatesigningrequests/approval), not " + request.operation + " " + request.resource.resource + `+
-						`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
-				rule(onApproval(`object.spec.signerName == "`+KubeletClientSigner+`"`),
-					`"the node CSR approver may only decide CSRs for the signer `+KubeletClientSigner+`, not " + object.spec.signerName`),
-				rule(onApproval(`oldObject.spec.?groups.orValue([]).exists(g, g == "`+CloudBootstrapGroup+`")`),
-					`"CSR " + `+name+` + " was not requested by a member of `+CloudBootstrapGroup+`: the node CSR approver leaves it alone"`),
-				rule(onApproval(`variables.oldConditions.all(c, !(c.type in ["Approved", "Denied"])) && variables.decisions.size() == 1 && `+
-					`variables.conditions.size() == variables.oldConditions.size() + 1`),
-					`"the node CSR approver may only add one Approved or Denied condition to an undecided CSR, as it did not to " + `+name),
-				rule(onApproval(onApprove(`oldObject.spec.?username.orValue("").startsWith("system:bootstrap:")`)),
-					`"CSR " + `+name+` + " was requested by " + oldObject.spec.?username.orValue("") + ", not by a bootstrap token: the node CSR approver may not approve it"`),
-				rule(onApproval(onApprove(`variables.node != "" && variables.node.matches(`+strconv.Quote(InstanceNamePattern(src))+`)`)),
-					`"CSR " + `+name+` + " asks for " + (variables.cn == "" ? "no single common name the policy can read" : variables.cn) + `+
-						`", not for system:node:<an instance of one of the cluster's MIGs>: the node CSR approver may not approve it"`),
-				rule(onApproval(onApprove(`variables.decisions[0].?reason.orValue("") == "`+CSRReasonApproved+`" && `+
-					`variables.decisions[0].?message.orValue("").contains("/instances/" + variables.node + " ")`)),
-					`"the node CSR approver's approval of " + `+name+` + " must have reason `+CSRReasonApproved+` and name the instance it checked, " + variables.node`),
-			},
+			Variables:   append(approverDecisionVariables(), csrNodeNameVariables()...),
+			Validations: approverValidations(src),
 		},
+	}
+}
+
+// approverDecisionVariables are the policy's CEL variables about the
+// request: whether it is a CSR's approval, and the decision it adds.
+func approverDecisionVariables() []admissionv1.Variable {
+	return []admissionv1.Variable{
+		{Name: "approval", Expression: `request.operation == "UPDATE" && request.resource.group == "certificates.k8s.io" && ` +
+			`request.resource.resource == "certificatesigningrequests" && request.?subResource.orValue("") == "approval"`},
+		{Name: "oldConditions", Expression: `variables.approval ? oldObject.?status.?conditions.orValue([]) : []`},
+		{Name: "conditions", Expression: `variables.approval ? object.?status.?conditions.orValue([]) : []`},
+		{Name: "decisions", Expression: `variables.conditions.filter(c, c.type in ["Approved", "Denied"])`},
+		{Name: "decision", Expression: `variables.decisions.size() == 1 ? variables.decisions[0].type : ""`},
+	}
+}
+
+// csrNodeNameVariables are the policy's CEL variables that read the node
+// name a CSR asks for: its PEM, the DER prefix, the offsets of the
+// subject Name, its one common name, and the name after system:node:.
+func csrNodeNameVariables() []admissionv1.Variable {
+	d := func(i string) string { return "variables.der[" + i + "]" }
+	// The offset after a DER header at offset o: tag, then a length of one
+	// byte (< 128), or 0x81 or 0x82 and one or two length bytes.
+	after := func(o string) string {
+		return "(" + d(o+" + 1") + " < 128 ? " + o + " + 2 : (" + d(o+" + 1") + " == 129 ? " + o + " + 3 : " + o + " + 4))"
+	}
+	return []admissionv1.Variable{
+		// The API server hands admission spec.request as the base64 text
+		// of the PEM (its JSON form); the PEM's first pemPrefix bytes are
+		// decoded, and must be one CERTIFICATE REQUEST block from its
+		// first byte (what pem.Decode in the signer reads), without
+		// headers (no ':'), whose body holds at least the DER prefix.
+		{Name: "pemBytes", Expression: celBase64Bytes(fmt.Sprintf(`(variables.approval && object.spec.request.size() >= %d ? object.spec.request.substring(0, %d) : "")`, 4*pemPrefix/3, 4*pemPrefix/3), pemPrefix)},
+		{Name: "pem", Expression: `variables.pemBytes.all(b, b == 10 || b == 13 || (b >= 32 && b < 127)) ? ` +
+			`variables.pemBytes.map(b, b == 10 ? "\n" : (b == 13 ? "\r" : ` + strconv.Quote(celPrintableASCII) + `.charAt(b - 32))).join("") : ""`},
+		{Name: "body", Expression: `variables.pem.startsWith("-----BEGIN CERTIFICATE REQUEST-----") ? ` +
+			`variables.pem.substring(35).replace("\n", "").replace("\r", "") : ""`},
+		{Name: "prefix", Expression: fmt.Sprintf(`variables.body.size() >= %d && !variables.body.substring(0, %d).contains(":") ? variables.body.substring(0, %d) : ""`, 4*derPrefix/3, 4*derPrefix/3, 4*derPrefix/3)},
+		{Name: "der", Expression: celBase64Bytes("variables.prefix", derPrefix)},
+		// Offsets: certificationRequestInfo, its version, the Name.
+		{Name: "cri", Expression: `variables.der.size() == ` + strconv.Itoa(derPrefix) + ` && ` + d("0") + ` == 48 ? ` + after("0") + ` : 0`},
+		{Name: "version", Expression: `variables.cri > 0 && ` + d("variables.cri") + ` == 48 ? ` + after("variables.cri") + ` : 0`},
+		{Name: "nameAt", Expression: `variables.version > 0 && ` + d("variables.version") + ` == 2 && ` + d("variables.version + 1") + ` == 1 && ` + d("variables.version + 2") + ` == 0 && ` +
+			d("variables.version + 3") + ` == 48 ? variables.version + 3 : 0`},
+		{Name: "nameStart", Expression: `variables.nameAt == 0 ? 0 : (` + d("variables.nameAt + 1") + ` < 128 ? variables.nameAt + 2 : (` + d("variables.nameAt + 1") + ` == 129 ? variables.nameAt + 3 : 0))`},
+		{Name: "nameEnd", Expression: `variables.nameStart == 0 ? 0 : variables.nameStart + (` + d("variables.nameAt + 1") + ` < 128 ? ` + d("variables.nameAt + 1") + ` : ` + d("variables.nameAt + 2") + `)`},
+		{Name: "cnAt", Expression: `variables.nameStart == 0 || variables.nameEnd > ` + strconv.Itoa(derPrefix) + ` ? [] : ` +
+			celRange(derPrefix-7) + `.filter(i, i >= variables.nameStart && i + 7 <= variables.nameEnd && ` +
+			d("i") + ` == 6 && ` + d("i + 1") + ` == 3 && ` + d("i + 2") + ` == 85 && ` + d("i + 3") + ` == 4 && ` + d("i + 4") + ` == 3)`},
+		{Name: "cnLen", Expression: `variables.cnAt.size() == 1 && ` + d("variables.cnAt[0] + 5") + ` in [12, 19] && ` + d("variables.cnAt[0] + 6") + ` < 128 && ` +
+			`variables.cnAt[0] + 7 + ` + d("variables.cnAt[0] + 6") + ` <= variables.nameEnd ? ` + d("variables.cnAt[0] + 6") + ` : -1`},
+		{Name: "cnBytes", Expression: `variables.cnLen < 0 ? [] : ` + celRange(derPrefix) + `.filter(i, i >= variables.cnAt[0] + 7 && i < variables.cnAt[0] + 7 + variables.cnLen).map(i, ` + d("i") + `)`},
+		{Name: "cn", Expression: `variables.cnLen < 0 || !variables.cnBytes.all(b, b >= 32 && b < 127) ? "" : ` +
+			`variables.cnBytes.map(b, ` + strconv.Quote(celPrintableASCII) + `.charAt(b - 32)).join("")`},
+		{Name: "node", Expression: `variables.cn.startsWith("system:node:") ? variables.cn.substring(12) : ""`},
+	}
+}
+
+// approverValidations are the policy's rules on the approver's requests:
+// only CSR approvals, for the kubelet client signer, of CloudBootstrapGroup's
+// undecided CSRs, approving only bootstrap-token requests for an instance
+// name of src's MIGs, with CSRReasonApproved.
+func approverValidations(src *model.Source) []admissionv1.Validation {
+	forbidden := metav1.StatusReasonForbidden
+	rule := func(expr, message string) admissionv1.Validation {
+		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
+	}
+	onApproval := func(e string) string { return "!variables.approval || (" + e + ")" }
+	onApprove := func(e string) string { return `variables.decision != "Approved" || (` + e + ")" }
+	name := `request.name`
+	return []admissionv1.Validation{
+		rule(`variables.approval`,
+			`"the node CSR approver may only decide certificate signing requests (update certificatesigningrequests/approval), not " + request.operation + " " + request.resource.resource + `+
+				`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
+		rule(onApproval(`object.spec.signerName == "`+KubeletClientSigner+`"`),
+			`"the node CSR approver may only decide CSRs for the signer `+KubeletClientSigner+`, not " + object.spec.signerName`),
+		rule(onApproval(`oldObject.spec.?groups.orValue([]).exists(g, g == "`+CloudBootstrapGroup+`")`),
+			`"CSR " + `+name+` + " was not requested by a member of `+CloudBootstrapGroup+`: the node CSR approver leaves it alone"`),
+		rule(onApproval(`variables.oldConditions.all(c, !(c.type in ["Approved", "Denied"])) && variables.decisions.size() == 1 && `+
+			`variables.conditions.size() == variables.oldConditions.size() + 1`),
+			`"the node CSR approver may only add one Approved or Denied condition to an undecided CSR, as it did not to " + `+name),
+		rule(onApproval(onApprove(`oldObject.spec.?username.orValue("").startsWith("system:bootstrap:")`)),
+			`"CSR " + `+name+` + " was requested by " + oldObject.spec.?username.orValue("") + ", not by a bootstrap token: the node CSR approver may not approve it"`),
+		rule(onApproval(onApprove(`variables.node != "" && variables.node.matches(`+strconv.Quote(InstanceNamePattern(src))+`)`)),
+			`"CSR " + `+name+` + " asks for " + (variables.cn == "" ? "no single common name the policy can read" : variables.cn) + `+
+				`", not for system:node:<an instance of one of the cluster's MIGs>: the node CSR approver may not approve it"`),
+		rule(onApproval(onApprove(`variables.decisions[0].?reason.orValue("") == "`+CSRReasonApproved+`" && `+
+			`variables.decisions[0].?message.orValue("").contains("/instances/" + variables.node + " ")`)),
+			`"the node CSR approver's approval of " + `+name+` + " must have reason `+CSRReasonApproved+` and name the instance it checked, " + variables.node`),
 	}
 }
 

@@ -16,8 +16,21 @@ import (
 // (CapFlags) come after them.
 func AutoscalerOptions(src *model.Source) [][2]string {
 	a := src.Cluster.Autoscaler
-	return [][2]string{
-		{"balance-similar-node-groups", strconv.FormatBool(src.BalanceSimilarNodeGroups())},
+	balance := src.BalanceSimilarNodeGroups()
+	opts := [][2]string{
+		{"balance-similar-node-groups", strconv.FormatBool(balance)},
+	}
+	if balance {
+		// Two zonal MIGs of one group are similar only when their nodes'
+		// labels are equal, bar the ignored ones (compareLabels in
+		// cluster-autoscaler/processors/nodegroupset/compare_nodegroups.go
+		// and CreateGceNodeInfoComparator in gce_nodegroups.go beside it,
+		// kubernetes/autoscaler cluster-autoscaler-1.35.0). During a
+		// rollout one zone's nodes carry the new revision and another's
+		// the old: without this the autoscaler stops balancing them.
+		opts = append(opts, [2]string{"balancing-ignore-label", model.RevisionLabel})
+	}
+	return append(opts, [][2]string{
 		{"expander", a.Expander},
 		// Explicit, for the two replicas: one leads, the other waits
 		// (the chart's Role grants the Lease "cluster-autoscaler", the
@@ -28,7 +41,7 @@ func AutoscalerOptions(src *model.Source) [][2]string {
 		{"scale-down-unneeded-time", a.ScaleDownUnneededTime},
 		{"scale-down-unready-time", a.ScaleDownUnreadyTime},
 		{"scale-down-utilization-threshold", formatFloat(a.ScaleDownUtilizationThreshold)},
-	}
+	}...)
 }
 
 // AutoscalerFlags renders the autoscaler's command-line flags, one a line.

@@ -99,7 +99,7 @@ func loadCapacity(t *testing.T, autoscaler, cpuPrio, cpuBPrio string) (*model.So
 	if err != nil {
 		return nil, nil, err
 	}
-	return l.Source, l, nil
+	return l.Fleet.Clusters[0], l, nil
 }
 
 func renderCapacity(t *testing.T, autoscaler, cpuPrio, cpuBPrio string) (*model.Source, layout.Files) {
@@ -413,7 +413,7 @@ func TestBalanceDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files, err = render.All(l.Source); err != nil {
+	if files, err = render.All(l.Fleet.Clusters[0]); err != nil {
 		t.Fatal(err)
 	}
 	if got := flagValues(files, "balance-similar-node-groups"); !slices.Equal(got, []string{"false"}) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
@@ -107,20 +108,61 @@ func Day0Docs(src *model.Source, files layout.Files) error {
 	return nil
 }
 
-func (d *docWriter) day0() error {
-	src, c := d.src, &d.src.Cluster
-	out := "out/" + src.Tree
-	ca := src.NodeGroups[c.Autoscaler.NodeGroup]
-	if ca == nil || !ca.Cloud() {
+// day0Doc is docs/day0.md being written: the facts its steps share, and
+// the number of the last step.
+type day0Doc struct {
+	*docWriter
+	c        *model.Cluster
+	out      string           // the cluster's tree, out/ or out/<cluster>/
+	ca       *model.NodeGroup // the autoscaler's group
+	deadline time.Duration    // the autoscaler's group's join deadline
+	sm       *model.SecretRef
+	renews   bool // the join token renewer is rendered
+	step     int
+}
+
+func (w *docWriter) day0() error {
+	src, c := w.src, &w.src.Cluster
+	d := &day0Doc{docWriter: w, c: c, out: "out/" + src.Tree, sm: c.JoinToken.SecretManager, renews: RendersJoinTokenRenewer(src)}
+	d.ca = src.NodeGroups[c.Autoscaler.NodeGroup]
+	if d.ca == nil || !d.ca.Cloud() {
 		return fmt.Errorf("the autoscaler's node group %q is not a cloud group", c.Autoscaler.NodeGroup)
 	}
-	deadline, err := c.JoinDeadline(ca)
+	var err error
+	if d.deadline, err = c.JoinDeadline(d.ca); err != nil {
+		return err
+	}
+	d.beforeYouStart()
+	d.terraform()
+	tokenStep, err := d.firstToken()
 	if err != nil {
 		return err
 	}
-	sm := c.JoinToken.SecretManager
-	renews := RendersJoinTokenRenewer(src)
+	d.providerIDs()
+	d.charts()
+	d.manifests()
+	renewStep, err := d.renewer()
+	if err != nil {
+		return err
+	}
+	d.check()
+	if d.renews {
+		return d.lapsed(tokenStep, renewStep)
+	}
+	return nil
+}
 
+// next starts the next step, titled title, and returns its number.
+func (d *day0Doc) next(title string) int {
+	d.step++
+	d.p("\n## %d. %s\n\n", d.step, title)
+	return d.step
+}
+
+// beforeYouStart writes the title, what the steps do, and the
+// prerequisites: tools, versions, network, roles and quota.
+func (d *day0Doc) beforeYouStart() {
+	c, deadline, sm, src := d.c, d.deadline, d.sm, d.src
 	d.p("\n# Day 0: cluster %s from an empty project\n\n", code(c.Name))
 	d.p("The steps below, in this order, take cluster %s from a GCP project with nothing in it to a cluster whose autoscaler scales the cloud groups. Run them from the repository root. No step waits for a later one: the autoscaler's VM, which boots at `terraform apply`, waits for the first join token for up to %s (its join deadline).\n",
 		code(c.Name), model.FormatDuration(deadline))
@@ -139,18 +181,16 @@ func (d *docWriter) day0() error {
 		d.p("\n  and, to add the first join token, `roles/secretmanager.secretVersionAdder` on secret %s (in `roles/secretmanager.admin`).\n", code(sm.Secret))
 	}
 	d.quota()
+}
 
-	step := 0
-	next := func(title string) int {
-		step++
-		d.p("\n## %d. %s\n\n", step, title)
-		return step
-	}
-
-	next("Enable the APIs")
+// terraform writes the steps that enable the APIs and apply the module.
+func (d *day0Doc) terraform() {
+	c, out, ca, deadline, sm := d.c, d.out, d.ca, d.deadline, d.sm
+	src := d.src
+	d.next("Enable the APIs")
 	d.p("```sh\ngcloud services enable %s --project=%s\n```\n", strings.Join(Day0APIs(src), " "), c.GCP.Project)
 
-	next("Check out/ and apply Terraform")
+	d.next("Check out/ and apply Terraform")
 	d.p("`nodegen check` proves %s is what the source renders. Then apply the module (the README's Terraform section: a `module` block with `source = \"./%sterraform\"` in your root module), from your root module's directory:\n\n",
 		code(out), out)
 	d.p("```sh\nnodegen check\nterraform init\nterraform apply\n```\n\n")
@@ -161,8 +201,13 @@ func (d *docWriter) day0() error {
 	}
 	d.p("boots the autoscaler's VM (group %s, a fixed size of %d per zone in %s), and creates the autoscaled groups' MIGs at their minimum size. A VM that finds no token yet retries within its join deadline (%s for the autoscaler's group); its serial console shows `nodegen-join[%s]: ... HTTP 404: the secret has no version yet`.\n",
 		code(ca.Name), ca.Max, strings.Join(ca.Zones, ", "), model.FormatDuration(deadline), ca.Name)
+}
 
-	tokenStep := next("Make the first join token")
+// firstToken writes the step that makes the first join token and waits
+// for the autoscaler's node, and returns its number.
+func (d *day0Doc) firstToken() (int, error) {
+	c, ca, deadline, sm, src := d.c, d.ca, d.deadline, d.sm, d.src
+	tokenStep := d.next("Make the first join token")
 	if sm == nil {
 		d.p("The VMs read the token from project metadata key %s, which nodegen does not renew. On a control-plane node, make a token and set it (replace it before it expires):\n\n", code(c.JoinToken.MetadataKey))
 		d.p("```sh\nssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl 24h |\n  gcloud compute project-info add-metadata --project=%s --metadata-from-file=%s=/dev/stdin\n```\n",
@@ -170,7 +215,7 @@ func (d *docWriter) day0() error {
 	} else {
 		cmd, err := Day0FirstTokenCommand(src)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		d.p("Right after `terraform apply`: `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` adds it as the first version of the secret. The token goes through the pipe only; it is never written to a file or shown. It is in kubeadm's own group, `system:bootstrappers:kubeadm:default-node-token`, whose node certificates the control plane approves itself: the renewer's tokens, in `%s`, need the node CSR approver, which runs on the autoscaler's node, so that node joins with kubeadm's token.\n\n", CloudBootstrapGroup)
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
@@ -186,15 +231,26 @@ func (d *docWriter) day0() error {
 	d.p("\nWait for the autoscaler's node to register, then to be Ready:\n\n```sh\nuntil kubectl get nodes -l %s -o name | grep -q .; do sleep 10; done\nkubectl wait --for=condition=Ready node -l %s --timeout=10m\n```\n",
 		sel, sel)
 
-	next("Give every node outside a MIG a providerID")
+	return tokenStep, nil
+}
+
+// providerIDs writes the step that gives the nodes outside a MIG a
+// providerID.
+func (d *day0Doc) providerIDs() {
+	out, src := d.out, d.src
+	d.next("Give every node outside a MIG a providerID")
 	d.p("The Cluster Autoscaler's GCE provider fails on a node without a GCE providerID (the on-prem nodes, the control plane) and then scales nothing. Give each such node one that names no MIG, before the autoscaler starts; `spec.providerID` can be set once and never changed.")
 	if src.Cluster.SetsOnpremProviderID() {
 		d.p(" With the cluster's kubeconfig, once (`--dry-run` first shows what it would set):\n\n```sh\nbash %s%s\n```\n\nNodes that join later take it from the kubelet's `provider-id` in their kubeadm configuration: see the providerID section of `%sdocs/nodegroups.md`.\n", out, layout.OnpremProviderIDPath, out)
 	} else {
 		d.p(" `cluster.onpremProviderID` is `none`: give them one yourself, as the providerID section of `%sdocs/nodegroups.md` explains.\n", out)
 	}
+}
 
-	next("Install the charts")
+// charts writes the step that installs the Helm charts.
+func (d *day0Doc) charts() {
+	c, out, src := d.c, d.out, d.src
+	d.next("Install the charts")
 	d.p("The charts at the releases nodegen's values are proven with. The priority expander's ConfigMap, when the expander chain has `priority`, comes from the chart's `expanderPriorities` in `values.yaml`; do not also apply `%scluster-autoscaler/priority-expander.yaml` (for installs without the chart), or Helm refuses to take over the ConfigMap.\n\n", out)
 	gpu := len(src.GPUGroups()) > 0
 	d.p("```sh\nhelm repo add %s %s\n", AutoscalerChartRepoName, AutoscalerChartRepo)
@@ -209,8 +265,12 @@ func (d *docWriter) day0() error {
 			GPUOperatorRelease, GPUOperatorChartRepoName, GPUOperatorChart, GPUOperatorChartVersion, GPUOperatorNamespace, out, layout.GPUOperatorValuesPath)
 	}
 	d.p("```\n")
+}
 
-	next("Apply nodegen's manifests")
+// manifests writes the step that applies nodegen's manifests.
+func (d *day0Doc) manifests() {
+	out, renews, src := d.out, d.renews, d.src
+	d.next("Apply nodegen's manifests")
 	d.p("```sh\n")
 	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.NodeCSRApproverPath, layout.JoinTokenRenewerPath} {
 		if (p == layout.JoinTokenRenewerPath && !renews) || (p == layout.NodeCSRApproverPath && !RendersNodeCSRApprover(src)) {
@@ -219,35 +279,48 @@ func (d *docWriter) day0() error {
 		d.p("kubectl apply -f %s%s\n", out, p)
 	}
 	d.p("```\n")
+}
 
+// renewer writes the step that lets the join token renewer take over,
+// when it is rendered, and returns its number (0 without it).
+func (d *day0Doc) renewer() (int, error) {
+	renews, src := d.renews, d.src
 	renewStep := 0
 	if renews {
 		r, err := src.Renewal()
 		if err != nil {
-			return err
+			return 0, err
 		}
-		renewStep = next("Let the renewer take over")
+		renewStep = d.next("Let the renewer take over")
 		d.p("Run the renewer once now, on the autoscaler's node that has joined; from then on its CronJob adds a fresh token every %s. The first token, made by kubeadm, is retired %s after this (its version disabled; it expires by its own %s).\n\n",
 			model.FormatDuration(r.Period), model.FormatDuration(r.Grace()), model.FormatDuration(r.TTL))
 		d.p("```sh\n%s\nkubectl -n %s wait --for=condition=complete job/%s-first --timeout=5m\n```\n",
 			JoinTokenFirstRunCommand(), JoinTokenRenewerNamespace, JoinTokenRenewerName)
 	}
 
-	next("Check")
+	return renewStep, nil
+}
+
+// check writes the last step: the nodes and drift.
+func (d *day0Doc) check() {
+	d.next("Check")
 	d.p("```sh\nkubectl get nodes -L %s\nnodegen drift --kubeconfig \"${KUBECONFIG:-$HOME/.kube/config}\"\n```\n", model.GroupLabel)
 	d.p("\nThe autoscaler now grows the cloud groups when pods fit them (`nodegen explain -f workload.yaml` says whether and which).\n")
+}
 
-	if renews {
-		d.p("\n## When renewal lapsed and the autoscaler's node is lost\n\n")
-		d.p("The renewer runs on the autoscaler's node. If its CronJob has not succeeded for longer than the token's lifetime and that node's VM is then replaced (a MIG recreate, autohealing, a zone outage), the new VM finds only an expired token, and nothing on the cluster can make a new one. Its serial console shows `nodegen-join[%s]: kubeadm join failed ... retrying`. The way back is step %d again, then step %d:\n\n", ca.Name, tokenStep, renewStep)
-		cmd, err := Day0FirstTokenCommand(src)
-		if err != nil {
-			return err
-		}
-		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
-		d.p("Each join attempt reads the newest version again, so the VM joins with this token within its deadline (%s after it booted); if it already gave up, restart it as in step %d. Then run the renewer once as in step %d, and find why it lapsed (`kubectl -n %s get cronjob %s`, its failed Jobs).\n",
-			model.FormatDuration(deadline), tokenStep, renewStep, JoinTokenRenewerNamespace, JoinTokenRenewerName)
+// lapsed writes how to recover when renewal lapsed and the autoscaler's
+// node is lost: steps tokenStep and renewStep again.
+func (d *day0Doc) lapsed(tokenStep, renewStep int) error {
+	ca, deadline, src := d.ca, d.deadline, d.src
+	d.p("\n## When renewal lapsed and the autoscaler's node is lost\n\n")
+	d.p("The renewer runs on the autoscaler's node. If its CronJob has not succeeded for longer than the token's lifetime and that node's VM is then replaced (a MIG recreate, autohealing, a zone outage), the new VM finds only an expired token, and nothing on the cluster can make a new one. Its serial console shows `nodegen-join[%s]: kubeadm join failed ... retrying`. The way back is step %d again, then step %d:\n\n", ca.Name, tokenStep, renewStep)
+	cmd, err := Day0FirstTokenCommand(src)
+	if err != nil {
+		return err
 	}
+	d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
+	d.p("Each join attempt reads the newest version again, so the VM joins with this token within its deadline (%s after it booted); if it already gave up, restart it as in step %d. Then run the renewer once as in step %d, and find why it lapsed (`kubectl -n %s get cronjob %s`, its failed Jobs).\n",
+		model.FormatDuration(deadline), tokenStep, renewStep, JoinTokenRenewerNamespace, JoinTokenRenewerName)
 	return nil
 }
 

@@ -113,85 +113,112 @@ func meshPrimary(m *model.Mesh, name string) string {
 // gateways of different networks joined, and each remote pointing at its
 // primary's gateway, through which it reaches istiod.
 func fleetDrawing(b *bytes.Buffer, f *model.Fleet) {
-	p := func(indent int, format string, args ...any) {
-		b.WriteString(strings.Repeat("  ", indent))
-		b.WriteString(mermaidText(fmt.Sprintf(format, args...)))
-		b.WriteByte('\n')
-	}
-	p(0, "flowchart TB")
-	id := map[string]int{}
+	d := &fleetDrawer{b: b, f: f, m: f.Mesh, id: map[string]int{}}
 	for i, src := range f.Clusters {
-		id[src.Cluster.Name] = i
+		d.id[src.Cluster.Name] = i
 	}
-	m := f.Mesh
-	meshOf := func(name string) *model.MeshCluster {
-		if m == nil {
-			return nil
-		}
-		return m.Clusters[name]
-	}
-	cluster := func(indent int, src *model.Source) {
-		c := id[src.Cluster.Name]
-		title := "cluster " + src.Cluster.Name
-		if mc := meshOf(src.Cluster.Name); mc != nil {
-			title += ", " + mc.Role
-		}
-		p(indent, "subgraph c%d[%s]", c, label(title))
-		p(indent+1, "direction TB")
-		groups := src.Groups()
-		for gi, g := range groups {
-			p(indent+1, "c%dg%d[%s]", c, gi, label(groupSummary(g)))
-		}
-		if mc := meshOf(src.Cluster.Name); mc != nil {
-			p(indent+1, "c%dgw{{%s}}", c, label("east-west gateway"))
-			if gi := slices.IndexFunc(groups, func(g *model.NodeGroup) bool { return g.Name == mc.EastWestGateway.NodeGroup }); gi >= 0 {
-				p(indent+1, "c%dgw -->|runs on| c%dg%d", c, c, gi)
-			}
-		}
-		p(indent, "end")
-	}
-	if m == nil {
+	d.p(0, "flowchart TB")
+	if d.m == nil {
 		for _, src := range f.Clusters {
-			cluster(1, src)
+			d.cluster(1, src)
 		}
 		return
 	}
+	d.mesh()
+	for _, src := range f.Clusters {
+		if d.meshOf(src.Cluster.Name) == nil {
+			d.cluster(1, src)
+		}
+	}
+	d.links()
+}
+
+// fleetDrawer draws a fleet's flowchart: id numbers its clusters in
+// fleet order, m is its mesh (or nil).
+type fleetDrawer struct {
+	b  *bytes.Buffer
+	f  *model.Fleet
+	m  *model.Mesh
+	id map[string]int
+}
+
+// p writes one line of the chart at indent.
+func (d *fleetDrawer) p(indent int, format string, args ...any) {
+	d.b.WriteString(strings.Repeat("  ", indent))
+	d.b.WriteString(mermaidText(fmt.Sprintf(format, args...)))
+	d.b.WriteByte('\n')
+}
+
+// meshOf is cluster name's part of the mesh, nil when it has none.
+func (d *fleetDrawer) meshOf(name string) *model.MeshCluster {
+	if d.m == nil {
+		return nil
+	}
+	return d.m.Clusters[name]
+}
+
+// cluster draws the box of a cluster with its node groups and, in the
+// mesh, its east-west gateway on its group.
+func (d *fleetDrawer) cluster(indent int, src *model.Source) {
+	c := d.id[src.Cluster.Name]
+	title := "cluster " + src.Cluster.Name
+	if mc := d.meshOf(src.Cluster.Name); mc != nil {
+		title += ", " + mc.Role
+	}
+	d.p(indent, "subgraph c%d[%s]", c, label(title))
+	d.p(indent+1, "direction TB")
+	groups := src.Groups()
+	for gi, g := range groups {
+		d.p(indent+1, "c%dg%d[%s]", c, gi, label(groupSummary(g)))
+	}
+	if mc := d.meshOf(src.Cluster.Name); mc != nil {
+		d.p(indent+1, "c%dgw{{%s}}", c, label("east-west gateway"))
+		if gi := slices.IndexFunc(groups, func(g *model.NodeGroup) bool { return g.Name == mc.EastWestGateway.NodeGroup }); gi >= 0 {
+			d.p(indent+1, "c%dgw -->|runs on| c%dg%d", c, c, gi)
+		}
+	}
+	d.p(indent, "end")
+}
+
+// mesh draws the mesh's box, with a box per network holding its
+// clusters.
+func (d *fleetDrawer) mesh() {
 	var networks []string
-	for _, name := range model.SortedKeys(m.Clusters) {
-		if n := m.Clusters[name].Network; !slices.Contains(networks, n) {
+	for _, name := range model.SortedKeys(d.m.Clusters) {
+		if n := d.m.Clusters[name].Network; !slices.Contains(networks, n) {
 			networks = append(networks, n)
 		}
 	}
 	slices.Sort(networks)
-	p(1, "subgraph mesh[%s]", label("mesh "+m.ID))
+	d.p(1, "subgraph mesh[%s]", label("mesh "+d.m.ID))
 	for ni, n := range networks {
-		p(2, "subgraph n%d[%s]", ni, label("network "+n))
-		for _, src := range f.Clusters {
-			if mc := meshOf(src.Cluster.Name); mc != nil && mc.Network == n {
-				cluster(3, src)
+		d.p(2, "subgraph n%d[%s]", ni, label("network "+n))
+		for _, src := range d.f.Clusters {
+			if mc := d.meshOf(src.Cluster.Name); mc != nil && mc.Network == n {
+				d.cluster(3, src)
 			}
 		}
-		p(2, "end")
+		d.p(2, "end")
 	}
-	p(1, "end")
-	for _, src := range f.Clusters {
-		if meshOf(src.Cluster.Name) == nil {
-			cluster(1, src)
-		}
-	}
-	// Gateways of different networks carry the cross-network traffic.
-	meshed := slices.DeleteFunc(slices.Clone(f.Clusters), func(s *model.Source) bool { return meshOf(s.Cluster.Name) == nil })
+	d.p(1, "end")
+}
+
+// links joins the gateways of different networks, which carry the
+// cross-network traffic, and points each remote at its primary's
+// gateway, through which it reaches istiod.
+func (d *fleetDrawer) links() {
+	meshed := slices.DeleteFunc(slices.Clone(d.f.Clusters), func(s *model.Source) bool { return d.meshOf(s.Cluster.Name) == nil })
 	for i, a := range meshed {
 		for _, b := range meshed[i+1:] {
-			if meshOf(a.Cluster.Name).Network != meshOf(b.Cluster.Name).Network {
-				p(1, "c%dgw <-->|cross-network 15443| c%dgw", id[a.Cluster.Name], id[b.Cluster.Name])
+			if d.meshOf(a.Cluster.Name).Network != d.meshOf(b.Cluster.Name).Network {
+				d.p(1, "c%dgw <-->|cross-network 15443| c%dgw", d.id[a.Cluster.Name], d.id[b.Cluster.Name])
 			}
 		}
 	}
 	for _, src := range meshed {
-		if primary := meshPrimary(m, src.Cluster.Name); primary != "" {
-			if pi, ok := id[primary]; ok {
-				p(1, "c%d -.->|istiod 15012, 15017| c%dgw", id[src.Cluster.Name], pi)
+		if primary := meshPrimary(d.m, src.Cluster.Name); primary != "" {
+			if pi, ok := d.id[primary]; ok {
+				d.p(1, "c%d -.->|istiod 15012, 15017| c%dgw", d.id[src.Cluster.Name], pi)
 			}
 		}
 	}

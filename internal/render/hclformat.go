@@ -17,9 +17,10 @@ import (
 // attribute name with a grapheme scanner that allocates a buffer per
 // token. Yet it only ever changes the spaces before tokens, and those
 // depend on the tokens' types and widths, not on what the strings say:
-// every node group's file has the same layout as the others with the same
-// blocks and the same label keys. formatHCL formats one file of each
-// layout with hclwrite and gives the others the same spaces.
+// files of the same blocks and names have the same layout. formatHCL
+// formats one file of each layout with hclwrite and gives the others the
+// same spaces. (The node groups' files, one per group, are written in
+// canonical layout directly: hcltext.go.)
 //
 // What the formatter reads of a token (hclwrite/format.go, v2.25): its
 // type and spaces; whether a comment ends with a line break (such a

@@ -89,7 +89,7 @@ func loadJoinSource(t *testing.T, edits map[string]string) *model.Source {
 	if err != nil {
 		t.Fatalf("the test source is invalid: %v", err)
 	}
-	return l.Source
+	return l.Fleet.Clusters[0]
 }
 
 // TestJoinConfigurationMutationsAreCaught breaks the JoinConfiguration

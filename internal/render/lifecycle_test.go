@@ -77,7 +77,7 @@ func TestNodeLifecycleManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := l.Source
+	src := l.Fleet.Clusters[0]
 	files, err := render.All(src)
 	if err != nil {
 		t.Fatal(err)

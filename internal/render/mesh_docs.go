@@ -150,29 +150,8 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 		step("istiod, with the mesh ID, this cluster's name and network.", helm(IstiodRelease, "istiod", layout.IstiodValuesPath))
 	}
 	gw := mc.EastWestGateway
-	gwWhat := fmt.Sprintf("The east-west gateway (%d replicas on node group %s, ports 15021, 15443, 15012, 15017", gw.Replicas, code(gw.NodeGroup))
-	for _, p := range gw.ExtraPorts {
-		gwWhat += fmt.Sprintf(", %d", p.Port)
-	}
-	gwWhat += ").\n\n   "
-	switch addr := cmp.Or(gw.Address, gw.Service.LoadBalancerIP); {
-	case len(gw.ExternalIPs()) > 0:
-		gwWhat += fmt.Sprintf("Its Service lists %s in `externalIPs`: kube-proxy forwards that address's traffic to the gateway's pods, and istiod announces it as the gateway of network %s. Check: ", code(addr), code(mc.Network))
-	case addr != "":
-		gwWhat += fmt.Sprintf("Check that its Service's address is %s, the address the source gives: ", code(addr))
-	default:
-		gwWhat += "Its Service's address: "
-	}
-	step(gwWhat+fmt.Sprintf("`kubectl %s -n %s get service %s`.", ctx, model.IstioNamespace, model.EastWestGatewayName),
-		helm(model.EastWestGatewayName, "gateway", layout.EastWestGatewayValuesPath))
-	what := "The cross-network Gateway (port 15443, `AUTO_PASSTHROUGH`, hosts `*.local`)"
-	if mc.Role == model.MeshRolePrimary && m.Model == model.MeshPrimaryRemote && len(m.RemotesOf(name)) > 0 {
-		what += ", and istiod's exposure on the east-west gateway for the remotes (Gateway and VirtualService, ports 15012 and 15017)"
-	}
-	if ExtraPortsGateway(&gw, nil) != nil {
-		what += fmt.Sprintf(", and the Gateway %s with a server on each extra port nodegen serves (%s)", code(ExtraPortsGatewayName), extraPortList(&gw, true))
-	}
-	step(what+".", fmt.Sprintf("kubectl %s apply -f %s", ctx, layout.MeshManifestsPath))
+	step(eastWestGatewayStep(mc, ctx), helm(model.EastWestGatewayName, "gateway", layout.EastWestGatewayValuesPath))
+	step(meshGatewaysStep(m, mc, name), fmt.Sprintf("kubectl %s apply -f %s", ctx, layout.MeshManifestsPath))
 	if own := extraPortList(&gw, false); own != "" {
 		d.p("   Your own Gateways serve the other extra ports: %s.\n\n", own)
 	}
@@ -188,6 +167,41 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 			step(fmt.Sprintf("Once %s has its base and istiod charts installed: give this cluster's istiod read access to its API server with a remote secret, made from that cluster's istio-reader ServiceAccount. It goes straight from `istioctl` to this cluster: no credential is written to a file.", codeList(others)), cmds...)
 		}
 	}
+}
+
+// eastWestGatewayStep says what the east-west gateway's install step
+// installs, and how to check the address of its Service (with kubectl's
+// context flag ctx).
+func eastWestGatewayStep(mc *model.MeshCluster, ctx string) string {
+	gw := mc.EastWestGateway
+	gwWhat := fmt.Sprintf("The east-west gateway (%d replicas on node group %s, ports 15021, 15443, 15012, 15017", gw.Replicas, code(gw.NodeGroup))
+	for _, p := range gw.ExtraPorts {
+		gwWhat += fmt.Sprintf(", %d", p.Port)
+	}
+	gwWhat += ").\n\n   "
+	switch addr := cmp.Or(gw.Address, gw.Service.LoadBalancerIP); {
+	case len(gw.ExternalIPs()) > 0:
+		gwWhat += fmt.Sprintf("Its Service lists %s in `externalIPs`: kube-proxy forwards that address's traffic to the gateway's pods, and istiod announces it as the gateway of network %s. Check: ", code(addr), code(mc.Network))
+	case addr != "":
+		gwWhat += fmt.Sprintf("Check that its Service's address is %s, the address the source gives: ", code(addr))
+	default:
+		gwWhat += "Its Service's address: "
+	}
+	return gwWhat + fmt.Sprintf("`kubectl %s -n %s get service %s`.", ctx, model.IstioNamespace, model.EastWestGatewayName)
+}
+
+// meshGatewaysStep says what the step applying the mesh's Gateways and
+// VirtualServices of cluster name applies.
+func meshGatewaysStep(m *model.Mesh, mc *model.MeshCluster, name string) string {
+	gw := mc.EastWestGateway
+	what := "The cross-network Gateway (port 15443, `AUTO_PASSTHROUGH`, hosts `*.local`)"
+	if mc.Role == model.MeshRolePrimary && m.Model == model.MeshPrimaryRemote && len(m.RemotesOf(name)) > 0 {
+		what += ", and istiod's exposure on the east-west gateway for the remotes (Gateway and VirtualService, ports 15012 and 15017)"
+	}
+	if ExtraPortsGateway(&gw, nil) != nil {
+		what += fmt.Sprintf(", and the Gateway %s with a server on each extra port nodegen serves (%s)", code(ExtraPortsGatewayName), extraPortList(&gw, true))
+	}
+	return what + "."
 }
 
 // remoteSecret is the command that makes from's remote secret and applies

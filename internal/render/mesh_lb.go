@@ -112,6 +112,20 @@ func MeshLoadBalancer(f *model.Fleet, src *model.Source, header string) ([]byte,
 
 	hf := hclwrite.NewEmptyFile()
 	body := hf.Body()
+	meshLBAddress(body, src, mc)
+	meshLBBackend(body, src, g)
+	meshLBForwardingRule(body, src, ports)
+	meshLBFirewall(body, src, MeshLBHealthFirewall, "Google's health-check probes, to the status port.", GoogleHealthCheckRanges, []int{model.MeshPortStatus})
+	if len(lb.SourceRanges) > 0 {
+		meshLBFirewall(body, src, MeshLBClientFirewall, "The other clusters' traffic, from the source's sourceRanges, to the forwarded ports.", lb.SourceRanges, ports)
+	}
+	return hclFile(header, hf), nil
+}
+
+// meshLBAddress writes what the load balancer is, the subnetwork it is
+// in, and its reserved address.
+func meshLBAddress(body *hclwrite.Body, src *model.Source, mc *model.MeshCluster) {
+	gw := &mc.EastWestGateway
 	comment(body,
 		fmt.Sprintf("The internal passthrough load balancer of the east-west gateway of cluster %s", src.Cluster.Name),
 		fmt.Sprintf("(mesh network %s), at %s: what the other clusters of the mesh reach the", mc.Network, gw.Address),
@@ -135,7 +149,11 @@ func MeshLoadBalancer(f *model.Fleet, src *model.Source, header string) ([]byte,
 	a.SetAttributeValue("address_type", cty.StringVal("INTERNAL"))
 	a.SetAttributeValue("address", cty.StringVal(gw.Address))
 	a.SetAttributeRaw("subnetwork", ref("local", "eastwest_gateway_subnetwork"))
+}
 
+// meshLBBackend writes the health check and the backend service of the
+// gateway group's MIGs.
+func meshLBBackend(body *hclwrite.Body, src *model.Source, g *model.NodeGroup) {
 	body.AppendNewline()
 	comment(body, fmt.Sprintf("Ready when the gateway is: its status port %d, %s.", model.MeshPortStatus, MeshLBHealthPath))
 	h := body.AppendNewBlock("resource", []string{TFRegionHealthCheck, MeshLBName}).Body()
@@ -164,7 +182,11 @@ func MeshLoadBalancer(f *model.Fleet, src *model.Source, header string) ([]byte,
 		b.SetAttributeRaw("group", ref(TFGroupManager, TFName(g.Name, z), "instance_group"))
 		b.SetAttributeValue("balancing_mode", cty.StringVal("CONNECTION"))
 	}
+}
 
+// meshLBForwardingRule writes the forwarding rule of the address to the
+// backend service, for ports.
+func meshLBForwardingRule(body *hclwrite.Body, src *model.Source, ports []int) {
 	body.AppendNewline()
 	fr := body.AppendNewBlock("resource", []string{TFForwardingRule, MeshLBName}).Body()
 	fr.SetAttributeRaw("project", ref("local", "project"))
@@ -177,31 +199,28 @@ func MeshLoadBalancer(f *model.Fleet, src *model.Source, header string) ([]byte,
 	fr.SetAttributeValue("ports", ints(ports))
 	fr.SetAttributeRaw("subnetwork", ref("local", "eastwest_gateway_subnetwork"))
 	fr.SetAttributeValue("allow_global_access", cty.True)
+}
 
-	firewall := func(name, doc string, ranges []string, fwPorts []int) {
-		body.AppendNewline()
-		comment(body, doc)
-		fw := body.AppendNewBlock("resource", []string{TFFirewall, name}).Body()
-		fw.SetAttributeRaw("project", exprTokens("coalesce(var.subnetwork_project, local.project)"))
-		fw.SetAttributeValue("name", cty.StringVal(meshLBName(src, "-"+map[string]string{MeshLBHealthFirewall: "health-checks", MeshLBClientFirewall: "clients"}[name])))
-		fw.SetAttributeRaw("network", ref("var", "network"))
-		fw.SetAttributeValue("direction", cty.StringVal("INGRESS"))
-		fw.SetAttributeValue("source_ranges", strs(ranges))
-		comment(fw, "Only packets to the load balancer's address: no other port of the nodes opens.")
-		fw.SetAttributeRaw("destination_ranges", hclwrite.TokensForTuple([]hclwrite.Tokens{exprTokens(`"${` + TFAddress + "." + MeshLBName + `.address}/32"`)}))
-		fw.AppendNewline()
-		al := fw.AppendNewBlock("allow", nil).Body()
-		al.SetAttributeValue("protocol", cty.StringVal("tcp"))
-		al.SetAttributeValue("ports", ints(fwPorts))
-		fw.AppendNewline()
-		lc := fw.AppendNewBlock("lifecycle", nil).Body()
-		pc := lc.AppendNewBlock("precondition", nil).Body()
-		pc.SetAttributeRaw("condition", exprTokens("var.network != null"))
-		pc.SetAttributeValue("error_message", cty.StringVal("The east-west gateway's firewall rules need var.network: set it to the network of var.subnetwork."))
-	}
-	firewall(MeshLBHealthFirewall, "Google's health-check probes, to the status port.", GoogleHealthCheckRanges, []int{model.MeshPortStatus})
-	if len(lb.SourceRanges) > 0 {
-		firewall(MeshLBClientFirewall, "The other clusters' traffic, from the source's sourceRanges, to the forwarded ports.", lb.SourceRanges, ports)
-	}
-	return hclFile(header, hf), nil
+// meshLBFirewall writes the firewall rule name (documented by doc) that
+// lets ranges reach the load balancer's address on fwPorts.
+func meshLBFirewall(body *hclwrite.Body, src *model.Source, name, doc string, ranges []string, fwPorts []int) {
+	body.AppendNewline()
+	comment(body, doc)
+	fw := body.AppendNewBlock("resource", []string{TFFirewall, name}).Body()
+	fw.SetAttributeRaw("project", exprTokens("coalesce(var.subnetwork_project, local.project)"))
+	fw.SetAttributeValue("name", cty.StringVal(meshLBName(src, "-"+map[string]string{MeshLBHealthFirewall: "health-checks", MeshLBClientFirewall: "clients"}[name])))
+	fw.SetAttributeRaw("network", ref("var", "network"))
+	fw.SetAttributeValue("direction", cty.StringVal("INGRESS"))
+	fw.SetAttributeValue("source_ranges", strs(ranges))
+	comment(fw, "Only packets to the load balancer's address: no other port of the nodes opens.")
+	fw.SetAttributeRaw("destination_ranges", hclwrite.TokensForTuple([]hclwrite.Tokens{exprTokens(`"${` + TFAddress + "." + MeshLBName + `.address}/32"`)}))
+	fw.AppendNewline()
+	al := fw.AppendNewBlock("allow", nil).Body()
+	al.SetAttributeValue("protocol", cty.StringVal("tcp"))
+	al.SetAttributeValue("ports", ints(fwPorts))
+	fw.AppendNewline()
+	lc := fw.AppendNewBlock("lifecycle", nil).Body()
+	pc := lc.AppendNewBlock("precondition", nil).Body()
+	pc.SetAttributeRaw("condition", exprTokens("var.network != null"))
+	pc.SetAttributeValue("error_message", cty.StringVal("The east-west gateway's firewall rules need var.network: set it to the network of var.subnetwork."))
 }

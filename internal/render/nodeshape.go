@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/hcl/v2/hclwrite"
-	"github.com/zclconf/go-cty/cty"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/kubeadm"
@@ -77,14 +75,15 @@ const SpotTerminationAction = "DELETE"
 // localSSDDisks appends the group's local SSDs to the instance template:
 // SCRATCH disks of type local-ssd on the NVMe interface, the form the
 // autoscaler counts (templates.go getLocalSsdCount).
-func localSSDDisks(t *hclwrite.Body, g *model.NodeGroup) {
+func localSSDDisks(w *hclText, g *model.NodeGroup) {
 	for range g.LocalSSDCount {
-		t.AppendNewline()
-		d := t.AppendNewBlock("disk", nil).Body()
-		d.SetAttributeValue("type", cty.StringVal("SCRATCH"))
-		d.SetAttributeValue("disk_type", cty.StringVal("local-ssd"))
-		d.SetAttributeValue("interface", cty.StringVal("NVME"))
-		d.SetAttributeValue("disk_size_gb", cty.NumberIntVal(model.LocalSSDSizeGiB))
-		d.SetAttributeValue("auto_delete", cty.True)
+		w.blank()
+		w.open("disk")
+		w.attr("type", hclString("SCRATCH"))
+		w.attr("disk_type", hclString("local-ssd"))
+		w.attr("interface", hclString("NVME"))
+		w.attr("disk_size_gb", hclInt(model.LocalSSDSizeGiB))
+		w.attr("auto_delete", hclBool(true))
+		w.close()
 	}
 }

@@ -89,14 +89,14 @@ func loadCapacitySource(t *testing.T, replace ...string) (*model.Source, layout.
 	if err != nil {
 		t.Fatalf("the test source is invalid: %v", err)
 	}
-	files, err := render.All(l.Source)
+	files, err := render.All(l.Fleet.Clusters[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := verify.All(l.Source, files); err != nil {
+	if err := verify.All(l.Fleet.Clusters[0], files); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	return l.Source, files
+	return l.Fleet.Clusters[0], files
 }
 
 // kubeletConfig decodes the kubelet patch a startup script writes strictly

@@ -136,7 +136,7 @@ func (s srcSpec) load(t testing.TB) (*model.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.Source, nil
+	return l.Fleet.Clusters[0], nil
 }
 
 // mustRender loads and renders a source nodegen must accept.

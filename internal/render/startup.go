@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"strings"
+	"sync/atomic"
 	"text/template"
 	"time"
 
@@ -96,8 +97,16 @@ func StartupScript(src *model.Source, g *model.NodeGroup, header string) ([]byte
 		d.TokenMetadataKey = c.JoinToken.MetadataKey
 	}
 	var b bytes.Buffer
+	// The script is mostly the template's text: sized from the last one
+	// rendered, it is written without growing its buffer step by step.
+	b.Grow(int(lastScriptSize.Load()) + len(join) + len(patch))
 	if err := tmpl.ExecuteTemplate(&b, "startup-script.sh.tmpl", d); err != nil {
 		return nil, err
 	}
+	lastScriptSize.Store(int64(b.Len() - len(join) - len(patch)))
 	return b.Bytes(), nil
 }
+
+// lastScriptSize is the size of the last startup script rendered, less
+// its join configuration and kubelet patch.
+var lastScriptSize atomic.Int64

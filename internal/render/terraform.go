@@ -237,21 +237,6 @@ func terraformOutputs(src *model.Source, header string) []byte {
 	return hclFile(header, f)
 }
 
-// moduleFile is the expression file("${path.module}/<rel>").
-func moduleFile(rel string) hclwrite.Tokens {
-	tmpl := hclwrite.Tokens{
-		{Type: hclsyntax.TokenOQuote, Bytes: []byte(`"`)},
-		{Type: hclsyntax.TokenTemplateInterp, Bytes: []byte(`${`)},
-	}
-	tmpl = append(tmpl, ref("path", "module")...)
-	tmpl = append(tmpl,
-		&hclwrite.Token{Type: hclsyntax.TokenTemplateSeqEnd, Bytes: []byte(`}`)},
-		&hclwrite.Token{Type: hclsyntax.TokenQuotedLit, Bytes: []byte("/" + rel)},
-		&hclwrite.Token{Type: hclsyntax.TokenCQuote, Bytes: []byte(`"`)},
-	)
-	return hclwrite.TokensForFunctionCall("file", tmpl)
-}
-
 // safePathRE matches the artifact paths moduleFile may embed without
 // escaping (no quote, backslash, '$' or '%').
 var safePathRE = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
@@ -267,138 +252,151 @@ func TerraformMetadataFiles(g *model.NodeGroup) map[string]string {
 
 func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byte, error) {
 	c := &src.Cluster
-	f := hclwrite.NewEmptyFile()
-	body := f.Body()
+	w := &hclText{b: make([]byte, 0, 4096)}
 	what := g.Kind
 	if g.Description != "" {
 		what += ": " + hclQuoted(g.Description)
 	}
-	comment(body, fmt.Sprintf("Node group %s (%s).", g.Name, what))
+	w.comment(fmt.Sprintf("Node group %s (%s).", g.Name, what))
 	if g.Autoscaled() {
-		comment(body, "The Cluster Autoscaler sizes its MIGs; Terraform only creates them.")
+		w.comment("The Cluster Autoscaler sizes its MIGs; Terraform only creates them.")
 	}
 
 	tmplName := TFName(g.Name)
-	t := body.AppendNewBlock("resource", []string{TFInstanceTemplate, tmplName}).Body()
-	t.SetAttributeRaw("project", ref("local", "project"))
-	t.SetAttributeRaw("region", ref("local", "region"))
-	t.SetAttributeValue("name_prefix", cty.StringVal(c.TemplatePrefix(g)))
-	t.SetAttributeValue("description", cty.StringVal(fmt.Sprintf("nodegen node group %s of cluster %s", g.Name, c.Name)))
-	t.SetAttributeValue("machine_type", cty.StringVal(g.MachineType))
-	t.SetAttributeRaw("labels", stringMapTokens(GCELabels(src, g)))
-	var meta []hclwrite.ObjectAttrTokens
+	w.open("resource", TFInstanceTemplate, tmplName)
+	w.attr("project", hclRef("local", "project"))
+	w.attr("region", hclRef("local", "region"))
+	w.attr("name_prefix", hclString(c.TemplatePrefix(g)))
+	w.attr("description", hclString(fmt.Sprintf("nodegen node group %s of cluster %s", g.Name, c.Name)))
+	w.attr("machine_type", hclString(g.MachineType))
+	labels := GCELabels(src, g)
+	var entries []hclLine
+	for _, k := range model.SortedKeys(labels) {
+		entries = append(entries, hclLine{hclKey(k), hclString(labels[k])})
+	}
+	w.object("labels", entries)
+	var meta []hclLine
 	for _, key := range model.SortedKeys(TerraformMetadataFiles(g)) {
 		p := TerraformMetadataFiles(g)[key]
 		if !safePathRE.MatchString(p) {
 			return nil, fmt.Errorf("artifact path %q cannot be embedded in HCL", p)
 		}
-		meta = append(meta, hclwrite.ObjectAttrTokens{
-			Name:  hclwrite.TokensForValue(cty.StringVal(key)),
-			Value: moduleFile("../" + p),
-		})
+		// Quoted although an identifier, as hclwrite writes a string key.
+		meta = append(meta, hclLine{hclString(key), moduleFileText("../" + p)})
 	}
-	t.SetAttributeRaw("metadata", objectTokens(meta))
-	t.SetAttributeRaw("tags", templateTags(c, g))
+	w.object("metadata", meta)
+	w.attr("tags", templateTags(c, g))
 
-	t.AppendNewline()
-	disk := t.AppendNewBlock("disk", nil).Body()
-	disk.SetAttributeValue("source_image", cty.StringVal(g.Image))
-	disk.SetAttributeValue("disk_size_gb", cty.NumberIntVal(int64(g.BootDiskSizeGb)))
-	disk.SetAttributeValue("disk_type", cty.StringVal(g.BootDiskType))
-	disk.SetAttributeValue("boot", cty.True)
-	disk.SetAttributeValue("auto_delete", cty.True)
-	localSSDDisks(t, g)
+	w.blank()
+	w.open("disk")
+	w.attr("source_image", hclString(g.Image))
+	w.attr("disk_size_gb", hclInt(int64(g.BootDiskSizeGb)))
+	w.attr("disk_type", hclString(g.BootDiskType))
+	w.attr("boot", hclBool(true))
+	w.attr("auto_delete", hclBool(true))
+	w.close()
+	localSSDDisks(w, g)
 
-	t.AppendNewline()
-	nic := t.AppendNewBlock("network_interface", nil).Body()
-	nic.SetAttributeRaw("network", ref("var", "network"))
-	nic.SetAttributeRaw("subnetwork", ref("var", "subnetwork"))
-	nic.SetAttributeRaw("subnetwork_project", hclwrite.TokensForFunctionCall("coalesce", ref("var", "subnetwork_project"), ref("local", "project")))
+	w.blank()
+	w.open("network_interface")
+	w.attr("network", hclRef("var", "network"))
+	w.attr("subnetwork", hclRef("var", "subnetwork"))
+	w.attr("subnetwork_project", hclCall("coalesce", hclRef("var", "subnetwork_project"), hclRef("local", "project")))
+	w.close()
 
-	t.AppendNewline()
-	sa := t.AppendNewBlock("service_account", nil).Body()
-	sa.SetAttributeRaw("email", ref("local", ServiceAccountLocal(model.RoleOf(src, g))))
-	sa.SetAttributeRaw("scopes", ref("var", "service_account_scopes"))
+	w.blank()
+	w.open("service_account")
+	w.attr("email", hclRef("local", ServiceAccountLocal(model.RoleOf(src, g))))
+	w.attr("scopes", hclRef("var", "service_account_scopes"))
+	w.close()
 
 	if g.GPU != nil {
-		t.AppendNewline()
-		acc := t.AppendNewBlock("guest_accelerator", nil).Body()
-		acc.SetAttributeValue("type", cty.StringVal(g.GPU.Type))
-		acc.SetAttributeValue("count", cty.NumberIntVal(int64(g.GPU.Count)))
+		w.blank()
+		w.open("guest_accelerator")
+		w.attr("type", hclString(g.GPU.Type))
+		w.attr("count", hclInt(int64(g.GPU.Count)))
+		w.close()
 	}
 	if s := schedulingOf(g); len(s) > 0 {
-		t.AppendNewline()
-		sb := t.AppendNewBlock("scheduling", nil).Body()
+		w.blank()
+		w.open("scheduling")
 		for _, kv := range s {
-			sb.SetAttributeValue(kv.name, kv.val)
+			w.attr(kv.name, kv.value)
 		}
+		w.close()
 	}
 
-	t.AppendNewline()
-	lc := t.AppendNewBlock("lifecycle", nil).Body()
-	lc.SetAttributeValue("create_before_destroy", cty.True)
+	w.blank()
+	w.open("lifecycle")
+	w.attr("create_before_destroy", hclBool(true))
+	w.close()
+	w.close()
 
 	for _, z := range g.Zones {
-		body.AppendNewline()
-		m := body.AppendNewBlock("resource", []string{TFGroupManager, TFName(g.Name, z)}).Body()
-		m.SetAttributeRaw("project", ref("local", "project"))
-		m.SetAttributeValue("zone", cty.StringVal(z))
-		m.SetAttributeValue("name", cty.StringVal(c.MIGName(g, z)))
-		m.SetAttributeValue("base_instance_name", cty.StringVal(c.BaseInstanceName(g)))
+		w.blank()
+		w.open("resource", TFGroupManager, TFName(g.Name, z))
+		w.attr("project", hclRef("local", "project"))
+		w.attr("zone", hclString(z))
+		w.attr("name", hclString(c.MIGName(g, z)))
+		w.attr("base_instance_name", hclString(c.BaseInstanceName(g)))
 		size := g.Min
 		if !g.Autoscaled() {
 			size = g.Max
 		}
-		m.SetAttributeValue("target_size", cty.NumberIntVal(int64(size)))
+		w.attr("target_size", hclInt(int64(size)))
 
-		m.AppendNewline()
-		v := m.AppendNewBlock("version", nil).Body()
-		v.SetAttributeValue("name", cty.StringVal(g.Name))
-		v.SetAttributeRaw("instance_template", ref(TFInstanceTemplate, tmplName, "self_link_unique"))
+		w.blank()
+		w.open("version")
+		w.attr("name", hclString(g.Name))
+		w.attr("instance_template", hclRef(TFInstanceTemplate, tmplName, "self_link_unique"))
+		w.close()
 
-		m.AppendNewline()
-		updatePolicy(m)
+		w.blank()
+		updatePolicy(w)
 
 		if g.Autoscaled() {
-			m.AppendNewline()
-			comment(m, "target_size is the initial size (min); the autoscaler owns it afterwards.")
-			lc := m.AppendNewBlock("lifecycle", nil).Body()
-			lc.SetAttributeRaw("ignore_changes", hclwrite.TokensForTuple([]hclwrite.Tokens{hclwrite.TokensForIdentifier("target_size")}))
+			w.blank()
+			w.comment("target_size is the initial size (min); the autoscaler owns it afterwards.")
+			w.open("lifecycle")
+			w.attr("ignore_changes", hclList("target_size"))
+			w.close()
 		}
-		if err := autohealingPolicy(m, c, g); err != nil {
+		if err := autohealingPolicy(w, c, g); err != nil {
 			return nil, err
 		}
+		w.close()
 	}
-	autohealingResources(body, c, g)
-	return hclFile(header, f), nil
+	autohealingResources(w, c, g)
+	return w.file(header)
 }
 
-type hclAttr struct {
-	name string
-	val  cty.Value
+// moduleFileText is the expression file("${path.module}/<rel>") for a rel
+// that safePathRE admits.
+func moduleFileText(rel string) string {
+	return hclCall("file", `"${path.module}/`+rel+`"`)
 }
 
 // schedulingOf returns the scheduling block's attributes: GPU VMs cannot
 // live-migrate and must stop for host maintenance; Spot VMs must not
 // restart automatically.
-func schedulingOf(g *model.NodeGroup) []hclAttr {
+func schedulingOf(g *model.NodeGroup) []hclLine {
 	gpu := g.GPU != nil
 	if m, ok := gce.MachineType(g.MachineType); ok && (m.HasBuiltInGPUs() || m.GPUFraction != "") {
 		gpu = true
 	}
 	switch {
 	case g.Spot:
-		return []hclAttr{
-			{"provisioning_model", cty.StringVal("SPOT")},
-			{"preemptible", cty.True},
-			{"automatic_restart", cty.False},
-			{"on_host_maintenance", cty.StringVal("TERMINATE")},
-			{"instance_termination_action", cty.StringVal(SpotTerminationAction)},
+		return []hclLine{
+			{"provisioning_model", hclString("SPOT")},
+			{"preemptible", hclBool(true)},
+			{"automatic_restart", hclBool(false)},
+			{"on_host_maintenance", hclString("TERMINATE")},
+			{"instance_termination_action", hclString(SpotTerminationAction)},
 		}
 	case gpu:
-		return []hclAttr{
-			{"on_host_maintenance", cty.StringVal("TERMINATE")},
-			{"automatic_restart", cty.True},
+		return []hclLine{
+			{"on_host_maintenance", hclString("TERMINATE")},
+			{"automatic_restart", hclBool(true)},
 		}
 	}
 	return nil

@@ -4,10 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/hashicorp/hcl/v2/hclwrite"
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -62,17 +58,16 @@ func AutohealingInitialDelay(c *model.Cluster, g *model.NodeGroup) (time.Duratio
 // templateTags is the instance template's tags: the module's network tags,
 // plus, for an autohealed group, the tag its health check's firewall rule
 // targets.
-func templateTags(c *model.Cluster, g *model.NodeGroup) hclwrite.Tokens {
+func templateTags(c *model.Cluster, g *model.NodeGroup) string {
 	if !Autohealed(g) {
-		return ref("var", "network_tags")
+		return hclRef("var", "network_tags")
 	}
-	return hclwrite.TokensForFunctionCall("concat", ref("var", "network_tags"),
-		hclwrite.TokensForValue(cty.ListVal([]cty.Value{cty.StringVal(AutohealingName(c, g))})))
+	return hclCall("concat", hclRef("var", "network_tags"), hclStrings([]string{AutohealingName(c, g)}))
 }
 
 // autohealingPolicy adds an autohealed group's auto_healing_policies to
-// its MIG m.
-func autohealingPolicy(m *hclwrite.Body, c *model.Cluster, g *model.NodeGroup) error {
+// the MIG block w is in.
+func autohealingPolicy(w *hclText, c *model.Cluster, g *model.NodeGroup) error {
 	if !Autohealed(g) {
 		return nil
 	}
@@ -80,12 +75,13 @@ func autohealingPolicy(m *hclwrite.Body, c *model.Cluster, g *model.NodeGroup) e
 	if err != nil {
 		return err
 	}
-	m.AppendNewline()
-	comment(m, "The MIG recreates a VM whose kubelet stops answering its health",
+	w.blank()
+	w.comment("The MIG recreates a VM whose kubelet stops answering its health",
 		"endpoint, once the VM had its maxNodeProvisionTime to boot and join.")
-	p := m.AppendNewBlock("auto_healing_policies", nil).Body()
-	p.SetAttributeRaw("health_check", ref(TFHealthCheck, TFName(g.Name), "id"))
-	p.SetAttributeValue("initial_delay_sec", cty.NumberIntVal(int64(delay/time.Second)))
+	w.open("auto_healing_policies")
+	w.attr("health_check", hclRef(TFHealthCheck, TFName(g.Name), "id"))
+	w.attr("initial_delay_sec", hclInt(int64(delay/time.Second)))
+	w.close()
 	return nil
 }
 
@@ -93,45 +89,49 @@ func autohealingPolicy(m *hclwrite.Body, c *model.Cluster, g *model.NodeGroup) e
 // firewall rule that admits Google's health checkers
 // (GoogleHealthCheckRanges, the same probes as for load balancers) to its
 // VMs' kubelet health port, and nothing else.
-func autohealingResources(body *hclwrite.Body, c *model.Cluster, g *model.NodeGroup) {
+func autohealingResources(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	if !Autohealed(g) {
 		return
 	}
 	name := AutohealingName(c, g)
-	body.AppendNewline()
-	comment(body, fmt.Sprintf("Autohealing of group %s: the kubelet's health endpoint, http://<VM>:%d%s.", g.Name, KubeletHealthzPort, KubeletHealthzPath))
-	hc := body.AppendNewBlock("resource", []string{TFHealthCheck, TFName(g.Name)}).Body()
-	hc.SetAttributeRaw("project", ref("local", "project"))
-	hc.SetAttributeValue("name", cty.StringVal(name))
-	hc.SetAttributeValue("description", cty.StringVal(fmt.Sprintf("kubelet health of nodegen node group %s of cluster %s", g.Name, c.Name)))
-	hc.SetAttributeValue("check_interval_sec", cty.NumberIntVal(healthCheckInterval))
-	hc.SetAttributeValue("timeout_sec", cty.NumberIntVal(healthCheckTimeout))
-	hc.SetAttributeValue("healthy_threshold", cty.NumberIntVal(healthyThreshold))
-	hc.SetAttributeValue("unhealthy_threshold", cty.NumberIntVal(unhealthyThreshold))
-	hc.AppendNewline()
-	h := hc.AppendNewBlock("http_health_check", nil).Body()
-	h.SetAttributeValue("port", cty.NumberIntVal(KubeletHealthzPort))
-	h.SetAttributeValue("request_path", cty.StringVal(KubeletHealthzPath))
+	w.blank()
+	w.comment(fmt.Sprintf("Autohealing of group %s: the kubelet's health endpoint, http://<VM>:%d%s.", g.Name, KubeletHealthzPort, KubeletHealthzPath))
+	w.open("resource", TFHealthCheck, TFName(g.Name))
+	w.attr("project", hclRef("local", "project"))
+	w.attr("name", hclString(name))
+	w.attr("description", hclString(fmt.Sprintf("kubelet health of nodegen node group %s of cluster %s", g.Name, c.Name)))
+	w.attr("check_interval_sec", hclInt(healthCheckInterval))
+	w.attr("timeout_sec", hclInt(healthCheckTimeout))
+	w.attr("healthy_threshold", hclInt(healthyThreshold))
+	w.attr("unhealthy_threshold", hclInt(unhealthyThreshold))
+	w.blank()
+	w.open("http_health_check")
+	w.attr("port", hclInt(KubeletHealthzPort))
+	w.attr("request_path", hclString(KubeletHealthzPath))
+	w.close()
+	w.close()
 
-	body.AppendNewline()
-	comment(body, "Only Google's health checkers reach the kubelet's health port.")
-	fw := body.AppendNewBlock("resource", []string{TFFirewall, TFName(g.Name, "health", "check")}).Body()
-	fw.SetAttributeRaw("project", hclwrite.TokensForFunctionCall("coalesce", ref("var", "subnetwork_project"), ref("local", "project")))
-	fw.SetAttributeValue("name", cty.StringVal(name))
-	fw.SetAttributeValue("description", cty.StringVal(fmt.Sprintf("Google health checks of the kubelet of nodegen node group %s of cluster %s", g.Name, c.Name)))
-	fw.SetAttributeRaw("network", ref("var", "network"))
-	fw.SetAttributeValue("direction", cty.StringVal("INGRESS"))
-	fw.SetAttributeValue("source_ranges", strs(GoogleHealthCheckRanges))
-	fw.SetAttributeValue("target_tags", strs([]string{name}))
-	fw.AppendNewline()
-	a := fw.AppendNewBlock("allow", nil).Body()
-	a.SetAttributeValue("protocol", cty.StringVal("tcp"))
-	a.SetAttributeValue("ports", strs([]string{fmt.Sprint(KubeletHealthzPort)}))
-	fw.AppendNewline()
-	lc := fw.AppendNewBlock("lifecycle", nil).Body()
-	pc := lc.AppendNewBlock("precondition", nil).Body()
-	pc.SetAttributeRaw("condition", append(ref("var", "network"),
-		&hclwrite.Token{Type: hclsyntax.TokenNotEqual, Bytes: []byte("!=")},
-		&hclwrite.Token{Type: hclsyntax.TokenIdent, Bytes: []byte("null")}))
-	pc.SetAttributeValue("error_message", cty.StringVal("Set var.network: the firewall rule that lets Google's health checkers reach the kubelet of group "+g.Name+" needs it."))
+	w.blank()
+	w.comment("Only Google's health checkers reach the kubelet's health port.")
+	w.open("resource", TFFirewall, TFName(g.Name, "health", "check"))
+	w.attr("project", hclCall("coalesce", hclRef("var", "subnetwork_project"), hclRef("local", "project")))
+	w.attr("name", hclString(name))
+	w.attr("description", hclString(fmt.Sprintf("Google health checks of the kubelet of nodegen node group %s of cluster %s", g.Name, c.Name)))
+	w.attr("network", hclRef("var", "network"))
+	w.attr("direction", hclString("INGRESS"))
+	w.attr("source_ranges", hclStrings(GoogleHealthCheckRanges))
+	w.attr("target_tags", hclStrings([]string{name}))
+	w.blank()
+	w.open("allow")
+	w.attr("protocol", hclString("tcp"))
+	w.attr("ports", hclStrings([]string{fmt.Sprint(KubeletHealthzPort)}))
+	w.close()
+	w.blank()
+	w.open("lifecycle")
+	w.open("precondition")
+	w.attr("condition", hclRef("var", "network")+" != null")
+	w.attr("error_message", hclString("Set var.network: the firewall rule that lets Google's health checkers reach the kubelet of group "+g.Name+" needs it."))
+	w.close()
+	w.close()
+	w.close()
 }

@@ -139,17 +139,6 @@ var AutoscalerComputePermissions = []ComputePermission{
 		[]string{"WaitForOperation, after each resize, createInstances and deleteInstances"}, OnProject},
 }
 
-// AutoscalerPermissions returns every Compute permission of the
-// autoscaler's node (both custom roles), sorted.
-func AutoscalerPermissions() []string {
-	out := make([]string, len(AutoscalerComputePermissions))
-	for i, p := range AutoscalerComputePermissions {
-		out[i] = p.Permission
-	}
-	slices.Sort(out)
-	return out
-}
-
 // AutoscalerScopedPermissions are the permissions checked on a named MIG,
 // template or instance: the custom role bound with the condition
 // AutoscalerCondition. AutoscalerProjectPermissions are the others,

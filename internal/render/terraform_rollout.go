@@ -1,10 +1,5 @@
 package render
 
-import (
-	"github.com/hashicorp/hcl/v2/hclwrite"
-	"github.com/zclconf/go-cty/cty"
-)
-
 // MIG update policy values: the MIG never acts on its running VMs for a
 // new template. OPPORTUNISTIC starts no update itself; minimal and most
 // disruptive action NONE keep even an update triggered by another call
@@ -20,12 +15,13 @@ const (
 )
 
 // updatePolicy writes a MIG's update_policy block.
-func updatePolicy(m *hclwrite.Body) {
-	comment(m, "A new template applies to new VMs only: the MIG never restarts or",
+func updatePolicy(w *hclText) {
+	w.comment("A new template applies to new VMs only: the MIG never restarts or",
 		"replaces a running node for it, which would not drain it. nodegen",
 		"rollout replaces the old nodes: a new VM first, then drain, then delete.")
-	up := m.AppendNewBlock("update_policy", nil).Body()
-	up.SetAttributeValue("type", cty.StringVal(UpdatePolicyType))
-	up.SetAttributeValue("minimal_action", cty.StringVal(UpdatePolicyAction))
-	up.SetAttributeValue("most_disruptive_allowed_action", cty.StringVal(UpdatePolicyAction))
+	w.open("update_policy")
+	w.attr("type", hclString(UpdatePolicyType))
+	w.attr("minimal_action", hclString(UpdatePolicyAction))
+	w.attr("most_disruptive_allowed_action", hclString(UpdatePolicyAction))
+	w.close()
 }

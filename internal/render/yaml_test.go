@@ -43,7 +43,7 @@ func TestYAMLMatchesLibrary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs := TaintRemoverObjects(l.Source)
+		objs := TaintRemoverObjects(l.Fleet.Clusters[0])
 		if len(objs) < 5 {
 			t.Fatalf("%s: %d objects", dir, len(objs))
 		}
@@ -60,7 +60,7 @@ func TestYAMLMatchesLibrary(t *testing.T) {
 				t.Errorf("%s: object %d differs:\n got  %s\n want %s", dir, i, got, want)
 			}
 		}
-		for _, g := range l.Source.Groups() {
+		for _, g := range l.Fleet.Clusters[0].Groups() {
 			if !g.Cloud() {
 				continue
 			}
@@ -77,7 +77,7 @@ func TestYAMLMatchesLibrary(t *testing.T) {
 			}
 		}
 		for _, v := range []any{
-			map[string]any{"tolerations": GPUOperatorTolerations(l.Source)},
+			map[string]any{"tolerations": GPUOperatorTolerations(l.Fleet.Clusters[0])},
 			Tolerations([]model.Taint{{Key: "a", Effect: "NoSchedule"}}),
 			[]corev1.Toleration{},
 		} {

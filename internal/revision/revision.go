@@ -17,9 +17,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
@@ -31,30 +32,77 @@ const Len = 12
 // Label is the node label that carries a node's revision.
 const Label = model.RevisionLabel
 
-// labelValue matches the revision label with its value, wherever it is
-// written (kube-env's node_labels, the kubelet's --node-labels). Label
-// values cannot hold '/' or '=', so nothing a user writes matches it.
-var labelValue = regexp.MustCompile(regexp.QuoteMeta(Label) + `=[0-9a-f]*`)
+// labelEq starts the revision label with its value, wherever it is
+// written (kube-env's node_labels, the kubelet's --node-labels); the value
+// is the run of lowercase hex digits after it. Label values cannot hold
+// '/' or '=', so nothing a user writes matches it.
+const labelEq = Label + "="
+
+// labelValues calls f with the start and end of each revision label with
+// its value in data (the leftmost matches of labelEq followed by
+// [0-9a-f]*, none overlapping), in order.
+func labelValues(data []byte, f func(start, end int)) {
+	for off := 0; ; {
+		i := bytes.Index(data[off:], []byte(labelEq))
+		if i < 0 {
+			return
+		}
+		start := off + i
+		end := start + len(labelEq)
+		for end < len(data) && isHexDigit(data[end]) {
+			end++
+		}
+		f(start, end)
+		off = end
+	}
+}
+
+func isHexDigit(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+// replaceValues returns data with every revision label's value replaced
+// by value; data itself when that changes nothing.
+func replaceValues(data []byte, value string) []byte {
+	return replaceValuesInto(nil, data, value)
+}
+
+// replaceValuesInto is replaceValues writing a changed copy into buf's
+// storage (reused when large enough).
+func replaceValuesInto(buf, data []byte, value string) []byte {
+	var out []byte
+	last := 0
+	labelValues(data, func(start, end int) {
+		at := start + len(labelEq)
+		if out == nil && string(data[at:end]) == value {
+			return
+		}
+		if out == nil {
+			out = buf[:0]
+			if cap(out) < len(data)+len(value) {
+				out = make([]byte, 0, len(data)+len(value))
+			}
+		}
+		out = append(out, data[last:at]...)
+		out = append(out, value...)
+		last = end
+	})
+	if out == nil {
+		return data
+	}
+	return append(out, data[last:]...)
+}
+
+// scratch holds the buffers Of empties the artifacts' labels in: the
+// emptied copies live only while their digest is taken.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // Empty returns data with every revision label's value emptied: the form
-// the digest is taken over.
-func Empty(data []byte) []byte {
-	return labelValue.ReplaceAll(data, []byte(Label+"="))
-}
+// the digest is taken over. It returns data itself when every value is
+// empty already.
+func Empty(data []byte) []byte { return replaceValues(data, "") }
 
-// Set returns data with every revision label's value replaced by rev.
-func Set(data []byte, rev string) []byte {
-	return labelValue.ReplaceAll(data, []byte(Label+"="+rev))
-}
-
-// Valid reports whether s has the form of a revision.
-func Valid(s string) bool {
-	if len(s) != Len {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil && strings.ToLower(s) == s
-}
+// Set returns data with every revision label's value replaced by rev
+// (data itself when every value is rev already).
+func Set(data []byte, rev string) []byte { return replaceValues(data, rev) }
 
 // Of computes the revision of the cloud group g of src from its rendered
 // kube-env and startup script, whatever revision value they carry.
@@ -72,11 +120,17 @@ func Of(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) (string, 
 	h := sha256.New()
 	field := func(name, value string) {
 		// Length-prefixed, so that no two inputs write the same bytes.
-		fmt.Fprintf(h, "%s %d\n%s\n", name, len(value), value)
+		fieldParts(h, name, value)
 	}
 	field("format", "nodegen revision 1")
 	field("kube-env", strings.Join(vars, ";"))
-	field("startup-script", string(withoutHeader(Empty(script))))
+	buf := scratch.Get().(*[]byte)
+	emptied := replaceValuesInto(*buf, script, "")
+	fieldParts(h, "startup-script", withoutHeader(emptied)...)
+	if len(emptied) > 0 && len(script) > 0 && &emptied[0] != &script[0] {
+		*buf = emptied[:0]
+	}
+	scratch.Put(buf)
 	field("image", g.Image)
 	field("machine-type", g.MachineType)
 	field("arch", g.Arch)
@@ -90,18 +144,58 @@ func Of(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) (string, 
 	return hex.EncodeToString(h.Sum(nil))[:Len], nil
 }
 
-// withoutHeader drops the generated-file header line, which names the
-// source file the group is defined in, not what its nodes are.
-func withoutHeader(script []byte) []byte {
-	var out [][]byte
-	for _, line := range bytes.SplitAfter(script, []byte("\n")) {
-		t := bytes.TrimSpace(line)
-		if bytes.HasPrefix(t, []byte("# Code generated by nodegen from ")) && bytes.HasSuffix(t, []byte("DO NOT EDIT.")) {
-			continue
-		}
-		out = append(out, line)
+// fieldParts writes one field of the digest: its name, the length of its
+// value, and the value, the concatenation of parts.
+func fieldParts[T ~string | ~[]byte](w io.Writer, name string, parts ...T) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
 	}
-	return bytes.Join(out, nil)
+	b := make([]byte, 0, len(name)+24)
+	b = append(b, name...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, '\n')
+	w.Write(b)
+	for _, p := range parts {
+		w.Write([]byte(p))
+	}
+	w.Write([]byte{'\n'})
+}
+
+// headerPrefix starts the generated-file header line.
+const headerPrefix = "# Code generated by nodegen from "
+
+// withoutHeader returns the parts of script that remain once every
+// generated-file header line is dropped (a line that, trimmed of spaces,
+// starts with headerPrefix and ends with "DO NOT EDIT."); the header names
+// the source file the group is defined in, not what its nodes are.
+func withoutHeader(script []byte) [][]byte {
+	var parts [][]byte
+	kept := 0 // script[kept:] is not yet in parts
+	for off := 0; ; {
+		i := bytes.Index(script[off:], []byte(headerPrefix))
+		if i < 0 {
+			break
+		}
+		at := off + i
+		start := bytes.LastIndexByte(script[:at], '\n') + 1
+		end := len(script)
+		if j := bytes.IndexByte(script[at:], '\n'); j >= 0 {
+			end = at + j + 1
+		}
+		if t := bytes.TrimSpace(script[start:end]); bytes.HasPrefix(t, []byte(headerPrefix)) && bytes.HasSuffix(t, []byte("DO NOT EDIT.")) {
+			if start > kept {
+				parts = append(parts, script[kept:start])
+			}
+			kept = end
+		}
+		off = end
+	}
+	if kept < len(script) {
+		parts = append(parts, script[kept:])
+	}
+	return parts
 }
 
 // FromKubeEnv returns the revision a kube-env declares in node_labels, read
@@ -120,24 +214,36 @@ func FromKubeEnv(kubeEnv []byte) (rev string, ok bool, err error) {
 // node_labels and in the kubelet's --node-labels, with the digest of the
 // two artifacts as its value.
 func Check(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) error {
+	t, err := kubeenv.ReadTemplate(kubeEnv)
+	if err != nil {
+		return fmt.Errorf("kube-env: %w", err)
+	}
+	return CheckRead(src, g, kubeEnv, script, t)
+}
+
+// CheckRead is Check with the kube-env already read the autoscaler's way:
+// t is kubeenv.ReadTemplate(kubeEnv).
+func CheckRead(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte, t *kubeenv.Template) error {
 	want, err := Of(src, g, kubeEnv, script)
 	if err != nil {
 		return err
 	}
-	got, ok, err := FromKubeEnv(kubeEnv)
+	got, ok := t.Labels[Label]
 	switch {
-	case err != nil:
-		return fmt.Errorf("kube-env: %w", err)
 	case !ok:
 		return fmt.Errorf("kube-env: node_labels has no %s label", Label)
 	case got != want:
 		return fmt.Errorf("kube-env: %s=%s, but the group's artifacts make revision %s", Label, got, want)
 	}
-	n := len(labelValue.FindAll(script, -1))
+	n, set := 0, false
+	labelValues(script, func(start, end int) {
+		n++
+		set = strings.HasPrefix(string(script[start+len(labelEq):end]), want)
+	})
 	if n != 1 {
 		return fmt.Errorf("startup script: %d %s labels, want 1 (in --node-labels)", n, Label)
 	}
-	if !bytes.Contains(script, []byte(Label+"="+want)) {
+	if !set {
 		return fmt.Errorf("startup script: %s is not %s", Label, want)
 	}
 	return nil

@@ -2,6 +2,7 @@ package revision_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,21 +35,21 @@ func revisions(t *testing.T, old, new string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := render.All(l.Source)
+	files, err := render.All(l.Fleet.Clusters[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, g := range l.Source.CloudGroups() {
+	for _, g := range l.Fleet.Clusters[0].CloudGroups() {
 		env, script := files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)]
 		rev, ok, err := revision.FromKubeEnv(env)
 		if err != nil || !ok {
 			t.Fatalf("%s: kube-env declares no revision (%v)", g.Name, err)
 		}
-		if !revision.Valid(rev) {
+		if !validRevision(rev) {
 			t.Fatalf("%s: revision %q is not %d hex digits", g.Name, rev, revision.Len)
 		}
-		if err := revision.Check(l.Source, g, env, script); err != nil {
+		if err := revision.Check(l.Fleet.Clusters[0], g, env, script); err != nil {
 			t.Fatalf("%s: %v", g.Name, err)
 		}
 		out[g.Name] = rev
@@ -128,4 +129,14 @@ func TestRevisionCheck(t *testing.T) {
 			t.Logf("%s: %v", name, err)
 		}
 	}
+}
+
+// validRevision reports whether s has the form of a revision: Len
+// lower-case hex digits.
+func validRevision(s string) bool {
+	if len(s) != revision.Len {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
 }

@@ -62,11 +62,11 @@ func load(t *testing.T, dir string) (*model.Source, layout.Files) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := render.All(l.Source)
+	files, err := render.All(l.Fleet.Clusters[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l.Source, files
+	return l.Fleet.Clusters[0], files
 }
 
 func revisionsOf(t *testing.T, src *model.Source, files layout.Files) map[string]string {

@@ -5,6 +5,10 @@
 package schemadoc
 
 import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -74,12 +78,59 @@ func (s *Schema) Field(path string) *Field {
 	return nil
 }
 
-// Load returns the embedded schema's description, compiled and walked
-// once per process (the schema is built into the binary): every cluster's
-// docs and the docs command share it, and must not change it.
+// Load returns the embedded schema's description, read once per process
+// (the schema is built into the binary): every cluster's docs and the
+// docs command share it, and must not change it.
+//
+// The description is walked from the compiled schema when the code is
+// generated (Walk, go generate: hack/schemadoc writes walked.json), not on
+// every run: the source's evaluation is then the one compilation of the
+// schema in a run. A walked.json that was written for another schema is
+// not used: Load then compiles and walks the schema itself, and
+// TestWalkedCurrent fails until it is regenerated.
 func Load() (*Schema, error) { return loaded() }
 
-var loaded = sync.OnceValues(load)
+var loaded = sync.OnceValues(func() (*Schema, error) {
+	if s, ok := embedded(); ok {
+		return s, nil
+	}
+	return Walk()
+})
+
+//go:generate go run ../../hack/schemadoc -out walked.json
+
+//go:embed walked.json
+var walked []byte
+
+// Walked is the file go generate writes: the description and the digest
+// of the schema it was walked from.
+type Walked struct {
+	// Schema is the SHA-256 of schema.Source, in hex.
+	Schema string
+	// Description is Walk's result.
+	Description *Schema
+}
+
+// Digest is the SHA-256 of the embedded schema, in hex: Walked.Schema of
+// a walked.json that describes it.
+func Digest() string {
+	sum := sha256.Sum256(schema.Source)
+	return hex.EncodeToString(sum[:])
+}
+
+// embedded returns the description in walked.json when it was walked
+// from the embedded schema.
+func embedded() (*Schema, bool) {
+	var w Walked
+	if err := json.Unmarshal(walked, &w); err != nil || w.Schema != Digest() || w.Description == nil {
+		return nil, false
+	}
+	return w.Description, true
+}
+
+// Walk compiles the embedded schema and walks it: what Load returns,
+// computed (go generate stores it in walked.json).
+func Walk() (*Schema, error) { return load() }
 
 // load compiles the embedded schema and walks #Source.
 func load() (*Schema, error) {

@@ -1,11 +1,13 @@
 package source_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
@@ -42,11 +44,11 @@ func TestCapacityOverride(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := l.Source.NodeGroups["cpu-burst"].Capacity
+	got := l.Fleet.Clusters[0].NodeGroups["cpu-burst"].Capacity
 	if got == nil || *got != (model.Capacity{CPU: 4, Memory: "15Gi"}) {
 		t.Errorf("capacity = %+v", got)
 	}
-	if c := l.Source.NodeGroups["gpu-t4"].Capacity; c != nil {
+	if c := l.Fleet.Clusters[0].NodeGroups["gpu-t4"].Capacity; c != nil {
 		t.Errorf("gpu-t4 has capacity %+v without declaring one", c)
 	}
 }
@@ -59,7 +61,7 @@ func TestCapacityOverrideInvalid(t *testing.T) {
 	} {
 		dir := copyExample(t, "cpu-burst.cue", `nodeGroups: "cpu-burst": capacity: `+c.value+"\n")
 		_, err := source.Load(dir)
-		if err == nil || !source.IsSourceError(err) || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !errors.As(err, new(diag.List)) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("capacity %s: error %v, want a finding containing %q", c.value, err, c.want)
 		}
 	}

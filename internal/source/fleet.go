@@ -82,24 +82,9 @@ func (l *Loaded) formFindings() bool {
 	return false
 }
 
-// sub is the path of a finding about the field at labels of l.
-func (l *Loaded) sub(labels ...string) string {
-	p := diag.Path(labels...)
-	if l.Prefix == "" {
-		return p
-	}
-	return l.Prefix + "." + p
-}
-
-// PathPrefix returns Prefix: findings about a member name their path
-// from the root of the source.
-func (l *Loaded) PathPrefix() string { return l.Prefix }
-
 // decodeFleet decodes every cluster of a fleet on its own, then the mesh.
 func (l *Loaded) decodeFleet() {
 	l.Fleet = &model.Fleet{}
-	srcName := l.Source.Name
-	l.Source = nil
 	l.Broken.Clusters = map[string]bool{}
 	clusters := cue.MakePath(cue.Str("clusters"))
 	iter, err := l.user.LookupPath(clusters).Fields()
@@ -111,20 +96,18 @@ func (l *Loaded) decodeFleet() {
 	for iter.Next() {
 		key := iter.Selector().Unquoted()
 		p := cue.MakePath(cue.Str("clusters"), cue.Str(key))
-		m := &Loaded{
-			Dir: l.Dir, Files: l.Files, Syntax: l.Syntax,
-			Value:  l.Value.LookupPath(p),
+		m := &Member{
+			Source: l.newSource(layout.ClusterDir(false, key)),
 			Prefix: diag.Path("clusters", key),
 			Key:    key,
-			Source: &model.Source{Name: srcName, NodeGroups: map[string]*model.NodeGroup{}, Tree: layout.ClusterDir(false, key)},
+			value:  l.Value.LookupPath(p),
 			user:   l.user.LookupPath(p),
-			schema: l.schema.LookupPath(cue.MakePath(cue.Str("clusters"), cue.AnyString)),
 			root:   l,
 		}
 		if !l.under(m.Prefix) {
 			// CUE's validation of the whole fleet does not always report
 			// a field missing inside a cluster; the cluster's own does.
-			if err := m.Value.Validate(cue.Concrete(true), cue.Final()); err != nil {
+			if err := m.value.Validate(cue.Concrete(true), cue.Final()); err != nil {
 				l.addErr(err)
 			}
 		}
@@ -150,7 +133,7 @@ func (l *Loaded) decodeFleet() {
 		}
 		l.Members = append(l.Members, m)
 	}
-	slices.SortFunc(l.Members, func(a, b *Loaded) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(l.Members, func(a, b *Member) int { return strings.Compare(a.Key, b.Key) })
 	for _, m := range l.Members {
 		l.Fleet.Clusters = append(l.Fleet.Clusters, m.Source)
 	}
@@ -171,7 +154,7 @@ func (l *Loaded) decodeFleet() {
 }
 
 // Member returns the member for the cluster named name, or nil.
-func (l *Loaded) Member(name string) *Loaded {
+func (l *Loaded) Member(name string) *Member {
 	for _, m := range l.Members {
 		if m.Source.Cluster.Name == name || (m.Key != "" && m.Key == name) {
 			return m

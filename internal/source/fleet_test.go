@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"cuelang.org/go/cue"
+
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
@@ -22,9 +24,6 @@ func TestLoadFleet(t *testing.T) {
 	f := l.Fleet
 	if f == nil || f.Single || len(f.Clusters) != 2 || len(l.Members) != 2 {
 		t.Fatalf("fleet = %+v, members %d", f, len(l.Members))
-	}
-	if l.Source != nil {
-		t.Errorf("a fleet's root has a Source: %+v", l.Source)
 	}
 	serve, train := f.Cluster("serve"), f.Cluster("train")
 	if serve == nil || train == nil || f.Clusters[0] != serve || f.Clusters[1] != train {
@@ -81,18 +80,26 @@ func TestLoadFleet(t *testing.T) {
 	}
 }
 
-// The one-cluster form is a fleet of one, Single, whose member is the
-// source itself.
+// The one-cluster form is a fleet of one, Single, whose one member is the
+// cluster at the root of the source.
 func TestLoadSingleIsFleetOfOne(t *testing.T) {
 	l, err := source.Load(testsrc.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Fleet == nil || !l.Fleet.Single || len(l.Fleet.Clusters) != 1 || l.Fleet.Clusters[0] != l.Source || l.Fleet.Mesh != nil {
+	if len(l.Members) != 1 {
+		t.Fatalf("%d members, want 1", len(l.Members))
+	}
+	m := l.Members[0]
+	if l.Fleet == nil || !l.Fleet.Single || len(l.Fleet.Clusters) != 1 || l.Fleet.Clusters[0] != m.Source || l.Fleet.Mesh != nil {
 		t.Fatalf("fleet = %+v", l.Fleet)
 	}
-	if len(l.Members) != 1 || l.Members[0] != l || l.Prefix != "" || l.Source.Tree != "" {
-		t.Fatalf("members = %v, prefix %q", l.Members, l.Prefix)
+	if m.Prefix != "" || m.Key != "" || m.Source.Tree != "" || m.Source.Cluster.Name != "hybrid-ai" {
+		t.Fatalf("member: prefix %q, key %q, tree %q, cluster %q", m.Prefix, m.Key, m.Source.Tree, m.Source.Cluster.Name)
+	}
+	// The member's positions are the root's: its paths are from the root.
+	if p, q := m.Pos(cue.Str("cluster"), cue.Str("name")), l.Pos(cue.Str("cluster"), cue.Str("name")); !p.IsValid() || p != q {
+		t.Errorf("cluster.name at %v in the member, %v in the source", p, q)
 	}
 }
 
@@ -162,7 +169,7 @@ func TestFleetPartialDecode(t *testing.T) {
 		t.Fatalf("train: %+v", tr)
 	}
 	sv := l.Member("serve")
-	if sv == nil || sv.Broken.Any() || len(sv.Source.NodeGroups) != 3 {
+	if sv == nil || sv.Broken.All || sv.Broken.Cluster || len(sv.Broken.Groups) > 0 || len(sv.Source.NodeGroups) != 3 {
 		t.Fatalf("serve: %+v", sv)
 	}
 	if l.Fleet.Mesh == nil {
@@ -191,7 +198,7 @@ func TestSharedAcrossFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := l.Source.NodeGroups["burst-a"], l.Source.NodeGroups["burst-b"]
+	a, b := l.Fleet.Clusters[0].NodeGroups["burst-a"], l.Fleet.Clusters[0].NodeGroups["burst-b"]
 	if a == nil || b == nil || a.Max != 3 || b.Max != 5 || a.Labels["example.com/lab"] != "yes" || b.MachineType != "n2-standard-8" {
 		t.Fatalf("burst-a %+v, burst-b %+v", a, b)
 	}

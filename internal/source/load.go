@@ -22,12 +22,10 @@ import (
 	"github.com/nodegen/nodegen/schema"
 )
 
-// Loaded is an evaluated source.
+// Loaded is an evaluated source as a whole: the one-cluster form (a
+// fleet of one) or a fleet. Its clusters are its Members; the problems
+// found in any part of it are its Findings.
 type Loaded struct {
-	// Source is the decoded and resolved model. When the source has
-	// problems (Findings is not empty), it holds only what decoded: see
-	// Broken for what is missing.
-	Source *model.Source
 	// Dir is the source directory as given.
 	Dir string
 	// Files are the .cue files of the source, relative to Dir, sorted.
@@ -45,59 +43,40 @@ type Loaded struct {
 	Findings diag.List
 	// Broken says which parts of the source did not decode because of
 	// Findings; checks on the decoded model must skip them.
-	Broken Broken
+	Broken FleetBroken
 
 	// Fleet is the whole source as a fleet: in the one-cluster form one
-	// cluster (Source) with Single set; in the fleet form every cluster
-	// that decoded, and the mesh when it has one and it decoded. Set by
-	// Open whenever something could be evaluated.
+	// cluster with Single set; in the fleet form every cluster that
+	// decoded, and the mesh when it has one and it decoded. Set by Open
+	// whenever something could be evaluated.
 	Fleet *model.Fleet
-	// Members are the clusters of the source as sources of their own, in
-	// Fleet.Clusters order: each is a Positioner for its cluster (paths
-	// relative to the cluster: cluster..., nodeGroups...), with its
-	// Source and Broken. In the one-cluster form Members is [l] itself.
-	// In the fleet form the root's Source is nil: use Members or Fleet.
-	Members []*Loaded
-	// Prefix is the path of a member in the source (clusters."<name>"),
-	// "" for the one-cluster form and for the root of a fleet. Findings
-	// about a member carry it before their path.
-	Prefix string
-	// Key is a fleet member's key in clusters; "" otherwise.
-	Key string
+	// Members are the clusters of the source, in Fleet.Clusters order:
+	// in the one-cluster form its one cluster, in the fleet form each
+	// cluster that decoded at least in part.
+	Members []*Member
 
+	// name is the source's name (its directory's), every cluster's
+	// Source.Name.
+	name string
 	// user is the value of the user's files alone; its positions point at
 	// what the user wrote.
 	user cue.Value
-	// root is the whole source of a fleet member; nil otherwise.
-	root *Loaded
-	// schema is the schema's #Source.
+	// schema is the schema's #Source (one-cluster form) or #Fleet.
 	schema cue.Value
-	// released is set by Release; groupKeys are then the positions of the
-	// node groups' names, by name.
-	released  bool
-	groupKeys map[string]token.Pos
 }
 
-// Broken lists the parts of a source that did not decode.
-type Broken struct {
-	// All is set when nothing could be evaluated (a syntax error, an
-	// unresolved reference): Source is empty.
+// FleetBroken lists the parts of a whole source that did not decode;
+// each Member's Broken says what of that cluster did not.
+type FleetBroken struct {
+	// All is set when nothing of the source decoded (a syntax error, an
+	// unresolved reference, a one-cluster source that does not decode as
+	// a whole).
 	All bool
-	// Cluster is set when the cluster did not decode.
-	Cluster bool
-	// Groups are the node groups that did not decode.
-	Groups map[string]bool
-	// Clusters are the fleet's clusters that did not decode as a whole
-	// (the root of a fleet only).
+	// Clusters are the fleet's clusters that did not decode as a whole:
+	// they have no Member.
 	Clusters map[string]bool
-	// Mesh is set when the fleet's mesh did not decode (the root of a
-	// fleet only).
+	// Mesh is set when the fleet's mesh did not decode.
 	Mesh bool
-}
-
-// Any reports whether any part of the source is missing from the model.
-func (b Broken) Any() bool {
-	return b.All || b.Cluster || len(b.Groups) > 0 || len(b.Clusters) > 0 || b.Mesh
 }
 
 // Load reads every .cue file in dir (not its subdirectories), unifies the
@@ -131,8 +110,7 @@ func Open(dir string) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Loaded{Dir: dir, Files: files, Source: &model.Source{NodeGroups: map[string]*model.NodeGroup{}}}
-	l.Source.Name = filepath.Base(absDir)
+	l := &Loaded{Dir: dir, Files: files, name: filepath.Base(absDir)}
 
 	read, err := l.parseFiles(dir, absDir)
 	if err != nil {
@@ -236,27 +214,38 @@ func (l *Loaded) evaluate(absDir string, read [][sha256.Size]byte) error {
 	if l.fleetForm() {
 		l.decodeFleet()
 	} else {
-		l.decode()
-		l.Members = []*Loaded{l}
-		l.Fleet = &model.Fleet{Clusters: []*model.Source{l.Source}, Single: true}
+		l.decodeSingle()
 	}
 	l.anchorUnpositioned(absDir)
 	return nil
 }
 
-// rootOf is the whole source l is part of: l itself, or a fleet
-// member's fleet.
-func (l *Loaded) rootOf() *Loaded {
-	if l.root != nil {
-		return l.root
+// decodeSingle decodes the one-cluster form: its one member.
+func (l *Loaded) decodeSingle() {
+	m := &Member{
+		Source: l.newSource(""),
+		value:  l.Value,
+		user:   l.user,
+		root:   l,
 	}
-	return l
+	m.decode()
+	if m.Broken.All {
+		l.Broken.All = true
+	}
+	l.Members = []*Member{m}
+	l.Fleet = &model.Fleet{Clusters: []*model.Source{m.Source}, Single: true}
 }
 
-// under reports whether a finding of the whole source is about path or
+// newSource is an empty model of one of l's clusters, whose tree in the
+// output directory is tree.
+func (l *Loaded) newSource(tree string) *model.Source {
+	return &model.Source{Name: l.name, NodeGroups: map[string]*model.NodeGroup{}, Tree: tree}
+}
+
+// under reports whether a finding of the source is about path or
 // something below it.
 func (l *Loaded) under(path string) bool {
-	for _, f := range l.rootOf().Findings {
+	for _, f := range l.Findings {
 		if f.Path == path || strings.HasPrefix(f.Path, path+".") {
 			return true
 		}
@@ -264,63 +253,24 @@ func (l *Loaded) under(path string) bool {
 	return false
 }
 
-// decode fills l.Source: all of it when CUE found no problem, otherwise
-// the cluster and each node group that has no problem of its own.
-func (l *Loaded) decode() {
-	src := l.Source
-	root := l.rootOf()
-	if len(root.Findings) == 0 {
-		if err := decode(l.Value, src); err != nil {
-			root.addDecodeErr(err)
-			l.Broken.All = true
-			return
-		}
-	} else {
-		l.Broken.Groups = map[string]bool{}
-		if l.under(l.sub("cluster")) {
-			l.Broken.Cluster = true
-		} else if err := decode(l.Value.LookupPath(cue.ParsePath("cluster")), &src.Cluster); err != nil {
-			root.addDecodeErr(err)
-			l.Broken.Cluster = true
-		}
-		iter, err := l.user.LookupPath(cue.ParsePath("nodeGroups")).Fields()
-		for err == nil && iter.Next() {
-			name := iter.Selector().Unquoted()
-			p := cue.MakePath(cue.Str("nodeGroups"), cue.Str(name))
-			g := &model.NodeGroup{}
-			if l.under(l.sub("nodeGroups", name)) {
-				l.Broken.Groups[name] = true
-				continue
-			}
-			if err := decode(l.Value.LookupPath(p), g); err != nil {
-				root.addDecodeErr(err)
-				l.Broken.Groups[name] = true
-				continue
-			}
-			src.NodeGroups[name] = g
-		}
-	}
-	src.Resolve()
-	src.Origins = map[string]string{}
-	for name := range src.NodeGroups {
-		if p := l.Pos(cue.Str("nodeGroups"), cue.Str(name)); p.IsValid() {
-			src.Origins[name] = src.Name + "/" + filepath.Base(p.Filename())
-		}
-	}
-	if p := l.Pos(cue.Str("cluster")); p.IsValid() {
-		src.ClusterOrigin = src.Name + "/" + filepath.Base(p.Filename())
-	}
-}
+// Pos returns the position of the value at path (CUE selectors, from the
+// root of the source) in the user's files, walking up to the nearest
+// ancestor the user wrote when the value itself comes from the schema (a
+// default). After Release it knows no position (token.NoPos).
+func (l *Loaded) Pos(sels ...cue.Selector) token.Pos { return valuePos(l.user, sels) }
 
-// Pos returns the position of the value at path (CUE selectors) in the
-// user's files, walking up to the nearest ancestor the user wrote when
-// the value itself comes from the schema (a default).
-func (l *Loaded) Pos(sels ...cue.Selector) token.Pos {
-	if !l.user.Exists() {
+// KeyPos returns the position of the label of the field at path, for
+// findings about a key (a label key, a cluster's name). After Release it
+// knows no position.
+func (l *Loaded) KeyPos(sels ...cue.Selector) token.Pos { return labelPos(l.user, sels) }
+
+// valuePos is Pos in user, the value of the user's files or part of it.
+func valuePos(user cue.Value, sels []cue.Selector) token.Pos {
+	if !user.Exists() {
 		return token.NoPos
 	}
 	for n := len(sels); n >= 0; n-- {
-		v := l.user.LookupPath(cue.MakePath(sels[:n]...))
+		v := user.LookupPath(cue.MakePath(sels[:n]...))
 		if !v.Exists() {
 			continue
 		}
@@ -331,25 +281,21 @@ func (l *Loaded) Pos(sels ...cue.Selector) token.Pos {
 	return token.NoPos
 }
 
-// KeyPos returns the position of the label of the field at path, for
-// findings about a key (a label key, a group name).
-func (l *Loaded) KeyPos(sels ...cue.Selector) token.Pos {
-	if l.released {
-		return l.releasedKeyPos(sels)
-	}
-	if !l.user.Exists() {
+// labelPos is KeyPos in user.
+func labelPos(user cue.Value, sels []cue.Selector) token.Pos {
+	if !user.Exists() {
 		return token.NoPos
 	}
-	v := l.user.LookupPath(cue.MakePath(sels...))
+	v := user.LookupPath(cue.MakePath(sels...))
 	if !v.Exists() {
-		return l.Pos(sels...)
+		return valuePos(user, sels)
 	}
 	if f, ok := v.Source().(*ast.Field); ok {
 		return f.Label.Pos()
 	}
 	// The value's source is the value expression: its parent field is not
 	// reachable, so report the value's position.
-	return l.Pos(sels...)
+	return valuePos(user, sels)
 }
 
 func userPos(v cue.Value) token.Pos {
@@ -357,13 +303,6 @@ func userPos(v cue.Value) token.Pos {
 		return f.Value.Pos()
 	}
 	return v.Pos()
-}
-
-// IsSourceError reports whether err is a list of findings about the source
-// (as opposed to an I/O or internal error).
-func IsSourceError(err error) bool {
-	var l diag.List
-	return errors.As(err, &l)
 }
 
 // addDecodeErr reports a value that does not fit the model at its

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/parser"
+	"github.com/nodegen/nodegen/internal/diag"
 )
 
 func formatted(t *testing.T, f *ast.File) string {
@@ -89,7 +91,7 @@ func TestLoadSyntaxError(t *testing.T) {
 		}
 	}
 	_, err := Load(dir)
-	if err == nil || !IsSourceError(err) {
+	if err == nil || !errors.As(err, new(diag.List)) {
 		t.Fatalf("got %v, want findings", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, filepath.Join(dir, "b.cue")+":3:") {

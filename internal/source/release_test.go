@@ -17,7 +17,7 @@ func TestRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[*source.Loaded]map[string]string{}
+		want := map[*source.Member]map[string]string{}
 		for _, m := range l.Members {
 			want[m] = map[string]string{}
 			for name := range m.Source.NodeGroups {
@@ -35,6 +35,9 @@ func TestRelease(t *testing.T) {
 		l.Release()
 		if l.Value.Exists() || l.Syntax != nil {
 			t.Errorf("%s: the evaluation is still held after Release", dir)
+		}
+		if p := l.Pos(cue.Str("cluster")); p.IsValid() {
+			t.Errorf("%s: the root still knows positions after Release (%s)", dir, p)
 		}
 		for m, groups := range want {
 			for name, p := range groups {

@@ -70,7 +70,7 @@ func TestAutoscalerReleaseWarnings(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, f := range validate.Warnings(l.Source, l) {
+			for _, f := range validate.Warnings(l.Members[0].Source, l.Members[0]) {
 				if strings.Contains(f.Msg, "Cluster Autoscaler releases") || strings.Contains(f.Msg, "first release") || strings.Contains(f.Msg, "is for Kubernetes") {
 					got = append(got, f.Path+": "+f.Msg+"|"+filepath.Base(f.Pos.Filename()))
 				}

@@ -56,7 +56,7 @@ func meshClusters(l *source.Loaded) diag.List {
 
 // cloudGroup is a cloud node group of a fleet's cluster.
 type cloudGroup struct {
-	m    *source.Loaded
+	m    *source.Member
 	g    *model.NodeGroup
 	base string // base instance name
 }
@@ -68,13 +68,21 @@ func (a cloudGroup) cluster() *model.Cluster { return &a.m.Source.Cluster }
 // pair by pair: a fleet may have many clusters and groups.
 func fleetGCENames(l *source.Loaded) diag.List {
 	var list diag.List
-	at := func(m *source.Loaded) *checker { return &checker{pos: m} }
-	report := func(c *checker) { list = append(list, c.list...) }
+	list = append(list, baseNameCollisions(l)...)
+	list = append(list, projectNameCollisions(l)...)
+	list = append(list, sharedEndpoints(l)...)
+	return list
+}
 
-	// VM, MIG and instance-template names: all start with the group's base
-	// instance name ("<cluster>-<group>"). Per project, in sorted order,
-	// every name that starts with another follows it directly or after
-	// other names that also start with it.
+// baseNameCollisions reports VM, MIG and instance-template names two
+// clusters in one project share: all start with the group's base instance
+// name ("<cluster>-<group>"). Per project, in sorted order, every name
+// that starts with another follows it directly or after other names that
+// also start with it.
+func baseNameCollisions(l *source.Loaded) diag.List {
+	var list diag.List
+	at := func(m *source.Member) *checker { return &checker{pos: m} }
+	report := func(c *checker) { list = append(list, c.list...) }
 	byProject := map[string][]cloudGroup{}
 	for _, m := range l.Members {
 		if m.Broken.Cluster {
@@ -120,11 +128,18 @@ func fleetGCENames(l *source.Loaded) diag.List {
 			}
 		}
 	}
+	return list
+}
 
-	// Project-wide names of each cluster: its service accounts and the
-	// join token's secret or metadata key.
+// projectNameCollisions reports the project-wide names of each cluster
+// that another cluster in its project shares: its service accounts and
+// the join token's secret or metadata key.
+func projectNameCollisions(l *source.Loaded) diag.List {
+	var list diag.List
+	at := func(m *source.Member) *checker { return &checker{pos: m} }
+	report := func(c *checker) { list = append(list, c.list...) }
 	type use struct {
-		m    *source.Loaded
+		m    *source.Member
 		path []any
 		what string
 	}
@@ -173,10 +188,16 @@ func fleetGCENames(l *source.Loaded) diag.List {
 			report(c)
 		}
 	}
+	return list
+}
 
-	// One control plane per cluster: two clusters with one endpoint would
-	// be one cluster whose nodes join with two sources' labels and tokens.
-	endpoints := map[string][]*source.Loaded{}
+// sharedEndpoints reports clusters that share a control-plane endpoint:
+// one control plane per cluster, since two clusters with one endpoint
+// would be one cluster whose nodes join with two sources' labels and
+// tokens.
+func sharedEndpoints(l *source.Loaded) diag.List {
+	var list diag.List
+	endpoints := map[string][]*source.Member{}
 	var order []string
 	for _, m := range l.Members {
 		if m.Broken.Cluster {
@@ -200,9 +221,9 @@ func fleetGCENames(l *source.Loaded) diag.List {
 					others = append(others, o.Source.Cluster.Name)
 				}
 			}
-			c := at(m)
+			c := &checker{pos: m}
 			c.at(sel("cluster", "controlPlaneEndpoint"), "control-plane endpoint %s is also cluster %s's: each cluster of a fleet has its own control plane (the nodes of both would join one cluster, with two sources' labels, taints and tokens); give each cluster its own endpoint", m.Source.Cluster.ControlPlaneEndpoint, andList(others))
-			report(c)
+			list = append(list, c.list...)
 		}
 	}
 	return list

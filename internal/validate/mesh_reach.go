@@ -84,7 +84,7 @@ func (c *checker) reach(f *model.Fleet, name string, p []cue.Selector) {
 		c.at(join(p, "address"), "%q is not an IPv4 address: with %s it is the Service's externalIPs entry, which kube-proxy and istiod read as an IP address", gw.Address, how)
 	}
 	if typ == model.ServiceLoadBalancer {
-		c.at(join(svc, "type"), "with %s the Service is reached at its externalIPs, and a LoadBalancer Service would wait for an address nothing gives it: remove type (ClusterIP) or make it \"NodePort\"", how)
+		c.at(join(svc, "type"), "with %s the Service is reached at its externalIPs, and a LoadBalancer Service would wait for an address nothing gives it: remove type (%s) or make it %q", how, model.ServiceClusterIP, model.ServiceNodePort)
 	}
 	if r.InternalLoadBalancer != nil {
 		c.internalLB(f, name, gw, p)

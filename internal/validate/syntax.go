@@ -9,19 +9,7 @@ import (
 	"cuelang.org/go/cue/token"
 
 	"github.com/nodegen/nodegen/internal/diag"
-	"github.com/nodegen/nodegen/internal/secrets"
 )
-
-// Syntax checks what the user wrote rather than what it evaluates to:
-// secrets anywhere in the files (string values, labels and comments), and
-// node groups defined more than once (CUE would silently merge them).
-func Syntax(files []*ast.File) diag.List {
-	return append(Secrets(files), DuplicateGroups(files)...).Sorted()
-}
-
-// Secrets reports every secret in what the user wrote (string values,
-// labels and comments); see package secrets.
-func Secrets(files []*ast.File) diag.List { return secrets.Syntax(files) }
 
 // DuplicateGroups reports every node group defined in more than one
 // place, at each place.

@@ -21,13 +21,14 @@ func TestVerificationFailuresArePositioned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := l.Members[0]
 	err = errors.Join(&verify.GroupError{Group: "gpu-t4", Path: "gce/gpu-t4/kube-env", Err: errors.New("the autoscaler would read taints [], want [x]")})
-	list := validate.VerificationFailures(err, l)
+	list := validate.VerificationFailures(err, m)
 	if len(list) != 1 {
 		t.Fatalf("got %d findings, want 1: %v", len(list), list)
 	}
 	f := list[0]
-	want := l.KeyPos(cue.Str("nodeGroups"), cue.Str("gpu-t4"))
+	want := m.KeyPos(cue.Str("nodeGroups"), cue.Str("gpu-t4"))
 	if !f.Pos.IsValid() || f.Pos != want || !strings.HasSuffix(f.Pos.Filename(), "gpu-t4.cue") {
 		t.Errorf("finding at %v, want the group's name at %v", f.Pos, want)
 	}
@@ -35,7 +36,7 @@ func TestVerificationFailuresArePositioned(t *testing.T) {
 		t.Errorf("message %q does not say which artifact failed and why", f.Msg)
 	}
 	mixed := errors.Join(err, errors.New("terraform/main.tf: broken"))
-	if list := validate.VerificationFailures(mixed, l); list != nil {
+	if list := validate.VerificationFailures(mixed, m); list != nil {
 		t.Errorf("a failure outside any group became findings: %v", list)
 	}
 }

@@ -48,7 +48,7 @@ func All(src *model.Source, files layout.Files) error {
 		env := readKubeEnv(files[layout.KubeEnvPath(g.Name)])
 		if err := env.check(g, flagged); err != nil {
 			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
-		} else if err := revision.Check(src, g, files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)]); err != nil {
+		} else if err := revision.CheckRead(src, g, files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)], env.tmpl); err != nil {
 			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
 		}
 		// The group's Terraform file, parsed here once for capacity and

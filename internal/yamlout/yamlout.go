@@ -6,10 +6,12 @@
 // as YAML. Parsing JSON with a YAML parser is most of the cost of rendering
 // a large nodegen source. This package decodes the JSON with encoding/json
 // into the values the YAML parser would produce (string-keyed maps, lists,
-// strings, booleans, nulls, whole numbers as int) and hands them to the
-// same YAML encoder, whose output does not depend on which parser built
-// them. A document holding any other number (a fraction, a whole number
-// beyond 2^53) goes the library's way.
+// strings, booleans, nulls, whole numbers as int), whose YAML does not
+// depend on which parser built them, and writes them as the library's YAML
+// encoder (go.yaml.in/yaml/v2) does (emit), or hands them to that encoder
+// where emit is not certain to write its bytes. A document holding any
+// other number (a fraction, a whole number beyond 2^53) goes the
+// library's way.
 package yamlout
 
 import (
@@ -68,6 +70,9 @@ func fromJSON(j []byte, drop string) (y []byte, ok bool, err error) {
 	}
 	if !yamlValues(tree) {
 		return nil, false, nil
+	}
+	if y, ok := emit(tree); ok {
+		return y, true, nil
 	}
 	y, err = yamlv2.Marshal(tree)
 	return y, err == nil, err

@@ -78,7 +78,7 @@ func load(tb testing.TB, n int) *source.Loaded {
 func TestSynthetic(t *testing.T) {
 	for _, n := range sizes[:2] {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			src := load(t, n).Source
+			src := load(t, n).Fleet.Clusters[0]
 			if len(src.NodeGroups) != n {
 				t.Fatalf("%d node groups, want %d", len(src.NodeGroups), n)
 			}
@@ -215,7 +215,7 @@ func BenchmarkValidate(b *testing.B) {
 		l := load(b, n)
 		defer reportCPU(b)()
 		for b.Loop() {
-			if list := validate.Source(l.Source, l); len(list) > 0 {
+			if list := validate.Source(l.Members[0].Source, l.Members[0]); len(list) > 0 {
 				b.Fatal(list)
 			}
 		}
@@ -225,7 +225,7 @@ func BenchmarkValidate(b *testing.B) {
 // BenchmarkRender measures rendering every artifact in memory.
 func BenchmarkRender(b *testing.B) {
 	forSizes(b, func(b *testing.B, n int) {
-		src := load(b, n).Source
+		src := load(b, n).Fleet.Clusters[0]
 		defer reportCPU(b)()
 		for b.Loop() {
 			if _, err := render.All(src); err != nil {
@@ -238,7 +238,7 @@ func BenchmarkRender(b *testing.B) {
 // BenchmarkVerify measures re-reading every artifact as its consumer does.
 func BenchmarkVerify(b *testing.B) {
 	forSizes(b, func(b *testing.B, n int) {
-		src := load(b, n).Source
+		src := load(b, n).Fleet.Clusters[0]
 		files, err := render.All(src)
 		if err != nil {
 			b.Fatal(err)
@@ -255,7 +255,7 @@ func BenchmarkVerify(b *testing.B) {
 // upToDate renders the n-group source and writes it to a fresh output
 // directory, for the benchmarks of what runs on an up-to-date out/.
 func upToDate(b *testing.B, n int) (string, layout.Files) {
-	files, err := render.All(load(b, n).Source)
+	files, err := render.All(load(b, n).Fleet.Clusters[0])
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func BenchmarkCheck(b *testing.B) {
 // TestParallelRenderDeterministic renders and verifies the same source on
 // one CPU and on several, repeatedly: the files must be identical.
 func TestParallelRenderDeterministic(t *testing.T) {
-	src := load(t, 100).Source
+	src := load(t, 100).Fleet.Clusters[0]
 	prev := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(prev)
 	want, err := render.All(src)

@@ -257,12 +257,12 @@ func TestNodeCSRApprover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the test source: %v", err)
 	}
-	files, err := render.All(l.Source)
+	files, err := render.All(l.Fleet.Clusters[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &approverEnv{src: l.Source, renewer: &renewerEnv{src: l.Source}}
-	if e.renewer.renewal, err = l.Source.Renewal(); err != nil {
+	e := &approverEnv{src: l.Fleet.Clusters[0], renewer: &renewerEnv{src: l.Fleet.Clusters[0]}}
+	if e.renewer.renewal, err = l.Fleet.Clusters[0].Renewal(); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range mustDecode(t, files[layout.JoinTokenRenewerPath]) {

@@ -145,7 +145,7 @@ func TestDayZero(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the test source: %v", err)
 	}
-	src := l.Source
+	src := l.Fleet.Clusters[0]
 	files, err := render.All(src)
 	if err != nil {
 		t.Fatal(err)

@@ -122,7 +122,7 @@ func newEnv(t *testing.T, cp *testcp.ControlPlane) *env {
 	if err != nil {
 		t.Fatalf("loading the test source: %v", err)
 	}
-	e.src = l.Source
+	e.src = l.Fleet.Clusters[0]
 	if e.files, err = render.All(e.src); err != nil {
 		t.Fatalf("rendering the test source: %v", err)
 	}

@@ -99,7 +99,7 @@ func TestJoinTokenRenewer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the test source: %v", err)
 	}
-	files, err := render.All(l.Source)
+	files, err := render.All(l.Fleet.Clusters[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +108,8 @@ func TestJoinTokenRenewer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &renewerEnv{src: l.Source}
-	if e.renewal, err = l.Source.Renewal(); err != nil {
+	e := &renewerEnv{src: l.Fleet.Clusters[0]}
+	if e.renewal, err = l.Fleet.Clusters[0].Renewal(); err != nil {
 		t.Fatal(err)
 	}
 	if e.renewal.Grace() != 40*time.Minute {

@@ -83,11 +83,11 @@ func Example(t testing.TB) (*model.Source, layout.Files) {
 	if err != nil {
 		t.Fatalf("loading the example: %v", err)
 	}
-	files, err := render.All(l.Source)
+	files, err := render.All(l.Fleet.Clusters[0])
 	if err != nil {
 		t.Fatalf("rendering the example: %v", err)
 	}
-	return l.Source, files
+	return l.Fleet.Clusters[0], files
 }
 
 // FleetDir returns the tests' fleet source,

@@ -11,6 +11,9 @@ import (
 	"github.com/nodegen/nodegen/internal/outdir"
 )
 
+// check's shortcut (package fastcheck): its flags, the inputs it is
+// recorded for, and the record a full gen or check leaves.
+
 // shortcutFlags are check's flags for its shortcut (internal/fastcheck).
 func shortcutFlags(f *ioFlags) []cli.Flag {
 	return []cli.Flag{

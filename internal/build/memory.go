@@ -1,0 +1,70 @@
+package build
+
+import (
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+)
+
+// BudgetMemory turns on the memory budget of rendering (see
+// budgetMemory). It sets the process's garbage collector, so only a
+// program that owns its process sets it (the nodegen command does; tests
+// and other callers of this package do not).
+var BudgetMemory = false
+
+// Bounds of the budget: headroom is added to what the evaluation needed
+// for the runtime's own growth while rendering (the stacks of the
+// rendering goroutines, the collector's metadata), so that the heap keeps
+// the evaluation's room; below minBudget that overhead would leave the
+// collector too little room and it would run all the time.
+const (
+	headroom  = 4 << 20
+	minBudget = 16 << 20
+)
+
+// budgetMemory is called when the evaluation of the source is released,
+// before rendering. The evaluation is the larger part of a run's memory:
+// at its end the runtime holds what it needed (the heap at its peak,
+// mostly garbage once it is released). Rendering and verifying allocate
+// several times as much again, but keep far less alive at once (the
+// artifacts and the parsers' trees of one group at a time). So from here
+// the collector no longer runs each time the heap grows by GOGC percent
+// over what is live, but only when the runtime's memory reaches what the
+// evaluation already needed (a soft memory limit, plus headroom, at least
+// minBudget):
+// the peak memory of the run stays the evaluation's, and rendering, with
+// its small live heap, is collected a few times instead of dozens.
+//
+// GOGC or GOMEMLIMIT in the environment still decide: then nothing is
+// changed.
+func budgetMemory() {
+	if !BudgetMemory {
+		return
+	}
+	for _, env := range []string{"GOGC", "GOMEMLIMIT"} {
+		if _, set := os.LookupEnv(env); set {
+			return
+		}
+	}
+	debug.SetMemoryLimit(int64(budget(runtimeMemory())))
+	debug.SetGCPercent(-1)
+}
+
+// budget is the soft memory limit of rendering after an evaluation that
+// needed need bytes.
+func budget(need uint64) uint64 { return max(need+headroom, minBudget) }
+
+// runtimeMemory is the memory the Go runtime holds from the operating
+// system (everything it mapped less what it returned), the measure the
+// soft memory limit is compared with.
+func runtimeMemory() uint64 {
+	s := []metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}

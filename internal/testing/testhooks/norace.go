@@ -1,0 +1,5 @@
+//go:build !race
+
+package testhooks
+
+const race = false
