@@ -41,27 +41,37 @@ type Var struct{ Name, Value string }
 // It refuses anything the autoscaler could not read back: an empty name or
 // value, or a name or value containing ';', or a name containing '='.
 func Marshal(header string, vars []Var) ([]byte, error) {
-	segs := make([]string, 0, len(vars))
-	for _, v := range vars {
-		if v.Name == "" || strings.ContainsAny(v.Name, ";= \"'") {
-			return nil, fmt.Errorf("kube-env: invalid variable name %q", v.Name)
-		}
-		if v.Value == "" {
-			return nil, fmt.Errorf("kube-env: variable %s is empty", v.Name)
-		}
-		if strings.Contains(v.Value, ";") {
-			return nil, fmt.Errorf("kube-env: variable %s contains ';': %q", v.Name, v.Value)
-		}
-		if strings.TrimSpace(v.Value) != v.Value || strings.Trim(v.Value, `"'`) != v.Value {
-			return nil, fmt.Errorf("kube-env: variable %s starts or ends with a space or quote: %q", v.Name, v.Value)
-		}
-		segs = append(segs, v.Name+"="+v.Value)
+	joined, err := JoinVars(vars)
+	if err != nil {
+		return nil, err
 	}
-	body, err := yamlout.Marshal(map[string]string{AutoscalerEnvVars: strings.Join(segs, ";")})
+	body, err := yamlout.Marshal(map[string]string{AutoscalerEnvVars: joined})
 	if err != nil {
 		return nil, err
 	}
 	return append([]byte(header), body...), nil
+}
+
+// JoinVars is the AUTOSCALER_ENV_VARS value Marshal writes for vars, with
+// Marshal's errors.
+func JoinVars(vars []Var) (string, error) {
+	segs := make([]string, 0, len(vars))
+	for _, v := range vars {
+		if v.Name == "" || strings.ContainsAny(v.Name, ";= \"'") {
+			return "", fmt.Errorf("kube-env: invalid variable name %q", v.Name)
+		}
+		if v.Value == "" {
+			return "", fmt.Errorf("kube-env: variable %s is empty", v.Name)
+		}
+		if strings.Contains(v.Value, ";") {
+			return "", fmt.Errorf("kube-env: variable %s contains ';': %q", v.Name, v.Value)
+		}
+		if strings.TrimSpace(v.Value) != v.Value || strings.Trim(v.Value, `"'`) != v.Value {
+			return "", fmt.Errorf("kube-env: variable %s starts or ends with a space or quote: %q", v.Name, v.Value)
+		}
+		segs = append(segs, v.Name+"="+v.Value)
+	}
+	return strings.Join(segs, ";"), nil
 }
 
 // Parse reads a kube-env value as the autoscaler does: a flat YAML map

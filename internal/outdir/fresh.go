@@ -63,13 +63,36 @@ func Intact(dir string, o Options, prev *Seen) (seen *Seen, reason string, err e
 		prev = nil // another record: what was seen is no evidence
 	}
 
-	type file struct {
-		rel, path string
-		info      fs.FileInfo
-		stamp     string // "" when it cannot stand for the content
+	files, known, err := recordedTree(dir, prev, now)
+	if err != nil {
+		return nil, err.Error(), nil
 	}
-	var files []file
-	known := 0 // files whose stamp matches prev
+	if prev != nil && known == len(files) && len(files) == prev.Count {
+		// Every file is one seen before, unchanged, under the same
+		// record; they were as many as the record lists, so none is
+		// missing.
+		seen.Count, seen.Files = prev.Count, prev.Files
+		return seen, "", nil
+	}
+	if reason := seen.check(files, b, prev, now); reason != "" {
+		return nil, reason, nil
+	}
+	return seen, "", nil
+}
+
+// stampedFile is a file of an output directory: its path relative to
+// the directory, its path, what lstat said, and its Stamp ("" when it
+// cannot stand for the content).
+type stampedFile struct {
+	rel, path string
+	info      fs.FileInfo
+	stamp     string
+}
+
+// recordedTree lists the files of dir but its record, with their stamps
+// at now, and counts those whose stamp is prev's. A file that is not a
+// regular one is an error.
+func recordedTree(dir string, prev *Seen, now time.Time) (files []stampedFile, known int, err error) {
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -92,7 +115,7 @@ func Intact(dir string, o Options, prev *Seen) (seen *Seen, reason string, err e
 		if err != nil {
 			return err
 		}
-		f := file{rel: rel, path: path, info: info}
+		f := stampedFile{rel: rel, path: path, info: info}
 		f.stamp, _ = Stamp(info, now)
 		if p, ok := prev.file(rel); ok && f.stamp != "" && p.Stamp == f.stamp {
 			known++
@@ -100,20 +123,19 @@ func Intact(dir string, o Options, prev *Seen) (seen *Seen, reason string, err e
 		files = append(files, f)
 		return nil
 	})
-	if err != nil {
-		return nil, err.Error(), nil
-	}
-	if prev != nil && known == len(files) && len(files) == prev.Count {
-		// Every file is one seen before, unchanged, under the same
-		// record; they were as many as the record lists, so none is
-		// missing.
-		seen.Count, seen.Files = prev.Count, prev.Files
-		return seen, "", nil
-	}
+	return files, known, err
+}
 
+// check compares files with the record b (prev, if not nil, is what an
+// earlier Intact saw under the same record): every file recorded, with
+// its mode, none missing, each with its recorded sha256, read unless its
+// stamp is prev's. It fills seen's count, the files read and the stamps
+// that stand for a content, and says why the tree is not what b records
+// ("" when it is).
+func (seen *Seen) check(files []stampedFile, b []byte, prev *Seen, now time.Time) string {
 	m, err := parseManifest(ManifestName, b)
 	if err != nil {
-		return nil, err.Error(), nil
+		return err.Error()
 	}
 	seen.Count = len(m.Files)
 	recorded := m.entries()
@@ -123,10 +145,10 @@ func Intact(dir string, o Options, prev *Seen) (seen *Seen, reason string, err e
 	for i, f := range files {
 		e, ok := recorded[f.rel]
 		if !ok {
-			return nil, f.rel + " is not in the record", nil
+			return f.rel + " is not in the record"
 		}
 		if rec, err := parseMode(e.Mode); err != nil || !sameMode(f.info.Mode(), rec) {
-			return nil, fmt.Sprintf("%s has mode %s, recorded %s", f.rel, modeString(f.info.Mode()), e.Mode), nil
+			return fmt.Sprintf("%s has mode %s, recorded %s", f.rel, modeString(f.info.Mode()), e.Mode)
 		}
 		if p, ok := prev.file(f.rel); ok && f.stamp != "" && p.Stamp == f.stamp {
 			sums[i], stamps[i] = p.SHA256, f.stamp
@@ -135,7 +157,7 @@ func Intact(dir string, o Options, prev *Seen) (seen *Seen, reason string, err e
 		read = append(read, i)
 	}
 	if len(files) != len(recorded) {
-		return nil, fmt.Sprintf("%d of the %d recorded files are missing", len(recorded)-len(files), len(recorded)), nil
+		return fmt.Sprintf("%d of the %d recorded files are missing", len(recorded)-len(files), len(recorded))
 	}
 	seen.Read = len(read)
 	problems := make([]string, len(files))
@@ -146,15 +168,15 @@ func Intact(dir string, o Options, prev *Seen) (seen *Seen, reason string, err e
 	for i, f := range files {
 		switch {
 		case problems[i] != "":
-			return nil, problems[i], nil
+			return problems[i]
 		case sums[i] != recorded[f.rel].SHA256:
-			return nil, f.rel + " differs from the record", nil
+			return f.rel + " differs from the record"
 		}
 		if stamps[i] != "" {
 			seen.Files[f.rel] = Seen1{Stamp: stamps[i], SHA256: sums[i]}
 		}
 	}
-	return seen, "", nil
+	return ""
 }
 
 func (s *Seen) file(rel string) (Seen1, bool) {

@@ -195,13 +195,31 @@ func compareTree(dir string, files layout.Files, force bool, scope func(string) 
 			return r, nil, fmt.Errorf("internal error: %s is outside the scope of this run", p)
 		}
 	}
+	recorded, err := r.compareManifest(dir, t, files, scope)
+	if err != nil {
+		return r, nil, err
+	}
+	r.compareRendered(t, files, recorded, force)
+	r.compareOthers(t, files, recorded, force, inScope)
+	r.sort()
+	return r, t, nil
+}
+
+// compareManifest sets r's Manifest, the record Write leaves of files
+// (and, with a scope, of the files outside it as they are), and returns
+// what the directory's record says of each file. Without a record (out/
+// of an older nodegen, or a first run) the files with nodegen's header at
+// paths it renders are taken as its own (r.Adopted), and, with a scope,
+// those outside it too.
+func (r *Report) compareManifest(dir string, t *tree, files layout.Files, scope func(string) bool) (map[string]manifestEntry, error) {
+	inScope := func(p string) bool { return scope == nil || scope(p) }
 	want := newManifest(files)
 	var recorded map[string]manifestEntry
 	if t.manifest != nil {
 		r.ManifestDigest = ManifestDigest(t.manifest)
 		m, err := parseManifest(filepath.ToSlash(filepath.Join(dir, ManifestName)), t.manifest)
 		if err != nil {
-			return r, nil, err
+			return nil, err
 		}
 		recorded = m.entries()
 		if scope != nil {
@@ -239,7 +257,14 @@ func compareTree(dir string, files layout.Files, force bool, scope func(string) 
 		}
 		r.Manifest = &Change{Path: ManifestName, Kind: Added, New: want.encode(), NewMode: 0o644}
 	}
+	return recorded, nil
+}
 
+// compareRendered compares each rendered file with the directory's:
+// added, unchanged, changed in mode or content, or in conflict (edited by
+// hand, or a file nodegen did not write in the way), forced over with
+// force.
+func (r *Report) compareRendered(t *tree, files layout.Files, recorded map[string]manifestEntry, force bool) {
 	for _, p := range files.Paths() {
 		newB, newMode := files[p], mode(p)
 		old, onDisk := t.files[p]
@@ -266,6 +291,12 @@ func compareTree(dir string, files layout.Files, force bool, scope func(string) 
 			r.Conflicts = append(r.Conflicts, Conflict{Path: p, Kind: InTheWay, Old: old, New: newB})
 		}
 	}
+}
+
+// compareOthers sorts the directory's files that the render does not
+// have: outside the scope, foreign (not nodegen's), removed, or edited
+// by hand (forced over with force); and its special files.
+func (r *Report) compareOthers(t *tree, files layout.Files, recorded map[string]manifestEntry, force bool, inScope func(string) bool) {
 	for _, p := range slices.Sorted(maps.Keys(t.files)) {
 		if _, ok := files[p]; ok {
 			continue
@@ -296,13 +327,16 @@ func compareTree(dir string, files layout.Files, force bool, scope func(string) 
 			}
 		}
 	}
+}
+
+// sort puts r's lists in path order, one conflict per path.
+func (r *Report) sort() {
 	slices.Sort(r.Outside)
 	slices.Sort(r.Foreign)
 	slices.Sort(r.Forced)
 	slices.SortFunc(r.Changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
 	slices.SortFunc(r.Conflicts, func(a, b Conflict) int { return strings.Compare(a.Path, b.Path) })
 	r.Conflicts = slices.CompactFunc(r.Conflicts, func(a, b Conflict) bool { return a.Path == b.Path })
-	return r, t, nil
 }
 
 // tree is what scan finds in a directory.

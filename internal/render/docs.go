@@ -7,11 +7,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/schemadoc"
+	"github.com/nodegen/nodegen/internal/yamlout"
 )
 
 // markdownHeader is HeaderLine in Markdown's comment syntax.
@@ -353,7 +353,7 @@ func (d *docWriter) group(g *model.NodeGroup) error {
 		}
 	}
 
-	snippet, err := yaml.Marshal(PodPlacement(g))
+	snippet, err := yamlout.Marshal(PodPlacement(g))
 	if err != nil {
 		return err
 	}

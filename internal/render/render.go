@@ -5,6 +5,7 @@ package render
 import (
 	"fmt"
 
+	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
@@ -109,15 +110,22 @@ func groupArtifacts(src *model.Source, g *model.NodeGroup, header string) (env, 
 		withLabel.NodeLabels[k] = v
 	}
 	withLabel.NodeLabels[model.RevisionLabel] = ""
-	if env, err = KubeEnv(src, &withLabel, header); err != nil {
+	vars, err := KubeEnvVars(&withLabel)
+	if err != nil {
+		return nil, nil, err
+	}
+	joined, err := kubeenv.JoinVars(vars)
+	if err != nil {
+		return nil, nil, err
+	}
+	if env, err = kubeenv.Marshal(header, vars); err != nil {
 		return nil, nil, err
 	}
 	if script, err = StartupScript(src, &withLabel, header); err != nil {
 		return nil, nil, err
 	}
-	rev, err := revision.Of(src, g, env, script)
-	if err != nil {
-		return nil, nil, err
-	}
+	// The kube-env holds joined with the revision label empty; verify
+	// reads it back and recomputes the revision from its bytes.
+	rev := revision.OfEnvVars(src, g, joined, script)
 	return revision.Set(env, rev), revision.Set(script, rev), nil
 }

@@ -111,8 +111,16 @@ func Of(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) (string, 
 	if err != nil {
 		return "", fmt.Errorf("kube-env: %w", err)
 	}
+	return OfEnvVars(src, g, env[kubeenv.AutoscalerEnvVars], script), nil
+}
+
+// OfEnvVars is Of with the kube-env given as the value the autoscaler
+// reads from its AUTOSCALER_ENV_VARS with the revision label emptied: what
+// render wrote there, so that it need not read back the kube-env it just
+// wrote (verify does, and recomputes the revision with Of).
+func OfEnvVars(src *model.Source, g *model.NodeGroup, envVars string, script []byte) string {
 	var vars []string
-	for _, seg := range strings.Split(env[kubeenv.AutoscalerEnvVars], ";") {
+	for _, seg := range strings.Split(envVars, ";") {
 		if name, _, _ := strings.Cut(seg, "="); strings.TrimSpace(name) != "autoscaling_options" {
 			vars = append(vars, seg)
 		}
@@ -141,7 +149,7 @@ func Of(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) (string, 
 		field("accelerators", g.GPU.Type+" "+strconv.Itoa(g.GPU.Count))
 	}
 	field("kubernetes-version", src.Cluster.NodeVersion(g))
-	return hex.EncodeToString(h.Sum(nil))[:Len], nil
+	return hex.EncodeToString(h.Sum(nil))[:Len]
 }
 
 // fieldParts writes one field of the digest: its name, the length of its
