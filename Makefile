@@ -1,5 +1,5 @@
 # nodegen developer targets. Everything also works with plain `go` commands;
-# see README.md.
+# see CONTRIBUTING.md.
 
 GO ?= go
 
@@ -23,8 +23,9 @@ vet:
 test:
 	$(GO) test ./...
 
-# Builds kube-apiserver and etcd for the real-API-server tests into a cache
-# outside the repository (reused when present).
+# Builds kube-apiserver, kube-controller-manager and etcd for the
+# real-API-server tests into a cache outside the repository (reused when
+# present); see hack/testcp/README.md.
 testcp:
 	bash hack/testcp/build.sh
 

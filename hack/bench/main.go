@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command bench compares nodegen with `cue export` of the same source, as
 // `make bench` runs it.
 //
@@ -24,6 +26,8 @@
 // Usage (from the repository root):
 //
 //	go run ./hack/bench [-sizes 5,60,1000,10000] [-varied] [-rounds 7] [-rounds1000 5] [-rounds5000 3] [-keep]
+//
+// It builds on Unix only: it reads its children's resource use with getrusage.
 package main
 
 import (

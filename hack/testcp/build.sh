@@ -4,8 +4,7 @@
 # proxy (no prebuilt downloads), in throwaway wrapper modules under a temporary
 # folder, so the project's go.mod and go.sum are never touched. kube-apiserver
 # and kube-controller-manager come from one wrapper module (the same module
-# graph), so the packages they share are compiled once and found in the Go
-# build cache by the second build.
+# graph) and one go build, so the packages they share are compiled once.
 #
 # Usage: hack/testcp/build.sh
 #
@@ -157,15 +156,14 @@ ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
 done
-if ((!only_kcm)); then
-	log "compiling kube-apiserver (the long part: several minutes on 2 cores)"
-	run go build -trimpath -ldflags="$ldflags" -o "$stage/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-fi
-# Most of its packages are kube-apiserver's, already in the build cache.
-kcm_started=$SECONDS
-log "compiling kube-controller-manager"
-run go build -trimpath -ldflags="$ldflags" -o "$stage/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
-log "kube-controller-manager compiled in $((SECONDS - kcm_started))s"
+k8s_cmds=(k8s.io/kubernetes/cmd/kube-controller-manager)
+((only_kcm)) || k8s_cmds=(k8s.io/kubernetes/cmd/kube-apiserver "${k8s_cmds[@]}")
+# One go build for both commands: each package they share is compiled once,
+# and one command links while the other's packages still compile.
+compile_started=$SECONDS
+log "compiling ${k8s_cmds[*]##*/} (the long part: several minutes on 2 cores)"
+run go build -trimpath -ldflags="$ldflags" -o "$stage/" "${k8s_cmds[@]}"
+log "compiled in $((SECONDS - compile_started))s"
 got="$("$stage/kube-controller-manager" --version)"
 [[ $got == "Kubernetes $K8S_VERSION" ]] || die "kube-controller-manager --version says '$got', want 'Kubernetes $K8S_VERSION'"
 

@@ -233,26 +233,7 @@ func checkKubeEnv(got *string, want []byte, path string) []Finding {
 	if err != nil {
 		return []Finding{{Kind: KubeEnv, Message: "kube-env unreadable by the autoscaler (no scale-from-zero): " + err.Error()}}
 	}
-	var out []Finding
-	add := func(key, want, got, msg string) {
-		out = append(out, Finding{Kind: KubeEnv, Key: key, Want: want, Got: got, Message: "kube-env: " + msg})
-	}
-	listDiff := func(name string, w, g map[string]string) {
-		for _, k := range model.SortedKeys(w) {
-			gv, ok := g[k]
-			switch {
-			case !ok:
-				add(k, w[k], "", fmt.Sprintf("%s %s missing (want %s)", name, k, w[k]))
-			case gv != w[k]:
-				add(k, w[k], gv, fmt.Sprintf("%s %s is %s, the source says %s", name, k, gv, w[k]))
-			}
-		}
-		for _, k := range model.SortedKeys(g) {
-			if _, ok := w[k]; !ok {
-				add(k, "", g[k], fmt.Sprintf("%s %s=%s is not in the source", name, k, g[k]))
-			}
-		}
-	}
+	d := &kubeEnvDiff{}
 	// The revision label is a digest of the artifacts: every other
 	// difference changes it, so it is not reported on its own.
 	withoutRevision := func(m map[string]string) map[string]string {
@@ -260,29 +241,72 @@ func checkKubeEnv(got *string, want []byte, path string) []Finding {
 		delete(m, model.RevisionLabel)
 		return m
 	}
-	listDiff("label", withoutRevision(wt.Labels), withoutRevision(gt.Labels))
-	taints := func(ts []kubeenv.Taint) map[string]string {
+	d.labels(withoutRevision(wt.Labels), withoutRevision(gt.Labels))
+	d.taints(wt.Taints, gt.Taints)
+	d.values(wt, gt)
+	if len(d.out) == 0 {
+		d.out = append(d.out, Finding{Kind: KubeEnv, Message: "kube-env differs from what gen renders (" + path + ") in comments or layout only: the autoscaler reads the same"})
+	}
+	return d.out
+}
+
+// kubeEnvDiff collects the differences between a rendered kube-env
+// (want) and a template's (got), each a Finding.
+type kubeEnvDiff struct{ out []Finding }
+
+func (d *kubeEnvDiff) add(key, want, got, msg string) {
+	d.out = append(d.out, Finding{Kind: KubeEnv, Key: key, Want: want, Got: got, Message: "kube-env: " + msg})
+}
+
+// labels reports each label missing, different or extra.
+func (d *kubeEnvDiff) labels(w, g map[string]string) {
+	for _, k := range model.SortedKeys(w) {
+		gv, ok := g[k]
+		switch {
+		case !ok:
+			d.add(k, w[k], "", fmt.Sprintf("label %s missing (want %s)", k, w[k]))
+		case gv != w[k]:
+			d.add(k, w[k], gv, fmt.Sprintf("label %s is %s, the source says %s", k, gv, w[k]))
+		}
+	}
+	for _, k := range model.SortedKeys(g) {
+		if _, ok := w[k]; !ok {
+			d.add(k, "", g[k], fmt.Sprintf("label %s=%s is not in the source", k, g[k]))
+		}
+	}
+}
+
+// taints reports each taint missing, different (in value or effect) or
+// extra, by key.
+func (d *kubeEnvDiff) taints(want, got []kubeenv.Taint) {
+	byKey := func(ts []kubeenv.Taint) map[string]string {
 		m := map[string]string{}
 		for _, t := range ts {
 			m[t.Key] = t.Value + ":" + t.Effect
 		}
 		return m
 	}
-	wTaints, gTaints := taints(wt.Taints), taints(gt.Taints)
+	wTaints, gTaints := byKey(want), byKey(got)
 	for _, k := range model.SortedKeys(wTaints) {
 		gv, ok := gTaints[k]
 		switch {
 		case !ok:
-			add(k, k+"="+wTaints[k], "", fmt.Sprintf("taint %s=%s missing", k, wTaints[k]))
+			d.add(k, k+"="+wTaints[k], "", fmt.Sprintf("taint %s=%s missing", k, wTaints[k]))
 		case gv != wTaints[k]:
-			add(k, k+"="+wTaints[k], k+"="+gv, fmt.Sprintf("taint %s=%s, the source says %s=%s", k, gv, k, wTaints[k]))
+			d.add(k, k+"="+wTaints[k], k+"="+gv, fmt.Sprintf("taint %s=%s, the source says %s=%s", k, gv, k, wTaints[k]))
 		}
 	}
 	for _, k := range model.SortedKeys(gTaints) {
 		if _, ok := wTaints[k]; !ok {
-			add(k, "", k+"="+gTaints[k], fmt.Sprintf("taint %s=%s is not in the source", k, gTaints[k]))
+			d.add(k, "", k+"="+gTaints[k], fmt.Sprintf("taint %s=%s is not in the source", k, gTaints[k]))
 		}
 	}
+}
+
+// values reports each other variable the autoscaler reads that differs:
+// the reservations, eviction thresholds, extended resources, autoscaling
+// options, and the node's OS, distribution and architecture.
+func (d *kubeEnvDiff) values(wt, gt *kubeenv.Template) {
 	for _, v := range []struct {
 		name string
 		w, g map[string]string
@@ -293,18 +317,14 @@ func checkKubeEnv(got *string, want []byte, path string) []Finding {
 		{"autoscaling_options", wt.AutoscalingOpts, gt.AutoscalingOpts},
 	} {
 		if !maps.Equal(v.w, v.g) {
-			add(v.name, pairs(v.w), pairs(v.g), fmt.Sprintf("%s is %q, the source says %q", v.name, pairs(v.g), pairs(v.w)))
+			d.add(v.name, pairs(v.w), pairs(v.g), fmt.Sprintf("%s is %q, the source says %q", v.name, pairs(v.g), pairs(v.w)))
 		}
 	}
 	for _, v := range [][3]string{{"os", wt.OS, gt.OS}, {"os_distribution", wt.OSDistribution, gt.OSDistribution}, {"arch", wt.Arch, gt.Arch}} {
 		if v[1] != v[2] {
-			add(v[0], v[1], v[2], fmt.Sprintf("%s is %s, the source says %s", v[0], v[2], v[1]))
+			d.add(v[0], v[1], v[2], fmt.Sprintf("%s is %s, the source says %s", v[0], v[2], v[1]))
 		}
 	}
-	if len(out) == 0 {
-		out = append(out, Finding{Kind: KubeEnv, Message: "kube-env differs from what gen renders (" + path + ") in comments or layout only: the autoscaler reads the same"})
-	}
-	return out
 }
 
 func pairs(m map[string]string) string {

@@ -152,27 +152,7 @@ func ReadTemplate(data []byte) (*Template, error) {
 		return nil, err
 	}
 	t := &Template{}
-	list := func(name, fallback string) (map[string]string, error) {
-		v, ok, err := LookupVar(env, name)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			if fallback == "" {
-				return nil, nil
-			}
-			fv, fok := env[fallback]
-			if !fok {
-				return nil, nil
-			}
-			v = fv
-		}
-		m, err := ParseList(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		return m, nil
-	}
+	list := func(name, fallback string) (map[string]string, error) { return readList(env, name, fallback) }
 	if t.Labels, err = list("node_labels", "NODE_LABELS"); err != nil {
 		return nil, err
 	}
@@ -197,19 +177,7 @@ func ReadTemplate(data []byte) (*Template, error) {
 		return nil, err
 	}
 	scalar := func(name, def string, allowed ...string) (string, error) {
-		v, ok, err := LookupVar(env, name)
-		if err != nil {
-			return "", err
-		}
-		if !ok {
-			return def, nil
-		}
-		for _, a := range allowed {
-			if v == a {
-				return v, nil
-			}
-		}
-		return "", fmt.Errorf("%s: unsupported value %q", name, v)
+		return readScalar(env, name, def, allowed...)
 	}
 	if t.OS, err = scalar("os", "linux", "linux", "windows"); err != nil {
 		return nil, err
@@ -229,6 +197,49 @@ func ReadTemplate(data []byte) (*Template, error) {
 		t.BlockBootDiskEphemeral = true
 	}
 	return t, nil
+}
+
+// readList reads the list variable name of env (key=value pairs, as
+// ParseList reads them) as the autoscaler does, or its fallback variable
+// when it is unset and fallback is not "": nil when neither is set.
+func readList(env map[string]string, name, fallback string) (map[string]string, error) {
+	v, ok, err := LookupVar(env, name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if fallback == "" {
+			return nil, nil
+		}
+		fv, fok := env[fallback]
+		if !fok {
+			return nil, nil
+		}
+		v = fv
+	}
+	m, err := ParseList(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return m, nil
+}
+
+// readScalar reads the variable name of env, one of allowed, or def when
+// it is unset.
+func readScalar(env map[string]string, name, def string, allowed ...string) (string, error) {
+	v, ok, err := LookupVar(env, name)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return def, nil
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("%s: unsupported value %q", name, v)
 }
 
 // IsStartupTaint reports whether the autoscaler treats key as a startup

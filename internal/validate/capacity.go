@@ -135,40 +135,10 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 			}
 			continue
 		}
-		// What the cloud groups hold at their smallest: gce-static groups
-		// at their fixed size, autoscaled ones at min in every zone.
-		var floor float64
-		var parts []string
-		used := false
-		known := true
-		for _, g := range c.src.CloudGroups() {
-			per, ok := res.per(g)
-			if !ok {
-				known = false
-				continue
-			}
-			if per > 0 {
-				used = true
-			}
-			if n := float64(g.MinNodes()) * per; n > 0 {
-				floor += n
-				parts = append(parts, fmt.Sprintf("%s %s", g.Name, amount(n)))
-			}
-		}
+		floor, parts, used, known := c.capFloor(res)
 		if strings.HasSuffix(res.what, " GPUs") && !used {
 			if !warnings && c.gpusSettled() {
-				t := strings.TrimSuffix(res.what, " GPUs")
-				var types []string
-				for _, g := range c.src.CloudGroups() {
-					if g.GPU != nil && !slices.Contains(types, g.GPU.Type) {
-						types = append(types, g.GPU.Type)
-					}
-				}
-				msg := fmt.Sprintf("no cloud node group has GPU type %s: the cap would limit nothing", t)
-				if s := diag.Suggest(t, types); s != "" {
-					msg += fmt.Sprintf("; did you mean %q?", s)
-				}
-				c.atKey(res.path, "%s", msg)
+				c.unusedGPUCap(res)
 			}
 			continue
 		}
@@ -187,30 +157,78 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 			c.capLeavesNoRoom(res, floor, parts)
 			continue
 		}
-		for _, g := range c.src.Groups() {
-			if !g.Autoscaled() {
-				continue
+		c.unreachableMaxes(res, floor)
+	}
+}
+
+// capFloor is what the cloud groups hold of res at their smallest:
+// gce-static groups at their fixed size, autoscaled ones at min in every
+// zone; parts names each group's share. used says whether a group has
+// any of the resource, known whether every group's amount is known.
+func (c *checker) capFloor(res capResource) (floor float64, parts []string, used, known bool) {
+	known = true
+	for _, g := range c.src.CloudGroups() {
+		per, ok := res.per(g)
+		if !ok {
+			known = false
+			continue
+		}
+		if per > 0 {
+			used = true
+		}
+		if n := float64(g.MinNodes()) * per; n > 0 {
+			floor += n
+			parts = append(parts, fmt.Sprintf("%s %s", g.Name, amount(n)))
+		}
+	}
+	return floor, parts, used, known
+}
+
+// unusedGPUCap reports a GPU cap of a type no cloud group has, with the
+// type a slip away when there is one.
+func (c *checker) unusedGPUCap(res capResource) {
+	t := strings.TrimSuffix(res.what, " GPUs")
+	var types []string
+	for _, g := range c.src.CloudGroups() {
+		if g.GPU != nil && !slices.Contains(types, g.GPU.Type) {
+			types = append(types, g.GPU.Type)
+		}
+	}
+	msg := fmt.Sprintf("no cloud node group has GPU type %s: the cap would limit nothing", t)
+	if s := diag.Suggest(t, types); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	c.atKey(res.path, "%s", msg)
+}
+
+// unreachableMaxes warns of each autoscaled group whose max the cap res
+// makes unreachable once the other cloud groups hold floor at their
+// minimum.
+func (c *checker) unreachableMaxes(res capResource, floor float64) {
+	max := float64(res.r.Max)
+	for _, g := range c.src.Groups() {
+		if !g.Autoscaled() {
+			continue
+		}
+		per, _ := res.per(g)
+		if per == 0 || noRoom(g, per, floor, max) {
+			continue // an error, reported by capLeavesNoRoom
+		}
+		others := floor - float64(g.MinNodes())*per
+		if want := float64(g.MaxNodes()) * per; want > max-others {
+			size := fmt.Sprintf("%d nodes (%d per zone × %d zone(s))", g.MaxNodes(), g.Max, len(g.Zones))
+			if res.what != "Nodes" {
+				size += fmt.Sprintf(", %s %s", amount(want), res.what)
 			}
-			per, _ := res.per(g)
-			if per == 0 || noRoom(g, per, floor, max) {
-				continue // an error, reported by capLeavesNoRoom
+			unit := res.what
+			if g.GPU != nil && strings.HasSuffix(res.what, " GPUs") {
+				unit += fmt.Sprintf(" as the autoscaler counts them (advertised %s, %d per node of %s)", model.GPUResource, g.CapGPUs(), g.Name)
 			}
-			others := floor - float64(g.MinNodes())*per
-			if want := float64(g.MaxNodes()) * per; want > max-others {
-				size := fmt.Sprintf("%d nodes (%d per zone × %d zone(s))", g.MaxNodes(), g.Max, len(g.Zones))
-				if res.what != "Nodes" {
-					size += fmt.Sprintf(", %s %s", amount(want), res.what)
-				}
-				unit := res.what
-				if g.GPU != nil && strings.HasSuffix(res.what, " GPUs") {
-					unit += fmt.Sprintf(" as the autoscaler counts them (advertised %s, %d per node of %s)", model.GPUResource, g.CapGPUs(), g.Name)
-				}
-				if res.what != "Nodes" {
-					unit += fmt.Sprintf(", %d node(s)", int64(math.Max(max-others, 0)/per))
-				}
-				c.at(sel("nodeGroups", g.Name, "max"), "warning: node group %s can never reach its max of %s: %s %d leaves it at most %s %s once the other cloud groups are at their minimum (%s), before counting on-prem and control-plane nodes",
-					g.Name, size, capName(res.path), res.r.Max, amount(max-others), unit, amount(others))
+			if res.what != "Nodes" {
+				unit += fmt.Sprintf(", %d node(s)", int64(math.Max(max-others, 0)/per))
 			}
+			c.at(sel("nodeGroups", g.Name, "max"), "warning: node group %s can never reach its max of %s: %s %d leaves it at most %s %s once the other cloud groups are at their minimum (%s), before counting on-prem and control-plane nodes",
+				g.Name, size, capName(res.path), res.r.Max, amount(max-others), unit, amount(others))
 		}
 	}
 }
