@@ -35,7 +35,7 @@ type Seen1 struct{ Stamp, SHA256 string }
 // file whose Stamp is unchanged is taken to hold what it held then
 // instead of being read (when the record is the same, its content is
 // then known to match it). It reads under the same shared lock as
-// Compare and never renders anything: it is the half of `check`'s
+// CompareWith and never renders anything: it is the half of `check`'s
 // shortcut that looks at the output directory.
 func Intact(dir string, o Options, prev *Seen) (seen *Seen, reason string, err error) {
 	now := time.Now()

@@ -10,10 +10,10 @@ import (
 	"strings"
 )
 
-// A scratch directory is where one Write builds the new tree and puts the
+// A scratch directory is where one WriteWith builds the new tree and puts the
 // old one after the swap: a hidden directory next to the output directory,
 // named ".<out>.nodegen-<random>" so that it never takes the place of
-// anything already there. Write makes it with its mark file first and
+// anything already there. WriteWith makes it with its mark file first and
 // removes it last. A run that was killed leaves it behind, and the next run
 // knows it by its mark, never by its name: a directory of that shape
 // without the mark is someone else's and is left alone.

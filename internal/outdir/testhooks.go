@@ -14,10 +14,10 @@ import (
 // internal/testing/testhooks); the nodegen users build has none of them
 // (testhooks_off.go).
 
-// FailPoint, when set, is called at named stages of Write ("mid-tree",
+// FailPoint, when set, is called at named stages of WriteWith ("mid-tree",
 // "before-swap", "mid-swap", "after-swap"); an error it returns aborts
-// Write there, as a crash would. A binary built with the hooks arms it
-// from NODEGEN_FAILPOINT: "<stage>" makes Write fail there, and
+// WriteWith there, as a crash would. A binary built with the hooks arms it
+// from NODEGEN_FAILPOINT: "<stage>" makes WriteWith fail there, and
 // "<stage>:kill" makes the process SIGKILL itself there.
 var FailPoint = failPointFromEnv(os.Getenv("NODEGEN_FAILPOINT"))
 

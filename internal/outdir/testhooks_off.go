@@ -4,7 +4,7 @@ package outdir
 
 import "time"
 
-// Without the test hooks (testhooks.go), the stages of Write cannot fail
+// Without the test hooks (testhooks.go), the stages of WriteWith cannot fail
 // on purpose and the racy window is RacyWindow.
 
 func failAt(string) error { return nil }

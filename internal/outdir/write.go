@@ -15,11 +15,6 @@ import (
 	"github.com/nodegen/nodegen/internal/par"
 )
 
-// Write is WriteWith without options.
-func Write(dir string, files layout.Files) (Report, error) {
-	return WriteWith(dir, files, Options{})
-}
-
 // WriteWith makes dir hold exactly files, the record of them
 // (ManifestName), and the foreign files it already has. It holds an
 // exclusive lock on dir's parent while it works, so two runs cannot
@@ -277,7 +272,7 @@ func writeFile(path string, content []byte, perm os.FileMode) error {
 // swaps them and the old tree ends up at retired. Where the system or the
 // file system has no exchange, two renames do it: dir to retired, then
 // staging to dir; a crash between them leaves no dir but the whole old tree
-// at retired, which Compare reads and the next Write moves back first, so
+// at retired, which CompareWith reads and the next WriteWith moves back first, so
 // a reader still sees the old tree or the new one, never a mix.
 func swap(staging, dir, retired string) error {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {

@@ -260,7 +260,7 @@ func upToDate(b *testing.B, n int) (string, layout.Files) {
 		b.Fatal(err)
 	}
 	out := filepath.Join(b.TempDir(), "out")
-	if _, err := outdir.Write(out, files); err != nil {
+	if _, err := outdir.WriteWith(out, files, outdir.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	return out, files
@@ -273,7 +273,7 @@ func BenchmarkCompare(b *testing.B) {
 		out, files := upToDate(b, n)
 		defer reportCPU(b)()
 		for b.Loop() {
-			r, err := outdir.Compare(out, files)
+			r, err := outdir.CompareWith(out, files, outdir.Options{})
 			if err != nil || !r.Clean() {
 				b.Fatalf("compare: %v, %d changes", err, len(r.Changes))
 			}
@@ -287,7 +287,7 @@ func BenchmarkWriteUnchanged(b *testing.B) {
 		out, files := upToDate(b, n)
 		defer reportCPU(b)()
 		for b.Loop() {
-			r, err := outdir.Write(out, files)
+			r, err := outdir.WriteWith(out, files, outdir.Options{})
 			if err != nil || !r.Clean() {
 				b.Fatalf("write: %v, %d changes", err, len(r.Changes))
 			}
