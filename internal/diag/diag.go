@@ -28,14 +28,6 @@ func (l *List) Add(pos token.Pos, path, format string, args ...any) {
 	*l = append(*l, Finding{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-// Err returns l as an error, or nil when it is empty.
-func (l List) Err() error {
-	if len(l) == 0 {
-		return nil
-	}
-	return l
-}
-
 // Error implements error with the findings one per line, positions as given.
 func (l List) Error() string {
 	var b strings.Builder
