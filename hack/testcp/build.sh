@@ -95,11 +95,14 @@ trap 'exit 143' TERM
 
 # run runs a command in the background and waits for it, so that a signal
 # sent to this script is handled at once instead of after a long go build.
+# It returns the command's status, also where set -e does not apply (if !).
 run() {
+	local rc=0
 	"$@" &
 	child=$!
-	wait "$child"
+	wait "$child" || rc=$?
 	child=""
+	return "$rc"
 }
 
 # The wrapper modules must not see a go.work or vendor folder, need no C
@@ -129,7 +132,9 @@ fi
 mkdir "$work/kubernetes"
 cd "$work/kubernetes"
 log "downloading k8s.io/kubernetes@$K8S_VERSION"
-run go mod download -json "k8s.io/kubernetes@$K8S_VERSION" >"$work/kubernetes.json"
+if ! run go mod download -json "k8s.io/kubernetes@$K8S_VERSION" >"$work/kubernetes.json"; then
+	die "cannot download k8s.io/kubernetes@$K8S_VERSION: $(sed -n 's/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/\1/p' "$work/kubernetes.json")"
+fi
 k8s_gomod="$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' "$work/kubernetes.json")"
 [[ -f $k8s_gomod ]] || die "no go.mod path for k8s.io/kubernetes@$K8S_VERSION in: $(cat "$work/kubernetes.json")"
 
