@@ -126,6 +126,6 @@ func groupArtifacts(src *model.Source, g *model.NodeGroup, header string) (env, 
 	}
 	// The kube-env holds joined with the revision label empty; verify
 	// reads it back and recomputes the revision from its bytes.
-	rev := revision.OfEnvVars(src, g, joined, script)
-	return revision.Set(env, rev), revision.Set(script, rev), nil
+	env, script = revision.StampEnvVars(src, g, joined, env, script)
+	return env, script, nil
 }

@@ -40,14 +40,24 @@ const labelEq = Label + "="
 
 // labelValues calls f with the start and end of each revision label with
 // its value in data (the leftmost matches of labelEq followed by
-// [0-9a-f]*, none overlapping), in order.
+// [0-9a-f]*, none overlapping), in order. It looks for the label's end,
+// "/revision=", which bytes.Index finds many times faster in a script than
+// the whole label (whose first byte is a common letter), and checks what
+// precedes it.
 func labelValues(data []byte, f func(start, end int)) {
+	const tail = "/revision="
+	head := len(labelEq) - len(tail)
 	for off := 0; ; {
-		i := bytes.Index(data[off:], []byte(labelEq))
+		i := bytes.Index(data[off:], []byte(tail))
 		if i < 0 {
 			return
 		}
-		start := off + i
+		at := off + i
+		start := at - head
+		if start < off || string(data[start:at]) != labelEq[:head] {
+			off = at + 1
+			continue
+		}
 		end := start + len(labelEq)
 		for end < len(data) && isHexDigit(data[end]) {
 			end++
@@ -59,21 +69,30 @@ func labelValues(data []byte, f func(start, end int)) {
 
 func isHexDigit(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
 
+// labelRanges returns the start and end of each revision label with its
+// value in data, as labelValues finds them.
+func labelRanges(data []byte) [][2]int {
+	var r [][2]int
+	labelValues(data, func(start, end int) { r = append(r, [2]int{start, end}) })
+	return r
+}
+
 // replaceValues returns data with every revision label's value replaced
 // by value; data itself when that changes nothing.
 func replaceValues(data []byte, value string) []byte {
-	return replaceValuesInto(nil, data, value)
+	return replaceRanges(nil, data, labelRanges(data), value)
 }
 
-// replaceValuesInto is replaceValues writing a changed copy into buf's
-// storage (reused when large enough).
-func replaceValuesInto(buf, data []byte, value string) []byte {
+// replaceRanges is replaceValues with data's labels found already
+// (labelRanges), writing a changed copy into buf's storage (reused when
+// large enough).
+func replaceRanges(buf, data []byte, labels [][2]int, value string) []byte {
 	var out []byte
 	last := 0
-	labelValues(data, func(start, end int) {
-		at := start + len(labelEq)
-		if out == nil && string(data[at:end]) == value {
-			return
+	for _, l := range labels {
+		at := l[0] + len(labelEq)
+		if out == nil && string(data[at:l[1]]) == value {
+			continue
 		}
 		if out == nil {
 			out = buf[:0]
@@ -83,8 +102,8 @@ func replaceValuesInto(buf, data []byte, value string) []byte {
 		}
 		out = append(out, data[last:at]...)
 		out = append(out, value...)
-		last = end
-	})
+		last = l[1]
+	}
 	if out == nil {
 		return data
 	}
@@ -119,6 +138,11 @@ func Of(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) (string, 
 // render wrote there, so that it need not read back the kube-env it just
 // wrote (verify does, and recomputes the revision with Of).
 func OfEnvVars(src *model.Source, g *model.NodeGroup, envVars string, script []byte) string {
+	return ofLabels(src, g, envVars, script, labelRanges(script))
+}
+
+// ofLabels is OfEnvVars with the script's labels found already.
+func ofLabels(src *model.Source, g *model.NodeGroup, envVars string, script []byte, labels [][2]int) string {
 	var vars []string
 	for _, seg := range strings.Split(envVars, ";") {
 		if name, _, _ := strings.Cut(seg, "="); strings.TrimSpace(name) != "autoscaling_options" {
@@ -133,7 +157,7 @@ func OfEnvVars(src *model.Source, g *model.NodeGroup, envVars string, script []b
 	field("format", "nodegen revision 1")
 	field("kube-env", strings.Join(vars, ";"))
 	buf := scratch.Get().(*[]byte)
-	emptied := replaceValuesInto(*buf, script, "")
+	emptied := replaceRanges(*buf, script, labels, "")
 	fieldParts(h, "startup-script", withoutHeader(emptied)...)
 	if len(emptied) > 0 && len(script) > 0 && &emptied[0] != &script[0] {
 		*buf = emptied[:0]
@@ -150,6 +174,16 @@ func OfEnvVars(src *model.Source, g *model.NodeGroup, envVars string, script []b
 	}
 	field("kubernetes-version", src.Cluster.NodeVersion(g))
 	return hex.EncodeToString(h.Sum(nil))[:Len]
+}
+
+// StampEnvVars returns a cloud group's rendered kube-env and startup
+// script with their revision labels set to the group's revision, taken as
+// OfEnvVars does from envVars, the AUTOSCALER_ENV_VARS the kube-env holds
+// with the label empty.
+func StampEnvVars(src *model.Source, g *model.NodeGroup, envVars string, kubeEnv, script []byte) (env, stamped []byte) {
+	labels := labelRanges(script)
+	rev := ofLabels(src, g, envVars, script, labels)
+	return Set(kubeEnv, rev), replaceRanges(nil, script, labels, rev)
 }
 
 // fieldParts writes one field of the digest: its name, the length of its
@@ -232,10 +266,12 @@ func Check(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) error 
 // CheckRead is Check with the kube-env already read the autoscaler's way:
 // t is kubeenv.ReadTemplate(kubeEnv).
 func CheckRead(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte, t *kubeenv.Template) error {
-	want, err := Of(src, g, kubeEnv, script)
+	env, err := kubeenv.Parse(Empty(kubeEnv))
 	if err != nil {
-		return err
+		return fmt.Errorf("kube-env: %w", err)
 	}
+	labels := labelRanges(script)
+	want := ofLabels(src, g, env[kubeenv.AutoscalerEnvVars], script, labels)
 	got, ok := t.Labels[Label]
 	switch {
 	case !ok:
@@ -243,15 +279,10 @@ func CheckRead(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte, t 
 	case got != want:
 		return fmt.Errorf("kube-env: %s=%s, but the group's artifacts make revision %s", Label, got, want)
 	}
-	n, set := 0, false
-	labelValues(script, func(start, end int) {
-		n++
-		set = strings.HasPrefix(string(script[start+len(labelEq):end]), want)
-	})
-	if n != 1 {
-		return fmt.Errorf("startup script: %d %s labels, want 1 (in --node-labels)", n, Label)
+	if len(labels) != 1 {
+		return fmt.Errorf("startup script: %d %s labels, want 1 (in --node-labels)", len(labels), Label)
 	}
-	if !set {
+	if !strings.HasPrefix(string(script[labels[0][0]+len(labelEq):labels[0][1]]), want) {
 		return fmt.Errorf("startup script: %s is not %s", Label, want)
 	}
 	return nil

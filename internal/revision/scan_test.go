@@ -26,6 +26,7 @@ func refWithoutHeader(script []byte) []byte {
 
 var scanSeeds = []string{
 	"",
+	"xodegen.dev/revision=ab nodegen.dex/revision=0 odegen.dev/revision=1 " + Label + "=cd",
 	"a=" + Label + "=,b=1",
 	"x " + Label + "=0123456789ab " + Label + "=ff" + Label + "=\n",
 	Label + "=abcdefxyz" + Label + "=0" + Label,
@@ -43,7 +44,7 @@ func TestScanMatchesReference(t *testing.T) {
 			checkScan(t, []byte(s), rev)
 		}
 	}
-	pieces := []string{Label, "=", Label + "=", "0", "a", "f", "g", "x", " ", "\t", "\n", "\r", "\u00a0", "#", headerPrefix, "DO NOT EDIT.", "nodegen.dev/"}
+	pieces := []string{Label, "=", Label + "=", "0", "a", "f", "g", "x", " ", "\t", "\n", "\r", "\u00a0", "#", headerPrefix, "DO NOT EDIT.", "nodegen.dev/", "/revision=", "dev/revision=", "nodegen.de"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
 		var b []byte

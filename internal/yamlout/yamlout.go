@@ -4,9 +4,10 @@
 // yaml.Marshal encodes a value as JSON and then parses that JSON with
 // go.yaml.in/yaml/v2 into generic maps, lists and scalars, which it encodes
 // as YAML. Parsing JSON with a YAML parser is most of the cost of rendering
-// a large nodegen source. This package decodes the JSON with encoding/json
-// into the values the YAML parser would produce (string-keyed maps, lists,
-// strings, booleans, nulls, whole numbers as int), whose YAML does not
+// a large nodegen source. This package decodes the JSON (jsonTree, or
+// encoding/json where jsonTree is not certain to read it alike) into the
+// values the YAML parser would produce (string-keyed maps, lists, strings,
+// booleans, nulls, whole numbers as int), whose YAML does not
 // depend on which parser built them, and writes them as the library's YAML
 // encoder (go.yaml.in/yaml/v2) does (emit), or hands them to that encoder
 // where emit is not certain to write its bytes. A document holding any
@@ -59,6 +60,17 @@ func MarshalWithout(v any, drop string) ([]byte, error) {
 // nothing rendered, when the JSON holds a number other than a whole one of
 // at most maxExactInt in magnitude.
 func fromJSON(j []byte, drop string) (y []byte, ok bool, err error) {
+	if tree, ok := jsonTree(j); ok && isCollection(tree) {
+		if m, isMap := tree.(map[string]any); isMap && drop != "" {
+			delete(m, drop)
+		}
+		if y, ok := emit(tree); ok {
+			return y, true, nil
+		}
+		// The library writes the same tree as its own decoding's.
+		y, err = yamlv2.Marshal(tree)
+		return y, err == nil, err
+	}
 	d := json.NewDecoder(bytes.NewReader(j))
 	d.UseNumber()
 	var tree any
@@ -76,6 +88,14 @@ func fromJSON(j []byte, drop string) (y []byte, ok bool, err error) {
 	}
 	y, err = yamlv2.Marshal(tree)
 	return y, err == nil, err
+}
+
+func isCollection(tree any) bool {
+	switch tree.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
 }
 
 // maxExactInt is the largest magnitude of a whole number that survives a
