@@ -52,33 +52,11 @@ func randomString(r *rand.Rand) string {
 	}
 }
 
+// randomEmitTree is a tree of the kinds fromJSON builds, with keys and
+// strings that test the library's key order and scalar styles.
 func randomEmitTree(r *rand.Rand, depth int) any {
-	n := r.IntN(10)
-	if depth > 4 {
-		n = r.IntN(6)
-	}
-	switch n {
-	case 0, 1, 2:
-		return randomString(r)
-	case 3:
-		return r.IntN(2) == 0
-	case 4:
-		return nil
-	case 5:
-		return r.IntN(2000) - 1000
-	case 6, 7:
-		m := map[string]any{}
-		for range r.IntN(6) {
-			m[randomKey(r)] = randomEmitTree(r, depth+1)
-		}
-		return m
-	default:
-		l := []any{}
-		for range r.IntN(4) {
-			l = append(l, randomEmitTree(r, depth+1))
-		}
-		return l
-	}
+	return treeShape{maxDepth: 4, maxKeys: 6, key: randomKey, str: randomString,
+		num: func(r *rand.Rand) any { return r.IntN(2000) - 1000 }}.tree(r, depth)
 }
 
 // TestEmitMatchesLibrary compares emit with go.yaml.in/yaml/v2's Marshal

@@ -20,44 +20,67 @@ var awkward = []string{
 	"--nodes=0:4:https://x/y", "100Mi", "10%", "0.5", "kube-system", "status",
 }
 
-func randomTree(r *rand.Rand, depth int) any {
+// treeShape draws random generic trees (string-keyed maps, lists,
+// strings, booleans, nulls and numbers): below maxDepth a node is a leaf
+// or a container, deeper always a leaf; a map has fewer than maxKeys keys
+// drawn by key, strings come from str and numbers from num.
+type treeShape struct {
+	maxDepth, maxKeys int
+	key, str          func(*rand.Rand) string
+	num               func(*rand.Rand) any
+}
+
+func (g treeShape) tree(r *rand.Rand, depth int) any {
 	n := r.IntN(10)
-	if depth > 3 {
+	if depth > g.maxDepth {
 		n = r.IntN(6)
 	}
 	switch n {
 	case 0, 1, 2:
-		return awkward[r.IntN(len(awkward))]
+		return g.str(r)
 	case 3:
 		return r.IntN(2) == 0
 	case 4:
 		return nil
 	case 5:
-		switch r.IntN(7) {
-		case 0:
-			return 0.5 // not a whole number: the library's way
-		case 1:
-			return int64(math.MaxInt64) // beyond float64: the library's way
-		case 2:
-			return maxExactInt
-		case 3:
-			return -r.IntN(1000)
-		default:
-			return r.IntN(1 << 20)
-		}
+		return g.num(r)
 	case 6, 7:
 		m := map[string]any{}
-		for range r.IntN(5) {
-			m[awkward[r.IntN(len(awkward))]] = randomTree(r, depth+1)
+		for range r.IntN(g.maxKeys) {
+			m[g.key(r)] = g.tree(r, depth+1)
 		}
 		return m
 	default:
 		l := []any{}
 		for range r.IntN(4) {
-			l = append(l, randomTree(r, depth+1))
+			l = append(l, g.tree(r, depth+1))
 		}
 		return l
 	}
+}
+
+func awkwardString(r *rand.Rand) string { return awkward[r.IntN(len(awkward))] }
+
+// numberOfEveryKind is a number the fast way writes, or one it leaves to
+// the library.
+func numberOfEveryKind(r *rand.Rand) any {
+	switch r.IntN(7) {
+	case 0:
+		return 0.5 // not a whole number: the library's way
+	case 1:
+		return int64(math.MaxInt64) // beyond float64: the library's way
+	case 2:
+		return maxExactInt
+	case 3:
+		return -r.IntN(1000)
+	default:
+		return r.IntN(1 << 20)
+	}
+}
+
+// randomTree is a document of awkward strings and numbers of every kind.
+func randomTree(r *rand.Rand, depth int) any {
+	return treeShape{maxDepth: 3, maxKeys: 5, key: awkwardString, str: awkwardString, num: numberOfEveryKind}.tree(r, depth)
 }
 
 // marshalWithoutByHand is what MarshalWithout promises to equal.
