@@ -324,7 +324,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/role=gateway,node.kubernetes.io/instance-type=e2-standard-4,nodegen.dev/node-group=gateway,nodegen.dev/revision=64ca48c08c4d,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/role=gateway,node.kubernetes.io/instance-type=e2-standard-4,nodegen.dev/node-group=gateway,nodegen.dev/revision=be931822c81b,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
@@ -462,7 +462,12 @@ NODEGEN_KUBELET_PATCH
 			fi
 		fi
 		remaining="$(left)"
-		((remaining > 0)) || die "join: the deadline (${JOIN_DEADLINE}s) passed before kubeadm join could run; giving up before the autoscaler deletes this VM"
+		if ((remaining <= 0)); then
+			if ((attempt > 1)); then
+				die "join: kubeadm join failed $((attempt - 1)) times and the deadline (${JOIN_DEADLINE}s) has passed; giving up before the autoscaler deletes this VM"
+			fi
+			die "join: the deadline (${JOIN_DEADLINE}s) passed before kubeadm join could run; giving up before the autoscaler deletes this VM"
+		fi
 		log "kubeadm join ${API_SERVER_ENDPOINT}, attempt ${attempt}, ${remaining}s left"
 		rc=0
 		timeout --kill-after=10 "${remaining}" kubeadm join --config "${CONFIG_FILE}" || rc=$?

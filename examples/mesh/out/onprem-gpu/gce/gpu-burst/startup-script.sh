@@ -324,7 +324,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=gpu-burst,nodegen.dev/revision=fba4c361f779,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=gpu-burst,nodegen.dev/revision=849c08b9a95c,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
@@ -464,7 +464,12 @@ NODEGEN_KUBELET_PATCH
 			fi
 		fi
 		remaining="$(left)"
-		((remaining > 0)) || die "join: the deadline (${JOIN_DEADLINE}s) passed before kubeadm join could run; giving up before the autoscaler deletes this VM"
+		if ((remaining <= 0)); then
+			if ((attempt > 1)); then
+				die "join: kubeadm join failed $((attempt - 1)) times and the deadline (${JOIN_DEADLINE}s) has passed; giving up before the autoscaler deletes this VM"
+			fi
+			die "join: the deadline (${JOIN_DEADLINE}s) passed before kubeadm join could run; giving up before the autoscaler deletes this VM"
+		fi
 		log "kubeadm join ${API_SERVER_ENDPOINT}, attempt ${attempt}, ${remaining}s left"
 		rc=0
 		timeout --kill-after=10 "${remaining}" kubeadm join --config "${CONFIG_FILE}" || rc=$?
