@@ -5,10 +5,9 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodegen/nodegen/internal/drift"
+	"github.com/nodegen/nodegen/internal/kube"
 )
 
 const driftDoc = `drift compares the real world with the source.
@@ -152,7 +151,7 @@ func (f *driftFlags) options() (drift.Options, error) {
 // nodes as a client of a live cluster or as a file's bytes.
 type driftInputs struct {
 	templates   []*drift.InstanceTemplate
-	nodesClient *corev1client.CoreV1Client
+	nodesClient *kube.Client
 	nodesData   []byte
 }
 
@@ -173,11 +172,8 @@ func (f *driftFlags) readInputs(s *streams) (driftInputs, error) {
 	}
 	switch {
 	case f.kubeconfig != "":
-		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
-		if err != nil {
-			return in, fmt.Errorf("kubeconfig: %w", err)
-		}
-		if in.nodesClient, err = corev1client.NewForConfig(cfg); err != nil {
+		var err error
+		if in.nodesClient, err = kube.FromKubeconfig(f.kubeconfig); err != nil {
 			return in, fmt.Errorf("kubeconfig: %w", err)
 		}
 	case f.nodesFile != "":

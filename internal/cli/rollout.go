@@ -11,10 +11,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/oauth2/google"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodegen/nodegen/internal/drift"
+	"github.com/nodegen/nodegen/internal/kube"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/rollout"
 )
@@ -94,18 +93,15 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 		return err
 	}
 	var nodesData []byte
-	var kube kubernetes.Interface
+	var cluster *kube.Client
 	if f.nodesFile != "" {
 		var err error
 		if nodesData, err = readInput(s, f.nodesFile); err != nil {
 			return err
 		}
 	} else {
-		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
-		if err != nil {
-			return fmt.Errorf("kubeconfig: %w", err)
-		}
-		if kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		var err error
+		if cluster, err = kube.FromKubeconfig(f.kubeconfig); err != nil {
 			return fmt.Errorf("kubeconfig: %w", err)
 		}
 	}
@@ -126,7 +122,7 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 		}
 		return printPlan(s, rollout.MakePlan(src, revs, list), src.Cluster.Autoscaler.NodeGroup, f.output)
 	}
-	list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	list, err := cluster.ListNodes(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
@@ -134,7 +130,7 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 	if err := printPlan(s, plan, src.Cluster.Autoscaler.NodeGroup, f.output); err != nil || !f.yes {
 		return err
 	}
-	return f.carryOut(ctx, s, src, revs, kube)
+	return f.carryOut(ctx, s, src, revs, cluster)
 }
 
 // check refuses the flags' combinations that make no sense.
@@ -159,13 +155,13 @@ func (f *rolloutFlags) check() error {
 
 // carryOut runs the rollout on the live cluster, with the credentials
 // of the Compute API from the environment.
-func (f *rolloutFlags) carryOut(ctx context.Context, s *streams, src *model.Source, revs map[string]string, kube kubernetes.Interface) error {
+func (f *rolloutFlags) carryOut(ctx context.Context, s *streams, src *model.Source, revs map[string]string, cluster rollout.Cluster) error {
 	httpClient, err := google.DefaultClient(ctx, rollout.ComputeScope)
 	if err != nil {
 		return fmt.Errorf("compute API credentials: %w", err)
 	}
 	r := &rollout.Runner{
-		Src: src, Revisions: revs, Kube: kube,
+		Src: src, Revisions: revs, Kube: cluster,
 		Compute:  &rollout.Compute{Endpoint: f.endpoint, HTTP: httpClient},
 		Progress: &rollout.Progress{W: s.out, Terminal: isTerminal(s.out)},
 		Poll:     f.poll,

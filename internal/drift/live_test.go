@@ -14,11 +14,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/drift"
+	"github.com/nodegen/nodegen/internal/kube"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
@@ -58,11 +57,7 @@ func TestCheckNodesOfLive(t *testing.T) {
 		}
 	}
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	client, err := kube.FromKubeconfig(cp.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +65,7 @@ func TestCheckNodesOfLive(t *testing.T) {
 	// node of the recording is merely initialising here.
 	opts := drift.Options{Now: time.Now(), StuckAfter: 30 * time.Minute}
 	defer drift.SetListPageSize(3)() // 8 nodes: three pages
-	live, unmanaged, err := drift.CheckNodesOf(context.Background(), src, cs.CoreV1(), opts)
+	live, unmanaged, err := drift.CheckNodesOf(context.Background(), src, client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	sigsjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -63,13 +62,18 @@ func ReadNodes(file string, data []byte) ([]corev1.Node, error) {
 // listPageSize is how many nodes ListNodes asks for at a time.
 var listPageSize int64 = 500
 
-// ListNodes lists every node of a cluster, page by page. It takes the
-// clientset's core/v1 client (cs.CoreV1()) or any other NodesGetter.
-func ListNodes(ctx context.Context, nodes corev1client.NodesGetter) ([]corev1.Node, error) {
+// NodeLister lists a cluster's nodes: all that drift asks of its API.
+// *kube.Client is one.
+type NodeLister interface {
+	ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
+}
+
+// ListNodes lists every node of a cluster, page by page.
+func ListNodes(ctx context.Context, nodes NodeLister) ([]corev1.Node, error) {
 	var out []corev1.Node
 	opts := metav1.ListOptions{Limit: listPageSize}
 	for {
-		l, err := nodes.Nodes().List(ctx, opts)
+		l, err := nodes.ListNodes(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("listing nodes: %w", err)
 		}
@@ -83,9 +87,8 @@ func ListNodes(ctx context.Context, nodes corev1client.NodesGetter) ([]corev1.No
 
 // CheckNodesOf lists the nodes of a live cluster and compares them with
 // the source: ListNodes, then the same CheckNodes the --nodes file goes
-// through. It takes a core/v1 client alone, so that the nodegen binary
-// links no other API group's client.
-func CheckNodesOf(ctx context.Context, src *model.Source, nodes corev1client.NodesGetter, opts Options) (results []NodeResult, unmanaged []string, err error) {
+// through.
+func CheckNodesOf(ctx context.Context, src *model.Source, nodes NodeLister, opts Options) (results []NodeResult, unmanaged []string, err error) {
 	list, err := ListNodes(ctx, nodes)
 	if err != nil {
 		return nil, nil, err

@@ -15,19 +15,31 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/revision"
 )
 
+// Cluster is what a rollout asks of the cluster's API, and no more:
+// nodes listed, read, merge-patched (cordon, uncordon) and deleted, pods
+// listed and evicted through the Eviction API, PodDisruptionBudgets
+// listed. API errors are *apierrors.StatusError. *kube.Client is one.
+type Cluster interface {
+	ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	MergePatchNode(ctx context.Context, name string, patch []byte) (*corev1.Node, error)
+	DeleteNode(ctx context.Context, name string) error
+	ListPods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error)
+	EvictPod(ctx context.Context, eviction *policyv1.Eviction) error
+	ListPodDisruptionBudgets(ctx context.Context, namespace string, opts metav1.ListOptions) (*policyv1.PodDisruptionBudgetList, error)
+}
+
 // Runner carries out a plan.
 type Runner struct {
 	Src       *model.Source
 	Revisions map[string]string
-	Kube      kubernetes.Interface
+	Kube      Cluster
 	Compute   *Compute
 	Progress  *Progress
 	// Poll is how often a wait looks again (default 5s).
@@ -77,7 +89,7 @@ func (r *Runner) runMIG(ctx context.Context, g *model.NodeGroup, zone string, dr
 	rev := r.Revisions[g.Name]
 	checked := false
 	for {
-		nodes, err := r.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		nodes, err := r.Kube.ListNodes(ctx, metav1.ListOptions{})
 		if err != nil {
 			return fmt.Errorf("listing nodes: %w", err)
 		}
@@ -254,7 +266,7 @@ func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, batch []Stal
 	for {
 		ok, waiting := 0, []string{}
 		for _, s := range batch {
-			n, err := r.Kube.CoreV1().Nodes().Get(ctx, s.Replacement, metav1.GetOptions{})
+			n, err := r.Kube.GetNode(ctx, s.Replacement)
 			switch {
 			case apierrors.IsNotFound(err):
 				waiting = append(waiting, s.Replacement+" (not registered)")
@@ -307,7 +319,7 @@ func (r *Runner) cordon(ctx context.Context, name, rev string) error {
 	p.Metadata.Annotations = map[string]*string{DrainingAnnotation: &rev}
 	p.Spec.Unschedulable = true
 	b, _ := json.Marshal(p)
-	_, err := r.Kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{})
+	_, err := r.Kube.MergePatchNode(ctx, name, b)
 	if err != nil {
 		return fmt.Errorf("cordoning %s: %w", name, err)
 	}
@@ -319,7 +331,7 @@ func (r *Runner) uncordon(ctx context.Context, name string) error {
 	var p nodePatch
 	p.Metadata.Annotations = map[string]*string{DrainingAnnotation: nil}
 	b, _ := json.Marshal(p)
-	if _, err := r.Kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+	if _, err := r.Kube.MergePatchNode(ctx, name, b); err != nil {
 		return fmt.Errorf("making %s schedulable again: %w", name, err)
 	}
 	r.Progress.Step("%s is schedulable again", name)
@@ -352,7 +364,7 @@ func (r *Runner) drain(ctx context.Context, node string, timeout time.Duration) 
 	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
 	refused := map[string]string{}
 	for {
-		list, err := r.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		list, err := r.Kube.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{FieldSelector: sel})
 		if err != nil {
 			return fmt.Errorf("listing the pods of %s: %w", node, err)
 		}
@@ -369,7 +381,7 @@ func (r *Runner) drain(ctx context.Context, node string, timeout time.Duration) 
 				continue
 			}
 			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
-			err := r.Kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev)
+			err := r.Kube.EvictPod(ctx, ev)
 			switch {
 			case err == nil:
 				delete(refused, id)
@@ -402,7 +414,7 @@ func (r *Runner) drain(ctx context.Context, node string, timeout time.Duration) 
 // budgets names the PodDisruptionBudgets that select the pod, with the
 // disruptions each allows now.
 func (r *Runner) budgets(ctx context.Context, p *corev1.Pod) string {
-	list, err := r.Kube.PolicyV1().PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
+	list, err := r.Kube.ListPodDisruptionBudgets(ctx, p.Namespace, metav1.ListOptions{})
 	if err != nil {
 		return "PodDisruptionBudget unknown"
 	}
@@ -446,7 +458,7 @@ func (r *Runner) waitGone(ctx context.Context, g *model.NodeGroup, zone string, 
 	}
 	r.Progress.Done()
 	for _, name := range del {
-		if err := r.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.Kube.DeleteNode(ctx, name); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting the Node of %s: %w", name, err)
 		}
 		r.Progress.Step("%s/%s: %s deleted", g.Name, zone, name)
@@ -478,7 +490,7 @@ func (r *Runner) forgetDeleted(ctx context.Context, g *model.NodeGroup, zone str
 		if slices.ContainsFunc(instances, func(mi ManagedInstance) bool { return mi.Name() == name }) {
 			continue
 		}
-		if err := r.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.Kube.DeleteNode(ctx, name); err != nil && !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("deleting the Node of %s: %w", name, err)
 		}
 		forgot = true
@@ -505,11 +517,11 @@ func (r *Runner) undoSurge(ctx context.Context, g *model.NodeGroup, zone string,
 		if !slices.ContainsFunc(instances, func(mi ManagedInstance) bool { return mi.Name() == s.Replacement }) {
 			continue
 		}
-		if _, err := r.Kube.CoreV1().Nodes().Get(ctx, s.Replacement, metav1.GetOptions{}); err == nil {
+		if _, err := r.Kube.GetNode(ctx, s.Replacement); err == nil {
 			if err := r.cordon(ctx, s.Replacement, r.Revisions[g.Name]); err != nil {
 				return err
 			}
-			list, err := r.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.Replacement).String()})
+			list, err := r.Kube.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.Replacement).String()})
 			if err != nil {
 				return err
 			}
