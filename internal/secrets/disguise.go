@@ -49,12 +49,13 @@ type encoded struct {
 // and base64 wrapped over consecutive lines.
 func encodedRuns(text string) []encoded {
 	var out []encoded
-	for _, m := range base64Runs(text) {
+	b64 := base64Runs(text)
+	for _, m := range b64 {
 		e := encoded{start: m[0], end: m[1], how: "base64", raw: text[m[0]:m[1]]}
 		e.text, e.der = decodeBase64Any(e.raw)
 		out = append(out, e)
 	}
-	for _, m := range hexRuns(text) {
+	for _, m := range hexRuns(text, b64) {
 		b, err := hex.DecodeString(text[m[0]:m[1]])
 		if err == nil && isText(b) {
 			out = append(out, encoded{start: m[0], end: m[1], how: "hex", raw: text[m[0]:m[1]], text: string(b)})
@@ -98,8 +99,22 @@ func isText(b []byte) bool {
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 
 // hexRuns finds runs of an even number, at least minHex, of hex digits.
-func hexRuns(text string) [][2]int {
-	return slices.DeleteFunc(charRuns(text, isHex, minHex), func(r [2]int) bool { return (r[1]-r[0])%2 != 0 })
+// Hex digits are base64 characters, and minHex is more than minBase64, so
+// every such run lies inside one of b64, text's base64 runs: only those
+// are searched.
+func hexRuns(text string, b64 [][2]int) [][2]int {
+	var runs [][2]int
+	for _, r := range b64 {
+		if r[1]-r[0] < minHex {
+			continue
+		}
+		for _, h := range charRuns(text[r[0]:r[1]], &hexClass, minHex) {
+			if (h[1]-h[0])%2 == 0 {
+				runs = append(runs, [2]int{r[0] + h[0], r[0] + h[1]})
+			}
+		}
+	}
+	return runs
 }
 
 // wrappedBase64 finds base64 wrapped over two or more consecutive lines:
@@ -209,14 +224,15 @@ var invisible = []rune{'\u200B', '\u200C', '\u200D', '\u2060', '\uFEFF', '\u00AD
 // offset of the result (and its end) to the offset in text; changed is
 // false when text has nothing to normalise.
 func normalize(text string) (out string, offs []int, changed bool) {
-	ascii := true
-	for i := 0; i < len(text); i++ {
-		if text[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
+	if isASCII(text) {
+		return text, nil, false
 	}
-	if ascii {
+	// A text already in NFKC has no character that NFKC maps on its own
+	// (each such character makes a text not NFKC), so with no invisible
+	// character either there is nothing to do: the common case of
+	// non-ASCII text (a "×" or an "…" in the docs) costs a quick check,
+	// not a copy.
+	if norm.NFKC.IsNormalString(text) && !strings.ContainsFunc(text, func(r rune) bool { return slices.Contains(invisible, r) }) {
 		return text, nil, false
 	}
 	var b strings.Builder
@@ -239,4 +255,22 @@ func normalize(text string) (out string, offs []int, changed bool) {
 	}
 	offs = append(offs, len(text))
 	return b.String(), offs, changed
+}
+
+// isASCII says whether text has no byte of 0x80 or more, eight bytes at a
+// time: every artifact is checked before it is normalised.
+func isASCII(text string) bool {
+	i := 0
+	for ; i+8 <= len(text); i += 8 {
+		w := text[i : i+8]
+		if (w[0]|w[1]|w[2]|w[3]|w[4]|w[5]|w[6]|w[7])&0x80 != 0 {
+			return false
+		}
+	}
+	for ; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -225,7 +225,7 @@ const minBase64 = 28
 // base64Runs finds the runs of base64 characters of at least minBase64
 // characters, with their '=' padding.
 func base64Runs(text string) [][2]int {
-	runs := charRuns(text, isBase64, minBase64)
+	runs := charRuns(text, &base64Class, minBase64)
 	for i, r := range runs {
 		end := r[1]
 		for end < len(text) && end-r[1] < 2 && text[end] == '=' {
@@ -236,25 +236,36 @@ func base64Runs(text string) [][2]int {
 	return runs
 }
 
-// charRuns finds the maximal runs of text of at least min bytes that is
-// accepts.
-func charRuns(text string, is func(byte) bool, min int) [][2]int {
+// charRuns finds the maximal runs of text of at least min bytes that class
+// holds. A lookup table, not a function per byte: every artifact goes
+// through here several times.
+func charRuns(text string, class *[256]bool, min int) [][2]int {
 	var runs [][2]int
-	start := -1
-	for i := 0; i <= len(text); i++ {
-		if i < len(text) && is(text[i]) {
-			if start < 0 {
-				start = i
-			}
+	for i := 0; i < len(text); {
+		if !class[text[i]] {
+			i++
 			continue
 		}
-		if start >= 0 && i-start >= min {
+		start := i
+		for i < len(text) && class[text[i]] {
+			i++
+		}
+		if i-start >= min {
 			runs = append(runs, [2]int{start, i})
 		}
-		start = -1
 	}
 	return runs
 }
+
+// base64Class and hexClass are the bytes of base64 (all four alphabets,
+// without the padding) and of hex digits.
+var base64Class, hexClass = func() (b, h [256]bool) {
+	for c := range 256 {
+		b[c] = isBase64(byte(c))
+		h[c] = isHex(byte(c))
+	}
+	return b, h
+}()
 
 func isBase64(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
