@@ -21,14 +21,12 @@ var BudgetMemory = false
 // Each collection marks what is live, at small sizes mostly the fixed
 // part of a run (templates, the parsers' tables, the cluster's
 // Kubernetes objects), so a tight budget marks it again and again. With
-// 4 and 16 MiB, vet ran 8 collections at 5 groups and 13 at 60, and the
-// budget cost 10-20% of the run's CPU against GOGC=150 alone. With 12 and
-// 24 MiB it runs 3-4 and 8-9, for 10-15% less CPU at 5 and 60 groups and
-// about 5 and 7 MB more peak RSS (medians of interleaved runs); at 1000
-// groups, where rendering needs a small part of the evaluation's memory,
-// the collections stay about as many and peak RSS grows by about 10 MB
-// (4% less CPU). That spends part of the margin to 2.0x cue export's
-// peak RSS (docs/performance.md).
+// 4 and 16 MiB, vet ran 7 collections at 5 groups and 13 at 60; with 12
+// and 24 MiB it runs 2 and 8, for 10-25% less CPU at 5 groups and up to
+// 10% at 60, and about 7 MB more peak RSS at 5 and 60 groups and 8 MB at
+// 1000 (where the collections stay about as many). That spends part of
+// the margin to 2.0x cue export's peak RSS: the figures are in
+// docs/performance.md.
 const (
 	headroom  = 12 << 20
 	minBudget = 24 << 20
