@@ -117,29 +117,13 @@ var transientTaints = sets.New(
 	model.DeletionCandidateTaint,
 )
 
-// GCERef is a parsed GCE providerID, gce://<project>/<zone>/<instance>.
-type GCERef struct{ Project, Zone, Instance string }
-
-// ParseProviderID parses a gce:// providerID; ok is false for any other.
-func ParseProviderID(id string) (GCERef, bool) {
-	rest, ok := strings.CutPrefix(id, "gce://")
-	if !ok {
-		return GCERef{}, false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return GCERef{}, false
-	}
-	return GCERef{parts[0], parts[1], parts[2]}, true
-}
-
 // instanceSuffix is what a MIG appends to its base instance name.
 var instanceSuffix = regexp.MustCompile(`^-[a-z0-9]{4}$`)
 
 // GroupOfInstance finds the cloud group whose MIG owns a GCE instance: the
 // cluster's project, one of the group's zones, and a name made of the
 // group's base instance name, '-' and four characters.
-func GroupOfInstance(src *model.Source, ref GCERef) *model.NodeGroup {
+func GroupOfInstance(src *model.Source, ref model.GCERef) *model.NodeGroup {
 	if ref.Project != src.Cluster.GCP.Project {
 		return nil
 	}
@@ -147,7 +131,7 @@ func GroupOfInstance(src *model.Source, ref GCERef) *model.NodeGroup {
 		if !slices.Contains(g.Zones, ref.Zone) {
 			continue
 		}
-		rest, ok := strings.CutPrefix(ref.Instance, src.Cluster.BaseInstanceName(g))
+		rest, ok := strings.CutPrefix(ref.Name, src.Cluster.BaseInstanceName(g))
 		if ok && instanceSuffix.MatchString(rest) {
 			return g
 		}
@@ -165,7 +149,7 @@ func CheckNodes(src *model.Source, nodes []corev1.Node, opts Options) (results [
 	for i := range sorted {
 		n := &sorted[i]
 		r := NodeResult{Name: n.Name, ProviderID: n.Spec.ProviderID, Findings: []Finding{}}
-		ref, isGCE := ParseProviderID(n.Spec.ProviderID)
+		ref, isGCE := model.ParseGCEProviderID(n.Spec.ProviderID)
 		isGCE = isGCE && !model.IsUnmanagedProviderID(n.Spec.ProviderID)
 		label, hasLabel := n.Labels[model.GroupLabel]
 		var g *model.NodeGroup
@@ -234,7 +218,7 @@ func autoscalerMapping(src *model.Source, g *model.NodeGroup, n *corev1.Node) []
 	return nil
 }
 
-func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref GCERef, isGCE bool, opts Options) []Finding {
+func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref model.GCERef, isGCE bool, opts Options) []Finding {
 	var out []Finding
 	want := cloneMap(g.NodeLabels)
 	if g.Cloud() {

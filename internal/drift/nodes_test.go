@@ -192,7 +192,7 @@ func TestGroupOfInstance(t *testing.T) {
 		{"gce://acme-hybrid-ai/us-central1-a/hybrid-ai-gpu-ab12", ""},
 		{"gce://acme-hybrid-ai/us-central1-a", ""},
 	} {
-		ref, ok := drift.ParseProviderID(c.id)
+		ref, ok := model.ParseGCEProviderID(c.id)
 		got := ""
 		if ok {
 			if g := drift.GroupOfInstance(src, ref); g != nil {

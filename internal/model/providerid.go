@@ -69,8 +69,27 @@ func IsUnmanagedProviderID(id string) bool {
 	return ok && name != "" && !strings.Contains(name, "/")
 }
 
-// GCERef is what GceRefFromProviderId makes of a providerID.
+// GCERef is a GCE instance as a providerID names it,
+// gce://<project>/<zone>/<name>: what GCERefFromProviderID (the
+// autoscaler's reading) and ParseGCEProviderID (nodegen's) make of one.
 type GCERef struct{ Project, Zone, Name string }
+
+// ParseGCEProviderID is nodegen's own reading of a providerID, for drift
+// and rollout: a gce:// prefix and three non-empty parts, else ok is
+// false. It is stricter than the autoscaler's GCERefFromProviderID, which
+// takes any 6-byte prefix and empty parts: what matters there is what the
+// autoscaler does with a node, here whether the node is a GCE instance.
+func ParseGCEProviderID(id string) (ref GCERef, ok bool) {
+	rest, ok := strings.CutPrefix(id, "gce://")
+	if !ok {
+		return GCERef{}, false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return GCERef{}, false
+	}
+	return GCERef{Project: parts[0], Zone: parts[1], Name: parts[2]}, true
+}
 
 // ErrProviderIDEmpty is GceRefFromProviderId's error for an empty providerID.
 var ErrProviderIDEmpty = errors.New("wrong id: expected format gce://<project-id>/<zone>/<name>, got nil")

@@ -43,6 +43,33 @@ func TestGCERefFromProviderID(t *testing.T) {
 	}
 }
 
+// ParseGCEProviderID, nodegen's own reading, takes only a gce:// prefix
+// and three non-empty parts: where the autoscaler's reading takes a
+// foreign or empty part, it says the node is not a GCE instance.
+func TestParseGCEProviderID(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		want model.GCERef
+		ok   bool
+	}{
+		{"gce://p-1/us-central1-a/vm-1", model.GCERef{"p-1", "us-central1-a", "vm-1"}, true},
+		{model.UnmanagedProviderID("cp-1"), model.GCERef{"onprem.invalid", "onprem", "cp-1"}, true},
+		{"aws:///us-east-1a/i-0abc", model.GCERef{}, false}, // the autoscaler's reading takes it
+		{"vsphere://4231-abcd", model.GCERef{}, false},
+		{"gce://p-1//vm-1", model.GCERef{}, false},
+		{"gce://p-1/us-central1-a/", model.GCERef{}, false},
+		{"gce:///us-central1-a/vm-1", model.GCERef{}, false},
+		{"gce://p-1/us-central1-a/vm-1/x", model.GCERef{}, false},
+		{"gce://p-1/us-central1-a", model.GCERef{}, false},
+		{"", model.GCERef{}, false},
+	} {
+		got, ok := model.ParseGCEProviderID(c.id)
+		if ok != c.ok || got != c.want {
+			t.Errorf("%q: %+v, %v; want %+v, %v", c.id, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 func TestUnmanagedProviderID(t *testing.T) {
 	for id, want := range map[string]bool{
 		"gce://onprem.invalid/onprem/cp-1": true,

@@ -104,7 +104,7 @@ func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Pl
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for i := range sorted {
 		n := &sorted[i]
-		ref, ok := drift.ParseProviderID(n.Spec.ProviderID)
+		ref, ok := model.ParseGCEProviderID(n.Spec.ProviderID)
 		if !ok {
 			continue
 		}
