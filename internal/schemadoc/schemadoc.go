@@ -6,9 +6,7 @@ package schemadoc
 
 import (
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -83,11 +81,13 @@ func (s *Schema) Field(path string) *Field {
 // docs command share it, and must not change it.
 //
 // The description is walked from the compiled schema when the code is
-// generated (Walk, go generate: hack/schemadoc writes walked.json), not on
-// every run: the source's evaluation is then the one compilation of the
-// schema in a run. A walked.json that was written for another schema is
-// not used: Load then compiles and walks the schema itself, and
-// TestWalkedCurrent fails until it is regenerated.
+// generated (Walk, go generate: hack/schemadoc writes zz_walked.go, a
+// composite literal the compiler lays out in the binary), not on every
+// run: the source's evaluation is then the one compilation of the schema
+// in a run, and reading the description decodes nothing. A description
+// that was written for another schema is not used: Load then compiles
+// and walks the schema itself, and TestWalkedCurrent fails until it is
+// regenerated.
 func Load() (*Schema, error) { return loaded() }
 
 var loaded = sync.OnceValues(func() (*Schema, error) {
@@ -97,13 +97,10 @@ var loaded = sync.OnceValues(func() (*Schema, error) {
 	return Walk()
 })
 
-//go:generate go run ../../hack/schemadoc -out walked.json
+//go:generate go run ../../hack/schemadoc -out zz_walked.go
 
-//go:embed walked.json
-var walked []byte
-
-// Walked is the file go generate writes: the description and the digest
-// of the schema it was walked from.
+// Walked is what go generate writes (the variable walked): the
+// description and the digest of the schema it was walked from.
 type Walked struct {
 	// Schema is the SHA-256 of schema.Source, in hex.
 	Schema string
@@ -112,24 +109,23 @@ type Walked struct {
 }
 
 // Digest is the SHA-256 of the embedded schema, in hex: Walked.Schema of
-// a walked.json that describes it.
+// a description of it.
 func Digest() string {
 	sum := sha256.Sum256(schema.Source)
 	return hex.EncodeToString(sum[:])
 }
 
-// embedded returns the description in walked.json when it was walked
-// from the embedded schema.
+// embedded returns the generated description when it was walked from the
+// embedded schema.
 func embedded() (*Schema, bool) {
-	var w Walked
-	if err := json.Unmarshal(walked, &w); err != nil || w.Schema != Digest() || w.Description == nil {
+	if walked.Schema != Digest() || walked.Description == nil {
 		return nil, false
 	}
-	return w.Description, true
+	return walked.Description, true
 }
 
 // Walk compiles the embedded schema and walks it: what Load returns,
-// computed (go generate stores it in walked.json).
+// computed (go generate stores it in zz_walked.go).
 func Walk() (*Schema, error) { return load() }
 
 // load compiles the embedded schema and walks #Source.
