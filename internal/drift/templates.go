@@ -311,16 +311,16 @@ func (d *kubeEnvDiff) values(wt, gt *kubeenv.Template) {
 		name string
 		w, g map[string]string
 	}{
-		{"kube_reserved", wt.KubeReserved, gt.KubeReserved},
-		{"evictionHard", wt.EvictionHard, gt.EvictionHard},
-		{"extended_resources", wt.ExtendedResources, gt.ExtendedResources},
-		{"autoscaling_options", wt.AutoscalingOpts, gt.AutoscalingOpts},
+		{kubeenv.VarKubeReserved, wt.KubeReserved, gt.KubeReserved},
+		{kubeenv.VarEvictionHard, wt.EvictionHard, gt.EvictionHard},
+		{kubeenv.VarExtendedResources, wt.ExtendedResources, gt.ExtendedResources},
+		{kubeenv.VarAutoscalingOptions, wt.AutoscalingOpts, gt.AutoscalingOpts},
 	} {
 		if !maps.Equal(v.w, v.g) {
 			d.add(v.name, pairs(v.w), pairs(v.g), fmt.Sprintf("%s is %q, the source says %q", v.name, pairs(v.g), pairs(v.w)))
 		}
 	}
-	for _, v := range [][3]string{{"os", wt.OS, gt.OS}, {"os_distribution", wt.OSDistribution, gt.OSDistribution}, {"arch", wt.Arch, gt.Arch}} {
+	for _, v := range [][3]string{{kubeenv.VarOS, wt.OS, gt.OS}, {kubeenv.VarOSDistribution, wt.OSDistribution, gt.OSDistribution}, {kubeenv.VarArch, wt.Arch, gt.Arch}} {
 		if v[1] != v[2] {
 			d.add(v[0], v[1], v[2], fmt.Sprintf("%s is %s, the source says %s", v[0], v[2], v[1]))
 		}

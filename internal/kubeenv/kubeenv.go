@@ -33,6 +33,26 @@ const Key = "kube-env"
 // AutoscalerEnvVars is the kube-env key holding the autoscaler's variables.
 const AutoscalerEnvVars = "AUTOSCALER_ENV_VARS"
 
+// The variables of AUTOSCALER_ENV_VARS that nodegen writes and the
+// autoscaler reads (templates.go at the tag above: the node's labels and
+// taints, the reservations and thresholds its allocatable is computed
+// from, the extended resources, the per-group autoscaling options, the
+// OS, distribution and architecture, and the local SSDs that hold
+// ephemeral storage).
+const (
+	VarOS                     = "os"
+	VarOSDistribution         = "os_distribution"
+	VarArch                   = "arch"
+	VarNodeLabels             = "node_labels"
+	VarNodeTaints             = "node_taints"
+	VarKubeReserved           = "kube_reserved"
+	VarEvictionHard           = "evictionHard"
+	VarExtendedResources      = "extended_resources"
+	VarAutoscalingOptions     = "autoscaling_options"
+	VarLocalSSDCount          = "ephemeral_storage_local_ssd_count"
+	VarBlockEphemeralBootDisk = "BLOCK_EPH_STORAGE_BOOT_DISK"
+)
+
 // Var is one name=value variable of AUTOSCALER_ENV_VARS.
 type Var struct{ Name, Value string }
 
@@ -153,10 +173,10 @@ func ReadTemplate(data []byte) (*Template, error) {
 	}
 	t := &Template{}
 	list := func(name, fallback string) (map[string]string, error) { return readList(env, name, fallback) }
-	if t.Labels, err = list("node_labels", "NODE_LABELS"); err != nil {
+	if t.Labels, err = list(VarNodeLabels, "NODE_LABELS"); err != nil {
 		return nil, err
 	}
-	taints, err := list("node_taints", "NODE_TAINTS")
+	taints, err := list(VarNodeTaints, "NODE_TAINTS")
 	if err != nil {
 		return nil, err
 	}
@@ -164,36 +184,36 @@ func ReadTemplate(data []byte) (*Template, error) {
 		value, effect, _ := strings.Cut(taints[k], ":")
 		t.Taints = append(t.Taints, Taint{Key: k, Value: value, Effect: effect})
 	}
-	if t.KubeReserved, err = list("kube_reserved", ""); err != nil {
+	if t.KubeReserved, err = list(VarKubeReserved, ""); err != nil {
 		return nil, err
 	}
-	if t.EvictionHard, err = list("evictionHard", ""); err != nil {
+	if t.EvictionHard, err = list(VarEvictionHard, ""); err != nil {
 		return nil, err
 	}
-	if t.ExtendedResources, err = list("extended_resources", ""); err != nil {
+	if t.ExtendedResources, err = list(VarExtendedResources, ""); err != nil {
 		return nil, err
 	}
-	if t.AutoscalingOpts, err = list("autoscaling_options", ""); err != nil {
+	if t.AutoscalingOpts, err = list(VarAutoscalingOptions, ""); err != nil {
 		return nil, err
 	}
 	scalar := func(name, def string, allowed ...string) (string, error) {
 		return readScalar(env, name, def, allowed...)
 	}
-	if t.OS, err = scalar("os", "linux", "linux", "windows"); err != nil {
+	if t.OS, err = scalar(VarOS, "linux", "linux", "windows"); err != nil {
 		return nil, err
 	}
-	if t.OSDistribution, err = scalar("os_distribution", "cos", "cos", "ubuntu", "windows_ltsc", "windows_sac", "cos_containerd", "ubuntu_containerd"); err != nil {
+	if t.OSDistribution, err = scalar(VarOSDistribution, "cos", "cos", "ubuntu", "windows_ltsc", "windows_sac", "cos_containerd", "ubuntu_containerd"); err != nil {
 		return nil, err
 	}
-	if t.Arch, err = scalar("arch", "amd64", "amd64", "arm64"); err != nil {
+	if t.Arch, err = scalar(VarArch, "amd64", "amd64", "arm64"); err != nil {
 		return nil, err
 	}
-	if v, ok, err := LookupVar(env, "ephemeral_storage_local_ssd_count"); err == nil && ok {
+	if v, ok, err := LookupVar(env, VarLocalSSDCount); err == nil && ok {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			t.LocalSSDCount = n
 		}
 	}
-	if v, ok, err := LookupVar(env, "BLOCK_EPH_STORAGE_BOOT_DISK"); err == nil && ok && v == "true" {
+	if v, ok, err := LookupVar(env, VarBlockEphemeralBootDisk); err == nil && ok && v == "true" {
 		t.BlockBootDiskEphemeral = true
 	}
 	return t, nil

@@ -13,33 +13,33 @@ import (
 // no later variable can make the autoscaler lose the OS.
 func KubeEnvVars(g *model.NodeGroup) ([]kubeenv.Var, error) {
 	vars := []kubeenv.Var{
-		{Name: "os", Value: "linux"},
-		{Name: "os_distribution", Value: g.OSDistribution},
-		{Name: "arch", Value: g.Arch},
-		{Name: "node_labels", Value: joinPairs(g.TemplateLabels(), "=")},
+		{Name: kubeenv.VarOS, Value: "linux"},
+		{Name: kubeenv.VarOSDistribution, Value: g.OSDistribution},
+		{Name: kubeenv.VarArch, Value: g.Arch},
+		{Name: kubeenv.VarNodeLabels, Value: joinPairs(g.TemplateLabels(), "=")},
 	}
 	if len(g.Taints) > 0 {
 		taints := make([]string, len(g.Taints))
 		for i, t := range g.Taints {
 			taints[i] = t.String()
 		}
-		vars = append(vars, kubeenv.Var{Name: "node_taints", Value: strings.Join(taints, ",")})
+		vars = append(vars, kubeenv.Var{Name: kubeenv.VarNodeTaints, Value: strings.Join(taints, ",")})
 	}
 	reserved, err := g.TotalReserved()
 	if err != nil {
 		return nil, err
 	}
 	vars = append(vars,
-		kubeenv.Var{Name: "kube_reserved", Value: joinPairs(reserved, "=")},
-		kubeenv.Var{Name: "evictionHard", Value: joinPairs(g.AutoscalerEvictionHard(), "=")},
+		kubeenv.Var{Name: kubeenv.VarKubeReserved, Value: joinPairs(reserved, "=")},
+		kubeenv.Var{Name: kubeenv.VarEvictionHard, Value: joinPairs(g.AutoscalerEvictionHard(), "=")},
 		// The autoscaler counts only guestAccelerators for nvidia.com/gpu;
 		// extended_resources also covers machine types with built-in GPUs,
 		// GPU sharing, and maxPods.
-		kubeenv.Var{Name: "extended_resources", Value: joinPairs(ExtendedResources(g), "=")},
+		kubeenv.Var{Name: kubeenv.VarExtendedResources, Value: joinPairs(ExtendedResources(g), "=")},
 	)
 	vars = append(vars, localSSDVars(g)...)
 	if opts := AutoscalingOptions(g.Autoscaling); len(opts) > 0 {
-		vars = append(vars, kubeenv.Var{Name: "autoscaling_options", Value: joinPairs(opts, "=")})
+		vars = append(vars, kubeenv.Var{Name: kubeenv.VarAutoscalingOptions, Value: joinPairs(opts, "=")})
 	}
 	return vars, nil
 }

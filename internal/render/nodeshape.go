@@ -61,8 +61,8 @@ func localSSDVars(g *model.NodeGroup) []kubeenv.Var {
 		return nil
 	}
 	return []kubeenv.Var{
-		{Name: "ephemeral_storage_local_ssd_count", Value: strconv.Itoa(g.LocalSSDCount)},
-		{Name: "BLOCK_EPH_STORAGE_BOOT_DISK", Value: "true"},
+		{Name: kubeenv.VarLocalSSDCount, Value: strconv.Itoa(g.LocalSSDCount)},
+		{Name: kubeenv.VarBlockEphemeralBootDisk, Value: "true"},
 	}
 }
 

@@ -145,7 +145,7 @@ func OfEnvVars(src *model.Source, g *model.NodeGroup, envVars string, script []b
 func ofLabels(src *model.Source, g *model.NodeGroup, envVars string, script []byte, labels [][2]int) string {
 	var vars []string
 	for _, seg := range strings.Split(envVars, ";") {
-		if name, _, _ := strings.Cut(seg, "="); strings.TrimSpace(name) != "autoscaling_options" {
+		if name, _, _ := strings.Cut(seg, "="); strings.TrimSpace(name) != kubeenv.VarAutoscalingOptions {
 			vars = append(vars, seg)
 		}
 	}
