@@ -120,15 +120,22 @@ func listTimeout(opts metav1.ListOptions) time.Duration {
 	return time.Duration(*opts.TimeoutSeconds) * time.Second
 }
 
-// ListNodes lists the nodes (GET /api/v1/nodes).
-func (c *Client) ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error) {
-	out := &corev1.NodeList{}
-	err := c.core.Get().UseProtobufAsDefault().
-		Resource("nodes").
+// list sends a list request of resource in namespace ("" for a resource
+// without one, metav1.NamespaceAll for all) to one group's client and
+// decodes the answer into out.
+func (c *Client) list(ctx context.Context, rc *rest.RESTClient, namespace, resource string, opts metav1.ListOptions, out runtime.Object) error {
+	return rc.Get().UseProtobufAsDefault().
+		NamespaceIfScoped(namespace, namespace != "").
+		Resource(resource).
 		VersionedParams(&opts, c.params).
 		Timeout(listTimeout(opts)).
 		Do(ctx).Into(out)
-	if err != nil {
+}
+
+// ListNodes lists the nodes (GET /api/v1/nodes).
+func (c *Client) ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error) {
+	out := &corev1.NodeList{}
+	if err := c.list(ctx, c.core, "", "nodes", opts, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -179,13 +186,7 @@ func (c *Client) DeleteNode(ctx context.Context, name string) error {
 // metav1.NamespaceAll (GET /api/v1/[namespaces/NS/]pods).
 func (c *Client) ListPods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error) {
 	out := &corev1.PodList{}
-	err := c.core.Get().UseProtobufAsDefault().
-		NamespaceIfScoped(namespace, namespace != "").
-		Resource("pods").
-		VersionedParams(&opts, c.params).
-		Timeout(listTimeout(opts)).
-		Do(ctx).Into(out)
-	if err != nil {
+	if err := c.list(ctx, c.core, namespace, "pods", opts, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -210,13 +211,7 @@ func (c *Client) EvictPod(ctx context.Context, eviction *policyv1.Eviction) erro
 // (GET /apis/policy/v1/[namespaces/NS/]poddisruptionbudgets).
 func (c *Client) ListPodDisruptionBudgets(ctx context.Context, namespace string, opts metav1.ListOptions) (*policyv1.PodDisruptionBudgetList, error) {
 	out := &policyv1.PodDisruptionBudgetList{}
-	err := c.policy.Get().UseProtobufAsDefault().
-		NamespaceIfScoped(namespace, namespace != "").
-		Resource("poddisruptionbudgets").
-		VersionedParams(&opts, c.params).
-		Timeout(listTimeout(opts)).
-		Do(ctx).Into(out)
-	if err != nil {
+	if err := c.list(ctx, c.policy, namespace, "poddisruptionbudgets", opts, out); err != nil {
 		return nil, err
 	}
 	return out, nil
