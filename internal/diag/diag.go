@@ -127,3 +127,14 @@ func isIdent(s string) bool {
 	}
 	return true
 }
+
+// GroupError is a node group's artifact that failed verification. It
+// carries no position: the pipeline places it at the group's.
+type GroupError struct {
+	Group string // node group name
+	Path  string // artifact path under out/
+	Err   error
+}
+
+func (e *GroupError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *GroupError) Unwrap() error { return e.Err }

@@ -153,17 +153,3 @@ func IsGenerated(content []byte) bool {
 	}
 	return false
 }
-
-// MetadataValueLimit is GCE's limit on one metadata value (256 KiB): the
-// kube-env and the startup script of a group are each one value.
-const MetadataValueLimit = 256 * 1024
-
-// GroupError is a node group's artifact that failed verification.
-type GroupError struct {
-	Group string // node group name
-	Path  string // artifact path under out/
-	Err   error
-}
-
-func (e *GroupError) Error() string { return e.Path + ": " + e.Err.Error() }
-func (e *GroupError) Unwrap() error { return e.Err }

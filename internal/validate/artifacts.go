@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 )
@@ -17,9 +18,9 @@ func Artifacts(src *model.Source, files layout.Files, pos Positioner) diag.List 
 			{"kube-env", layout.KubeEnvPath(g.Name)},
 			{"startup script", layout.StartupScriptPath(g.Name)},
 		} {
-			if n := len(files[a.path]); n > layout.MetadataValueLimit {
+			if n := len(files[a.path]); n > gce.MetadataValueLimit {
 				c.atKey(sel("nodeGroups", g.Name), "the group's %s is %d bytes, over GCE's metadata value limit of %d (256 KiB): use fewer or shorter labels and taints",
-					a.what, n, layout.MetadataValueLimit)
+					a.what, n, gce.MetadataValueLimit)
 			}
 		}
 	}
@@ -27,7 +28,7 @@ func Artifacts(src *model.Source, files layout.Files, pos Positioner) diag.List 
 }
 
 // VerificationFailures turns a verification failure of node groups'
-// artifacts (layout.GroupError) into findings at each group's position,
+// artifacts (diag.GroupError) into findings at each group's position,
 // so that a gap in validation still points at the source. It returns nil
 // unless every failure belongs to a group.
 func VerificationFailures(err error, pos Positioner) diag.List {
@@ -37,7 +38,7 @@ func VerificationFailures(err error, pos Positioner) diag.List {
 	}
 	c := &checker{pos: pos}
 	for _, e := range errs {
-		var ge *layout.GroupError
+		var ge *diag.GroupError
 		if !errors.As(e, &ge) {
 			return nil
 		}

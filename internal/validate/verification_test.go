@@ -8,9 +8,9 @@ import (
 	"cuelang.org/go/cue"
 
 	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/validate"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // TestVerificationFailuresArePositioned checks that a verification
@@ -22,7 +22,7 @@ func TestVerificationFailuresArePositioned(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := l.Members[0]
-	err = errors.Join(&verify.GroupError{Group: "gpu-t4", Path: "gce/gpu-t4/kube-env", Err: errors.New("the autoscaler would read taints [], want [x]")})
+	err = errors.Join(&diag.GroupError{Group: "gpu-t4", Path: "gce/gpu-t4/kube-env", Err: errors.New("the autoscaler would read taints [], want [x]")})
 	list := validate.VerificationFailures(err, m)
 	if len(list) != 1 {
 		t.Fatalf("got %d findings, want 1: %v", len(list), list)

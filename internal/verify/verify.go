@@ -23,6 +23,8 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
@@ -47,9 +49,9 @@ func All(src *model.Source, files layout.Files) error {
 		g := cloud[i]
 		env := readKubeEnv(files[layout.KubeEnvPath(g.Name)])
 		if err := env.check(g, flagged); err != nil {
-			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
+			groupErrs[i][0] = &diag.GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
 		} else if err := revision.CheckRead(src, g, files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)], env.tmpl); err != nil {
-			groupErrs[i][0] = &GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
+			groupErrs[i][0] = &diag.GroupError{Group: g.Name, Path: layout.KubeEnvPath(g.Name), Err: err}
 		}
 		// The group's Terraform file, parsed here once for capacity and
 		// for the parse check of every .tf file (terraform below).
@@ -59,16 +61,16 @@ func All(src *model.Source, files layout.Files) error {
 		scriptPath := layout.StartupScriptPath(g.Name)
 		script, err := parseScript(files[scriptPath])
 		if err != nil {
-			groupErrs[i][1] = &GroupError{Group: g.Name, Path: scriptPath, Err: err}
+			groupErrs[i][1] = &diag.GroupError{Group: g.Name, Path: scriptPath, Err: err}
 			return
 		}
 		// The script's syntax tree, walked once for the heredocs the
 		// checks below read.
 		docs := quotedHeredocs(script)
 		if err := joinConfiguration(src, g, docs, env, flagged); err != nil {
-			groupErrs[i][2] = &GroupError{Group: g.Name, Path: scriptPath, Err: err}
+			groupErrs[i][2] = &diag.GroupError{Group: g.Name, Path: scriptPath, Err: err}
 		} else if err := capacity(g, docs, env, gpu, tf, diags); err != nil {
-			groupErrs[i][2] = &GroupError{Group: g.Name, Path: scriptPath, Err: err}
+			groupErrs[i][2] = &diag.GroupError{Group: g.Name, Path: scriptPath, Err: err}
 		}
 	})
 	for i, g := range cloud {
@@ -121,8 +123,8 @@ func readKubeEnv(data []byte) *kubeEnv {
 // check checks that a kube-env value fits in GCE metadata and that the
 // autoscaler reads from it exactly the group's labels and taints.
 func (e *kubeEnv) check(g *model.NodeGroup, flagged []string) error {
-	if e.size > layout.MetadataValueLimit {
-		return fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", e.size, layout.MetadataValueLimit)
+	if e.size > gce.MetadataValueLimit {
+		return fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", e.size, gce.MetadataValueLimit)
 	}
 	if e.err != nil {
 		return e.err
@@ -130,14 +132,11 @@ func (e *kubeEnv) check(g *model.NodeGroup, flagged []string) error {
 	return e.tmpl.MatchesSource(g, flagged...)
 }
 
-// GroupError is a node group's artifact that failed verification.
-type GroupError = layout.GroupError
-
 // parseScript parses a startup script as bash, after checking that it
 // fits in GCE metadata.
 func parseScript(data []byte) (*syntax.File, error) {
-	if len(data) > layout.MetadataValueLimit {
-		return nil, fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), layout.MetadataValueLimit)
+	if len(data) > gce.MetadataValueLimit {
+		return nil, fmt.Errorf("%d bytes, over GCE's metadata value limit of %d", len(data), gce.MetadataValueLimit)
 	}
 	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(data), "")
 }
