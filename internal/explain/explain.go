@@ -29,10 +29,10 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // Verdicts.
@@ -144,7 +144,7 @@ type Explainer struct {
 // kube-proxy, the DaemonSets nodegen renders (the taint remover) and the
 // DaemonSets among workloads whose pods the node admits.
 func New(src *model.Source, files layout.Files, workloads []*Workload) (*Explainer, error) {
-	objs, err := verify.DecodeObjects(files[layout.TaintRemoverPath])
+	objs, err := k8sdecode.Objects(files[layout.TaintRemoverPath])
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", layout.TaintRemoverPath, err)
 	}

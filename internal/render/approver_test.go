@@ -11,10 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // TestNodeCSRApproverManifest: the cloud join path's manifest, decoded
@@ -26,7 +26,7 @@ import (
 // approves matches the groups' instance names and nothing like them.
 func TestNodeCSRApproverManifest(t *testing.T) {
 	src, files := srcSpec{}.mustRender(t)
-	objs, err := verify.DecodeObjects(files[layout.NodeCSRApproverPath])
+	objs, err := k8sdecode.Objects(files[layout.NodeCSRApproverPath])
 	if err != nil {
 		t.Fatal(err)
 	}

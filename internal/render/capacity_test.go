@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
@@ -143,7 +144,7 @@ func bestByPriority(prios map[int][]*regexp.Regexp, ids []string) []string {
 
 func TestPriorityExpanderConfigMap(t *testing.T) {
 	src, files := renderCapacity(t, `expander: "priority,least-waste"`, "priority: 30", "priority: 20")
-	objs, err := verify.DecodeObjects(files[layout.PriorityExpanderPath])
+	objs, err := k8sdecode.Objects(files[layout.PriorityExpanderPath])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,12 +16,12 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // schedulable reports whether a pod with spec could land on node: its
@@ -58,7 +58,7 @@ func exampleNodes(t *testing.T) (*model.Source, layout.Files, map[string][]*core
 
 func TestTaintRemoverLandsOnlyOnItsGPUNodes(t *testing.T) {
 	src, files, nodes := exampleNodes(t)
-	objs, err := verify.DecodeObjects(files[layout.TaintRemoverPath])
+	objs, err := k8sdecode.Objects(files[layout.TaintRemoverPath])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,12 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // lifecycleSource is a small source of its own: the autoscaler's group, a
@@ -82,7 +82,7 @@ func TestNodeLifecycleManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := verify.DecodeObjects(files[layout.NodeLifecyclePath])
+	objs, err := k8sdecode.Objects(files[layout.NodeLifecyclePath])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // taintRemoverObjects decodes the example's taint-remover manifest.
@@ -24,7 +24,7 @@ func taintRemoverObjects(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, 
 	[]*appsv1.DaemonSet, *rbacv1.ClusterRoleBinding) {
 	t.Helper()
 	_, files := testsrc.Example(t)
-	objs, err := verify.DecodeObjects(files[layout.TaintRemoverPath])
+	objs, err := k8sdecode.Objects(files[layout.TaintRemoverPath])
 	if err != nil {
 		t.Fatal(err)
 	}

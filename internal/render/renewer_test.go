@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
@@ -15,7 +16,7 @@ import (
 
 func TestJoinTokenRenewerPinnedToAutoscalerNode(t *testing.T) {
 	src, files, nodes := exampleNodes(t)
-	objs, err := verify.DecodeObjects(files[layout.JoinTokenRenewerPath])
+	objs, err := k8sdecode.Objects(files[layout.JoinTokenRenewerPath])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,11 +30,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // kubeadmNodeGroup is kubeadm's bootstrap-token group for joining nodes,
@@ -315,7 +315,7 @@ func TestNodeCSRApprover(t *testing.T) {
 
 func mustDecode(t *testing.T, manifest []byte) []runtime.Object {
 	t.Helper()
-	objs, err := verify.DecodeObjects(manifest)
+	objs, err := k8sdecode.Objects(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // tokenRE matches a kubeadm bootstrap token.
@@ -312,7 +312,7 @@ func markedCommands(t *testing.T, docs string) []string {
 // and returns it with the CronJob container's environment.
 func renewerScript(t *testing.T, manifest []byte) (string, []string) {
 	t.Helper()
-	objs, err := verify.DecodeObjects(manifest)
+	objs, err := k8sdecode.Objects(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

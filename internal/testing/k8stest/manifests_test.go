@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // helmValues lists, for each Helm values file nodegen writes, where its
@@ -61,7 +61,7 @@ func (e *env) committedYAML(t *testing.T) (manifests, values map[string][]byte) 
 		}
 		if _, ok := helmValues[rel]; ok {
 			values[rel] = b
-		} else if _, derr := verify.DecodeObjects(b); derr == nil {
+		} else if _, derr := k8sdecode.Objects(b); derr == nil {
 			manifests[rel] = b
 		} else {
 			t.Errorf("out/%s: neither Kubernetes objects (%v) nor a known Helm values file; say how the server should check it", rel, derr)
@@ -133,7 +133,7 @@ func lines(s string) []string { return strings.Fields(s) }
 // fresh one.)
 func (e *env) createManifest(t *testing.T, path string, data []byte) {
 	t.Helper()
-	objs, err := verify.DecodeObjects(data)
+	objs, err := k8sdecode.Objects(data)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -213,7 +213,7 @@ func (e *env) serverCheck(t *testing.T, data []byte) error {
 // and checks that the server check rejects it for that reason, while the
 // same object unbroken (under the same fresh name) passes.
 func (e *env) testBroken(t *testing.T, data []byte) {
-	objs, err := verify.DecodeObjects(data)
+	objs, err := k8sdecode.Objects(data)
 	if err != nil {
 		t.Fatal(err)
 	}

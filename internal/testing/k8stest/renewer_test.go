@@ -21,11 +21,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 // renewerSource is the test's own source: a cluster whose token lives 2h
@@ -104,7 +104,7 @@ func TestJoinTokenRenewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	manifest := files[layout.JoinTokenRenewerPath]
-	objs, err := verify.DecodeObjects(manifest)
+	objs, err := k8sdecode.Objects(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package verify
+package k8sdecode
 
 import (
 	"strings"
@@ -33,9 +33,9 @@ spec:
         image: busybox
 `
 
-func TestDecodeObjects(t *testing.T) {
+func TestObjects(t *testing.T) {
 	stream := "# header\n---\n" + serviceAccount + "---\n" + daemonSet + "---\n# only a comment\n"
-	objs, err := DecodeObjects([]byte(stream))
+	objs, err := Objects([]byte(stream))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +50,11 @@ func TestDecodeObjects(t *testing.T) {
 	}
 }
 
-// TestDecodeObjectsQuotedTypeMeta: a document whose apiVersion and kind
+// TestObjectsQuotedTypeMeta: a document whose apiVersion and kind
 // are not plain top-level scalars is still decoded.
-func TestDecodeObjectsQuotedTypeMeta(t *testing.T) {
+func TestObjectsQuotedTypeMeta(t *testing.T) {
 	doc := "apiVersion: \"apps/v1\"\nkind: 'DaemonSet'\n" + daemonSet[strings.Index(daemonSet, "metadata:"):]
-	objs, err := DecodeObjects([]byte(doc))
+	objs, err := Objects([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestDecodeObjectsQuotedTypeMeta(t *testing.T) {
 	}
 }
 
-func TestDecodeObjectsRejects(t *testing.T) {
+func TestObjectsRejects(t *testing.T) {
 	for name, doc := range map[string]string{
 		"unknown field":     serviceAccount + "automountToken: true\n",
 		"duplicate field":   serviceAccount + "metadata:\n  name: b\n",
@@ -76,7 +76,7 @@ func TestDecodeObjectsRejects(t *testing.T) {
 		"bad doc in stream": daemonSet + "---\n" + serviceAccount + "bogus: 1\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := DecodeObjects([]byte(doc)); err == nil {
+			if _, err := Objects([]byte(doc)); err == nil {
 				t.Errorf("accepted:\n%s", doc)
 			}
 		})
