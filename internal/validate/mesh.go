@@ -116,9 +116,11 @@ func MeshOf(f *model.Fleet, pos Positioner, broken func(cluster string) *source.
 	}
 
 	c.trust(m)
+	ranges := declaredRanges(m)
 	for _, name := range m.Names() {
 		c.gateway(f, name, base(name, "eastWestGateway"), broken)
 		c.reach(f, name, base(name, "eastWestGateway"))
+		c.gatewayAddresses(f, name, base(name, "eastWestGateway"), ranges)
 	}
 	return c.list.Sorted()
 }

@@ -204,6 +204,7 @@ func (c *checker) endpoint(ep string) {
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		c.at(p, "port %s is not between 1 and 65535", port)
 	}
+	c.endpointHost(p, host)
 	if net.ParseIP(host) == nil && strings.Trim(host, "0123456789.") == "" {
 		c.at(p, "host %q is made of digits and dots but is not an IPv4 address (four numbers from 0 to 255)", host)
 	} else if net.ParseIP(host) == nil {
