@@ -55,6 +55,50 @@ func (c *Cluster) JoinDeadline(g *NodeGroup) (time.Duration, error) {
 	return d, nil
 }
 
+// The per-VM values of the JoinConfiguration, left as placeholders in the
+// document the startup script carries and substituted by the script once
+// it has checked each value against a strict pattern (instance name and
+// zone [a-z0-9-], token [a-z0-9.]).
+//
+// Why the substitution cannot change the document's structure:
+//   - '@' occurs in no value nodegen renders into the document (label
+//     and taint syntax, GCE names, the endpoint's host:port, sha256 CA
+//     hashes, paths and durations exclude it), and the document is
+//     checked to hold no '@' outside a placeholder (package verify, on
+//     every run). So bash's ${doc//"@NODEGEN_X@"/...} replaces
+//     placeholders and nothing else, and no substituted value contains '@'.
+//   - The same check holds every placeholder to be either a whole scalar
+//     written in quotes (the YAML encoder quotes a scalar starting with
+//     '@'), or inside a plain scalar that also holds '/' or '=' outside
+//     placeholders. Inside quotes the characters [a-z0-9.-] are literal;
+//     a plain scalar holding '/' or '=' resolves to a string whatever
+//     [a-z0-9.-] text is put into it, and such text adds no ": ", " #",
+//     leading or trailing space that could end the scalar.
+const (
+	InstancePlaceholder = "@NODEGEN_INSTANCE_NAME@"
+	ZonePlaceholder     = "@NODEGEN_ZONE@"
+	TokenPlaceholder    = "@NODEGEN_JOIN_TOKEN@"
+)
+
+// JoinPlaceholders lists the placeholders in the order above.
+var JoinPlaceholders = []string{InstancePlaceholder, ZonePlaceholder, TokenPlaceholder}
+
+// JoinHeredocDelimiter ends the quoted heredoc that holds the
+// JoinConfiguration in the startup script. A YAML line the encoder writes
+// is a key followed by ':', a list item starting with '-', or indented;
+// this word is none of these, and the document is checked not to hold it.
+const JoinHeredocDelimiter = "NODEGEN_JOIN_CONFIGURATION"
+
+// KubeletPatchHeredocDelimiter ends the heredoc of the kubelet patch.
+const KubeletPatchHeredocDelimiter = "NODEGEN_KUBELET_PATCH"
+
+// ProviderIDTemplate is the kubelet --provider-id of the cluster's cloud
+// nodes with placeholders: gce://<project>/<zone>/<instance>, the form
+// the autoscaler's GCE provider maps to a MIG instance.
+func (c *Cluster) ProviderIDTemplate() string {
+	return "gce://" + c.GCP.Project + "/" + ZonePlaceholder + "/" + InstancePlaceholder
+}
+
 // PodsMayReachMetadataServer reports whether pods on the group's nodes may
 // reach the GCE metadata server (and so the VM service account's token).
 // Only the autoscaler's own group may: the autoscaler and the cluster's

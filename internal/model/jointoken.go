@@ -11,6 +11,15 @@ import (
 // time, the VM's boot before the startup script runs, clock skew.
 const JoinTokenMargin = 30 * time.Minute
 
+// HasJoinTokenRenewer reports whether the cluster gets the join-token
+// renewer: only a token in Secret Manager is renewed.
+func (c *Cluster) HasJoinTokenRenewer() bool { return c.JoinToken.SecretManager != nil }
+
+// HasNodeCSRApprover reports whether the cluster gets the cloud join
+// path's CSR approver: with the renewer, whose tokens are in
+// CloudBootstrapGroup.
+func (c *Cluster) HasNodeCSRApprover() bool { return c.HasJoinTokenRenewer() }
+
 // Renewal is how the join-token renewer keeps the token fresh.
 type Renewal struct {
 	TTL    time.Duration // lifetime of each token

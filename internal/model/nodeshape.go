@@ -38,6 +38,12 @@ const (
 	SpotShutdownGracePeriodCriticalPods = "10s"
 )
 
+// SpotTerminationAction is what GCE does with a preempted Spot VM of a
+// group: delete it. The MIG recreates the instance (same name, fresh boot
+// disk) when Spot capacity returns, and the node garbage collector removes
+// the Node object the deleted VM left behind.
+const SpotTerminationAction = "DELETE"
+
 // DefaultEvictionHard is the kubelet's default hard eviction set on Linux
 // (k8s.io/kubernetes pkg/kubelet/eviction/defaults_linux.go, v1.37.2). A
 // configuration that sets evictionHard at all replaces it, signal by

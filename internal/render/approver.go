@@ -79,10 +79,6 @@ func NodeCSRApproverScript() []byte {
 	return b
 }
 
-// RendersNodeCSRApprover reports whether src gets the cloud join path:
-// with the renewer, whose tokens are in CloudBootstrapGroup.
-func RendersNodeCSRApprover(src *model.Source) bool { return RendersJoinTokenRenewer(src) }
-
 // InstanceGroupsEnv is the approver's INSTANCE_GROUPS: one line per cloud
 // group, "<base instance name> <maxNodeProvisionTime in seconds> <zone>...".
 // A VM older than its group's maxNodeProvisionTime is no fresh VM: the

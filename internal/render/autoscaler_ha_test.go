@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
@@ -122,10 +123,10 @@ func TestFixedSizeGroupsAutoheal(t *testing.T) {
 					res[b.Labels[0]] = append(res[b.Labels[0]], b)
 				}
 			}
-			tmplTags := attrValue(t, res[render.TFInstanceTemplate][0].Body, "tags", ctx)
+			tmplTags := attrValue(t, res[gce.TFInstanceTemplate][0].Body, "tags", ctx)
 			migZones := map[string]bool{}
 			var healing []*hclsyntax.Block
-			for _, m := range res[render.TFGroupManager] {
+			for _, m := range res[gce.TFGroupManager] {
 				migZones[attrValue(t, m.Body, "zone", ctx).AsString()] = true
 				for _, b := range m.Body.Blocks {
 					if b.Type == "auto_healing_policies" {
@@ -143,9 +144,9 @@ func TestFixedSizeGroupsAutoheal(t *testing.T) {
 			if g.Name == src.Cluster.Autoscaler.NodeGroup && len(migZones) < 2 {
 				t.Errorf("the autoscaler's group has MIGs in zones %v, want two or more", migZones)
 			}
-			if len(healing) != len(res[render.TFGroupManager]) || len(res[render.TFHealthCheck]) != 1 || len(res[render.TFFirewall]) != 1 {
+			if len(healing) != len(res[gce.TFGroupManager]) || len(res[render.TFHealthCheck]) != 1 || len(res[render.TFFirewall]) != 1 {
 				t.Fatalf("%d MIGs, %d autohealing policies, %d health checks, %d firewalls",
-					len(res[render.TFGroupManager]), len(healing), len(res[render.TFHealthCheck]), len(res[render.TFFirewall]))
+					len(res[gce.TFGroupManager]), len(healing), len(res[render.TFHealthCheck]), len(res[render.TFFirewall]))
 			}
 			hc := res[render.TFHealthCheck][0]
 			for _, p := range healing {

@@ -3,8 +3,7 @@ package render
 import (
 	"fmt"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/nodegen/nodegen/internal/deviceplugin"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/yamlout"
 )
@@ -19,46 +18,20 @@ const (
 	DevicePluginDefaultConfig = "nodegen-exclusive"
 )
 
-// DevicePluginConfig is the NVIDIA device plugin's configuration file
-// (k8s-device-plugin api/config/v1), the fields nodegen writes.
-type DevicePluginConfig struct {
-	Version string               `json:"version"`
-	Sharing *DevicePluginSharing `json:"sharing,omitempty"`
-}
-
-// DevicePluginSharing is the config's sharing section.
-type DevicePluginSharing struct {
-	TimeSlicing *DevicePluginTimeSlicing `json:"timeSlicing,omitempty"`
-}
-
-// DevicePluginTimeSlicing advertises each device of a resource Replicas
-// times. With renameByDefault false the resource keeps its name
-// (nvidia.com/gpu), so the node's nvidia.com/gpu capacity is GPUs × replicas.
-type DevicePluginTimeSlicing struct {
-	RenameByDefault bool                   `json:"renameByDefault"`
-	Resources       []DevicePluginResource `json:"resources"`
-}
-
-// DevicePluginResource is one replicated resource.
-type DevicePluginResource struct {
-	Name     string `json:"name"`
-	Replicas int    `json:"replicas"`
-}
-
 // DevicePluginConfigs returns the ConfigMap's entries by name, or nil when
 // no group shares its GPUs (then nodegen leaves the device plugin's
 // configuration to the chart).
-func DevicePluginConfigs(src *model.Source) map[string]DevicePluginConfig {
-	var out map[string]DevicePluginConfig
+func DevicePluginConfigs(src *model.Source) map[string]deviceplugin.Config {
+	var out map[string]deviceplugin.Config
 	for _, g := range src.GPUGroups() {
 		if !g.SharesGPUs() {
 			continue
 		}
 		if out == nil {
-			out = map[string]DevicePluginConfig{DevicePluginDefaultConfig: {Version: "v1"}}
+			out = map[string]deviceplugin.Config{DevicePluginDefaultConfig: {Version: "v1"}}
 		}
-		out[g.DevicePluginConfig()] = DevicePluginConfig{Version: "v1", Sharing: &DevicePluginSharing{
-			TimeSlicing: &DevicePluginTimeSlicing{Resources: []DevicePluginResource{{Name: model.GPUResource, Replicas: g.GPUReplicas()}}},
+		out[g.DevicePluginConfig()] = deviceplugin.Config{Version: "v1", Sharing: &deviceplugin.Sharing{
+			TimeSlicing: &deviceplugin.TimeSlicing{Resources: []deviceplugin.Resource{{Name: model.GPUResource, Replicas: g.GPUReplicas()}}},
 		}}
 	}
 	return out
@@ -85,31 +58,4 @@ func devicePluginValues(src *model.Source) (map[string]any, error) {
 		"default": DevicePluginDefaultConfig,
 		"data":    data,
 	}}, nil
-}
-
-// DecodeDevicePluginConfig decodes one entry strictly.
-func DecodeDevicePluginConfig(data []byte) (*DevicePluginConfig, error) {
-	var c DevicePluginConfig
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return nil, err
-	}
-	if c.Version != "v1" {
-		return nil, fmt.Errorf("version %q, want v1", c.Version)
-	}
-	return &c, nil
-}
-
-// AdvertisedGPUs is the nvidia.com/gpu capacity a node with gpus GPUs
-// gets under this config.
-func (c *DevicePluginConfig) AdvertisedGPUs(gpus int) int {
-	if c.Sharing == nil || c.Sharing.TimeSlicing == nil {
-		return gpus
-	}
-	ts := c.Sharing.TimeSlicing
-	for _, r := range ts.Resources {
-		if r.Name == model.GPUResource && !ts.RenameByDefault {
-			return gpus * r.Replicas
-		}
-	}
-	return gpus
 }

@@ -123,7 +123,7 @@ type day0Doc struct {
 
 func (w *docWriter) day0() error {
 	src, c := w.src, &w.src.Cluster
-	d := &day0Doc{docWriter: w, c: c, out: "out/" + src.Tree, sm: c.JoinToken.SecretManager, renews: RendersJoinTokenRenewer(src)}
+	d := &day0Doc{docWriter: w, c: c, out: "out/" + src.Tree, sm: c.JoinToken.SecretManager, renews: src.Cluster.HasJoinTokenRenewer()}
 	d.ca = src.NodeGroups[c.Autoscaler.NodeGroup]
 	if d.ca == nil || !d.ca.Cloud() {
 		return fmt.Errorf("the autoscaler's node group %q is not a cloud group", c.Autoscaler.NodeGroup)
@@ -273,7 +273,7 @@ func (d *day0Doc) manifests() {
 	d.next("Apply nodegen's manifests")
 	d.p("```sh\n")
 	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.NodeCSRApproverPath, layout.JoinTokenRenewerPath} {
-		if (p == layout.JoinTokenRenewerPath && !renews) || (p == layout.NodeCSRApproverPath && !RendersNodeCSRApprover(src)) {
+		if (p == layout.JoinTokenRenewerPath && !renews) || (p == layout.NodeCSRApproverPath && !src.Cluster.HasNodeCSRApprover()) {
 			continue
 		}
 		d.p("kubectl apply -f %s%s\n", out, p)

@@ -16,7 +16,7 @@ func JoinTokenFirstRunCommand() string {
 func (d *docWriter) joinToken() {
 	c := &d.src.Cluster
 	d.p("\n## Join token\n\n")
-	if !RendersJoinTokenRenewer(d.src) {
+	if !d.src.Cluster.HasJoinTokenRenewer() {
 		d.p("VMs read the kubeadm bootstrap token from project metadata key `%s`. nodegen does not renew it: replace it before it expires (`kubeadm token create` gives 24h by default), or every VM created after that fails to join. Use `cluster.joinToken.secretManager` to have it renewed.\n",
 			c.JoinToken.MetadataKey)
 		return

@@ -3,10 +3,8 @@ package render
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"time"
 
-	yamlv3 "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,43 +12,6 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/yamlout"
 )
-
-// The per-VM values of the JoinConfiguration, left as placeholders in the
-// document the startup script carries and substituted by the script once
-// it has checked each value against a strict pattern (instance name and
-// zone [a-z0-9-], token [a-z0-9.]).
-//
-// Why the substitution cannot change the document's structure:
-//   - '@' occurs in no value nodegen renders into the document (label
-//     and taint syntax, GCE names, the endpoint's host:port, sha256 CA
-//     hashes, paths and durations exclude it), and JoinTemplate checks
-//     that every '@' of the rendered document belongs to a placeholder.
-//     So bash's ${doc//"@NODEGEN_X@"/...} replaces placeholders and
-//     nothing else, and no substituted value contains '@'.
-//   - JoinTemplate checks that a placeholder is either a whole scalar
-//     written in quotes (the YAML encoder quotes a scalar starting with
-//     '@'), or inside a plain scalar that also holds '/' or '=' outside
-//     placeholders. Inside quotes the characters [a-z0-9.-] are literal;
-//     a plain scalar holding '/' or '=' resolves to a string whatever
-//     [a-z0-9.-] text is put into it, and such text adds no ": ", " #",
-//     leading or trailing space that could end the scalar.
-const (
-	InstancePlaceholder = "@NODEGEN_INSTANCE_NAME@"
-	ZonePlaceholder     = "@NODEGEN_ZONE@"
-	TokenPlaceholder    = "@NODEGEN_JOIN_TOKEN@"
-)
-
-// Placeholders lists the placeholders in the order above.
-var Placeholders = []string{InstancePlaceholder, ZonePlaceholder, TokenPlaceholder}
-
-// JoinHeredocDelimiter ends the quoted heredoc that holds the
-// JoinConfiguration in the startup script. A YAML line the encoder writes
-// is a key followed by ':', a list item starting with '-', or indented;
-// this word is none of these, and JoinTemplate checks it does not occur.
-const JoinHeredocDelimiter = "NODEGEN_JOIN_CONFIGURATION"
-
-// KubeletPatchHeredocDelimiter ends the heredoc of the kubelet patch.
-const KubeletPatchHeredocDelimiter = "NODEGEN_KUBELET_PATCH"
 
 // StateDir is where the startup script keeps its files on the VM: the
 // join configuration (removed at every boot and on exit) and the kubeadm
@@ -84,7 +45,7 @@ func JoinConfiguration(src *model.Source, g *model.NodeGroup) (*kubeadm.JoinConf
 	if err != nil {
 		return nil, err
 	}
-	labels := c.JoinLabels(g, ZonePlaceholder)
+	labels := c.JoinLabels(g, model.ZonePlaceholder)
 	taints := []corev1.Taint{}
 	for _, t := range g.JoinTaints() {
 		taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
@@ -93,16 +54,16 @@ func JoinConfiguration(src *model.Source, g *model.NodeGroup) (*kubeadm.JoinConf
 		APIVersion: kubeadm.APIVersion,
 		Kind:       kubeadm.JoinKind,
 		Discovery: kubeadm.Discovery{BootstrapToken: &kubeadm.BootstrapTokenDiscovery{
-			Token:             TokenPlaceholder,
+			Token:             model.TokenPlaceholder,
 			APIServerEndpoint: c.ControlPlaneEndpoint,
 			CACertHashes:      c.CACertHashes,
 		}},
 		NodeRegistration: kubeadm.NodeRegistrationOptions{
-			Name:   InstancePlaceholder,
+			Name:   model.InstancePlaceholder,
 			Taints: taints,
 			KubeletExtraArgs: []kubeadm.Arg{
 				{Name: "node-labels", Value: joinPairs(labels, "=")},
-				{Name: "provider-id", Value: ProviderIDTemplate(c)},
+				{Name: "provider-id", Value: c.ProviderIDTemplate()},
 			},
 		},
 		Patches:  &kubeadm.Patches{Directory: PatchesDir},
@@ -110,68 +71,16 @@ func JoinConfiguration(src *model.Source, g *model.NodeGroup) (*kubeadm.JoinConf
 	}, nil
 }
 
-// ProviderIDTemplate is the kubelet --provider-id with placeholders:
-// gce://<project>/<zone>/<instance>, the form the autoscaler's GCE
-// provider maps to a MIG instance.
-func ProviderIDTemplate(c *model.Cluster) string {
-	return "gce://" + c.GCP.Project + "/" + ZonePlaceholder + "/" + InstancePlaceholder
-}
-
 // JoinTemplate renders the group's JoinConfiguration as the YAML document
 // the startup script carries. That the script's substitution of the
-// placeholders is safe in it (CheckJoinTemplate) is checked where every
-// artifact is re-read, by package verify, on every run.
+// placeholders (model.JoinPlaceholders) is safe in it is checked where
+// every artifact is re-read, by package verify, on every run.
 func JoinTemplate(src *model.Source, g *model.NodeGroup) ([]byte, error) {
 	cfg, err := JoinConfiguration(src, g)
 	if err != nil {
 		return nil, err
 	}
 	return yamlout.Marshal(cfg)
-}
-
-// CheckJoinTemplate checks that a JoinConfiguration document is safe to
-// carry in the script's heredoc and to substitute placeholders in: no
-// line is the heredoc's delimiter, every '@' belongs to a placeholder, and
-// every placeholder sits in a quoted scalar of its own or in a plain
-// scalar that holds '/' or '=' besides.
-func CheckJoinTemplate(doc []byte) error {
-	if bytes.Contains(doc, []byte(JoinHeredocDelimiter)) {
-		return fmt.Errorf("the join configuration contains its heredoc delimiter %s", JoinHeredocDelimiter)
-	}
-	rest := string(doc)
-	for _, p := range Placeholders {
-		rest = strings.ReplaceAll(rest, p, "")
-	}
-	if strings.Contains(rest, "@") {
-		return fmt.Errorf("the join configuration has an '@' outside its placeholders")
-	}
-	var root yamlv3.Node
-	if err := yamlv3.Unmarshal(doc, &root); err != nil {
-		return err
-	}
-	var walk func(n *yamlv3.Node) error
-	walk = func(n *yamlv3.Node) error {
-		if n.Kind == yamlv3.ScalarNode && strings.Contains(n.Value, "@") {
-			bare := n.Value
-			for _, p := range Placeholders {
-				bare = strings.ReplaceAll(bare, p, "")
-			}
-			quoted := n.Style&(yamlv3.SingleQuotedStyle|yamlv3.DoubleQuotedStyle) != 0
-			switch {
-			case quoted && bare == "":
-			case n.Style == 0 && strings.ContainsAny(bare, "/="):
-			default:
-				return fmt.Errorf("line %d: placeholder in %q, neither a quoted scalar of its own nor a plain one holding '/' or '='", n.Line, n.Value)
-			}
-		}
-		for _, c := range n.Content {
-			if err := walk(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return walk(&root)
 }
 
 // KubeletPatch renders the kubeadm patch (target kubeletconfiguration,
@@ -194,8 +103,8 @@ func KubeletPatch(g *model.NodeGroup) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if bytes.Contains(b, []byte(KubeletPatchHeredocDelimiter)) {
-		return nil, fmt.Errorf("the kubelet configuration contains its heredoc delimiter %s", KubeletPatchHeredocDelimiter)
+	if bytes.Contains(b, []byte(model.KubeletPatchHeredocDelimiter)) {
+		return nil, fmt.Errorf("the kubelet configuration contains its heredoc delimiter %s", model.KubeletPatchHeredocDelimiter)
 	}
 	return b, nil
 }

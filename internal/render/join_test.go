@@ -117,7 +117,7 @@ func TestJoinConfigurationMutationsAreCaught(t *testing.T) {
 			setArg(c, "node-labels", arg(c, "node-labels")+",lab.example.net/extra=1")
 		}, "labels differ"},
 		{"the zone label dropped", "l4", func(c *kubeadm.JoinConfiguration) {
-			setArg(c, "node-labels", strings.Replace(arg(c, "node-labels"), ",topology.kubernetes.io/zone="+render.ZonePlaceholder, "", 1))
+			setArg(c, "node-labels", strings.Replace(arg(c, "node-labels"), ",topology.kubernetes.io/zone="+model.ZonePlaceholder, "", 1))
 		}, "node label topology.kubernetes.io/zone"},
 		{"a taint's effect changed", "batch", func(c *kubeadm.JoinConfiguration) {
 			c.NodeRegistration.Taints[0].Effect = corev1.TaintEffectNoSchedule
@@ -127,7 +127,7 @@ func TestJoinConfigurationMutationsAreCaught(t *testing.T) {
 		}, "startup taint"},
 		{"taints nil", "ca", func(c *kubeadm.JoinConfiguration) { c.NodeRegistration.Taints = nil }, "taints differ"},
 		{"provider-id in the region", "batch", func(c *kubeadm.JoinConfiguration) {
-			setArg(c, "provider-id", "gce://lab-project-7/europe-west4/"+render.InstancePlaceholder)
+			setArg(c, "provider-id", "gce://lab-project-7/europe-west4/"+model.InstancePlaceholder)
 		}, "provider-id"},
 		{"node name fixed", "ca", func(c *kubeadm.JoinConfiguration) { c.NodeRegistration.Name = "lab-ca" }, "node name"},
 		{"another endpoint", "l4", func(c *kubeadm.JoinConfiguration) {
@@ -138,7 +138,7 @@ func TestJoinConfigurationMutationsAreCaught(t *testing.T) {
 			c.NodeRegistration.Taints[0].Value = "a@b"
 		}, "'@' outside its placeholders"},
 		{"a placeholder in a plain scalar that could resolve to a non-string", "ca", func(c *kubeadm.JoinConfiguration) {
-			c.NodeRegistration.Name = "n" + render.InstancePlaceholder
+			c.NodeRegistration.Name = "n" + model.InstancePlaceholder
 		}, "neither a quoted scalar of its own"},
 		{"v1beta3 apiVersion", "ca", func(c *kubeadm.JoinConfiguration) { c.APIVersion = "kubeadm.k8s.io/v1beta3" }, "want kubeadm.k8s.io/v1beta4"},
 	}

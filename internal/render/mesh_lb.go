@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -179,7 +180,7 @@ func meshLBBackend(body *hclwrite.Body, src *model.Source, g *model.NodeGroup) {
 	for _, z := range g.Zones {
 		bs.AppendNewline()
 		b := bs.AppendNewBlock("backend", nil).Body()
-		b.SetAttributeRaw("group", ref(TFGroupManager, TFName(g.Name, z), "instance_group"))
+		b.SetAttributeRaw("group", ref(gce.TFGroupManager, TFName(g.Name, z), "instance_group"))
 		b.SetAttributeValue("balancing_mode", cty.StringVal("CONNECTION"))
 	}
 }

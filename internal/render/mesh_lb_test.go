@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
@@ -184,7 +185,7 @@ func checkLoadBalancer(t *testing.T, files layout.Files, src *model.Source, gw *
 	}
 	var want []string
 	for _, z := range src.NodeGroups[gw.NodeGroup].Zones {
-		want = append(want, render.TFGroupManager+"."+render.TFName(gw.NodeGroup, z)+".instance_group")
+		want = append(want, gce.TFGroupManager+"."+render.TFName(gw.NodeGroup, z)+".instance_group")
 	}
 	if !slices.Equal(groups, want) || len(want) == 0 {
 		t.Errorf("backends %v, want the gateway group's MIGs %v", groups, want)

@@ -66,12 +66,6 @@ func localSSDVars(g *model.NodeGroup) []kubeenv.Var {
 	}
 }
 
-// SpotTerminationAction is what GCE does with a preempted Spot VM of a
-// group: delete it. The MIG recreates the instance (same name, fresh boot
-// disk) when Spot capacity returns, and the node garbage collector removes
-// the Node object the deleted VM left behind.
-const SpotTerminationAction = "DELETE"
-
 // localSSDDisks appends the group's local SSDs to the instance template:
 // SCRATCH disks of type local-ssd on the NVMe interface, the form the
 // autoscaler counts (templates.go getLocalSsdCount).

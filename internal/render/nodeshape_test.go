@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/explain"
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
@@ -103,12 +104,12 @@ func loadCapacitySource(t *testing.T, replace ...string) (*model.Source, layout.
 // into the kubelet's own v1beta1 KubeletConfiguration.
 func kubeletConfig(t *testing.T, script []byte) *kubeletv1beta1.KubeletConfiguration {
 	t.Helper()
-	open := "<<'" + render.KubeletPatchHeredocDelimiter + "'\n"
+	open := "<<'" + model.KubeletPatchHeredocDelimiter + "'\n"
 	_, rest, ok := strings.Cut(string(script), open)
 	if !ok {
 		t.Fatal("no kubelet patch heredoc")
 	}
-	body, _, ok := strings.Cut(rest, "\n"+render.KubeletPatchHeredocDelimiter+"\n")
+	body, _, ok := strings.Cut(rest, "\n"+model.KubeletPatchHeredocDelimiter+"\n")
 	if !ok {
 		t.Fatal("kubelet patch heredoc not closed")
 	}
@@ -202,7 +203,7 @@ func TestCapacityTerraform(t *testing.T) {
 	}
 	var tmpl *hclsyntax.Body
 	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-		if b.Type == "resource" && b.Labels[0] == render.TFInstanceTemplate {
+		if b.Type == "resource" && b.Labels[0] == gce.TFInstanceTemplate {
 			tmpl = b.Body
 		}
 	}

@@ -27,13 +27,13 @@ var stages = []stage{
 	file(layout.TaintRemoverPath, TaintRemover),
 	file(layout.NodeLifecyclePath, NodeLifecycle),
 	file(layout.JoinTokenRenewerPath, func(src *model.Source, header string) ([]byte, error) {
-		if !RendersJoinTokenRenewer(src) {
+		if !src.Cluster.HasJoinTokenRenewer() {
 			return nil, nil
 		}
 		return JoinTokenRenewer(src, header)
 	}),
 	file(layout.NodeCSRApproverPath, func(src *model.Source, header string) ([]byte, error) {
-		if !RendersNodeCSRApprover(src) {
+		if !src.Cluster.HasNodeCSRApprover() {
 			return nil, nil
 		}
 		return NodeCSRApprover(src, header)

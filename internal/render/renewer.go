@@ -53,12 +53,6 @@ func JoinTokenRenewerScript() []byte {
 	return b
 }
 
-// RendersJoinTokenRenewer reports whether src gets a renewer: only a token
-// in Secret Manager is renewed.
-func RendersJoinTokenRenewer(src *model.Source) bool {
-	return src.Cluster.JoinToken.SecretManager != nil
-}
-
 // JoinTokenRenewerObjects returns the renewer's objects: a ServiceAccount
 // with a Role that may only create and delete Secrets in kube-system, the
 // ConfigMap holding the script, the CronJob pinned to the autoscaler's

@@ -149,7 +149,7 @@ func TestStartupScriptRefusesBadInput(t *testing.T) {
 		{"secret not found", func(vm *scripttest.VM) { vm.Secret = "other" }, "ERROR: secret access: could not read Secret Manager secret kubeadm-join-token (version latest); has the first join token been added?",
 			[]string{"NODEGEN_JOIN_DEADLINE=3", "NODEGEN_HTTP_RETRY_DELAY=1"}},
 		{"odd instance name", func(vm *scripttest.VM) { vm.Instance = "Bad_Name" }, "ERROR: metadata: unexpected instance name", nil},
-		{"placeholder as instance name", func(vm *scripttest.VM) { vm.Instance = render.ZonePlaceholder }, "ERROR: metadata: unexpected instance name", nil},
+		{"placeholder as instance name", func(vm *scripttest.VM) { vm.Instance = model.ZonePlaceholder }, "ERROR: metadata: unexpected instance name", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

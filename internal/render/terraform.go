@@ -16,12 +16,6 @@ import (
 	"github.com/nodegen/nodegen/internal/par"
 )
 
-// Terraform resource types nodegen writes.
-const (
-	TFInstanceTemplate = "google_compute_instance_template"
-	TFGroupManager     = "google_compute_instance_group_manager"
-)
-
 // TFName turns a GCE-style name (lower case, digits, '-') into a Terraform
 // resource name. Group names and zones contain no '_', so the result is
 // unique per input.
@@ -210,12 +204,12 @@ func terraformOutputs(src *model.Source, header string) []byte {
 	for _, g := range src.CloudGroups() {
 		templates = append(templates, hclwrite.ObjectAttrTokens{
 			Name:  hclwrite.TokensForValue(cty.StringVal(g.Name)),
-			Value: ref(TFInstanceTemplate, TFName(g.Name), "self_link_unique"),
+			Value: ref(gce.TFInstanceTemplate, TFName(g.Name), "self_link_unique"),
 		})
 		for _, z := range g.Zones {
 			migs = append(migs, hclwrite.ObjectAttrTokens{
 				Name:  hclwrite.TokensForValue(cty.StringVal(src.Cluster.MIGName(g, z))),
-				Value: ref(TFGroupManager, TFName(g.Name, z), "instance_group"),
+				Value: ref(gce.TFGroupManager, TFName(g.Name, z), "instance_group"),
 			})
 		}
 	}
@@ -263,7 +257,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 	}
 
 	tmplName := TFName(g.Name)
-	w.open("resource", TFInstanceTemplate, tmplName)
+	w.open("resource", gce.TFInstanceTemplate, tmplName)
 	w.attr("project", hclRef("local", "project"))
 	w.attr("region", hclRef("local", "region"))
 	w.attr("name_prefix", hclString(c.TemplatePrefix(g)))
@@ -334,7 +328,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 
 	for _, z := range g.Zones {
 		w.blank()
-		w.open("resource", TFGroupManager, TFName(g.Name, z))
+		w.open("resource", gce.TFGroupManager, TFName(g.Name, z))
 		w.attr("project", hclRef("local", "project"))
 		w.attr("zone", hclString(z))
 		w.attr("name", hclString(c.MIGName(g, z)))
@@ -348,7 +342,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 		w.blank()
 		w.open("version")
 		w.attr("name", hclString(g.Name))
-		w.attr("instance_template", hclRef(TFInstanceTemplate, tmplName, "self_link_unique"))
+		w.attr("instance_template", hclRef(gce.TFInstanceTemplate, tmplName, "self_link_unique"))
 		w.close()
 
 		w.blank()
@@ -391,7 +385,7 @@ func schedulingOf(g *model.NodeGroup) []hclLine {
 			{"preemptible", hclBool(true)},
 			{"automatic_restart", hclBool(false)},
 			{"on_host_maintenance", hclString("TERMINATE")},
-			{"instance_termination_action", hclString(SpotTerminationAction)},
+			{"instance_termination_action", hclString(model.SpotTerminationAction)},
 		}
 	case gpu:
 		return []hclLine{

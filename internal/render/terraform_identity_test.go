@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
@@ -70,7 +71,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 
 	// Instance templates: which account each group's VMs run as.
 	n := 0
-	for _, r := range m.byType(render.TFInstanceTemplate) {
+	for _, r := range m.byType(gce.TFInstanceTemplate) {
 		g := groupOfTemplate(t, src, m, r)
 		sa := blocks(r.Body, "service_account")
 		if len(sa) != 1 {

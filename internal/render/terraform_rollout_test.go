@@ -6,8 +6,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -30,7 +30,7 @@ func TestTerraformUpdatePolicyLeavesRunningNodes(t *testing.T) {
 			t.Fatal(diags)
 		}
 		for _, r := range content.Blocks {
-			if r.Labels[0] != render.TFGroupManager {
+			if r.Labels[0] != gce.TFGroupManager {
 				continue
 			}
 			migs++

@@ -20,6 +20,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
@@ -218,7 +219,7 @@ func ignoresTargetSize(t *testing.T, r tfResource) bool {
 // zone and name the resources declare.
 func (m *tfModule) migURLs(t *testing.T) (autoscaled, static []string) {
 	t.Helper()
-	for _, r := range m.byType(render.TFGroupManager) {
+	for _, r := range m.byType(gce.TFGroupManager) {
 		url := fmt.Sprintf("https://www.googleapis.com/compute/v1/projects/%s/zones/%s/instanceGroups/%s",
 			m.str(t, r, r.Body, "project"), m.str(t, r, r.Body, "zone"), m.str(t, r, r.Body, "name"))
 		if ignoresTargetSize(t, r) {
@@ -374,7 +375,7 @@ func TestTerraformOutputsNameEveryMIG(t *testing.T) {
 		got[k.AsString()] = tr.RootName() + "." + tr[1].(hcl.TraverseAttr).Name + "." + tr[2].(hcl.TraverseAttr).Name
 	}
 	want := map[string]string{}
-	for _, r := range m.byType(render.TFGroupManager) {
+	for _, r := range m.byType(gce.TFGroupManager) {
 		want[m.str(t, r, r.Body, "name")] = r.Type + "." + r.Name + ".instance_group"
 	}
 	if !maps.Equal(got, want) {
@@ -390,7 +391,7 @@ func TestTerraformShipsTheCheckedFiles(t *testing.T) {
 	src, files := testsrc.Example(t)
 	m := parseModule(t, files)
 	n := 0
-	for _, r := range m.byType(render.TFInstanceTemplate) {
+	for _, r := range m.byType(gce.TFInstanceTemplate) {
 		g := groupOfTemplate(t, src, m, r)
 		meta := m.eval(t, r, r.Body, "metadata")
 		if !meta.Type().IsObjectType() && !meta.Type().IsMapType() {
@@ -421,7 +422,7 @@ func TestTerraformShipsTheCheckedFiles(t *testing.T) {
 	p := layout.TerraformGroupPath("gpu-t4")
 	broken[p] = bytes.Replace(files[p], []byte("/../gce/gpu-t4/kube-env"), []byte("/../gce/gpu-t4/kube-env.missing"), 1)
 	bm := parseModule(t, broken)
-	for _, r := range bm.byType(render.TFInstanceTemplate) {
+	for _, r := range bm.byType(gce.TFInstanceTemplate) {
 		if r.Name != render.TFName("gpu-t4") {
 			continue
 		}
@@ -459,7 +460,7 @@ func TestTerraformMatchesSource(t *testing.T) {
 	m := parseModule(t, files)
 	c := &src.Cluster
 	templates := map[string]tfResource{} // group -> template
-	for _, r := range m.byType(render.TFInstanceTemplate) {
+	for _, r := range m.byType(gce.TFInstanceTemplate) {
 		g := groupOfTemplate(t, src, m, r)
 		templates[g.Name] = r
 		if got := m.str(t, r, r.Body, "project"); got != c.GCP.Project {
@@ -504,7 +505,7 @@ func TestTerraformMatchesSource(t *testing.T) {
 	}
 
 	migs := map[string]bool{}
-	for _, r := range m.byType(render.TFGroupManager) {
+	for _, r := range m.byType(gce.TFGroupManager) {
 		migs[m.str(t, r, r.Body, "name")] = true
 	}
 	var wantMIGs []string
@@ -539,7 +540,7 @@ func TestTerraformMatchesSource(t *testing.T) {
 				t.Fatalf("MIG %s has %d versions", r.Name, len(versions))
 			}
 			tr, diags := hcl.AbsTraversalForExpr(versions[0].Body.Attributes["instance_template"].Expr)
-			if diags.HasErrors() || tr.RootName() != render.TFInstanceTemplate || tr[1].(hcl.TraverseAttr).Name != tmpl.Name {
+			if diags.HasErrors() || tr.RootName() != gce.TFInstanceTemplate || tr[1].(hcl.TraverseAttr).Name != tmpl.Name {
 				t.Errorf("MIG %s does not use the template of group %s", r.Name, g.Name)
 			}
 			size := m.int(t, *r, r.Body, "target_size")
@@ -559,7 +560,7 @@ func TestTerraformMatchesSource(t *testing.T) {
 
 func findMIG(t *testing.T, m *tfModule, name string) *tfResource {
 	t.Helper()
-	for _, r := range m.byType(render.TFGroupManager) {
+	for _, r := range m.byType(gce.TFGroupManager) {
 		if m.str(t, r, r.Body, "name") == name {
 			return &r
 		}
@@ -583,7 +584,7 @@ func TestTerraformSpotAndGPUScheduling(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := parseModule(t, files)
-	for _, r := range m.byType(render.TFInstanceTemplate) {
+	for _, r := range m.byType(gce.TFInstanceTemplate) {
 		sched := blocks(r.Body, "scheduling")
 		switch r.Name {
 		case "cpu_burst":

@@ -21,7 +21,6 @@ import (
 	"github.com/nodegen/nodegen/internal/agree"
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 
@@ -59,7 +58,7 @@ func (w *world) register(ctx context.Context, g *model.NodeGroup, zone, instance
 	if err != nil {
 		return err
 	}
-	for p, v := range map[string]string{render.InstancePlaceholder: instance, render.ZonePlaceholder: zone, render.TokenPlaceholder: "abcdef.0123456789abcdef"} {
+	for p, v := range map[string]string{model.InstancePlaceholder: instance, model.ZonePlaceholder: zone, model.TokenPlaceholder: "abcdef.0123456789abcdef"} {
 		doc = bytes.ReplaceAll(doc, []byte(p), []byte(v))
 	}
 	cfg, err := kubeadm.DecodeJoinConfiguration(doc)

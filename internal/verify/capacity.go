@@ -15,11 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/deviceplugin"
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // capacity checks the capacity policy of a cloud group on both sides: the
@@ -35,9 +36,9 @@ func capacity(g *model.NodeGroup, script heredocs, env *kubeEnv, gpu *gpuValues,
 		return fmt.Errorf("kube-env: %w", env.err)
 	}
 	tmpl := env.tmpl
-	docs := script[render.KubeletPatchHeredocDelimiter]
+	docs := script[model.KubeletPatchHeredocDelimiter]
 	if len(docs) != 1 {
-		return fmt.Errorf("the script carries %d quoted heredocs delimited by %s, want 1", len(docs), render.KubeletPatchHeredocDelimiter)
+		return fmt.Errorf("the script carries %d quoted heredocs delimited by %s, want 1", len(docs), model.KubeletPatchHeredocDelimiter)
 	}
 	patch, err := kubeadm.DecodeKubeletConfigurationPatch([]byte(docs[0]))
 	if err != nil {
@@ -109,8 +110,8 @@ func capacity(g *model.NodeGroup, script heredocs, env *kubeEnv, gpu *gpuValues,
 		if spot != g.Spot || (tmpl.Labels[model.SpotLabel] == "true") != spot {
 			fail("spot: terraform provisioning_model %q, kube-env %s=%q, source spot %t", ts.provisioningModel, model.SpotLabel, tmpl.Labels[model.SpotLabel], g.Spot)
 		}
-		if spot && ts.terminationAction != render.SpotTerminationAction {
-			fail("spot: instance_termination_action %q, want %q", ts.terminationAction, render.SpotTerminationAction)
+		if spot && ts.terminationAction != model.SpotTerminationAction {
+			fail("spot: instance_termination_action %q, want %q", ts.terminationAction, model.SpotTerminationAction)
 		}
 		if tmpl.LocalSSDCount != int64(ts.localSSDs) || ts.localSSDs != g.LocalSSDCount {
 			fail("local SSDs: kube-env ephemeral_storage_local_ssd_count %d, terraform %d SCRATCH local-ssd disks, source %d", tmpl.LocalSSDCount, ts.localSSDs, g.LocalSSDCount)
@@ -206,7 +207,7 @@ type devicePluginValues struct {
 }
 
 type decodedConfig struct {
-	c   *render.DevicePluginConfig
+	c   *deviceplugin.Config
 	err error
 }
 
@@ -216,12 +217,12 @@ func newGPUValues(data []byte) *gpuValues {
 
 // config decodes the device-plugin config doc (the entry name of the
 // values' ConfigMap) once.
-func (gv *gpuValues) config(name, doc string) (*render.DevicePluginConfig, error) {
+func (gv *gpuValues) config(name, doc string) (*deviceplugin.Config, error) {
 	gv.mu.Lock()
 	defer gv.mu.Unlock()
 	d, ok := gv.configs[name]
 	if !ok {
-		d.c, d.err = render.DecodeDevicePluginConfig([]byte(doc))
+		d.c, d.err = deviceplugin.Decode([]byte(doc))
 		gv.configs[name] = d
 	}
 	return d.c, d.err
@@ -273,15 +274,15 @@ func templateFacts(f *hcl.File, diags hcl.Diagnostics) (instanceTemplateFacts, e
 	}
 	var tmpl *hclsyntax.Body
 	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-		if b.Type == "resource" && len(b.Labels) == 2 && b.Labels[0] == render.TFInstanceTemplate {
+		if b.Type == "resource" && len(b.Labels) == 2 && b.Labels[0] == gce.TFInstanceTemplate {
 			if tmpl != nil {
-				return out, fmt.Errorf("more than one %s", render.TFInstanceTemplate)
+				return out, fmt.Errorf("more than one %s", gce.TFInstanceTemplate)
 			}
 			tmpl = b.Body
 		}
 	}
 	if tmpl == nil {
-		return out, fmt.Errorf("no %s", render.TFInstanceTemplate)
+		return out, fmt.Errorf("no %s", gce.TFInstanceTemplate)
 	}
 	str := func(body *hclsyntax.Body, name string) string {
 		a, ok := body.Attributes[name]

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -36,7 +37,7 @@ func TestFillJoinIsDecodeOfFilled(t *testing.T) {
 				t.Fatal(err)
 			}
 			filled := doc
-			for p, v := range map[string]string{render.InstancePlaceholder: instance, render.ZonePlaceholder: zone, render.TokenPlaceholder: sampleToken} {
+			for p, v := range map[string]string{model.InstancePlaceholder: instance, model.ZonePlaceholder: zone, model.TokenPlaceholder: sampleToken} {
 				filled = bytes.ReplaceAll(filled, []byte(p), []byte(v))
 			}
 			want, err := kubeadm.DecodeJoinConfiguration(filled)
@@ -62,7 +63,7 @@ func TestFillJoinIsDecodeOfFilled(t *testing.T) {
 
 // A value that could change a scalar's meaning is not put in.
 func TestFillJoinRefusesUnsafeValues(t *testing.T) {
-	tmpl := &kubeadm.JoinConfiguration{NodeRegistration: kubeadm.NodeRegistrationOptions{Name: render.InstancePlaceholder}}
+	tmpl := &kubeadm.JoinConfiguration{NodeRegistration: kubeadm.NodeRegistrationOptions{Name: model.InstancePlaceholder}}
 	for _, v := range []string{"a b", "x: y", `a"b`, "a#b", ""} {
 		if _, err := fillJoin(tmpl, v, "us-central1-a"); err == nil || !strings.Contains(err.Error(), "cannot stand for a placeholder") {
 			t.Errorf("instance %q: %v, want a refusal", v, err)

@@ -8,12 +8,12 @@ import (
 	"slices"
 	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/nodegen/nodegen/internal/agree"
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // Values joinConfiguration puts in place of the placeholders, as the
@@ -25,7 +25,7 @@ const (
 
 // joinConfiguration checks the JoinConfiguration a group's startup script
 // carries: it is the one heredoc the script names, safe to substitute
-// (render.CheckJoinTemplate), and once filled in for a VM in each of the
+// (checkJoinTemplate), and once filled in for a VM in each of the
 // group's zones it decodes strictly into kubeadm's v1beta4 types and
 // registers exactly the labels and taints of the source and of the
 // group's kube-env as the autoscaler reads it (startup taints aside), with
@@ -34,7 +34,7 @@ const (
 // The document is decoded once, placeholders and all, and each zone's
 // configuration is the decoded one with the zone's values in place of the
 // placeholders (fillJoin). That is what decoding each zone's filled
-// document gives: CheckJoinTemplate holds every placeholder inside one
+// document gives: checkJoinTemplate holds every placeholder inside one
 // scalar that stays a string (quoted on its own, or plain with a '/' or
 // '='), and the values put in are of letters, digits, '-' and '.' only,
 // which change neither a quoted nor such a plain scalar's meaning.
@@ -43,7 +43,7 @@ func joinConfiguration(src *model.Source, g *model.NodeGroup, script heredocs, e
 	if err != nil {
 		return fmt.Errorf("group %s: %w", g.Name, err)
 	}
-	if err := render.CheckJoinTemplate(doc); err != nil {
+	if err := checkJoinTemplate(doc); err != nil {
 		return fmt.Errorf("group %s: %w", g.Name, err)
 	}
 	tmpl, err := kubeadm.DecodeJoinConfiguration(doc)
@@ -51,8 +51,8 @@ func joinConfiguration(src *model.Source, g *model.NodeGroup, script heredocs, e
 		return fmt.Errorf("group %s: join configuration: %w", g.Name, err)
 	}
 	cl := &src.Cluster
-	if pid, _ := tmpl.ExtraArg("provider-id"); pid != render.ProviderIDTemplate(cl) {
-		return fmt.Errorf("group %s: join configuration: provider-id %q, want %q", g.Name, pid, render.ProviderIDTemplate(cl))
+	if pid, _ := tmpl.ExtraArg("provider-id"); pid != cl.ProviderIDTemplate() {
+		return fmt.Errorf("group %s: join configuration: provider-id %q, want %q", g.Name, pid, cl.ProviderIDTemplate())
 	}
 	instance := cl.BaseInstanceName(g) + sampleInstanceSuffix
 	for _, zone := range g.Zones {
@@ -89,7 +89,7 @@ func joinConfiguration(src *model.Source, g *model.NodeGroup, script heredocs, e
 
 // JoinTemplateOf returns the JoinConfiguration a startup script carries:
 // the body of its one heredoc (<<, not <<-) delimited by the quoted word
-// render.JoinHeredocDelimiter, so that bash expands nothing in it,
+// model.JoinHeredocDelimiter, so that bash expands nothing in it,
 // found with a bash parser.
 func JoinTemplateOf(script []byte) ([]byte, error) {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(script), "")
@@ -101,9 +101,9 @@ func JoinTemplateOf(script []byte) ([]byte, error) {
 
 // joinTemplate is JoinTemplateOf on the script's quoted heredocs.
 func joinTemplate(h heredocs) ([]byte, error) {
-	docs := h[render.JoinHeredocDelimiter]
+	docs := h[model.JoinHeredocDelimiter]
 	if len(docs) != 1 {
-		return nil, fmt.Errorf("the script carries %d quoted heredocs delimited by %s, want 1", len(docs), render.JoinHeredocDelimiter)
+		return nil, fmt.Errorf("the script carries %d quoted heredocs delimited by %s, want 1", len(docs), model.JoinHeredocDelimiter)
 	}
 	return []byte(docs[0]), nil
 }
@@ -139,7 +139,7 @@ func literal(w *syntax.Word) string {
 }
 
 // safeValue is what fillJoin may put in place of a placeholder: characters
-// that mean the same in any YAML scalar CheckJoinTemplate lets hold one.
+// that mean the same in any YAML scalar checkJoinTemplate lets hold one.
 var safeValue = regexp.MustCompile(`^[a-z0-9.-]+$`)
 
 // fillJoin returns a copy of the decoded template tmpl with the instance
@@ -151,7 +151,7 @@ func fillJoin(tmpl *kubeadm.JoinConfiguration, instance, zone string) (*kubeadm.
 			return nil, fmt.Errorf("%q cannot stand for a placeholder: not only letters, digits, '-' and '.'", v)
 		}
 	}
-	r := strings.NewReplacer(render.InstancePlaceholder, instance, render.ZonePlaceholder, zone, render.TokenPlaceholder, sampleToken)
+	r := strings.NewReplacer(model.InstancePlaceholder, instance, model.ZonePlaceholder, zone, model.TokenPlaceholder, sampleToken)
 	return fillStrings(reflect.ValueOf(tmpl), r).Interface().(*kubeadm.JoinConfiguration), nil
 }
 
@@ -199,4 +199,49 @@ func fillStrings(v reflect.Value, r *strings.Replacer) reflect.Value {
 		return n
 	}
 	return v
+}
+
+// checkJoinTemplate checks that a JoinConfiguration document is safe to
+// carry in the script's heredoc and to substitute placeholders in: no
+// line is the heredoc's delimiter, every '@' belongs to a placeholder, and
+// every placeholder sits in a quoted scalar of its own or in a plain
+// scalar that holds '/' or '=' besides.
+func checkJoinTemplate(doc []byte) error {
+	if bytes.Contains(doc, []byte(model.JoinHeredocDelimiter)) {
+		return fmt.Errorf("the join configuration contains its heredoc delimiter %s", model.JoinHeredocDelimiter)
+	}
+	rest := string(doc)
+	for _, p := range model.JoinPlaceholders {
+		rest = strings.ReplaceAll(rest, p, "")
+	}
+	if strings.Contains(rest, "@") {
+		return fmt.Errorf("the join configuration has an '@' outside its placeholders")
+	}
+	var root yamlv3.Node
+	if err := yamlv3.Unmarshal(doc, &root); err != nil {
+		return err
+	}
+	var walk func(n *yamlv3.Node) error
+	walk = func(n *yamlv3.Node) error {
+		if n.Kind == yamlv3.ScalarNode && strings.Contains(n.Value, "@") {
+			bare := n.Value
+			for _, p := range model.JoinPlaceholders {
+				bare = strings.ReplaceAll(bare, p, "")
+			}
+			quoted := n.Style&(yamlv3.SingleQuotedStyle|yamlv3.DoubleQuotedStyle) != 0
+			switch {
+			case quoted && bare == "":
+			case n.Style == 0 && strings.ContainsAny(bare, "/="):
+			default:
+				return fmt.Errorf("line %d: placeholder in %q, neither a quoted scalar of its own nor a plain one holding '/' or '='", n.Line, n.Value)
+			}
+		}
+		for _, c := range n.Content {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(&root)
 }

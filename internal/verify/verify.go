@@ -19,7 +19,6 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/revision"
 )
 
@@ -80,10 +79,10 @@ func All(src *model.Source, files layout.Files) error {
 		errs = append(errs, fmt.Errorf("%s: missing", layout.OnpremProviderIDPath))
 	}
 	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.NodeCSRApproverPath, layout.PriorityExpanderPath} {
-		if files[p] == nil && p == layout.JoinTokenRenewerPath && !render.RendersJoinTokenRenewer(src) {
+		if files[p] == nil && p == layout.JoinTokenRenewerPath && !src.Cluster.HasJoinTokenRenewer() {
 			continue
 		}
-		if files[p] == nil && p == layout.NodeCSRApproverPath && !render.RendersNodeCSRApprover(src) {
+		if files[p] == nil && p == layout.NodeCSRApproverPath && !src.Cluster.HasNodeCSRApprover() {
 			continue
 		}
 		if files[p] == nil && p == layout.PriorityExpanderPath && !src.Cluster.Autoscaler.UsesPriority() {
