@@ -8,6 +8,8 @@ import (
 
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/kube"
+	"github.com/nodegen/nodegen/internal/nodecheck"
+	"github.com/nodegen/nodegen/internal/revision"
 )
 
 const driftDoc = `drift compares the real world with the source.
@@ -86,11 +88,11 @@ func runDrift(c *cli.Context, s *streams, f *driftFlags) error {
 	if err != nil {
 		return err
 	}
-	if opts.Revisions, err = drift.Revisions(model, rendered); err != nil {
+	if opts.Revisions, err = revision.Declared(model, rendered); err != nil {
 		return err
 	}
 	var (
-		nodes     []drift.NodeResult
+		nodes     []nodecheck.NodeResult
 		unmanaged []string
 	)
 	switch {
@@ -103,7 +105,7 @@ func runDrift(c *cli.Context, s *streams, f *driftFlags) error {
 		if err != nil {
 			return err
 		}
-		nodes, unmanaged = drift.CheckNodes(model, list, opts)
+		nodes, unmanaged = nodecheck.Check(model, list, opts)
 	}
 	var tr []drift.TemplateResult
 	if len(in.templates) > 0 {
@@ -126,21 +128,21 @@ func runDrift(c *cli.Context, s *streams, f *driftFlags) error {
 
 // options checks the flags' combination and values and returns the
 // options of the comparison (its revisions aside).
-func (f *driftFlags) options() (drift.Options, error) {
+func (f *driftFlags) options() (nodecheck.Options, error) {
 	if err := checkOutput(f.output); err != nil {
-		return drift.Options{}, err
+		return nodecheck.Options{}, err
 	}
 	if f.nodesFile != "" && f.kubeconfig != "" {
-		return drift.Options{}, usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
+		return nodecheck.Options{}, usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
 	}
 	if f.nodesFile == "" && f.kubeconfig == "" && len(f.templates.Value()) == 0 {
-		return drift.Options{}, usageError{fmt.Errorf("drift needs --nodes FILE, --kubeconfig FILE or --instance-template FILE")}
+		return nodecheck.Options{}, usageError{fmt.Errorf("drift needs --nodes FILE, --kubeconfig FILE or --instance-template FILE")}
 	}
-	opts := drift.Options{Now: time.Now(), StuckAfter: f.stuckAfter}
+	opts := nodecheck.Options{Now: time.Now(), StuckAfter: f.stuckAfter}
 	if f.now != "" {
 		t, err := time.Parse(time.RFC3339, f.now)
 		if err != nil {
-			return drift.Options{}, usageError{fmt.Errorf("--now: %v", err)}
+			return nodecheck.Options{}, usageError{fmt.Errorf("--now: %v", err)}
 		}
 		opts.Now = t
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/kube"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodecheck"
+	"github.com/nodegen/nodegen/internal/revision"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -30,7 +32,7 @@ import (
 func TestCheckNodesOfLive(t *testing.T) {
 	cp := testcp.Start(t)
 	src, files := testsrc.Example(t)
-	revisions, err := drift.Revisions(src, files)
+	revisions, err := revision.Declared(src, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestCheckNodesOfLive(t *testing.T) {
 	}
 	// Every node was created just now: none is stuck yet, so the stuck GPU
 	// node of the recording is merely initialising here.
-	opts := drift.Options{Now: time.Now(), StuckAfter: 30 * time.Minute}
+	opts := nodecheck.Options{Now: time.Now(), StuckAfter: 30 * time.Minute}
 	defer drift.SetListPageSize(3)() // 8 nodes: three pages
 	live, unmanaged, err := drift.CheckNodesOf(context.Background(), src, client, opts)
 	if err != nil {
@@ -97,7 +99,7 @@ func TestCheckNodesOfLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, unmanagedFile := drift.CheckNodes(src, fromFile, opts)
+	results, unmanagedFile := nodecheck.Check(src, fromFile, opts)
 	if !reflect.DeepEqual(results, live) || !slices.Equal(unmanaged, unmanagedFile) {
 		t.Errorf("kubectl output and live listing disagree:\nfile %+v\nlive %+v", results, live)
 	}

@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodecheck"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -33,7 +33,7 @@ func TestOnPremLocality(t *testing.T) {
 	}
 	base.Spec.ProviderID = model.UnmanagedProviderID(base.Name) // as set-provider-id.sh leaves it
 	check := func(n corev1.Node) []string {
-		results, _ := drift.CheckNodes(src, []corev1.Node{n}, drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
+		results, _ := nodecheck.Check(src, []corev1.Node{n}, nodecheck.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
 		if len(results) != 1 || results[0].Group != "onprem-gpu" {
 			t.Fatalf("results %+v", results)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodecheck"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -33,7 +34,7 @@ func readFixtureNodes(t *testing.T) []corev1.Node {
 }
 
 // findingKeys renders findings as kind[:key] for comparison.
-func findingKeys(fs []drift.Finding) []string {
+func findingKeys(fs []nodecheck.Finding) []string {
 	out := []string{}
 	for _, f := range fs {
 		s := f.Kind
@@ -71,7 +72,7 @@ var expectedFixture = map[string]struct {
 
 func TestCheckNodesFixture(t *testing.T) {
 	src, _ := testsrc.Example(t)
-	results, unmanaged := drift.CheckNodes(src, readFixtureNodes(t), drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
+	results, unmanaged := nodecheck.Check(src, readFixtureNodes(t), nodecheck.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
 	if len(unmanaged) != 0 {
 		t.Errorf("unmanaged %v, want none (cp-1 lacks its providerID)", unmanaged)
 	}
@@ -105,7 +106,7 @@ func TestStuckThreshold(t *testing.T) {
 		{3 * time.Hour, []string{}},
 		{119 * time.Minute, []string{"startup-taint-stuck:startup-taint.cluster-autoscaler.kubernetes.io/gpu-not-ready", "gpu-allocatable:nvidia.com/gpu"}},
 	} {
-		results, _ := drift.CheckNodes(src, nodes, drift.Options{Now: fixtureNow, StuckAfter: c.after})
+		results, _ := nodecheck.Check(src, nodes, nodecheck.Options{Now: fixtureNow, StuckAfter: c.after})
 		for _, r := range results {
 			if r.Name == "hybrid-ai-gpu-t4-r8zn" && !slices.Equal(findingKeys(r.Findings), c.want) {
 				t.Errorf("stuck after %v: %v, want %v", c.after, findingKeys(r.Findings), c.want)
@@ -158,7 +159,7 @@ func TestNodeDifferences(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			n := *base.DeepCopy()
 			c.mutate(&n)
-			results, _ := drift.CheckNodes(src, []corev1.Node{n}, drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
+			results, _ := nodecheck.Check(src, []corev1.Node{n}, nodecheck.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
 			if len(results) != 1 {
 				t.Fatalf("results %+v", results)
 			}
@@ -177,31 +178,6 @@ func TestNodeDifferences(t *testing.T) {
 				t.Errorf("message %+v, want %q", r.Findings, c.msg)
 			}
 		})
-	}
-}
-
-func TestGroupOfInstance(t *testing.T) {
-	src, _ := testsrc.Example(t)
-	for _, c := range []struct{ id, want string }{
-		{"gce://acme-hybrid-ai/us-central1-a/hybrid-ai-gpu-t4-ab12", "gpu-t4"},
-		{"gce://acme-hybrid-ai/us-central1-b/hybrid-ai-cpu-burst-zz9z", "cpu-burst"},
-		{"gce://acme-hybrid-ai/us-central1-a/hybrid-ai-autoscaler-0a0a", "autoscaler"},
-		{"gce://acme-hybrid-ai/us-central1-c/hybrid-ai-autoscaler-0a0a", ""}, // not one of its zones
-		{"gce://other-project/us-central1-a/hybrid-ai-gpu-t4-ab12", ""},
-		{"gce://acme-hybrid-ai/us-central1-a/hybrid-ai-gpu-t4-ab123", ""},
-		{"gce://acme-hybrid-ai/us-central1-a/hybrid-ai-gpu-ab12", ""},
-		{"gce://acme-hybrid-ai/us-central1-a", ""},
-	} {
-		ref, ok := model.ParseGCEProviderID(c.id)
-		got := ""
-		if ok {
-			if g := drift.GroupOfInstance(src, ref); g != nil {
-				got = g.Name
-			}
-		}
-		if got != c.want {
-			t.Errorf("%s: group %q, want %q", c.id, got, c.want)
-		}
 	}
 }
 
@@ -265,7 +241,7 @@ func TestProviderIDOutsideMIGs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			results, unmanaged := drift.CheckNodes(src, []corev1.Node{c.node}, drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
+			results, unmanaged := nodecheck.Check(src, []corev1.Node{c.node}, nodecheck.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
 			if c.unmanaged {
 				if len(results) != 0 || !slices.Equal(unmanaged, []string{c.node.Name}) {
 					t.Errorf("results %+v, unmanaged %v; want it unmanaged", results, unmanaged)
@@ -283,7 +259,7 @@ func TestProviderIDOutsideMIGs(t *testing.T) {
 	t.Run("NoneWithoutProviderID", func(t *testing.T) {
 		none := *src
 		none.Cluster.OnpremProviderID = model.OnpremProviderIDNone
-		results, unmanaged := drift.CheckNodes(&none, []corev1.Node{onprem("a100-1", ""), cp("")}, drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
+		results, unmanaged := nodecheck.Check(&none, []corev1.Node{onprem("a100-1", ""), cp("")}, nodecheck.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute})
 		if len(results) != 1 || len(results[0].Findings) != 0 || !slices.Equal(unmanaged, []string{"cp-1"}) {
 			t.Errorf("results %+v unmanaged %v; want the on-prem node fine and cp-1 unmanaged", results, unmanaged)
 		}

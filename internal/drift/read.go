@@ -1,3 +1,8 @@
+// Package drift compares the real world with a nodegen source: the Nodes
+// of a cluster (kubectl get nodes -o json, or live through client-go;
+// compared by package nodecheck) and the MIGs' instance templates (gcloud
+// compute instance-templates describe --format=json) against the groups'
+// labels, taints, GPUs and rendered kube-env and startup script.
 package drift
 
 import (
@@ -11,6 +16,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodecheck"
 )
 
 // ReadNodes reads the output of `kubectl get nodes -o json` (or -o yaml):
@@ -88,11 +94,11 @@ func ListNodes(ctx context.Context, nodes NodeLister) ([]corev1.Node, error) {
 // CheckNodesOf lists the nodes of a live cluster and compares them with
 // the source: ListNodes, then the same CheckNodes the --nodes file goes
 // through.
-func CheckNodesOf(ctx context.Context, src *model.Source, nodes NodeLister, opts Options) (results []NodeResult, unmanaged []string, err error) {
+func CheckNodesOf(ctx context.Context, src *model.Source, nodes NodeLister, opts nodecheck.Options) (results []nodecheck.NodeResult, unmanaged []string, err error) {
 	list, err := ListNodes(ctx, nodes)
 	if err != nil {
 		return nil, nil, err
 	}
-	results, unmanaged = CheckNodes(src, list, opts)
+	results, unmanaged = nodecheck.Check(src, list, opts)
 	return results, unmanaged, nil
 }

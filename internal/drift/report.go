@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodecheck"
 )
 
 // Report is everything drift compared.
@@ -15,7 +16,7 @@ type Report struct {
 	Drift bool `json:"drift"`
 	// Nodes are the nodes nodegen manages (or should), sorted by name; nil
 	// when no nodes were read.
-	Nodes []NodeResult `json:"nodes"`
+	Nodes []nodecheck.NodeResult `json:"nodes"`
 	// UnmanagedNodes carry neither the identity label nor a gce:// providerID.
 	UnmanagedNodes []string `json:"unmanagedNodes,omitempty"`
 	// Templates are the instance templates in the order given.
@@ -23,7 +24,7 @@ type Report struct {
 }
 
 // NewReport assembles a report and decides whether there is drift.
-func NewReport(nodes []NodeResult, unmanaged []string, templates []TemplateResult) *Report {
+func NewReport(nodes []nodecheck.NodeResult, unmanaged []string, templates []TemplateResult) *Report {
 	r := &Report{Nodes: nodes, UnmanagedNodes: unmanaged, Templates: templates}
 	for _, n := range nodes {
 		r.Drift = r.Drift || len(n.Findings) > 0
@@ -45,7 +46,7 @@ func WriteText(w io.Writer, r *Report) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", row[0], row[1], row[2])
 		}
 	}
-	rowsOf := func(name, group string, fs []Finding) [][3]string {
+	rowsOf := func(name, group string, fs []nodecheck.Finding) [][3]string {
 		if group == "" {
 			group = "-"
 		}

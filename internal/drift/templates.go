@@ -15,6 +15,17 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodecheck"
+)
+
+// Kinds of the findings about instance templates.
+const (
+	UnknownTemplate = "unknown-template"
+	KubeEnv         = "kube-env"
+	StartupScript   = "startup-script"
+	GuestGPU        = "guest-accelerators"
+	MachineType     = "machine-type"
+	BootDisk        = "boot-disk"
 )
 
 // InstanceTemplate is the part of a Compute Engine instance template
@@ -139,10 +150,10 @@ func positioned(file string, data []byte, err error) string {
 
 // TemplateResult is what drift found in one instance template.
 type TemplateResult struct {
-	Name     string    `json:"name"`
-	File     string    `json:"file"`
-	Group    string    `json:"group,omitempty"`
-	Findings []Finding `json:"findings"`
+	Name     string              `json:"name"`
+	File     string              `json:"file"`
+	Group    string              `json:"group,omitempty"`
+	Findings []nodecheck.Finding `json:"findings"`
 }
 
 // GroupOfTemplate finds the cloud group whose instance templates are named
@@ -165,14 +176,14 @@ func GroupOfTemplate(src *model.Source, name string) *model.NodeGroup {
 func CheckTemplates(src *model.Source, files layout.Files, tmpls []*InstanceTemplate) []TemplateResult {
 	out := []TemplateResult{}
 	for _, t := range tmpls {
-		r := TemplateResult{Name: t.Name, File: t.File, Findings: []Finding{}}
+		r := TemplateResult{Name: t.Name, File: t.File, Findings: []nodecheck.Finding{}}
 		g := GroupOfTemplate(src, t.Name)
 		if g == nil {
 			var prefixes []string
 			for _, g := range src.CloudGroups() {
 				prefixes = append(prefixes, src.Cluster.TemplatePrefix(g))
 			}
-			r.Findings = append(r.Findings, Finding{Kind: UnknownTemplate, Got: t.Name,
+			r.Findings = append(r.Findings, nodecheck.Finding{Kind: UnknownTemplate, Got: t.Name,
 				Message: fmt.Sprintf("template %s belongs to no node group (names start with %s)", t.Name, strings.Join(prefixes, ", "))})
 			out = append(out, r)
 			continue
@@ -183,7 +194,7 @@ func CheckTemplates(src *model.Source, files layout.Files, tmpls []*InstanceTemp
 		r.Findings = append(r.Findings, checkScript(metadataValue(p, "startup-script"), files[layout.StartupScriptPath(g.Name)], layout.StartupScriptPath(g.Name))...)
 		r.Findings = append(r.Findings, checkAccelerators(g, p.GuestAccelerators)...)
 		if mt := lastSegment(p.MachineType); mt != g.MachineType {
-			r.Findings = append(r.Findings, Finding{Kind: MachineType, Want: g.MachineType, Got: mt,
+			r.Findings = append(r.Findings, nodecheck.Finding{Kind: MachineType, Want: g.MachineType, Got: mt,
 				Message: fmt.Sprintf("machine type %s, the source says %s", mt, g.MachineType)})
 		}
 		r.Findings = append(r.Findings, checkBootDisk(g, p.Disks)...)
@@ -218,44 +229,45 @@ func lastSegment(s string) string {
 // checkKubeEnv compares a template's kube-env with the rendered one the
 // way the autoscaler reads both; a difference in comments or layout only
 // is reported as such.
-func checkKubeEnv(got *string, want []byte, path string) []Finding {
+func checkKubeEnv(got *string, want []byte, path string) []nodecheck.Finding {
 	if got == nil {
-		return []Finding{{Kind: KubeEnv, Message: "no kube-env metadata: the autoscaler gets no labels, taints or reservations for scale-from-zero"}}
+		return []nodecheck.Finding{{Kind: KubeEnv, Message: "no kube-env metadata: the autoscaler gets no labels, taints or reservations for scale-from-zero"}}
 	}
 	if *got == string(want) {
 		return nil
 	}
 	wt, err := kubeenv.ReadTemplate(want)
 	if err != nil {
-		return []Finding{{Kind: KubeEnv, Message: "internal error: rendered kube-env unreadable: " + err.Error()}}
+		return []nodecheck.Finding{{Kind: KubeEnv, Message: "internal error: rendered kube-env unreadable: " + err.Error()}}
 	}
 	gt, err := kubeenv.ReadTemplate([]byte(*got))
 	if err != nil {
-		return []Finding{{Kind: KubeEnv, Message: "kube-env unreadable by the autoscaler (no scale-from-zero): " + err.Error()}}
+		return []nodecheck.Finding{{Kind: KubeEnv, Message: "kube-env unreadable by the autoscaler (no scale-from-zero): " + err.Error()}}
 	}
 	d := &kubeEnvDiff{}
 	// The revision label is a digest of the artifacts: every other
 	// difference changes it, so it is not reported on its own.
 	withoutRevision := func(m map[string]string) map[string]string {
-		m = cloneMap(m)
-		delete(m, model.RevisionLabel)
-		return m
+		c := make(map[string]string, len(m))
+		maps.Copy(c, m)
+		delete(c, model.RevisionLabel)
+		return c
 	}
 	d.labels(withoutRevision(wt.Labels), withoutRevision(gt.Labels))
 	d.taints(wt.Taints, gt.Taints)
 	d.values(wt, gt)
 	if len(d.out) == 0 {
-		d.out = append(d.out, Finding{Kind: KubeEnv, Message: "kube-env differs from what gen renders (" + path + ") in comments or layout only: the autoscaler reads the same"})
+		d.out = append(d.out, nodecheck.Finding{Kind: KubeEnv, Message: "kube-env differs from what gen renders (" + path + ") in comments or layout only: the autoscaler reads the same"})
 	}
 	return d.out
 }
 
 // kubeEnvDiff collects the differences between a rendered kube-env
-// (want) and a template's (got), each a Finding.
-type kubeEnvDiff struct{ out []Finding }
+// (want) and a template's (got), each a nodecheck.Finding.
+type kubeEnvDiff struct{ out []nodecheck.Finding }
 
 func (d *kubeEnvDiff) add(key, want, got, msg string) {
-	d.out = append(d.out, Finding{Kind: KubeEnv, Key: key, Want: want, Got: got, Message: "kube-env: " + msg})
+	d.out = append(d.out, nodecheck.Finding{Kind: KubeEnv, Key: key, Want: want, Got: got, Message: "kube-env: " + msg})
 }
 
 // labels reports each label missing, different or extra.
@@ -335,22 +347,22 @@ func pairs(m map[string]string) string {
 	return strings.Join(s, ",")
 }
 
-func checkScript(got *string, want []byte, path string) []Finding {
+func checkScript(got *string, want []byte, path string) []nodecheck.Finding {
 	if got == nil {
-		return []Finding{{Kind: StartupScript, Message: "no startup-script metadata: new VMs never join"}}
+		return []nodecheck.Finding{{Kind: StartupScript, Message: "no startup-script metadata: new VMs never join"}}
 	}
 	if *got == string(want) {
 		return nil
 	}
 	d := diff.Diff("template startup-script", []byte(*got), path+" (generated)", want)
-	return []Finding{{Kind: StartupScript, Message: "startup-script differs from what gen renders (" + path + ")", Diff: string(d)}}
+	return []nodecheck.Finding{{Kind: StartupScript, Message: "startup-script differs from what gen renders (" + path + ")", Diff: string(d)}}
 }
 
 // checkAccelerators compares guestAccelerators with the group's GPU. The
 // autoscaler counts the nvidia-* entries as the template's nvidia.com/gpu.
 // Accelerator-optimized machine types come with their GPUs: an empty list
 // is fine there (nodegen declares them in kube-env's extended_resources).
-func checkAccelerators(g *model.NodeGroup, accs []AcceleratorConfig) []Finding {
+func checkAccelerators(g *model.NodeGroup, accs []AcceleratorConfig) []nodecheck.Finding {
 	got := map[string]int64{}
 	for _, a := range accs {
 		got[lastSegment(a.AcceleratorType)] += a.AcceleratorCount
@@ -375,23 +387,23 @@ func checkAccelerators(g *model.NodeGroup, accs []AcceleratorConfig) []Finding {
 		}
 		return strings.Join(s, ", ")
 	}
-	return []Finding{{Kind: GuestGPU, Want: str(want), Got: str(got),
+	return []nodecheck.Finding{{Kind: GuestGPU, Want: str(want), Got: str(got),
 		Message: fmt.Sprintf("guestAccelerators %s, the source says %s", str(got), str(want))}}
 }
 
 // checkBootDisk compares the boot disk size: the autoscaler derives the
 // template node's ephemeral storage from it, and gives none without it.
-func checkBootDisk(g *model.NodeGroup, disks []AttachedDisk) []Finding {
+func checkBootDisk(g *model.NodeGroup, disks []AttachedDisk) []nodecheck.Finding {
 	for _, d := range disks {
 		if !d.Boot || d.InitializeParams == nil {
 			continue
 		}
 		if got := int64(d.InitializeParams.DiskSizeGb); got != int64(g.BootDiskSizeGb) {
-			return []Finding{{Kind: BootDisk, Want: strconv.Itoa(g.BootDiskSizeGb), Got: strconv.FormatInt(got, 10),
+			return []nodecheck.Finding{{Kind: BootDisk, Want: strconv.Itoa(g.BootDiskSizeGb), Got: strconv.FormatInt(got, 10),
 				Message: fmt.Sprintf("boot disk %d GB, the source says %d GB", got, g.BootDiskSizeGb)}}
 		}
 		return nil
 	}
-	return []Finding{{Kind: BootDisk, Want: strconv.Itoa(g.BootDiskSizeGb),
+	return []nodecheck.Finding{{Kind: BootDisk, Want: strconv.Itoa(g.BootDiskSizeGb),
 		Message: "no boot disk with initializeParams.diskSizeGb: the autoscaler gives the template node no ephemeral-storage"}}
 }

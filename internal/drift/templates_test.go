@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/nodecheck"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -46,7 +47,7 @@ func TestTemplateLostTaint(t *testing.T) {
 	if r.Group != "gpu-t4" {
 		t.Errorf("group %q", r.Group)
 	}
-	var kubeEnv []drift.Finding
+	var kubeEnv []nodecheck.Finding
 	for _, f := range r.Findings {
 		if f.Kind == drift.KubeEnv {
 			kubeEnv = append(kubeEnv, f)

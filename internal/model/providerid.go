@@ -3,6 +3,8 @@ package model
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -142,4 +144,26 @@ func (s *Source) AutoscalerNodeGroup(providerID string) (mig MIG, ok bool, err e
 // the nodes outside the MIGs.
 func (c *Cluster) SetsOnpremProviderID() bool {
 	return c.OnpremProviderID != OnpremProviderIDNone
+}
+
+// instanceSuffix is what a MIG appends to its base instance name.
+var instanceSuffix = regexp.MustCompile(`^-[a-z0-9]{4}$`)
+
+// GroupOfInstance finds the cloud group whose MIG owns a GCE instance: the
+// cluster's project, one of the group's zones, and a name made of the
+// group's base instance name, '-' and four characters.
+func (s *Source) GroupOfInstance(ref GCERef) *NodeGroup {
+	if ref.Project != s.Cluster.GCP.Project {
+		return nil
+	}
+	for _, g := range s.CloudGroups() {
+		if !slices.Contains(g.Zones, ref.Zone) {
+			continue
+		}
+		rest, ok := strings.CutPrefix(ref.Name, s.Cluster.BaseInstanceName(g))
+		if ok && instanceSuffix.MatchString(rest) {
+			return g
+		}
+	}
+	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"sync"
 
 	"github.com/nodegen/nodegen/internal/kubeenv"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -238,6 +239,23 @@ func withoutHeader(script []byte) [][]byte {
 		parts = append(parts, script[kept:])
 	}
 	return parts
+}
+
+// Declared returns the revision each cloud group's rendered kube-env
+// declares (files as gen renders them), by group; a group whose kube-env
+// declares none has no entry.
+func Declared(src *model.Source, files layout.Files) (map[string]string, error) {
+	out := map[string]string{}
+	for _, g := range src.CloudGroups() {
+		rev, ok, err := FromKubeEnv(files[layout.KubeEnvPath(g.Name)])
+		if err != nil {
+			return nil, fmt.Errorf("node group %s: kube-env: %w", g.Name, err)
+		}
+		if ok {
+			out[g.Name] = rev
+		}
+	}
+	return out, nil
 }
 
 // FromKubeEnv returns the revision a kube-env declares in node_labels, read

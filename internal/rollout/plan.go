@@ -24,9 +24,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/nodecheck"
+	"github.com/nodegen/nodegen/internal/revision"
 )
 
 // DrainingAnnotation marks a node the rollout cordoned to replace it; its
@@ -83,7 +84,7 @@ type StaleNode struct {
 
 // Revisions reads the groups' current revisions from the rendered files.
 func Revisions(src *model.Source, files layout.Files) (map[string]string, error) {
-	revs, err := drift.Revisions(src, files)
+	revs, err := revision.Declared(src, files)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +109,7 @@ func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Pl
 		if !ok {
 			continue
 		}
-		if g := drift.GroupOfInstance(src, ref); g != nil {
+		if g := src.GroupOfInstance(ref); g != nil {
 			byMIG[g.Name+"/"+ref.Zone] = append(byMIG[g.Name+"/"+ref.Zone], n)
 		}
 	}
@@ -146,21 +147,21 @@ func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Pl
 // version against the group's.
 func changes(src *model.Source, g *model.NodeGroup, n *corev1.Node) []string {
 	var out []string
-	results, _ := drift.CheckNodes(src, []corev1.Node{*n}, drift.Options{})
+	results, _ := nodecheck.Check(src, []corev1.Node{*n}, nodecheck.Options{})
 	for _, r := range results {
 		for _, f := range r.Findings {
 			switch f.Kind {
-			case drift.LabelMissing:
+			case nodecheck.LabelMissing:
 				out = append(out, fmt.Sprintf("label %s=%s added", f.Key, f.Want))
-			case drift.LabelExtra:
+			case nodecheck.LabelExtra:
 				out = append(out, fmt.Sprintf("label %s=%s removed", f.Key, f.Got))
-			case drift.LabelDifferent:
+			case nodecheck.LabelDifferent:
 				out = append(out, fmt.Sprintf("label %s: %s → %s", f.Key, f.Got, f.Want))
-			case drift.TaintMissing:
+			case nodecheck.TaintMissing:
 				out = append(out, fmt.Sprintf("taint %s added", f.Want))
-			case drift.TaintExtra:
+			case nodecheck.TaintExtra:
 				out = append(out, fmt.Sprintf("taint %s removed", f.Got))
-			case drift.TaintDifferent:
+			case nodecheck.TaintDifferent:
 				out = append(out, fmt.Sprintf("taint %s → %s", f.Got, f.Want))
 			}
 		}

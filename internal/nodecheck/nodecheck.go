@@ -1,13 +1,12 @@
-// Package drift compares the real world with a nodegen source: the Nodes
-// of a cluster (kubectl get nodes -o json, or live through client-go) and
-// the MIGs' instance templates (gcloud compute instance-templates describe
-// --format=json) against the groups' labels, taints, GPUs and rendered
-// kube-env and startup script.
-package drift
+// Package nodecheck compares a cluster's Node objects with a nodegen
+// source: each node's group (as the autoscaler's GCE provider maps it, or
+// by the node-group label), labels, taints, startup taint, GPUs and
+// revision. drift reports what it finds; rollout says with it what
+// replacing a stale node changes.
+package nodecheck
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/revision"
 )
 
 // Finding kinds.
@@ -42,13 +40,6 @@ const (
 	// a MIG the node does not belong to.
 	ProviderIDOtherMIG = "provider-id-other-mig"
 	Stale              = "stale"
-
-	UnknownTemplate = "unknown-template"
-	KubeEnv         = "kube-env"
-	StartupScript   = "startup-script"
-	GuestGPU        = "guest-accelerators"
-	MachineType     = "machine-type"
-	BootDisk        = "boot-disk"
 )
 
 // Finding is one difference between the world and the source.
@@ -117,32 +108,10 @@ var transientTaints = sets.New(
 	model.DeletionCandidateTaint,
 )
 
-// instanceSuffix is what a MIG appends to its base instance name.
-var instanceSuffix = regexp.MustCompile(`^-[a-z0-9]{4}$`)
-
-// GroupOfInstance finds the cloud group whose MIG owns a GCE instance: the
-// cluster's project, one of the group's zones, and a name made of the
-// group's base instance name, '-' and four characters.
-func GroupOfInstance(src *model.Source, ref model.GCERef) *model.NodeGroup {
-	if ref.Project != src.Cluster.GCP.Project {
-		return nil
-	}
-	for _, g := range src.CloudGroups() {
-		if !slices.Contains(g.Zones, ref.Zone) {
-			continue
-		}
-		rest, ok := strings.CutPrefix(ref.Name, src.Cluster.BaseInstanceName(g))
-		if ok && instanceSuffix.MatchString(rest) {
-			return g
-		}
-	}
-	return nil
-}
-
-// CheckNodes compares nodes with the source. Nodes of no group that carry
+// Check compares nodes with the source. Nodes of no group that carry
 // neither the identity label nor a gce:// providerID (the control plane,
 // on-prem machines nodegen does not describe) are returned as unmanaged.
-func CheckNodes(src *model.Source, nodes []corev1.Node, opts Options) (results []NodeResult, unmanaged []string) {
+func Check(src *model.Source, nodes []corev1.Node, opts Options) (results []NodeResult, unmanaged []string) {
 	results = []NodeResult{}
 	sorted := slices.Clone(nodes)
 	slices.SortFunc(sorted, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
@@ -154,7 +123,7 @@ func CheckNodes(src *model.Source, nodes []corev1.Node, opts Options) (results [
 		label, hasLabel := n.Labels[model.GroupLabel]
 		var g *model.NodeGroup
 		if isGCE {
-			if g = GroupOfInstance(src, ref); g != nil {
+			if g = src.GroupOfInstance(ref); g != nil {
 				r.MatchedBy = "providerID"
 			}
 		}
@@ -222,7 +191,7 @@ func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref model.
 	var out []Finding
 	want := cloneMap(g.NodeLabels)
 	if g.Cloud() {
-		if !isGCE || GroupOfInstance(src, ref) != g {
+		if !isGCE || src.GroupOfInstance(ref) != g {
 			msg := fmt.Sprintf("providerID %q is not an instance of the group's MIGs (%s-xxxx in %s of project %s)",
 				n.Spec.ProviderID, src.Cluster.BaseInstanceName(g), strings.Join(g.Zones, ", "), src.Cluster.GCP.Project)
 			if _, _, err := src.AutoscalerNodeGroup(n.Spec.ProviderID); err != nil {
@@ -279,22 +248,6 @@ func staleNode(n *corev1.Node, rev string) (Finding, bool) {
 			Message: fmt.Sprintf("stale: revision %s, the group's is %s; nodegen rollout replaces it", got, rev)}, true
 	}
 	return Finding{}, false
-}
-
-// Revisions returns the revision each cloud group's rendered kube-env
-// declares (files as gen renders them), for Options.Revisions.
-func Revisions(src *model.Source, files layout.Files) (map[string]string, error) {
-	out := map[string]string{}
-	for _, g := range src.CloudGroups() {
-		rev, ok, err := revision.FromKubeEnv(files[layout.KubeEnvPath(g.Name)])
-		if err != nil {
-			return nil, fmt.Errorf("node group %s: kube-env: %w", g.Name, err)
-		}
-		if ok {
-			out[g.Name] = rev
-		}
-	}
-	return out, nil
 }
 
 func cloneMap(m map[string]string) map[string]string {
