@@ -16,17 +16,24 @@ import (
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
-// TestShippedGPUCapAgrees reads the shipped example: its rendered
-// --gpu-total, its docs, vet's warning and explain's note agree on how
-// many spot T4 nodes the cap admits. The number the artifacts imply is
+// TestShippedGPUCapAgrees renders the shipped example (the tests' fixed
+// copy, whose cap the README explains): its rendered --gpu-total, its
+// docs, vet's warning and explain's note agree on how many spot T4 nodes
+// the cap admits. The number the artifacts imply is
 // worked out the autoscaler's way from the artifacts themselves: the cap
 // in flags.txt divided by the nvidia.com/gpu the group's kube-env makes
 // its template advertise (the autoscaler counts advertised GPUs).
 func TestShippedGPUCapAgrees(t *testing.T) {
-	root := testsrc.RepoRoot()
+	src := testsrc.ShippedCopyDir()
+	outDir := filepath.Join(t.TempDir(), "out")
+	t.Setenv("NODEGEN_CACHE_DIR", t.TempDir())
+	var out, errb bytes.Buffer
+	if code := cli.Main([]string{"gen", "--source", src, "--out", outDir}, strings.NewReader(""), &out, &errb); code != cli.ExitOK {
+		t.Fatalf("gen: exit %d: %s", code, errb.String())
+	}
 	read := func(p string) []byte {
 		t.Helper()
-		b, err := os.ReadFile(filepath.Join(root, "out", p))
+		b, err := os.ReadFile(filepath.Join(outDir, p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,8 +62,9 @@ func TestShippedGPUCapAgrees(t *testing.T) {
 		t.Errorf("out/docs/nodegroups.md does not say the cap admits %s spot-gpu-t4 nodes", n)
 	}
 
-	var out, errb bytes.Buffer
-	if code := cli.Main([]string{"vet", "--source", testsrc.ShippedDir()}, strings.NewReader(""), &out, &errb); code != cli.ExitOK {
+	out.Reset()
+	errb.Reset()
+	if code := cli.Main([]string{"vet", "--source", src}, strings.NewReader(""), &out, &errb); code != cli.ExitOK {
 		t.Fatalf("vet: exit %d: %s", code, errb.String())
 	}
 	if !strings.Contains(errb.String(), "warning: node group spot-gpu-t4 can never reach its max of 12 nodes") || !strings.Contains(errb.String(), ", "+n+" node(s) once") {
@@ -76,7 +84,7 @@ spec:
 	}
 	out.Reset()
 	errb.Reset()
-	if code := cli.Main([]string{"explain", "--source", testsrc.ShippedDir(), "-f", pod, "-o", "json"}, strings.NewReader(""), &out, &errb); code != cli.ExitOK {
+	if code := cli.Main([]string{"explain", "--source", src, "-f", pod, "-o", "json"}, strings.NewReader(""), &out, &errb); code != cli.ExitOK {
 		t.Fatalf("explain: exit %d: %s", code, errb.String())
 	}
 	var r explain.Report

@@ -2,7 +2,10 @@ package cli_test
 
 import (
 	"bytes"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,11 +13,12 @@ import (
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
-// TestGoldenShippedExample is the one test that reads nodegroups/: it
-// renders the shipped example (or the user's edit of it) and compares the
-// result with the committed out/ byte for byte, so that `go test ./...`
-// alone catches a stale out/ (with --full: the render, never the shortcut
-// of a record a previous run left). Every other test uses its own fixtures.
+// TestGoldenShippedExample reads nodegroups/: it renders the shipped
+// example (or the user's edit of it) and compares the result with the
+// committed out/ byte for byte, so that `go test ./...` alone catches a
+// stale out/ (with --full: the render, never the shortcut of a record a
+// previous run left). Besides it, only TestShippedCopyCurrent reads
+// nodegroups/; every other test uses its own fixtures.
 func TestGoldenShippedExample(t *testing.T) {
 	root := testsrc.RepoRoot()
 	var out, errb bytes.Buffer
@@ -35,4 +39,67 @@ func TestGoldenMeshExample(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("examples/mesh/out does not match the rendering of examples/mesh/nodegroups (exit %d): run go run ./cmd/nodegen gen --source examples/mesh/nodegroups --out examples/mesh/out and commit it\n%s%s", code, out.String(), errb.String())
 	}
+}
+
+// requireShippedEnv names the variable (CI sets it) under which
+// nodegroups/ must be the example the docs show.
+const requireShippedEnv = "NODEGEN_REQUIRE_SHIPPED_EXAMPLE"
+
+// TestShippedCopyCurrent: the README's and docs' examples run on the tests'
+// fixed copy of the shipped example (testsrc.ShippedCopyDir), so that a
+// fork's own nodegroups/ breaks none of them. In this repository the copy
+// must be nodegroups/ byte for byte, or the docs would show another
+// source's output: with NODEGEN_REQUIRE_SHIPPED_EXAMPLE=1 (CI) a
+// difference fails; otherwise (a fork) it skips, naming the difference.
+func TestShippedCopyCurrent(t *testing.T) {
+	diff := dirDiff(t, testsrc.ShippedDir(), testsrc.ShippedCopyDir())
+	if diff == "" {
+		return
+	}
+	msg := "nodegroups/ is not the shipped example the docs show (" + diff + ")"
+	if os.Getenv(requireShippedEnv) == "1" {
+		t.Fatalf("%s=1 and %s: when nodegroups/ changes on purpose, copy it with cp nodegroups/*.cue internal/testing/testsrc/testdata/shipped/nodegroups/ and update the docs (go test ./internal/testing/docexamples/ names the blocks)", requireShippedEnv, msg)
+	}
+	t.Skipf("%s: fine in a fork; this repository's CI requires it (%s=1)", msg, requireShippedEnv)
+}
+
+// dirDiff names the first difference between the files of two
+// directories (names and contents), or returns "".
+func dirDiff(t *testing.T, a, b string) string {
+	t.Helper()
+	read := func(dir string) map[string]string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]string{}
+		for _, e := range entries {
+			if e.IsDir() {
+				continue
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[e.Name()] = string(raw)
+		}
+		return files
+	}
+	fa, fb := read(a), read(b)
+	names := slices.Sorted(maps.Keys(fa))
+	for _, n := range slices.Sorted(maps.Keys(fb)) {
+		if _, ok := fa[n]; !ok {
+			return n + " is only in the copy"
+		}
+	}
+	for _, n := range names {
+		other, ok := fb[n]
+		switch {
+		case !ok:
+			return n + " is not in the copy"
+		case other != fa[n]:
+			return n + " differs"
+		}
+	}
+	return ""
 }

@@ -25,14 +25,6 @@ import (
 // failing doc-run block with what its commands print now.
 const updateEnv = "NODEGEN_UPDATE_DOC_EXAMPLES"
 
-// The shipped example, as the docs' outputs show it. On any other source in
-// nodegroups/ (a user's own) the doc-run blocks are skipped, unless
-// NODEGEN_REQUIRE_DOC_EXAMPLES=1 (set by CI) makes that a failure.
-const (
-	exampleCluster = "hybrid-ai"
-	exampleProject = "acme-hybrid-ai"
-)
-
 // docs lists the Markdown files whose examples are checked: the README,
 // CONTRIBUTING.md and every .md file under docs/.
 func docs(t *testing.T, root string) []string {
@@ -113,13 +105,18 @@ func blocks(doc string, lines []string) ([]block, error) {
 // its commands print on the shipped example, and every block under
 // <!-- doc-file: PATH --> is that file's content. When one differs, the
 // message names the doc and line to update.
+//
+// The commands run on the tests' fixed copy of the shipped example
+// (testsrc.ShippedCopyDir) and the out/ gen renders from it, never on
+// nodegroups/ and out/: a fork that edits nodegroups/ keeps this test
+// green, and CI holds nodegroups/ to the copy (TestShippedCopyCurrent).
 func TestDocExamples(t *testing.T) {
 	root := testsrc.RepoRoot()
-	shipped, why := isShippedExample(t, root)
+	example := renderExample(t)
 	update := os.Getenv(updateEnv) == "1"
 	if update {
-		refreshTemplate(t, root)
-		refreshNodeRevisions(t, root)
+		refreshTemplate(t, root, example)
+		refreshNodeRevisions(t, root, example)
 	}
 	nRun := 0
 	for _, doc := range docs(t, root) {
@@ -151,11 +148,8 @@ func TestDocExamples(t *testing.T) {
 				}
 			case "doc-run":
 				nRun++
-				if !shipped {
-					continue
-				}
 				t.Run(fmt.Sprintf("%s:%d", b.doc, b.line), func(t *testing.T) {
-					got, err := runBlock(t, root, body)
+					got, err := runBlock(t, root, example, body)
 					if err != nil {
 						t.Fatalf("%s:%d: %v", b.doc, b.line, err)
 					}
@@ -168,10 +162,10 @@ func TestDocExamples(t *testing.T) {
 						t.Logf("%s:%d: rewritten with the commands' output; review git diff", b.doc, b.line)
 						return
 					}
-					t.Errorf("%s:%d: the commands of this block no longer print what it shows on the shipped example (nodegroups/).\n"+
+					t.Errorf("%s:%d: the commands of this block no longer print what it shows on the shipped example (its copy %s).\n"+
 						"If the change is intended, update the block (%s=1 go test ./internal/testing/docexamples/ rewrites it, and refreshes %s from out/; review the diff).\n"+
 						"--- the doc\n%s\n--- the commands print\n%s",
-						b.doc, b.line, updateEnv, templateFile, strings.Join(body, "\n"), strings.Join(got, "\n"))
+						b.doc, b.line, testsrc.ShippedCopyDir(), updateEnv, templateFile, strings.Join(body, "\n"), strings.Join(got, "\n"))
 				})
 			}
 		}
@@ -185,48 +179,38 @@ func TestDocExamples(t *testing.T) {
 	if nRun == 0 {
 		t.Error("no <!-- doc-run --> block in the README or docs/: the marker comments were lost")
 	}
-	if !shipped && os.Getenv("NODEGEN_REQUIRE_DOC_EXAMPLES") == "1" {
-		t.Fatalf("NODEGEN_REQUIRE_DOC_EXAMPLES=1, but nodegroups/ is not the shipped example (%s): the %d doc-run blocks cannot be checked", why, nRun)
-	}
-	if !shipped {
-		t.Skipf("nodegroups/ is not the shipped example (%s), so the %d doc-run blocks, which show its output, were not run", why, nRun)
-	}
 }
 
-// isShippedExample says whether nodegroups/ is still the shipped example:
-// a one-cluster source of cluster hybrid-ai in project acme-hybrid-ai.
-func isShippedExample(t *testing.T, root string) (bool, string) {
-	var out, errb bytes.Buffer
-	if code := cli.Main([]string{"export", "--source", filepath.Join(root, "nodegroups")}, strings.NewReader(""), &out, &errb); code != cli.ExitOK {
-		return false, "nodegen export fails on it: " + strings.TrimSpace(errb.String())
+// renderExample copies the fixed copy of the shipped example into a new
+// directory as nodegroups/ and renders it into out/ there with gen, as a
+// user's clone holds it after nodegen gen. It returns the directory.
+func renderExample(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "nodegroups")
+	if err := testsrc.CopyShippedTo(src); err != nil {
+		t.Fatal(err)
 	}
-	var m struct {
-		Cluster *struct {
-			Name string `json:"name"`
-			GCP  struct {
-				Project string `json:"project"`
-			} `json:"gcp"`
-		} `json:"cluster"`
+	t.Setenv("NODEGEN_CACHE_DIR", t.TempDir())
+	var out bytes.Buffer
+	if code := cli.Main([]string{"gen", "--source", src, "--out", filepath.Join(dir, "out")}, strings.NewReader(""), &out, &out); code != cli.ExitOK {
+		t.Fatalf("nodegen gen of the shipped example's copy: exit %d\n%s", code, out.String())
 	}
-	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
-		t.Fatalf("nodegen export: %v", err)
-	}
-	if m.Cluster == nil {
-		return false, "it is a fleet"
-	}
-	if m.Cluster.Name != exampleCluster || m.Cluster.GCP.Project != exampleProject {
-		return false, fmt.Sprintf("cluster %q in project %q, not %q in %q", m.Cluster.Name, m.Cluster.GCP.Project, exampleCluster, exampleProject)
-	}
-	return true, ""
+	return dir
 }
 
 // runBlock runs the $ lines of a console block in a scratch copy of the
-// repository's nodegroups/, out/ and docs/examples/ and returns the block
-// as it would read with what the commands print now.
-func runBlock(t *testing.T, root string, body []string) ([]string, error) {
+// example's nodegroups/ and out/ (renderExample's directory) and the
+// repository's docs/examples/, and returns the block as it would read
+// with what the commands print now.
+func runBlock(t *testing.T, root, example string, body []string) ([]string, error) {
 	scratch := t.TempDir()
-	for _, dir := range []string{"nodegroups", "out", filepath.Join("docs", "examples")} {
-		if err := copyTree(filepath.Join(root, dir), filepath.Join(scratch, dir)); err != nil {
+	for _, c := range []struct{ base, dir string }{
+		{example, "nodegroups"},
+		{example, "out"},
+		{root, filepath.Join("docs", "examples")},
+	} {
+		if err := copyTree(filepath.Join(c.base, c.dir), filepath.Join(scratch, c.dir)); err != nil {
 			return nil, err
 		}
 	}
@@ -444,9 +428,9 @@ const (
 )
 
 // refreshTemplate rewrites the metadata of templateFile from out/gce/gpu-t4
-// (the update mode: the template then differs from out/ only by the lost
-// taint), keeping every other field.
-func refreshTemplate(t *testing.T, root string) {
+// of the rendered example (the update mode: the template then differs from
+// out/ only by the lost taint), keeping every other field.
+func refreshTemplate(t *testing.T, root, example string) {
 	t.Helper()
 	path := filepath.Join(root, filepath.FromSlash(templateFile))
 	raw, err := os.ReadFile(path)
@@ -457,11 +441,11 @@ func refreshTemplate(t *testing.T, root string) {
 	if err := json.Unmarshal(raw, &tmpl); err != nil {
 		t.Fatalf("%s: %v", templateFile, err)
 	}
-	kubeEnv, err := os.ReadFile(filepath.Join(root, "out", "gce", "gpu-t4", "kube-env"))
+	kubeEnv, err := os.ReadFile(filepath.Join(example, "out", "gce", "gpu-t4", "kube-env"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile(filepath.Join(root, "out", "gce", "gpu-t4", "startup-script.sh"))
+	script, err := os.ReadFile(filepath.Join(example, "out", "gce", "gpu-t4", "startup-script.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,9 +487,10 @@ const nodesFile = "docs/examples/nodes.json"
 var groupLabelLine = regexp.MustCompile(`(?m)^(\s*)"nodegen.dev/node-group": "([a-z0-9-]+)",\n(\s*"nodegen.dev/revision": "[0-9a-f]*",\n)?`)
 
 // refreshNodeRevisions gives the cloud nodes of nodesFile the revision
-// label of their group's kube-env in out/ (the update mode: those nodes
-// were made from the current artifacts; stale ones are the drift tests').
-func refreshNodeRevisions(t *testing.T, root string) {
+// label of their group's kube-env in the rendered example's out/ (the
+// update mode: those nodes were made from the current artifacts; stale
+// ones are the drift tests').
+func refreshNodeRevisions(t *testing.T, root, example string) {
 	t.Helper()
 	path := filepath.Join(root, filepath.FromSlash(nodesFile))
 	raw, err := os.ReadFile(path)
@@ -514,7 +499,7 @@ func refreshNodeRevisions(t *testing.T, root string) {
 	}
 	out := groupLabelLine.ReplaceAllStringFunc(string(raw), func(m string) string {
 		sub := groupLabelLine.FindStringSubmatch(m)
-		env, err := os.ReadFile(filepath.Join(root, "out", filepath.FromSlash(layout.KubeEnvPath(sub[2]))))
+		env, err := os.ReadFile(filepath.Join(example, "out", filepath.FromSlash(layout.KubeEnvPath(sub[2]))))
 		if err != nil {
 			return m // not a cloud group of the example
 		}

@@ -33,8 +33,21 @@ func Dir() string { return filepath.Join(here(), "testdata", "nodegroups") }
 func RepoRoot() string { return filepath.Join(here(), "..", "..", "..") }
 
 // ShippedDir returns the repository's nodegroups/ directory. Only the
-// golden test of the shipped example may use it.
+// golden tests of the shipped example may use it.
 func ShippedDir() string { return filepath.Join(RepoRoot(), "nodegroups") }
+
+// ShippedCopyDir returns the tests' fixed copy of the shipped example,
+// internal/testing/testsrc/testdata/shipped/nodegroups: the source the
+// README and docs/ show the output of (cluster hybrid-ai: autoscaler,
+// cpu-burst, gpu-t4, spot-gpu-t4, onprem-gpu). The docs' examples run on
+// it, never on nodegroups/, so that a fork that edits nodegroups/ keeps
+// its tests green. TestShippedCopyCurrent holds nodegroups/ of this
+// repository to it when NODEGEN_REQUIRE_SHIPPED_EXAMPLE=1 (as CI sets).
+func ShippedCopyDir() string { return filepath.Join(here(), "testdata", "shipped", "nodegroups") }
+
+// CopyShippedTo copies the fixed copy of the shipped example into dst,
+// creating it.
+func CopyShippedTo(dst string) error { return copyDir(ShippedCopyDir(), dst) }
 
 // Copy copies the tests' example source into a new temporary directory
 // named nodegroups and applies edits: file name → new content, or "" to
