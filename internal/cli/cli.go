@@ -39,15 +39,19 @@ type streams struct {
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	s := &streams{in: stdin, out: stdout, err: stderr}
 	app := &cli.App{
-		Name:  "nodegen",
-		Usage: "render hybrid-cluster node groups into kube-env, join scripts, manifests and autoscaler config",
-		Description: "nodegen reads CUE definitions of node groups and renders every artifact that must agree\n" +
-			"with them: the MIG kube-env, the kubeadm join script, the GPU taint remover, the GPU\n" +
-			"Operator values and the Cluster Autoscaler's flags and Helm values.",
-		Reader:          stdin,
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		Version:         version(),
+		Name:        "nodegen",
+		Usage:       "render hybrid-cluster node groups into kube-env, join scripts, manifests and autoscaler config",
+		Description: description,
+		Reader:      stdin,
+		Writer:      stdout,
+		ErrWriter:   stderr,
+		// --version is nodegen's own flag, so that it prints what
+		// `nodegen version` prints (urfave/cli's would print another line).
+		HideVersion: true,
+		Flags: []cli.Flag{&cli.BoolFlag{
+			Name: "version", Aliases: []string{"v"}, Usage: "print the version (as nodegen version does)", DisableDefaultText: true,
+		}},
+		Action:          func(c *cli.Context) error { return appAction(s, c) },
 		ExitErrHandler:  func(*cli.Context, error) {},
 		OnUsageError:    onUsageError,
 		CommandNotFound: func(c *cli.Context, name string) {},
@@ -56,6 +60,27 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := app.Run(append([]string{"nodegen"}, args...))
 	return exitCode(s, err, args, app.Commands)
 }
+
+// description is nodegen --help's description: what gen renders, file by
+// file (TestHelpListsRendered holds it to what gen writes).
+const description = `nodegen reads the CUE source of a hybrid cluster's node groups (nodegroups/) and
+renders into out/ every artifact that must agree with it (in a fleet, one tree per
+cluster under out/<cluster>/):
+
+  gce/<group>/          kube-env and startup-script.sh (the kubeadm join) of each cloud group
+  terraform/            the module: main.tf, variables.tf, outputs.tf, versions.tf, iam.tf,
+                        join-secret.tf, nodegroup-<group>.tf, eastwest-gateway-lb.tf (a mesh)
+  k8s/                  node-csr-approver.yaml, join-token-renewer.yaml, node-lifecycle.yaml,
+                        taint-remover.yaml, gpu-operator-values.yaml
+  cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml
+  onprem/               set-provider-id.sh
+  docs/                 day0.md, nodegroups.md, mesh.md (a mesh), fleet.md (a fleet, in out/docs/)
+  istio/                a mesh's base-values.yaml, istiod-values.yaml,
+                        eastwest-gateway-values.yaml, namespace.yaml, mesh.yaml
+  .nodegen-manifest.json  what gen wrote (commit it with out/)
+
+The commands below render, check and explain that output and compare it with a
+running cluster; nodegen COMMAND --help describes each.`
 
 // commands lists every command, in the order help shows them.
 func commands(s *streams) []*cli.Command {
@@ -70,6 +95,23 @@ func commands(s *streams) []*cli.Command {
 		rolloutCommand(s),
 		versionCommand(s),
 	}
+}
+
+// appAction runs when no command is given: --version prints the version;
+// anything else is a usage mistake, with the usage on stderr.
+func appAction(s *streams, c *cli.Context) error {
+	if c.Bool("version") {
+		return printVersion(s)
+	}
+	if c.NArg() > 0 {
+		return nil // an unknown command: exitCode names it
+	}
+	tmpl := c.App.CustomAppHelpTemplate
+	if tmpl == "" {
+		tmpl = cli.AppHelpTemplate
+	}
+	cli.HelpPrinter(s.err, tmpl, c.App)
+	return usageError{errors.New("no command given: run nodegen COMMAND (the commands are listed above)")}
 }
 
 func onUsageError(c *cli.Context, err error, _ bool) error {

@@ -2,7 +2,13 @@ package cli_test
 
 import (
 	"bytes"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,6 +62,75 @@ func TestVersionOf(t *testing.T) {
 	} {
 		if got := cli.VersionOf(&tc.bi); got != tc.want {
 			t.Errorf("VersionOf(%+v) = %q, want %q", tc.bi, got, tc.want)
+		}
+	}
+}
+
+// TestVersionOneOutput: nodegen version, --version and -v print the same
+// line, to stdout, and exit 0.
+func TestVersionOneOutput(t *testing.T) {
+	var outs []string
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-v"}} {
+		var out, errb bytes.Buffer
+		if code := cli.Main(args, strings.NewReader(""), &out, &errb); code != cli.ExitOK || errb.Len() != 0 {
+			t.Fatalf("nodegen %s: exit %d, stderr %q", args[0], code, errb.String())
+		}
+		outs = append(outs, out.String())
+	}
+	if outs[0] != outs[1] || outs[0] != outs[2] {
+		t.Errorf("nodegen version, --version and -v differ:\n%q\n%q\n%q", outs[0], outs[1], outs[2])
+	}
+	if !strings.HasPrefix(outs[0], "nodegen ") || strings.Count(outs[0], "\n") != 1 {
+		t.Errorf("nodegen version printed %q, want one line nodegen <version> ...", outs[0])
+	}
+}
+
+// TestBareUsage: nodegen without a command is a usage mistake: exit 2,
+// nothing on stdout, the usage with every command on stderr.
+func TestBareUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := cli.Main(nil, strings.NewReader(""), &out, &errb); code != cli.ExitUsage {
+		t.Errorf("nodegen: exit %d, want %d (usage)", code, cli.ExitUsage)
+	}
+	if out.Len() != 0 {
+		t.Errorf("nodegen wrote to stdout: %q", out.String())
+	}
+	for _, want := range append([]string{"USAGE:"}, cli.CommandNames()...) {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("nodegen's stderr does not show %q:\n%s", want, errb.String())
+		}
+	}
+	// --help is asked for: exit 0, on stdout.
+	out.Reset()
+	errb.Reset()
+	if code := cli.Main([]string{"--help"}, strings.NewReader(""), &out, &errb); code != cli.ExitOK || !strings.Contains(out.String(), "USAGE:") {
+		t.Errorf("nodegen --help: exit %d, stdout %q", code, out.String())
+	}
+}
+
+// TestCommandsDocumented: cmd/nodegen's package doc and the README's
+// Commands block show every command nodegen has, and no other.
+func TestCommandsDocumented(t *testing.T) {
+	root := testsrc.RepoRoot()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filepath.Join(root, "cmd", "nodegen", "main.go"), nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(readme), "## Commands\n\n```\n")
+	block, _, _ = strings.Cut(block, "```\n")
+	usage := regexp.MustCompile(`(?m)^\s*nodegen ([a-z]+)\b`)
+	for what, text := range map[string]string{"cmd/nodegen's package doc": f.Doc.Text(), "README.md's Commands block": block} {
+		var shown []string
+		for _, m := range usage.FindAllStringSubmatch(text, -1) {
+			shown = append(shown, m[1])
+		}
+		if want := cli.CommandNames(); !slices.Equal(shown, want) {
+			t.Errorf("%s shows the commands %v, nodegen has %v (in this order)", what, shown, want)
 		}
 	}
 }

@@ -50,8 +50,13 @@ func versionCommand(s *streams) *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(s.out, "nodegen %s\n", version())
-			return err
+			return printVersion(s)
 		},
 	}
+}
+
+// printVersion prints the line of nodegen version and --version.
+func printVersion(s *streams) error {
+	_, err := fmt.Fprintf(s.out, "nodegen %s\n", version())
+	return err
 }
