@@ -27,28 +27,13 @@ package main
 
 import (
 	"os"
-	"runtime/debug"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/cli"
-	"github.com/nodegen/nodegen/internal/source"
 )
 
+// main runs nodegen as the program of its process: its memory policy
+// (the evaluation's collector and memory guard, rendering's budget) is
+// build.OwnProcess, chosen by cli.Command.
 func main() {
-	// nodegen runs once and exits. While the source is evaluated, most of
-	// its heap is the CUE evaluation, live until the source is decoded:
-	// letting the heap grow to 2.5× the live data between collections
-	// (Go's default: 2×) saves about a tenth of the evaluation's CPU time
-	// for about a sixth more of its memory. Rendering then runs within
-	// the memory the evaluation needed (build.BudgetMemory). GOGC in the
-	// environment still decides (docs/performance.md).
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(150)
-	}
-	// Stop a runaway evaluation with a message (NODEGEN_MAX_MEMORY_MIB).
-	source.EnforceMemoryLimit = true
-	// Render within the memory the evaluation needed, collecting garbage
-	// only when the process reaches it (build.BudgetMemory).
-	build.BudgetMemory = true
-	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cli.Command(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -26,6 +26,9 @@ type Options struct {
 	// Clusters are the names of the clusters of a fleet to render, in any
 	// order; empty: every cluster and the fleet-wide files.
 	Clusters []string
+	// Memory is how the run uses the memory of its process (the zero
+	// value: SharedProcess).
+	Memory MemoryPolicy
 }
 
 // Result is a valid source rendered.
@@ -71,8 +74,18 @@ func (e *ClusterError) Error() string { return e.msg }
 // Load loads the source in dir and validates it completely
 // (validate.Loaded). Problems with the source come back as one sorted
 // diag.List error; only I/O errors are other errors.
-func Load(dir string) (*source.Loaded, error) {
-	l, err := source.Open(dir)
+func Load(dir string) (*source.Loaded, error) { return load(dir, SharedProcess) }
+
+// load is Load under a memory policy: the evaluation's collector and its
+// memory guard.
+func load(dir string, mem MemoryPolicy) (*source.Loaded, error) {
+	mem.evaluationGC()
+	var l *source.Loaded
+	err := mem.guardMemory(func() error {
+		var err error
+		l, err = source.Open(dir)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +101,7 @@ func Load(dir string) (*source.Loaded, error) {
 // as one diag.List error; an Options.Clusters entry that names no cluster
 // as a *ClusterError.
 func Run(dir string, opts Options) (*Result, error) {
-	l, err := Load(dir)
+	l, err := load(dir, opts.Memory)
 	if err != nil {
 		return nil, err
 	}
@@ -98,8 +111,8 @@ func Run(dir string, opts Options) (*Result, error) {
 // Render renders and verifies the selected clusters of a valid source l,
 // as Run does after loading. It releases l's evaluation
 // (source.Loaded.Release) once the warnings are made: the artifacts'
-// findings need only the positions of the node groups' names. With
-// BudgetMemory, rendering then runs within the memory the evaluation
+// findings need only the positions of the node groups' names. Under
+// OwnProcess, rendering then runs within the memory the evaluation
 // needed.
 func Render(l *source.Loaded, opts Options) (*Result, error) {
 	members, err := selectClusters(l, opts.Clusters)
@@ -111,7 +124,7 @@ func Render(l *source.Loaded, opts Options) (*Result, error) {
 		r.warnings = append(r.warnings, validate.Warnings(m.Source, m)...)
 	}
 	l.Release()
-	budgetMemory()
+	opts.Memory.budgetMemory()
 	// The clusters render and verify independently, in parallel (the
 	// model alone); the findings, which read positions in the source's
 	// CUE values, are made afterwards, one cluster after the other.

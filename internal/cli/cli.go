@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/secrets"
 	"github.com/nodegen/nodegen/internal/source"
@@ -32,12 +33,26 @@ type usageError struct{ error }
 type streams struct {
 	in       io.Reader
 	out, err io.Writer
+	// memory is the memory policy of the pipeline's runs.
+	memory build.MemoryPolicy
 }
 
 // Main runs nodegen with args (without the program name) and returns the
-// exit code. It never calls os.Exit.
+// exit code. It never calls os.Exit, and leaves the process's garbage
+// collector and memory limit alone (build.SharedProcess).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	s := &streams{in: stdin, out: stdout, err: stderr}
+	return run(&streams{in: stdin, out: stdout, err: stderr}, args)
+}
+
+// Command is Main for the program of a process of its own, the nodegen
+// command: its runs have the process's memory (build.OwnProcess).
+func Command(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(&streams{in: stdin, out: stdout, err: stderr, memory: build.OwnProcess}, args)
+}
+
+// run runs nodegen on the streams s.
+func run(s *streams, args []string) int {
+	stdin, stdout, stderr := s.in, s.out, s.err
 	app := &cli.App{
 		Name:        "nodegen",
 		Usage:       "render hybrid-cluster node groups into kube-env, join scripts, manifests and autoscaler config",

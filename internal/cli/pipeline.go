@@ -31,7 +31,7 @@ func runPipeline(s *streams, f *ioFlags) (*build.Result, error) {
 	if err := sourceDirExists(f.Source); err != nil {
 		return nil, err
 	}
-	r, err := build.Run(f.Source, build.Options{Clusters: f.Clusters.Value()})
+	r, err := build.Run(f.Source, build.Options{Clusters: f.Clusters.Value(), Memory: s.memory})
 	var list diag.List
 	var ce *build.ClusterError
 	switch {

@@ -15,11 +15,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/revision"
-	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testhooks"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -39,9 +37,7 @@ func TestMain(m *testing.M) {
 	}
 	testscript.Main(cleanupM{m, cache}, map[string]func(){
 		"nodegen": func() {
-			source.EnforceMemoryLimit = true // as cmd/nodegen does
-			build.BudgetMemory = true
-			os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+			os.Exit(cli.Command(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) // as cmd/nodegen does
 		},
 	})
 }

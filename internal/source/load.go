@@ -122,7 +122,7 @@ func Open(dir string) (*Loaded, error) {
 		return l, nil
 	}
 
-	if err := guardMemory(func() error { return l.evaluate(absDir, read) }); err != nil {
+	if err := l.evaluate(absDir, read); err != nil {
 		return nil, err
 	}
 	return l, nil
