@@ -15,7 +15,10 @@ import (
 const driftDoc = `drift compares the real world with the source.
 
 Nodes come from --nodes FILE (the output of kubectl get nodes -o json; - for
-stdin) or from a live cluster with --kubeconfig FILE. Each node is matched to
+stdin) or from a live cluster with --kubeconfig FILE. Given none of --nodes,
+--kubeconfig and --instance-template, they come from the cluster of the
+kubeconfig files $KUBECONFIG names, merged as kubectl merges them (a list
+separated by ":"), with their current context. Each node is matched to
 its group by its providerID (an instance of the group's MIG, as the
 autoscaler maps it) or by the nodegen.dev/node-group label. Reported: labels
 and taints missing, extra or different from the source (the node's own
@@ -43,10 +46,13 @@ type driftFlags struct {
 	src        ioFlags
 	nodesFile  string
 	kubeconfig string
-	templates  cli.StringSlice
-	output     string
-	stuckAfter time.Duration
-	now        string
+	// liveFromEnv: no input was given, so the nodes come from the
+	// cluster of $KUBECONFIG.
+	liveFromEnv bool
+	templates   cli.StringSlice
+	output      string
+	stuckAfter  time.Duration
+	now         string
 }
 
 func driftCommand(s *streams) *cli.Command {
@@ -57,7 +63,7 @@ func driftCommand(s *streams) *cli.Command {
 		Description: driftDoc,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "nodes", Usage: "`FILE` holding kubectl get nodes -o json output (- for stdin)", Destination: &f.nodesFile},
-			&cli.StringFlag{Name: "kubeconfig", Usage: "read the nodes live from the cluster of this kubeconfig `FILE`", Destination: &f.kubeconfig},
+			&cli.StringFlag{Name: "kubeconfig", Usage: "read the nodes live from the cluster of this kubeconfig `FILE` (without any input flag: $KUBECONFIG, as kubectl reads it)", Destination: &f.kubeconfig},
 			&cli.StringSliceFlag{Name: "instance-template", Usage: "`FILE` holding gcloud instance-templates describe/list --format=json output (repeatable)", Destination: &f.templates},
 			sourceFlag(&f.src),
 			clusterFlag(&f.src),
@@ -136,7 +142,10 @@ func (f *driftFlags) options() (nodecheck.Options, error) {
 		return nodecheck.Options{}, usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
 	}
 	if f.nodesFile == "" && f.kubeconfig == "" && len(f.templates.Value()) == 0 {
-		return nodecheck.Options{}, usageError{fmt.Errorf("drift needs --nodes FILE, --kubeconfig FILE or --instance-template FILE")}
+		if !kubeconfigInEnv() {
+			return nodecheck.Options{}, usageError{fmt.Errorf("drift needs --nodes FILE, --kubeconfig FILE, --instance-template FILE or $%s", kube.KubeconfigEnv)}
+		}
+		f.liveFromEnv = true
 	}
 	opts := nodecheck.Options{Now: time.Now(), StuckAfter: f.stuckAfter}
 	if f.now != "" {
@@ -173,10 +182,10 @@ func (f *driftFlags) readInputs(s *streams) (driftInputs, error) {
 		in.templates = append(in.templates, ts...)
 	}
 	switch {
-	case f.kubeconfig != "":
+	case f.kubeconfig != "" || f.liveFromEnv:
 		var err error
-		if in.nodesClient, err = kube.FromKubeconfig(f.kubeconfig); err != nil {
-			return in, fmt.Errorf("kubeconfig: %w", err)
+		if in.nodesClient, err = liveCluster(f.kubeconfig); err != nil {
+			return in, err
 		}
 	case f.nodesFile != "":
 		var err error

@@ -14,6 +14,7 @@ import (
 // Exit codes of explain and drift: 0 fit / no drift, 1 no fit / drift /
 // bad input, 2 usage.
 func TestExplainDriftExitCodes(t *testing.T) {
+	t.Setenv("KUBECONFIG", "") // drift without input is then a usage mistake
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)

@@ -27,9 +27,11 @@ Without --yes it only prints the plan (--dry-run says so explicitly): the
 groups in order (autoscaled groups, then gce-static ones, the autoscaler's
 own group last), what replacing their stale nodes changes, each stale node
 and its replacement, batch by batch. Nodes come from --nodes FILE (kubectl
-get nodes -o json) or live from --kubeconfig FILE.
+get nodes -o json) or live from --kubeconfig FILE; without either, from the
+kubeconfig files $KUBECONFIG names, merged as kubectl merges them (a list
+separated by ":"), with their current context.
 
-With --yes (and --kubeconfig) it carries the plan out, per zonal MIG, a
+With --yes (and the live cluster) it carries the plan out, per zonal MIG, a
 batch of cluster.rollout.surge stale nodes at a time: it creates their
 replacement VMs through the MIG (createInstances), waits until they are
 Ready and rid of their startup taint, cordons each old node, drains it
@@ -68,7 +70,7 @@ func rolloutCommand(s *streams) *cli.Command {
 		Description: rolloutDoc,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "nodes", Usage: "plan from `FILE` holding kubectl get nodes -o json output (- for stdin)", Destination: &f.nodesFile},
-			&cli.StringFlag{Name: "kubeconfig", Usage: "the cluster of this kubeconfig `FILE`", Destination: &f.kubeconfig},
+			&cli.StringFlag{Name: "kubeconfig", Usage: "the cluster of this kubeconfig `FILE` (default: $KUBECONFIG, as kubectl reads it)", Destination: &f.kubeconfig},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan only (the default without --yes)", Destination: &f.dryRun},
 			&cli.BoolFlag{Name: "yes", Usage: "carry the plan out", Destination: &f.yes},
 			&cli.StringFlag{Name: "compute-endpoint", Value: rollout.DefaultComputeEndpoint, Usage: "Compute Engine API v1 base `URL`", Destination: &f.endpoint},
@@ -101,8 +103,8 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 		}
 	} else {
 		var err error
-		if cluster, err = kube.FromKubeconfig(f.kubeconfig); err != nil {
-			return fmt.Errorf("kubeconfig: %w", err)
+		if cluster, err = liveCluster(f.kubeconfig); err != nil {
+			return err
 		}
 	}
 	src, rendered, err := oneCluster(s, &f.src, "rollout")
@@ -133,6 +135,27 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 	return f.carryOut(ctx, s, src, revs, cluster)
 }
 
+// kubeconfigInEnv says whether $KUBECONFIG names kubeconfig files, which
+// a command that reads the live cluster then uses without --kubeconfig.
+func kubeconfigInEnv() bool { return os.Getenv(kube.KubeconfigEnv) != "" }
+
+// liveCluster makes the client of the cluster of the kubeconfig file, or
+// with "" of the files $KUBECONFIG names, as kubectl reads them.
+func liveCluster(kubeconfig string) (*kube.Client, error) {
+	if kubeconfig != "" {
+		c, err := kube.FromKubeconfig(kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+		return c, nil
+	}
+	c, err := kube.FromKubeconfigEnv()
+	if err != nil {
+		return nil, fmt.Errorf("$%s (%s): %w", kube.KubeconfigEnv, os.Getenv(kube.KubeconfigEnv), err)
+	}
+	return c, nil
+}
+
 // check refuses the flags' combinations that make no sense.
 func (f *rolloutFlags) check() error {
 	if err := checkOutput(f.output); err != nil {
@@ -143,10 +166,10 @@ func (f *rolloutFlags) check() error {
 		return usageError{fmt.Errorf("use --dry-run or --yes, not both")}
 	case f.nodesFile != "" && f.kubeconfig != "":
 		return usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
-	case f.yes && f.kubeconfig == "":
-		return usageError{fmt.Errorf("rollout --yes needs --kubeconfig FILE: it changes the live cluster")}
-	case f.nodesFile == "" && f.kubeconfig == "":
-		return usageError{fmt.Errorf("rollout needs --nodes FILE or --kubeconfig FILE")}
+	case f.yes && (f.nodesFile != "" || f.kubeconfig == "" && !kubeconfigInEnv()):
+		return usageError{fmt.Errorf("rollout --yes needs the live cluster, --kubeconfig FILE or $%s: it changes it", kube.KubeconfigEnv)}
+	case f.nodesFile == "" && f.kubeconfig == "" && !kubeconfigInEnv():
+		return usageError{fmt.Errorf("rollout needs --nodes FILE, --kubeconfig FILE or $%s", kube.KubeconfigEnv)}
 	case f.yes && f.output == "json":
 		return usageError{fmt.Errorf("-o json prints a plan; it does not go with --yes")}
 	}

@@ -70,6 +70,30 @@ func FromKubeconfig(path string) (*Client, error) {
 	return NewForConfig(cfg)
 }
 
+// KubeconfigEnv is the variable kubectl reads its kubeconfig files from
+// when no --kubeconfig flag is given: a list of files separated by the
+// platform's list separator (":"; ";" on Windows), merged.
+const KubeconfigEnv = clientcmd.RecommendedConfigPathEnvVar
+
+// FromKubeconfigEnv makes the client of the cluster of the kubeconfig files
+// $KUBECONFIG names, read and merged as kubectl reads them
+// (clientcmd.NewDefaultClientConfigLoadingRules: the first file that sets a
+// value wins, current-context included; k8s.io/client-go, tools/clientcmd/
+// loader.go), with the current context.
+func FromKubeconfigEnv() (*Client, error) {
+	cfg, err := ConfigFromKubeconfigEnv()
+	if err != nil {
+		return nil, err
+	}
+	return NewForConfig(cfg)
+}
+
+// ConfigFromKubeconfigEnv is FromKubeconfigEnv's REST config.
+func ConfigFromKubeconfigEnv() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
+
 // NewForConfig makes a client from a REST config, with the defaults the
 // typed clientset applies (k8s.io/client-go/kubernetes.NewForConfig): the
 // default Kubernetes user agent unless the config sets one, one HTTP
