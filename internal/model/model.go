@@ -135,6 +135,10 @@ type Autoscaler struct {
 	// MaxSpotFallbackDelay is a Go duration: the longest worst-case delay
 	// before a preferred spot group falls back; "" means no bound.
 	MaxSpotFallbackDelay string `json:"maxSpotFallbackDelay,omitempty"`
+	// AcceptUnknownVersion says the source uses, on purpose, an image tag
+	// nodegen's table of releases does not know or one for another
+	// Kubernetes minor than the control plane's.
+	AcceptUnknownVersion bool `json:"acceptUnknownVersion,omitempty"`
 }
 
 // NodeGroup is one group of identical nodes.

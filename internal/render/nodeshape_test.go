@@ -35,7 +35,7 @@ import (
 var nodeShapeSource = map[string]string{
 	"cluster.cue": `cluster: {
 	name:                 "cap"
-	kubernetesVersion:    "1.37.2"
+	kubernetesVersion:    "1.36.2"
 	controlPlaneEndpoint: "cp.cap.example.net:6443"
 	caCertHashes: ["sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"]
 	joinToken: secretManager: secret: "cap-join-token"

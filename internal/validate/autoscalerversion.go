@@ -10,9 +10,10 @@ import (
 // releases (model.AutoscalerReleases). Errors: a release that stops
 // scaling while a node has no providerID its GCE provider can parse, with
 // cluster.onpremProviderID "none", which leaves the control plane and the
-// on-prem nodes without one. Warnings: a tag the table does not know, a
-// .0 release of a line with newer patches, a minor other than the
-// cluster's.
+// on-prem nodes without one; a tag the table does not know, and a minor
+// other than the control plane's, unless cluster.autoscaler.
+// acceptUnknownVersion says the source means it (then both are warnings).
+// Warnings: a .0 release of a line with newer patches.
 func (c *checker) autoscalerRelease(warnings bool) {
 	cl := &c.src.Cluster
 	tag := cl.AutoscalerImageTag()
@@ -24,12 +25,40 @@ func (c *checker) autoscalerRelease(warnings bool) {
 	if cl.Autoscaler.Version != "" {
 		at, pinned, by = sel("cluster", "autoscaler", "version"), "cluster.autoscaler.version "+tag, "cluster.autoscaler.version"
 	}
+	if cl.Autoscaler.Version == "" {
+		if v, err := model.ParseKubeVersion(cl.ControlPlane()); err != nil || !v.Supported() {
+			return // the version has its own finding, and the default tag follows it
+		}
+	}
 	rel, err := model.LookupAutoscalerRelease(tag)
 	if err != nil {
 		if !warnings {
 			c.at(at, "%v", err)
 		}
 		return
+	}
+	accept := cl.Autoscaler.AcceptUnknownVersion
+	// Unknown tags and other minors: errors without acceptUnknownVersion,
+	// warnings with it.
+	if warnings == accept {
+		prefix, fix := "", "; set cluster.autoscaler.acceptUnknownVersion: true to use it on purpose"
+		if accept {
+			prefix, fix = "warning: ", ""
+		}
+		if !rel.Known {
+			msg := fmt.Sprintf("%snodegen's table of Cluster Autoscaler releases (newest %s) does not know %s", prefix, model.NewestAutoscalerRelease(), pinned)
+			if !cl.SetsOnpremProviderID() {
+				msg += fmt.Sprintf(", so it cannot tell whether it has the fix for nodes without a providerID (%s); with onpremProviderID %q the control plane and on-prem nodes have none", model.AutoscalerBugRefs, cl.OnpremProviderID)
+			}
+			if !accept {
+				msg += "; a typo, or a release nodegen has not read (docs/autoscaler-version.md lists those it knows)"
+			}
+			c.at(at, "%s%s", msg, fix)
+		}
+		if minor, ok := kubernetesMinor(cl.ControlPlane()); ok && minor != rel.Minor {
+			c.at(at, "%s%s is for Kubernetes 1.%d, the control plane runs %s: the autoscaler's releases follow the Kubernetes minor of the API server it talks to (kubernetes/autoscaler cluster-autoscaler/README.md, \"Releases\"); pin %s%s",
+				prefix, pinned, rel.Minor, cl.ControlPlane(), model.DefaultAutoscalerTag(minor), fix)
+		}
 	}
 	if !warnings {
 		if rel.Known && rel.FailsWithoutProviderID && !cl.SetsOnpremProviderID() {
@@ -39,20 +68,9 @@ func (c *checker) autoscalerRelease(warnings bool) {
 		}
 		return
 	}
-	newest := model.NewestAutoscalerRelease()
-	if !rel.Known {
-		msg := fmt.Sprintf("warning: nodegen's table of Cluster Autoscaler releases (newest %s) does not know %s", newest, pinned)
-		if !cl.SetsOnpremProviderID() {
-			msg += fmt.Sprintf(", so it cannot tell whether it has the fix for nodes without a providerID (%s); with onpremProviderID %q the control plane and on-prem nodes have none", model.AutoscalerBugRefs, cl.OnpremProviderID)
-		}
-		c.at(at, "%s", msg)
-	} else if rel.Patch == 0 && rel.LastPatch > 0 {
+	if rel.Known && rel.Patch == 0 && rel.LastPatch > 0 {
 		c.at(at, "warning: %s is the first release of its line and misses the fixes of v1.%d.1 to v1.%d.%d; pin v1.%d.%d",
 			pinned, rel.Minor, rel.Minor, rel.LastPatch, rel.Minor, rel.LastPatch)
-	}
-	if minor, ok := kubernetesMinor(cl.ControlPlane()); ok && minor != rel.Minor {
-		c.at(at, "warning: %s is for Kubernetes 1.%d, the control plane runs %s: the autoscaler's releases follow the Kubernetes minor of the API server it talks to (its README, \"Releases\"); pin %s",
-			pinned, rel.Minor, cl.ControlPlane(), model.DefaultAutoscalerTag(minor))
 	}
 }
 

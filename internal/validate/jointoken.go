@@ -66,5 +66,6 @@ func Warnings(src *model.Source, pos Positioner) diag.List {
 	}
 	c.capacityWarnings()
 	c.autoscalerRelease(true)
+	c.spotFallbackWarnings()
 	return c.list.Sorted()
 }

@@ -32,3 +32,26 @@ func (c *checker) spotFallback() {
 			g.Name, worst, len(g.Zones), mnpt, max, max/time.Duration(len(g.Zones)))
 	}
 }
+
+// spotFallbackWarnings reports a maxSpotFallbackDelay that bounds nothing:
+// it applies only to a Spot group the priority expander prefers to a
+// lower-priority autoscaled group (model.Source.PreferredSpot).
+func (c *checker) spotFallbackWarnings() {
+	if c.src.Cluster.Autoscaler.MaxSpotFallbackDelay == "" {
+		return
+	}
+	spot := 0
+	for _, g := range c.src.Groups() {
+		if c.src.PreferredSpot(g) {
+			return
+		}
+		if g.Spot && g.Autoscaled() {
+			spot++
+		}
+	}
+	why := "no autoscaled node group is Spot"
+	if spot > 0 {
+		why = "no Spot group is preferred by the priority expander over a lower-priority autoscaled group, so none waits for Spot capacity before a fallback"
+	}
+	c.at(sel("cluster", "autoscaler", "maxSpotFallbackDelay"), "warning: maxSpotFallbackDelay has no effect: %s; remove it, or it will bound a Spot group you add later", why)
+}

@@ -235,6 +235,9 @@ func (c *checker) group(g *model.NodeGroup) {
 			c.at(join(p, "key"), "taint %q looks like a startup taint with a misspelt prefix; did you mean startupTaint: {key: %q}?", t.Key, fix)
 		}
 	}
+	if g.GPU == nil {
+		c.gpuOperatorLabels(g, base)
+	}
 	if g.Cloud() {
 		c.cloudGroup(g, base, keys)
 	}
@@ -242,6 +245,26 @@ func (c *checker) group(g *model.NodeGroup) {
 	c.reality(g, base)
 	c.nodeShape(g, base)
 	c.maxPods(g, base)
+}
+
+// gpuOperatorLabelPrefix is the namespace of the labels the NVIDIA GPU
+// Operator puts on the nodes it finds GPUs on: nvidia.com/gpu.present
+// (commonGPULabelKey), nvidia.com/gpu.deploy.<operand> (the driver, device
+// plugin and other operand DaemonSets select nodes by them),
+// nvidia.com/gpu.product and the others of GPU Feature Discovery
+// (NVIDIA/gpu-operator controllers/state_manager.go).
+const gpuOperatorLabelPrefix = "nvidia.com/gpu."
+
+// gpuOperatorLabels reports the GPU Operator's labels on a group without
+// GPUs: the operand DaemonSets and every pod that selects GPU nodes by
+// them would land on its nodes, and the template node the autoscaler
+// builds for the group would match such pods.
+func (c *checker) gpuOperatorLabels(g *model.NodeGroup, base []cue.Selector) {
+	for _, k := range model.SortedKeys(g.Labels) {
+		if strings.HasPrefix(k, gpuOperatorLabelPrefix) {
+			c.atKey(join(base, "labels", k), "label %q is the NVIDIA GPU Operator's, for nodes with GPUs, and node group %q has none: the operator's DaemonSets and the pods that select GPU nodes by it would land on these nodes; remove it (the operator sets its labels itself on the nodes it finds GPUs on)", k, g.Name)
+		}
+	}
 }
 
 // kubeEnvSeparators are the characters kube-env splits its variables,

@@ -61,6 +61,20 @@ func (c *checker) supportedVersion(p []cue.Selector, s, whose string) (model.Kub
 func (c *checker) skew(p []cue.Selector, what string, kubelet, cp model.KubeVersion) {
 	if msg := model.KubeletSkewProblem(kubelet, cp); msg != "" {
 		c.at(p, "%s: %s", what, msg)
+		return
+	}
+	// kubeadm's version skew policy: the kubeadm of a joining node is the
+	// control plane's minor ("the kubeadm binary used for kubeadm join must
+	// match the last version of kubeadm used to either create the cluster
+	// with kubeadm init or to upgrade the same node with kubeadm upgrade":
+	// kubernetes/website content/en/docs/setup/production-environment/
+	// tools/kubeadm/create-cluster-kubeadm.md, "Version skew policy"). A
+	// node's image carries the kubeadm of its Kubernetes version; the
+	// kubelet skew above holds for nodes that joined before an upgrade, not
+	// for the new nodes nodegen's artifacts make.
+	if kubelet.Minor != cp.Minor {
+		c.at(p, "%s: its nodes would join with kubeadm %s, and the control plane runs %s: kubeadm's version skew policy has a joining node's kubeadm at the control plane's minor (an older kubelet is fine on a node that joined before the control plane's upgrade, not on a new one); use %s.x, with an image that has that kubeadm and kubelet",
+			what, kubelet.MinorString(), cp.MinorString(), cp.MinorString())
 	}
 }
 
