@@ -98,19 +98,37 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	var parts []string
+	differ := "differ"
 	if r.Nodes != nil {
-		parts = append(parts, fmt.Sprintf("%d of %d nodes", driftNodes, len(r.Nodes)))
+		parts = append(parts, fmt.Sprintf("%d of %d %s", driftNodes, len(r.Nodes), plural(len(r.Nodes), "node", "nodes")))
+		if driftNodes == 1 {
+			differ = "differs"
+		}
 	}
 	if r.Templates != nil {
-		parts = append(parts, fmt.Sprintf("%d of %d instance templates", driftTemplates, len(r.Templates)))
+		parts = append(parts, fmt.Sprintf("%d of %d instance %s", driftTemplates, len(r.Templates), plural(len(r.Templates), "template", "templates")))
+		if driftTemplates == 1 {
+			differ = "differs"
+		}
 	}
-	summary := "no drift: " + strings.Join(parts, ", ") + " differ from the source"
+	if len(parts) > 1 {
+		differ = "differ"
+	}
+	summary := "no drift: " + strings.Join(parts, ", ") + " " + differ + " from the source"
 	if r.Drift {
-		summary = "drift: " + strings.Join(parts, ", ") + " differ from the source"
+		summary = "drift: " + strings.Join(parts, ", ") + " " + differ + " from the source"
 	}
 	if len(r.UnmanagedNodes) > 0 {
 		summary += fmt.Sprintf("; not managed by nodegen (no %s label, no gce:// providerID): %s", model.GroupLabel, strings.Join(r.UnmanagedNodes, ", "))
 	}
 	_, err := fmt.Fprintln(w, "\n"+summary)
 	return err
+}
+
+// plural is one for n == 1, many otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -72,7 +72,7 @@ spec:
 			"cpu-burst": {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient nvidia.com/gpu: requests 1, the node has none"}}},
 			"gpu-t4":    {verdict: explain.Fits, zones: bothZones},
 			"spot-gpu-t4": {verdict: explain.Fits, zones: spotZones, notes: []string{spotNote,
-				"nvidia.com/gpu is time-sliced 4 ways: a node advertises 4 for 1 physical GPU(s); the pod's 1 share GPUs with other pods"}},
+				"nvidia.com/gpu is time-sliced 4 ways: a node advertises 4 for 1 physical GPU; the pod's 1 share GPUs with other pods"}},
 		},
 	},
 	{
@@ -92,7 +92,7 @@ spec:
 		groups: map[string]want{
 			"cpu-burst":   {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient nvidia.com/gpu: requests 3, the node has none"}}},
 			"gpu-t4":      {verdict: explain.NoFit, reasons: []reasonWant{{kind: "resource", contains: "insufficient nvidia.com/gpu: requests 3"}}},
-			"spot-gpu-t4": {verdict: explain.Fits, zones: spotZones, notes: []string{spotNote, "time-sliced 4 ways: a node advertises 4 for 1 physical GPU(s); the pod's 3 share"}},
+			"spot-gpu-t4": {verdict: explain.Fits, zones: spotZones, notes: []string{spotNote, "time-sliced 4 ways: a node advertises 4 for 1 physical GPU; the pod's 3 share"}},
 		},
 	},
 	{

@@ -27,8 +27,12 @@ func capacityNotes(g *model.NodeGroup, w *Workload) []string {
 		req := resourcehelper.PodRequests(w.Pod, resourcehelper.PodResourcesOptions{})
 		if q, ok := req[model.GPUResource]; ok && !q.IsZero() {
 			r := g.GPUReplicas()
-			notes = append(notes, fmt.Sprintf("%s is time-sliced %d ways: a node advertises %d for %d physical GPU(s); the pod's %s share GPUs with other pods, without memory isolation",
-				model.GPUResource, r, g.AdvertisedGPUs(), g.GPU.Count, q.String()))
+			physical := "GPUs"
+			if g.GPU.Count == 1 {
+				physical = "GPU"
+			}
+			notes = append(notes, fmt.Sprintf("%s is time-sliced %d ways: a node advertises %d for %d physical %s; the pod's %s share GPUs with other pods, without memory isolation",
+				model.GPUResource, r, g.AdvertisedGPUs(), g.GPU.Count, physical, q.String()))
 		}
 	}
 	return notes

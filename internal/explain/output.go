@@ -54,7 +54,14 @@ func WriteTable(w io.Writer, r *Report) error {
 		_, err := fmt.Fprintf(w, "\nevery workload fits an autoscaled node group (%d)\n", len(r.Workloads))
 		return err
 	default:
-		_, err := fmt.Fprintf(w, "\n%d of %d workloads fit no autoscaled node group: %s\n", len(none), len(r.Workloads), strings.Join(none, ", "))
+		noun, verb := "workloads", "fit"
+		if len(r.Workloads) == 1 {
+			noun = "workload"
+		}
+		if len(none) == 1 {
+			verb = "fits"
+		}
+		_, err := fmt.Fprintf(w, "\n%d of %d %s %s no autoscaled node group: %s\n", len(none), len(r.Workloads), noun, verb, strings.Join(none, ", "))
 		return err
 	}
 }

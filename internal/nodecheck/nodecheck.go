@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/sets"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 
@@ -351,12 +352,7 @@ func compareTaints(g *model.NodeGroup, n *corev1.Node, opts Options) []Finding {
 	return out
 }
 
-// shortDuration writes a duration to the minute ("2h5m", "30m", "45s"
-// below a minute).
-func shortDuration(d time.Duration) string {
-	if d < time.Minute {
-		return d.Round(time.Second).String()
-	}
-	s := d.Round(time.Minute).String()
-	return strings.TrimSuffix(s, "0s")
-}
+// shortDuration writes a duration as kubectl writes ages (its AGE column:
+// "45s", "30m", "5h10m", "3d4h", "183d"; k8s.io/apimachinery,
+// pkg/util/duration.HumanDuration).
+func shortDuration(d time.Duration) string { return duration.HumanDuration(d) }

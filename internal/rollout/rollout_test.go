@@ -297,7 +297,7 @@ func TestRolloutReplacesWithinBudget(t *testing.T) {
 	for _, want := range []string{
 		"2. gpu-t4 (gce): 3 stale nodes → revision " + s.cur["gpu-t4"],
 		"change: label example.com/pool: gpu-burst → gpu-burst-2",
-		"1. cpu-burst (gce): up to date at revision " + s.cur["cpu-burst"] + " (1 nodes), untouched",
+		"1. cpu-burst (gce): up to date at revision " + s.cur["cpu-burst"] + " (1 node), untouched",
 		"rollout: cpu-burst/us-central1-a: up to date",
 		"rollout done",
 	} {

@@ -26,7 +26,7 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 			for _, m := range g.MIGs {
 				current += len(m.Current)
 			}
-			fmt.Fprintf(&b, "\n%d. %s (%s): up to date at revision %s (%d nodes), untouched\n", i+1, g.Group, kind, g.Revision, current)
+			fmt.Fprintf(&b, "\n%d. %s (%s): up to date at revision %s (%d %s), untouched\n", i+1, g.Group, kind, g.Revision, current, plural(current, "node", "nodes"))
 			continue
 		}
 		total += stale

@@ -101,6 +101,9 @@ func blocks(doc string, lines []string) ([]block, error) {
 	return out, nil
 }
 
+// shippedCopy is testsrc.ShippedCopyDir relative to the repository's root.
+const shippedCopy = "internal/testing/testsrc/testdata/shipped/nodegroups"
+
 // TestDocExamples: every output a doc shows under <!-- doc-run --> is what
 // its commands print on the shipped example, and every block under
 // <!-- doc-file: PATH --> is that file's content. When one differs, the
@@ -112,6 +115,9 @@ func blocks(doc string, lines []string) ([]block, error) {
 // green, and CI holds nodegroups/ to the copy (TestShippedCopyCurrent).
 func TestDocExamples(t *testing.T) {
 	root := testsrc.RepoRoot()
+	if got, err := filepath.Rel(root, testsrc.ShippedCopyDir()); err != nil || filepath.ToSlash(got) != shippedCopy {
+		t.Fatalf("the shipped example's copy is at %s, not %s", got, shippedCopy)
+	}
 	example := renderExample(t)
 	update := os.Getenv(updateEnv) == "1"
 	if update {
@@ -165,7 +171,7 @@ func TestDocExamples(t *testing.T) {
 					t.Errorf("%s:%d: the commands of this block no longer print what it shows on the shipped example (its copy %s).\n"+
 						"If the change is intended, update the block (%s=1 go test ./internal/testing/docexamples/ rewrites it, and refreshes %s from out/; review the diff).\n"+
 						"--- the doc\n%s\n--- the commands print\n%s",
-						b.doc, b.line, testsrc.ShippedCopyDir(), updateEnv, templateFile, strings.Join(body, "\n"), strings.Join(got, "\n"))
+						b.doc, b.line, shippedCopy, updateEnv, templateFile, strings.Join(body, "\n"), strings.Join(got, "\n"))
 				})
 			}
 		}
