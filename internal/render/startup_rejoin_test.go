@@ -43,7 +43,7 @@ func reboot(t *testing.T, script []byte, vm scripttest.VM, prev scripttest.Resul
 		o = opt[0]
 	}
 	o.StateDir, o.KubernetesDir, o.KubeletDir = prev.StateDir, prev.KubernetesDir, prev.KubeletDir
-	o.Env = append([]string{"NODEGEN_JOIN_DEADLINE=" + strconv.Itoa(rejoinDeadline)}, o.Env...)
+	o.Env = append([]string{"NODEGEN_JOIN_DEADLINE=" + strconv.Itoa(rejoinDeadline), "NODEGEN_CREDENTIAL_CHECK_DELAY=0.2"}, o.Env...)
 	return scripttest.Run(t, script, vm, o)
 }
 
@@ -182,6 +182,83 @@ func TestStartupScriptKeepsJoinedNode(t *testing.T) {
 		if after := snapshot(t, first.KubernetesDir, first.KubeletDir); !slices.Equal(before, after) {
 			t.Errorf("inline %v: the boot changed the node's files:\nbefore %q\nafter  %q", inline, before, after)
 		}
+	}
+}
+
+// TestStartupScriptIgnoresCertificateRotation boots a joined node again
+// and again while its kubelet rotates the client certificate every 2 ms as
+// client-go's certificate store does (k8s.io/client-go v0.37.2
+// util/certificate/certificate_store.go updateSymlink: the new pair in a
+// file of its own, a symlink to it made under another name, the
+// kubelet-client-current.pem symlink removed and the new one renamed into
+// its place): no boot takes the node for half-joined, none resets it.
+func TestStartupScriptIgnoresCertificateRotation(t *testing.T) {
+	src, files := testsrc.Example(t)
+	g := src.NodeGroups["gpu-t4"]
+	script := files[layout.StartupScriptPath(g.Name)]
+	vm := gpuVM(src, g)
+	first := joinedNode(t, script, vm, scripttest.Options{})
+	pki := filepath.Join(first.KubeletDir, "pki")
+	current := filepath.Join(pki, "kubelet-client-current.pem")
+	var pairs [][]byte
+	for range 8 {
+		pairs = append(pairs, scripttest.KubeletClientPEM(t, vm.Instance, time.Now().Add(time.Hour)))
+	}
+	pairFile := func(n int) string { return filepath.Join(pki, "kubelet-client-"+strconv.Itoa(n)+".pem") }
+	must(t, os.WriteFile(pairFile(0), pairs[0], 0o600))
+	must(t, os.Remove(current))
+	must(t, os.Symlink(pairFile(0), current))
+
+	// The rotations; the first error is reported once the boots are
+	// over (a reset, when a boot wrongly does one, empties pki).
+	stop, done := make(chan struct{}), make(chan int)
+	var rotateErr error
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			n++
+			updated := filepath.Join(pki, "kubelet-client-updated.pem")
+			for _, err := range []error{
+				os.WriteFile(pairFile(n), pairs[n%len(pairs)], 0o600),
+				os.Symlink(pairFile(n), updated),
+				os.Remove(current),
+				os.Rename(updated, current),
+			} {
+				if err != nil && rotateErr == nil {
+					rotateErr = err
+				}
+			}
+			os.Remove(pairFile(n - 2))
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	const boots = 150
+	lookedAgain := 0
+	for i := 1; i <= boots; i++ {
+		res := reboot(t, script, vm, first)
+		if res.ExitCode != 0 || len(res.KubeadmCalls) != 0 || strings.Contains(res.Stderr, "half-joined") {
+			close(stop)
+			<-done
+			t.Fatalf("boot %d of %d, the kubelet rotating its certificate: exit %d, kubeadm calls %q\n%s", i, boots, res.ExitCode, res.KubeadmCalls, res.Stderr)
+		}
+		if strings.Contains(res.Stderr, "looking again") {
+			lookedAgain++
+		}
+	}
+	close(stop)
+	rotations := <-done
+	if rotateErr != nil {
+		t.Fatalf("rotating the certificate: %v", rotateErr)
+	}
+	t.Logf("%d boots during %d rotations: none reset the node; %d looked at the credentials again", boots, rotations, lookedAgain)
+	if rotations < boots {
+		t.Errorf("only %d rotations during %d boots", rotations, boots)
 	}
 }
 

@@ -61,6 +61,11 @@ HTTP_TIMEOUT="${NODEGEN_HTTP_TIMEOUT:-10}"
 IAM_PROPAGATION_WINDOW="${NODEGEN_IAM_PROPAGATION_WINDOW:-420}"
 
 KUBELET_DIR="${NODEGEN_KUBELET_DIR:-/var/lib/kubelet}"
+# How many times, CREDENTIAL_CHECK_DELAY seconds apart, what kubeadm join
+# left is looked at before the node counts as half-joined: the kubelet,
+# started beside this script, may be replacing its client certificate.
+CREDENTIAL_CHECKS="${NODEGEN_CREDENTIAL_CHECKS:-5}"
+CREDENTIAL_CHECK_DELAY="${NODEGEN_CREDENTIAL_CHECK_DELAY:-1}"
 
 readonly STARTED="${EPOCHSECONDS}"
 CONFIG_FILE="${STATE_DIR}/join-configuration.yaml"
@@ -226,16 +231,37 @@ kubeconfig_value() {
 }
 
 # kubelet_can_start succeeds when what kubeadm join left on this node still
-# lets the kubelet start: kubelet.conf names a client certificate and key
-# (files, relative to kubelet.conf's directory as the kubelet reads them,
-# or inline data) that exist, parse, have not expired and belong together,
-# and the kubelet's configuration and flags kubeadm wrote (config.yaml and
-# kubeadm-flags.env in KUBELET_DIR) exist. With local SSDs KUBELET_DIR is on
-# them while kubelet.conf is on the boot disk: after the SSDs' data is lost
-# only kubelet.conf is left. Otherwise it sets JOIN_PROBLEM to what is wrong
-# and fails.
+# lets the kubelet start (kubelet_credentials_usable) at one of
+# CREDENTIAL_CHECKS looks, CREDENTIAL_CHECK_DELAY seconds apart. The kubelet
+# rotates its client certificate by writing the new pair to a new file,
+# removing the kubelet-client-current.pem symlink and renaming a new one
+# in its place (k8s.io/client-go v0.37.2 util/certificate/certificate_store.go
+# updateSymlink): a look in between finds no file, so one failed look does
+# not make a node half-joined. Otherwise JOIN_PROBLEM says what is wrong,
+# as the last look found it, and it fails.
 kubelet_can_start() {
-	local conf="${KUBERNETES_DIR}/kubelet.conf" f kind path data cert="" key="" cert_at key_at
+	local i
+	for ((i = 1; ; i++)); do
+		kubelet_credentials_usable && return 0
+		((i < CREDENTIAL_CHECKS)) || return 1
+		log "the kubelet's credentials look unusable (${JOIN_PROBLEM}); looking again in ${CREDENTIAL_CHECK_DELAY}s (${i} of ${CREDENTIAL_CHECKS})"
+		sleep "${CREDENTIAL_CHECK_DELAY}"
+	done
+}
+
+# kubelet_credentials_usable succeeds when kubelet.conf names a client
+# certificate and key (files, relative to kubelet.conf's directory as the
+# kubelet reads them, or inline data) that exist, parse, have not expired
+# and belong together, and the kubelet's configuration and flags kubeadm
+# wrote (config.yaml and kubeadm-flags.env in KUBELET_DIR) exist. A
+# certificate and key in one file (kubeadm names kubelet-client-current.pem
+# for both) are read from one open of it, so that they are of one pair
+# even while the kubelet replaces the file. With local SSDs KUBELET_DIR is
+# on them while kubelet.conf is on the boot disk: after the SSDs' data is
+# lost only kubelet.conf is left. Otherwise it sets JOIN_PROBLEM to what is
+# wrong and fails.
+kubelet_credentials_usable() {
+	local conf="${KUBERNETES_DIR}/kubelet.conf" f kind path data cert="" key="" cert_at key_at read_path="" read_data=""
 	JOIN_PROBLEM=""
 	for f in config.yaml kubeadm-flags.env; do
 		if [[ ! -s "${KUBELET_DIR}/${f}" ]]; then
@@ -247,10 +273,13 @@ kubelet_can_start() {
 		path="$(kubeconfig_value "client-${kind}" "${conf}")"
 		if [[ -n "${path}" ]]; then
 			[[ "${path}" == /* ]] || path="$(dirname -- "${conf}")/${path}"
-			if [[ ! -s "${path}" ]] || ! data="$(cat -- "${path}")"; then
+			if [[ "${path}" == "${read_path}" ]]; then
+				data="${read_data}"
+			elif ! data="$(cat -- "${path}" 2>/dev/null)" || [[ -z "${data}" ]]; then
 				JOIN_PROBLEM="the kubelet's client ${kind} ${path}, named in ${conf}, is missing or empty"
 				return 1
 			fi
+			read_path="${path}" read_data="${data}"
 		elif data="$(kubeconfig_value "client-${kind}-data" "${conf}")" && [[ -n "${data}" ]]; then
 			path="${conf} (client-${kind}-data)"
 			if ! data="$(printf '%s' "${data}" | base64 -d 2>/dev/null)"; then
@@ -324,7 +353,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/pool=cpu,node.kubernetes.io/instance-type=n2-standard-8,nodegen.dev/node-group=cpu-burst,nodegen.dev/revision=68736a75cd6c,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/pool=cpu,node.kubernetes.io/instance-type=n2-standard-8,nodegen.dev/node-group=cpu-burst,nodegen.dev/revision=ce816502afc7,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
