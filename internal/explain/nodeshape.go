@@ -18,8 +18,8 @@ func capacityNotes(g *model.NodeGroup, w *Workload) []string {
 	var notes []string
 	if g.Spot {
 		grace := "no graceful shutdown"
-		if g.Kubelet != nil && g.Kubelet.ShutdownGracePeriod != "" {
-			grace = "the kubelet stops pods within shutdownGracePeriod " + g.Kubelet.ShutdownGracePeriod
+		if g.Kubelet != nil && !g.Kubelet.ShutdownGracePeriod.IsZero() {
+			grace = "the kubelet stops pods within shutdownGracePeriod " + g.Kubelet.ShutdownGracePeriod.String()
 		}
 		notes = append(notes, fmt.Sprintf("lands on Spot VMs: GCE may preempt them with %s notice (%s)", model.SpotPreemptionNotice, grace))
 	}

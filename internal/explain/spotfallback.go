@@ -27,15 +27,12 @@ func spotFallbacks(src *model.Source) []SpotFallback {
 		if !src.PreferredSpot(g) {
 			continue
 		}
-		worst, err := src.Cluster.SpotFallbackDelay(g)
-		if err != nil {
-			continue // vet reports the bad maxNodeProvisionTime
-		}
+		worst := src.Cluster.SpotFallbackDelay(g)
 		out = append(out, SpotFallback{
 			Group: g.Name, Zones: len(g.Zones),
 			MaxNodeProvisionTime: (worst / time.Duration(len(g.Zones))).String(),
 			Worst:                worst.String(),
-			Bound:                src.Cluster.Autoscaler.MaxSpotFallbackDelay,
+			Bound:                src.Cluster.Autoscaler.MaxSpotFallbackDelay.String(),
 		})
 	}
 	return out

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -22,7 +24,7 @@ func TestSpotFallbacks(t *testing.T) {
 	src.NodeGroups["spot-gpu-t4"].Priority = &hi
 	src.NodeGroups["gpu-t4"].Priority = &lo
 	src.NodeGroups["cpu-burst"].Priority = &hi
-	src.Cluster.Autoscaler.MaxSpotFallbackDelay = "45m"
+	src.Cluster.Autoscaler.MaxSpotFallbackDelay = model.DurationOf(45 * time.Minute)
 	got := spotFallbacks(src)
 	if len(got) != 1 || got[0].Group != "spot-gpu-t4" || got[0].Zones != 3 || got[0].MaxNodeProvisionTime != "20m0s" || got[0].Worst != "1h0m0s" || got[0].Bound != "45m" {
 		t.Fatalf("spot fallbacks %+v", got)

@@ -155,11 +155,7 @@ func (s *Source) ProvisionTimes() []string {
 		if !g.Autoscaled() {
 			continue
 		}
-		d, err := s.Cluster.MaxNodeProvisionTime(g)
-		if err != nil {
-			continue
-		}
-		out = append(out, g.Name+" "+FormatDuration(d))
+		out = append(out, g.Name+" "+FormatDuration(s.Cluster.MaxNodeProvisionTime(g)))
 	}
 	return out
 }

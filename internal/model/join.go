@@ -26,16 +26,11 @@ const (
 // MaxNodeProvisionTime is the group's effective maxNodeProvisionTime: its
 // own autoscaling.maxNodeProvisionTime (read by the autoscaler from
 // kube-env, so only for autoscaled groups), else the cluster's.
-func (c *Cluster) MaxNodeProvisionTime(g *NodeGroup) (time.Duration, error) {
-	s := c.Autoscaler.MaxNodeProvisionTime
-	if g.Autoscaled() && g.Autoscaling.MaxNodeProvisionTime != "" {
-		s = g.Autoscaling.MaxNodeProvisionTime
+func (c *Cluster) MaxNodeProvisionTime(g *NodeGroup) time.Duration {
+	if g.Autoscaled() && !g.Autoscaling.MaxNodeProvisionTime.IsZero() {
+		return g.Autoscaling.MaxNodeProvisionTime.Duration()
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("maxNodeProvisionTime %q: %w", s, err)
-	}
-	return d, nil
+	return c.Autoscaler.MaxNodeProvisionTime.Duration()
 }
 
 // JoinDeadline is how long the group's join script may take, from its
@@ -43,10 +38,7 @@ func (c *Cluster) MaxNodeProvisionTime(g *NodeGroup) (time.Duration, error) {
 // JoinBootMargin and JoinRegistrationMargin. It is an error when that
 // leaves less than MinJoinDeadline.
 func (c *Cluster) JoinDeadline(g *NodeGroup) (time.Duration, error) {
-	mnpt, err := c.MaxNodeProvisionTime(g)
-	if err != nil {
-		return 0, err
-	}
+	mnpt := c.MaxNodeProvisionTime(g)
 	d := mnpt - JoinBootMargin - JoinRegistrationMargin
 	if d < MinJoinDeadline {
 		return 0, fmt.Errorf("maxNodeProvisionTime %s leaves the join %s after the boot (%s) and registration (%s) margins; it needs at least %s, so maxNodeProvisionTime at least %s",

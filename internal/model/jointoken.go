@@ -38,33 +38,22 @@ func (r Renewal) Grace() time.Duration { return r.Provision + JoinTokenMargin }
 // has joined: the token read just before a renewal is Period old then.
 func (r Renewal) MinTTL() time.Duration { return r.Period + r.Grace() }
 
-// Renewal parses the join token's TTL and period and finds the longest
+// Renewal is the join token's TTL and period and the longest
 // maxNodeProvisionTime of the cloud groups (a group's override, or the
 // cluster's default).
-func (s *Source) Renewal() (Renewal, error) {
-	var r Renewal
-	var err error
+func (s *Source) Renewal() Renewal {
 	jt := s.Cluster.JoinToken
-	if r.TTL, err = time.ParseDuration(jt.TTL); err != nil {
-		return r, fmt.Errorf("joinToken.ttl: %w", err)
-	}
-	if r.Period, err = time.ParseDuration(jt.RenewEvery); err != nil {
-		return r, fmt.Errorf("joinToken.renewEvery: %w", err)
-	}
+	r := Renewal{TTL: jt.TTL.Duration(), Period: jt.RenewEvery.Duration()}
 	for _, g := range s.CloudGroups() {
 		v := g.Autoscaling.MaxNodeProvisionTime
-		if v == "" {
+		if v.IsZero() {
 			v = s.Cluster.Autoscaler.MaxNodeProvisionTime
 		}
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return r, fmt.Errorf("node group %s: maxNodeProvisionTime: %w", g.Name, err)
-		}
-		if d > r.Provision {
+		if d := v.Duration(); d > r.Provision {
 			r.Provision, r.ProvisionGroup = d, g.Name
 		}
 	}
-	return r, nil
+	return r
 }
 
 // CronSchedule returns the cron schedule (UTC) that runs every period:

@@ -31,21 +31,18 @@ func TestCronSchedule(t *testing.T) {
 func TestRenewalTakesLongestEffectiveProvisionTime(t *testing.T) {
 	s := &Source{NodeGroups: map[string]*NodeGroup{
 		"a":      {Name: "a", Kind: KindGCE},
-		"b":      {Name: "b", Kind: KindGCEStatic, Autoscaling: AutoscalingOptions{MaxNodeProvisionTime: "40m"}},
-		"onprem": {Name: "onprem", Kind: KindOnPrem, Autoscaling: AutoscalingOptions{MaxNodeProvisionTime: "9h"}},
+		"b":      {Name: "b", Kind: KindGCEStatic, Autoscaling: AutoscalingOptions{MaxNodeProvisionTime: DurationOf(40 * time.Minute)}},
+		"onprem": {Name: "onprem", Kind: KindOnPrem, Autoscaling: AutoscalingOptions{MaxNodeProvisionTime: DurationOf(9 * time.Hour)}},
 	}}
-	s.Cluster.JoinToken = JoinToken{TTL: "2h", RenewEvery: "1h"}
-	s.Cluster.Autoscaler.MaxNodeProvisionTime = "15m"
-	r, err := s.Renewal()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.Cluster.JoinToken = JoinToken{TTL: DurationOf(2 * time.Hour), RenewEvery: DurationOf(1 * time.Hour)}
+	s.Cluster.Autoscaler.MaxNodeProvisionTime = DurationOf(15 * time.Minute)
+	r := s.Renewal()
 	if r.Provision != 40*time.Minute || r.ProvisionGroup != "b" || r.Grace() != 70*time.Minute || r.MinTTL() != 130*time.Minute {
 		t.Errorf("Renewal() = %+v, grace %v, min ttl %v", r, r.Grace(), r.MinTTL())
 	}
-	s.NodeGroups["b"].Autoscaling.MaxNodeProvisionTime = ""
-	s.Cluster.Autoscaler.MaxNodeProvisionTime = "50m"
-	if r, err := s.Renewal(); err != nil || r.Provision != 50*time.Minute {
-		t.Errorf("with the cluster default 50m: %+v, %v", r, err)
+	s.NodeGroups["b"].Autoscaling.MaxNodeProvisionTime = Duration{}
+	s.Cluster.Autoscaler.MaxNodeProvisionTime = DurationOf(50 * time.Minute)
+	if r := s.Renewal(); r.Provision != 50*time.Minute {
+		t.Errorf("with the cluster default 50m: %+v", r)
 	}
 }

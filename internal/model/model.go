@@ -83,7 +83,7 @@ type NodeLifecycle struct {
 	// NotReadyGracePeriod is a Go duration: how long a cloud node whose VM
 	// exists may be not Ready before the collector logs it as stuck, and
 	// how long a Node without a Ready condition is left alone.
-	NotReadyGracePeriod string `json:"notReadyGracePeriod"`
+	NotReadyGracePeriod Duration `json:"notReadyGracePeriod"`
 }
 
 // JoinToken says where the bootstrap token is read at boot.
@@ -91,8 +91,8 @@ type JoinToken struct {
 	SecretManager *SecretRef `json:"secretManager,omitempty"`
 	MetadataKey   string     `json:"metadataKey,omitempty"`
 	// TTL and RenewEvery are Go durations; see Renewal.
-	TTL        string `json:"ttl"`
-	RenewEvery string `json:"renewEvery"`
+	TTL        Duration `json:"ttl"`
+	RenewEvery Duration `json:"renewEvery"`
 }
 
 // SecretRef names a Secret Manager secret version.
@@ -119,22 +119,22 @@ type GCP struct {
 
 // Autoscaler holds the Cluster Autoscaler's global settings.
 type Autoscaler struct {
-	NodeGroup                        string  `json:"nodeGroup"`
-	Version                          string  `json:"version,omitempty"`
-	Namespace                        string  `json:"namespace"`
-	Expander                         string  `json:"expander"`
-	BalanceSimilarNodeGroups         *bool   `json:"balanceSimilarNodeGroups,omitempty"`
-	ScaleDownUtilizationThreshold    float64 `json:"scaleDownUtilizationThreshold"`
-	ScaleDownGpuUtilizationThreshold float64 `json:"scaleDownGpuUtilizationThreshold"`
-	ScaleDownUnneededTime            string  `json:"scaleDownUnneededTime"`
-	ScaleDownUnreadyTime             string  `json:"scaleDownUnreadyTime"`
-	MaxNodeProvisionTime             string  `json:"maxNodeProvisionTime"`
-	Caps                             *Caps   `json:"caps,omitempty"`
+	NodeGroup                        string   `json:"nodeGroup"`
+	Version                          string   `json:"version,omitempty"`
+	Namespace                        string   `json:"namespace"`
+	Expander                         string   `json:"expander"`
+	BalanceSimilarNodeGroups         *bool    `json:"balanceSimilarNodeGroups,omitempty"`
+	ScaleDownUtilizationThreshold    float64  `json:"scaleDownUtilizationThreshold"`
+	ScaleDownGpuUtilizationThreshold float64  `json:"scaleDownGpuUtilizationThreshold"`
+	ScaleDownUnneededTime            Duration `json:"scaleDownUnneededTime"`
+	ScaleDownUnreadyTime             Duration `json:"scaleDownUnreadyTime"`
+	MaxNodeProvisionTime             Duration `json:"maxNodeProvisionTime"`
+	Caps                             *Caps    `json:"caps,omitempty"`
 	// SingleZone says the autoscaler's group has one zone on purpose.
 	SingleZone bool `json:"singleZone,omitempty"`
 	// MaxSpotFallbackDelay is a Go duration: the longest worst-case delay
-	// before a preferred spot group falls back; "" means no bound.
-	MaxSpotFallbackDelay string `json:"maxSpotFallbackDelay,omitempty"`
+	// before a preferred spot group falls back; unset means no bound.
+	MaxSpotFallbackDelay Duration `json:"maxSpotFallbackDelay,omitzero"`
 	// AcceptUnknownVersion says the source uses, on purpose, an image tag
 	// nodegen's table of releases does not know or one for another
 	// Kubernetes minor than the control plane's.
@@ -211,18 +211,18 @@ type Kubelet struct {
 	// MaxPods is the kubelet's maxPods (the schema defaults it to 110).
 	MaxPods int `json:"maxPods"`
 	// ShutdownGracePeriod and ShutdownGracePeriodCriticalPods are Go
-	// durations, empty when the source leaves them unset.
-	ShutdownGracePeriod             string `json:"shutdownGracePeriod,omitempty"`
-	ShutdownGracePeriodCriticalPods string `json:"shutdownGracePeriodCriticalPods,omitempty"`
+	// durations, zero when the source leaves them unset.
+	ShutdownGracePeriod             Duration `json:"shutdownGracePeriod,omitzero"`
+	ShutdownGracePeriodCriticalPods Duration `json:"shutdownGracePeriodCriticalPods,omitzero"`
 }
 
 // AutoscalingOptions are per-group autoscaler overrides.
 type AutoscalingOptions struct {
 	ScaleDownUtilizationThreshold    *float64 `json:"scaleDownUtilizationThreshold,omitempty"`
 	ScaleDownGpuUtilizationThreshold *float64 `json:"scaleDownGpuUtilizationThreshold,omitempty"`
-	ScaleDownUnneededTime            string   `json:"scaleDownUnneededTime,omitempty"`
-	ScaleDownUnreadyTime             string   `json:"scaleDownUnreadyTime,omitempty"`
-	MaxNodeProvisionTime             string   `json:"maxNodeProvisionTime,omitempty"`
+	ScaleDownUnneededTime            Duration `json:"scaleDownUnneededTime,omitzero"`
+	ScaleDownUnreadyTime             Duration `json:"scaleDownUnreadyTime,omitzero"`
+	MaxNodeProvisionTime             Duration `json:"maxNodeProvisionTime,omitzero"`
 }
 
 // Resolve fills in what nodegen derives from the source: the GPU groups'

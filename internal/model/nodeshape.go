@@ -31,11 +31,14 @@ const (
 	// SpotPreemptionNotice is how long GCE gives a preempted Spot VM
 	// between the ACPI soft-off signal and its hard stop.
 	SpotPreemptionNotice = 30 * time.Second
-	// SpotShutdownGracePeriod and SpotShutdownGracePeriodCriticalPods are
-	// the kubelet shutdown periods Spot groups get by default: all of the
-	// notice, a third of it for critical pods.
-	SpotShutdownGracePeriod             = "30s"
-	SpotShutdownGracePeriodCriticalPods = "10s"
+)
+
+// SpotShutdownGracePeriod and SpotShutdownGracePeriodCriticalPods are the
+// kubelet shutdown periods Spot groups get by default: all of the notice,
+// a third of it for critical pods.
+var (
+	SpotShutdownGracePeriod             = DurationOf(SpotPreemptionNotice)
+	SpotShutdownGracePeriodCriticalPods = DurationOf(SpotPreemptionNotice / 3)
 )
 
 // SpotTerminationAction is what GCE does with a preempted Spot VM of a
@@ -79,7 +82,7 @@ func (g *NodeGroup) resolveCapacity() {
 	}
 	if g.Spot {
 		g.NodeLabels[SpotLabel] = "true"
-		if g.Kubelet != nil && g.Kubelet.ShutdownGracePeriod == "" && g.Kubelet.ShutdownGracePeriodCriticalPods == "" {
+		if g.Kubelet != nil && g.Kubelet.ShutdownGracePeriod.IsZero() && g.Kubelet.ShutdownGracePeriodCriticalPods.IsZero() {
 			g.Kubelet.ShutdownGracePeriod = SpotShutdownGracePeriod
 			g.Kubelet.ShutdownGracePeriodCriticalPods = SpotShutdownGracePeriodCriticalPods
 		}

@@ -9,7 +9,7 @@ type Rollout struct {
 	// coming up when its old nodes are drained (at most Surge).
 	MaxUnavailable int `json:"maxUnavailable"`
 	// DrainTimeout is a Go duration: how long one node's drain may take.
-	DrainTimeout string `json:"drainTimeout"`
+	DrainTimeout Duration `json:"drainTimeout"`
 	// Exclude names the cloud groups the rollout leaves alone.
 	Exclude []string `json:"exclude"`
 }

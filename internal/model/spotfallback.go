@@ -20,12 +20,8 @@ import "time"
 // SpotFallbackDelay is the longest a scale-up that the priority expander
 // sends to Spot group g may wait before it falls back to a group of lower
 // priority: g's zones times its maxNodeProvisionTime.
-func (c *Cluster) SpotFallbackDelay(g *NodeGroup) (time.Duration, error) {
-	d, err := c.MaxNodeProvisionTime(g)
-	if err != nil {
-		return 0, err
-	}
-	return time.Duration(len(g.Zones)) * d, nil
+func (c *Cluster) SpotFallbackDelay(g *NodeGroup) time.Duration {
+	return time.Duration(len(g.Zones)) * c.MaxNodeProvisionTime(g)
 }
 
 // PreferredSpot reports whether g is a Spot group the priority expander

@@ -86,10 +86,7 @@ func NodeCSRApproverScript() []byte {
 func InstanceGroupsEnv(src *model.Source) (string, error) {
 	var lines []string
 	for _, g := range src.CloudGroups() {
-		d, err := src.Cluster.MaxNodeProvisionTime(g)
-		if err != nil {
-			return "", fmt.Errorf("node group %s: %w", g.Name, err)
-		}
+		d := src.Cluster.MaxNodeProvisionTime(g)
 		lines = append(lines, src.Cluster.BaseInstanceName(g)+" "+strconv.FormatInt(int64(d/time.Second), 10)+" "+strings.Join(g.Zones, " "))
 	}
 	return strings.Join(lines, "\n"), nil

@@ -36,10 +36,10 @@ func AutoscalerOptions(src *model.Source) [][2]string {
 		// (the chart's Role grants the Lease "cluster-autoscaler", the
 		// autoscaler's default --leader-elect-resource-name).
 		{"leader-elect", "true"},
-		{"max-node-provision-time", a.MaxNodeProvisionTime},
+		{"max-node-provision-time", a.MaxNodeProvisionTime.String()},
 		{"scale-down-gpu-utilization-threshold", formatFloat(a.ScaleDownGpuUtilizationThreshold)},
-		{"scale-down-unneeded-time", a.ScaleDownUnneededTime},
-		{"scale-down-unready-time", a.ScaleDownUnreadyTime},
+		{"scale-down-unneeded-time", a.ScaleDownUnneededTime.String()},
+		{"scale-down-unready-time", a.ScaleDownUnreadyTime.String()},
 		{"scale-down-utilization-threshold", formatFloat(a.ScaleDownUtilizationThreshold)},
 	}...)
 }

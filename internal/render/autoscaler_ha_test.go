@@ -154,10 +154,7 @@ func TestFixedSizeGroupsAutoheal(t *testing.T) {
 				if got := ref.RootName() + "." + ref[1].(hcl.TraverseAttr).Name + "." + ref[2].(hcl.TraverseAttr).Name; got != render.TFHealthCheck+"."+hc.Labels[1]+".id" {
 					t.Errorf("autohealing with %s, want the group's health check %s", got, hc.Labels[1])
 				}
-				mnpt, err := src.Cluster.MaxNodeProvisionTime(g)
-				if err != nil {
-					t.Fatal(err)
-				}
+				mnpt := src.Cluster.MaxNodeProvisionTime(g)
 				if got, _ := attrValue(t, p.Body, "initial_delay_sec", ctx).AsBigFloat().Int64(); got != int64(mnpt.Seconds()) {
 					t.Errorf("initial_delay_sec %d, want the group's maxNodeProvisionTime %v", got, mnpt)
 				}

@@ -86,10 +86,7 @@ func Day0FirstTokenCommand(src *model.Source) (string, error) {
 	if sm == nil {
 		return "", fmt.Errorf("no Secret Manager join token")
 	}
-	r, err := src.Renewal()
-	if err != nil {
-		return "", err
-	}
+	r := src.Renewal()
 	return fmt.Sprintf("ssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl %s --description nodegen-first-join-token |\n  gcloud secrets versions add %s --project=%s --data-file=-",
 		Day0ControlPlaneHostVar, model.FormatDuration(r.TTL), sm.Secret, src.Cluster.GCP.Project), nil
 }
@@ -287,10 +284,7 @@ func (d *day0Doc) renewer() (int, error) {
 	renews, src := d.renews, d.src
 	renewStep := 0
 	if renews {
-		r, err := src.Renewal()
-		if err != nil {
-			return 0, err
-		}
+		r := src.Renewal()
 		renewStep = d.next("Let the renewer take over")
 		d.p("Run the renewer once now, on the autoscaler's node that has joined; from then on its CronJob adds a fresh token every %s. The first token, made by kubeadm, is retired %s after this (its version disabled; it expires by its own %s).\n\n",
 			model.FormatDuration(r.Period), model.FormatDuration(r.Grace()), model.FormatDuration(r.TTL))

@@ -3,6 +3,7 @@ package render_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
@@ -54,7 +55,7 @@ func TestDay0Order(t *testing.T) {
 // no renewer, and the steps neither apply nor run one.
 func TestDay0MetadataKey(t *testing.T) {
 	src, _ := testsrc.Example(t)
-	src.Cluster.JoinToken = model.JoinToken{MetadataKey: "kubeadm-join-token", TTL: "24h", RenewEvery: "6h"}
+	src.Cluster.JoinToken = model.JoinToken{MetadataKey: "kubeadm-join-token", TTL: model.DurationOf(24 * time.Hour), RenewEvery: model.DurationOf(6 * time.Hour)}
 	files, err := render.All(src)
 	if err != nil {
 		t.Fatal(err)

@@ -22,10 +22,7 @@ func (d *docWriter) joinToken() {
 		return
 	}
 	sm := c.JoinToken.SecretManager
-	r, err := d.src.Renewal()
-	if err != nil {
-		return // Docs runs after JoinTokenRenewer, which reported it
-	}
+	r := d.src.Renewal()
 	d.p("VMs read the kubeadm bootstrap token at boot from Secret Manager secret `projects/%s/secrets/%s` (latest version). The CronJob `%s/%s` (`%s`, on node group `%s`) creates a token valid for %s every %s and adds it as a new version; tokens superseded for more than %s (the longest provisioning time, %s, plus %s) are deleted and their versions disabled.\n",
 		c.GCP.Project, sm.Secret, JoinTokenRenewerNamespace, JoinTokenRenewerName, layout.JoinTokenRenewerPath, c.Autoscaler.NodeGroup,
 		model.FormatDuration(r.TTL), model.FormatDuration(r.Period), model.FormatDuration(r.Grace()),

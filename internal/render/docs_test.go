@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -285,7 +286,7 @@ var mutations = map[string]func(*model.NodeGroup){
 	},
 	"provision": func(g *model.NodeGroup) {
 		if g.Cloud() {
-			g.Autoscaling.MaxNodeProvisionTime = "2h"
+			g.Autoscaling.MaxNodeProvisionTime = model.DurationOf(2 * time.Hour)
 		}
 	},
 	"startup": func(g *model.NodeGroup) {

@@ -91,9 +91,7 @@ func KubeletPatch(g *model.NodeGroup) ([]byte, error) {
 	if g.Kubelet != nil {
 		p.KubeReserved, p.SystemReserved = g.Kubelet.KubeReserved, g.Kubelet.SystemReserved
 	}
-	if err := kubeletCapacity(g, &p); err != nil {
-		return nil, err
-	}
+	kubeletCapacity(g, &p)
 	if Autohealed(g) {
 		// The MIG's health check reaches the kubelet's health endpoint
 		// from Google's health checkers (terraform_autohealing.go).

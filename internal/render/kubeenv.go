@@ -63,14 +63,14 @@ func AutoscalingOptions(o model.AutoscalingOptions) map[string]string {
 	if o.ScaleDownGpuUtilizationThreshold != nil {
 		out["scaledowngpuutilizationthreshold"] = formatFloat(*o.ScaleDownGpuUtilizationThreshold)
 	}
-	if o.ScaleDownUnneededTime != "" {
-		out["scaledownunneededtime"] = o.ScaleDownUnneededTime
+	if !o.ScaleDownUnneededTime.IsZero() {
+		out["scaledownunneededtime"] = o.ScaleDownUnneededTime.String()
 	}
-	if o.ScaleDownUnreadyTime != "" {
-		out["scaledownunreadytime"] = o.ScaleDownUnreadyTime
+	if !o.ScaleDownUnreadyTime.IsZero() {
+		out["scaledownunreadytime"] = o.ScaleDownUnreadyTime.String()
 	}
-	if o.MaxNodeProvisionTime != "" {
-		out["maxnodeprovisiontime"] = o.MaxNodeProvisionTime
+	if !o.MaxNodeProvisionTime.IsZero() {
+		out["maxnodeprovisiontime"] = o.MaxNodeProvisionTime.String()
 	}
 	return out
 }

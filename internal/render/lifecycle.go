@@ -53,10 +53,7 @@ func NodeLifecycleScript() []byte {
 // NotReadyGraceSeconds returns cluster.nodeLifecycle.notReadyGracePeriod in
 // whole seconds.
 func NotReadyGraceSeconds(src *model.Source) (int64, error) {
-	d, err := time.ParseDuration(src.Cluster.NodeLifecycle.NotReadyGracePeriod)
-	if err != nil {
-		return 0, fmt.Errorf("cluster.nodeLifecycle.notReadyGracePeriod: %w", err)
-	}
+	d := src.Cluster.NodeLifecycle.NotReadyGracePeriod.Duration()
 	if d < model.MinNotReadyGracePeriod {
 		return 0, fmt.Errorf("cluster.nodeLifecycle.notReadyGracePeriod %s is shorter than %s", d, model.MinNotReadyGracePeriod)
 	}

@@ -1,9 +1,7 @@
 package render
 
 import (
-	"fmt"
 	"strconv"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,29 +14,23 @@ import (
 // patch: the full hard eviction set (the source's signals, the kubelet's
 // defaults for the others, since a partial evictionHard disables the
 // defaults it leaves out), maxPods and the graceful shutdown periods.
-func kubeletCapacity(g *model.NodeGroup, p *kubeadm.KubeletConfigurationPatch) error {
+func kubeletCapacity(g *model.NodeGroup, p *kubeadm.KubeletConfigurationPatch) {
 	p.EvictionHard = g.EvictionHard()
 	p.MaxPods = int32(g.MaxPods())
 	if g.Kubelet == nil {
-		return nil
+		return
 	}
 	for _, f := range []struct {
-		name, val string
-		dst       **metav1.Duration
+		val model.Duration
+		dst **metav1.Duration
 	}{
-		{"shutdownGracePeriod", g.Kubelet.ShutdownGracePeriod, &p.ShutdownGracePeriod},
-		{"shutdownGracePeriodCriticalPods", g.Kubelet.ShutdownGracePeriodCriticalPods, &p.ShutdownGracePeriodCriticalPods},
+		{g.Kubelet.ShutdownGracePeriod, &p.ShutdownGracePeriod},
+		{g.Kubelet.ShutdownGracePeriodCriticalPods, &p.ShutdownGracePeriodCriticalPods},
 	} {
-		if f.val == "" {
-			continue
+		if !f.val.IsZero() {
+			*f.dst = &metav1.Duration{Duration: f.val.Duration()}
 		}
-		d, err := time.ParseDuration(f.val)
-		if err != nil {
-			return fmt.Errorf("kubelet %s %q: %w", f.name, f.val, err)
-		}
-		*f.dst = &metav1.Duration{Duration: d}
 	}
-	return nil
 }
 
 // ExtendedResources is the group's kube-env extended_resources: the

@@ -60,10 +60,7 @@ func JoinTokenRenewerScript() []byte {
 // ServiceAccount to creating bootstrap tokens of the right form and
 // lifetime and deleting its own.
 func JoinTokenRenewerObjects(src *model.Source) ([]runtime.Object, error) {
-	r, err := src.Renewal()
-	if err != nil {
-		return nil, err
-	}
+	r := src.Renewal()
 	schedule, err := model.CronSchedule(r.Period)
 	if err != nil {
 		return nil, fmt.Errorf("joinToken.renewEvery: %w", err)

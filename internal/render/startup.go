@@ -52,10 +52,7 @@ type startupData struct {
 // script fills in its placeholders.
 func StartupScript(src *model.Source, g *model.NodeGroup, header string) ([]byte, error) {
 	c := &src.Cluster
-	mnpt, err := c.MaxNodeProvisionTime(g)
-	if err != nil {
-		return nil, err
-	}
+	mnpt := c.MaxNodeProvisionTime(g)
 	deadline, err := c.JoinDeadline(g)
 	if err != nil {
 		return nil, err

@@ -48,10 +48,7 @@ func AutohealingName(c *model.Cluster, g *model.NodeGroup) string {
 // ignores its health: the group's maxNodeProvisionTime (the VM boots and
 // joins within it, or the join script gives up), at most an hour.
 func AutohealingInitialDelay(c *model.Cluster, g *model.NodeGroup) (time.Duration, error) {
-	d, err := c.MaxNodeProvisionTime(g)
-	if err != nil {
-		return 0, err
-	}
+	d := c.MaxNodeProvisionTime(g)
 	return min(d, maxInitialDelaySec*time.Second), nil
 }
 

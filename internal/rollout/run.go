@@ -62,10 +62,7 @@ func (r *Runner) poll() time.Duration {
 // excluded groups. It reads the plan again before every batch.
 func (r *Runner) Run(ctx context.Context) error {
 	pol := r.Src.Cluster.Rollout
-	drainTimeout, err := time.ParseDuration(pol.DrainTimeout)
-	if err != nil {
-		return fmt.Errorf("cluster.rollout.drainTimeout: %w", err)
-	}
+	drainTimeout := pol.DrainTimeout.Duration()
 	for _, g := range r.Src.RolloutOrder() {
 		if slices.Contains(pol.Exclude, g.Name) {
 			r.Progress.Step("%s: excluded (cluster.rollout.exclude), left alone", g.Name)
@@ -179,10 +176,7 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 			return err
 		}
 	}
-	provision, err := cl.MaxNodeProvisionTime(g)
-	if err != nil {
-		return err
-	}
+	provision := cl.MaxNodeProvisionTime(g)
 	need := len(batch) - cl.Rollout.MaxUnavailable
 	if err := r.waitReady(ctx, g, batch, need, provision+5*time.Minute); err != nil {
 		return err

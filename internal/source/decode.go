@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"cuelang.org/go/cue"
+
+	"github.com/nodegen/nodegen/internal/model"
 )
 
 // decode fills out (a pointer) from v, an evaluated, concrete value, as
@@ -53,6 +55,17 @@ func decodeValue(v cue.Value, rv reflect.Value) error {
 		}
 		rv.Set(p)
 	case reflect.Struct:
+		if rv.Type() == durationType {
+			// A Go duration, parsed here once for every user of the model.
+			s, err := v.String()
+			if err == nil {
+				err = rv.Addr().Interface().(*model.Duration).UnmarshalText([]byte(s))
+			}
+			if err != nil {
+				return decodeErr(v, err)
+			}
+			return nil
+		}
 		for _, f := range structFields(rv.Type()) {
 			fv := v.LookupPath(cue.MakePath(cue.Str(f.name)))
 			if !fv.Exists() {
@@ -122,6 +135,8 @@ func decodeValue(v cue.Value, rv reflect.Value) error {
 	}
 	return nil
 }
+
+var durationType = reflect.TypeFor[model.Duration]()
 
 type field struct {
 	name  string

@@ -14,7 +14,7 @@ func (c *checker) joinDeadline(g *model.NodeGroup, base []cue.Selector) {
 	}
 	if _, err := c.src.Cluster.JoinDeadline(g); err != nil {
 		p := sel("cluster", "autoscaler", "maxNodeProvisionTime")
-		if g.Autoscaled() && g.Autoscaling.MaxNodeProvisionTime != "" {
+		if g.Autoscaled() && !g.Autoscaling.MaxNodeProvisionTime.IsZero() {
 			p = join(base, "autoscaling", "maxNodeProvisionTime")
 		}
 		c.at(p, "node group %q: %v", g.Name, err)

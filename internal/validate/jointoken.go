@@ -22,11 +22,7 @@ func (c *checker) joinToken() {
 	if len(c.broken.Groups) > 0 {
 		return // the provisioning times are not all known
 	}
-	r, err := c.src.Renewal()
-	if err != nil {
-		c.at(sel("cluster", "joinToken"), "%v", err)
-		return
-	}
+	r := c.src.Renewal()
 	if _, err := model.CronSchedule(r.Period); err != nil {
 		c.at(sel("cluster", "joinToken", "renewEvery"),
 			"renewEvery %s: %v; the renewer runs as a CronJob: use a divisor of an hour (e.g. \"10m\", \"15m\", \"30m\") or of a day (e.g. \"1h\", \"6h\", \"12h\", \"24h\")", jt.RenewEvery, err)
@@ -34,7 +30,7 @@ func (c *checker) joinToken() {
 	}
 	if r.TTL < r.MinTTL() {
 		from := "cluster.autoscaler.maxNodeProvisionTime"
-		if g := c.src.NodeGroups[r.ProvisionGroup]; g != nil && g.Autoscaling.MaxNodeProvisionTime != "" {
+		if g := c.src.NodeGroups[r.ProvisionGroup]; g != nil && !g.Autoscaling.MaxNodeProvisionTime.IsZero() {
 			from = "node group " + r.ProvisionGroup + "'s maxNodeProvisionTime"
 		}
 		c.at(sel("cluster", "joinToken", "ttl"),

@@ -1,8 +1,6 @@
 package validate
 
 import (
-	"time"
-
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -11,11 +9,7 @@ import (
 func (c *checker) nodeLifecycle() {
 	p := sel("cluster", "nodeLifecycle", "notReadyGracePeriod")
 	v := c.src.Cluster.NodeLifecycle.NotReadyGracePeriod
-	d, err := time.ParseDuration(v)
-	switch {
-	case err != nil:
-		c.at(p, "%q is not a duration: %v", v, err)
-	case d < model.MinNotReadyGracePeriod:
+	if v.Duration() < model.MinNotReadyGracePeriod {
 		c.at(p, "%s is shorter than %s: a node that is not Ready for less is more often rebooting than stuck", v, model.MinNotReadyGracePeriod)
 	}
 }

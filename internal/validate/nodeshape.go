@@ -54,25 +54,19 @@ func (c *checker) nodeShape(g *model.NodeGroup, base []cue.Selector) {
 	}
 }
 
-// shutdownPeriod parses a kubelet shutdown period ("" is 0) and reports
+// shutdownPeriod is a kubelet shutdown period (unset is 0); it reports
 // what the kubelet would refuse.
-func (c *checker) shutdownPeriod(v string, p []cue.Selector) time.Duration {
-	if v == "" {
-		return 0
-	}
-	d, err := time.ParseDuration(v)
-	switch {
-	case err != nil:
-		c.at(p, "%q is not a duration: %v", v, err)
-	case d > 0 && d < time.Second:
+func (c *checker) shutdownPeriod(v model.Duration, p []cue.Selector) time.Duration {
+	d := v.Duration()
+	if d > 0 && d < time.Second {
 		c.at(p, "%s: the kubelet takes zero or at least 1s", v)
 	}
 	return d
 }
 
-func orZero(s string) string {
-	if s == "" {
+func orZero(d model.Duration) string {
+	if d.IsZero() {
 		return strconv.Quote("0s")
 	}
-	return s
+	return d.String()
 }

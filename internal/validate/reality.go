@@ -63,9 +63,9 @@ func (c *checker) staticAutoscaling(g *model.NodeGroup, base []cue.Selector) {
 	}{
 		{"scaleDownUtilizationThreshold", o.ScaleDownUtilizationThreshold != nil},
 		{"scaleDownGpuUtilizationThreshold", o.ScaleDownGpuUtilizationThreshold != nil},
-		{"scaleDownUnneededTime", o.ScaleDownUnneededTime != ""},
-		{"scaleDownUnreadyTime", o.ScaleDownUnreadyTime != ""},
-		{"maxNodeProvisionTime", o.MaxNodeProvisionTime != ""},
+		{"scaleDownUnneededTime", !o.ScaleDownUnneededTime.IsZero()},
+		{"scaleDownUnreadyTime", !o.ScaleDownUnreadyTime.IsZero()},
+		{"maxNodeProvisionTime", !o.MaxNodeProvisionTime.IsZero()},
 	} {
 		if f.set {
 			c.at(join(base, "autoscaling", f.name), "autoscaling options do nothing on a gce-static group: the autoscaler does not manage it; remove it (or make the group kind \"gce\")")

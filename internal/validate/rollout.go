@@ -15,7 +15,7 @@ func (c *checker) rollout() {
 	if r.MaxUnavailable > r.Surge {
 		c.at(sel("cluster", "rollout", "maxUnavailable"), "maxUnavailable %d is more than surge %d: a batch has only surge replacements to wait for", r.MaxUnavailable, r.Surge)
 	}
-	if d, err := time.ParseDuration(r.DrainTimeout); err == nil && d < 30*time.Second {
+	if r.DrainTimeout.Duration() < 30*time.Second {
 		c.at(sel("cluster", "rollout", "drainTimeout"), "drainTimeout %s is under 30s, the termination grace period pods get by default to leave", r.DrainTimeout)
 	}
 	cloud := c.src.CloudGroupNames()

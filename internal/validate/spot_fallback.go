@@ -9,12 +9,12 @@ import "time"
 // the group's autoscaling.maxNodeProvisionTime and its zones.
 func (c *checker) spotFallback() {
 	bound := c.src.Cluster.Autoscaler.MaxSpotFallbackDelay
-	if bound == "" {
+	if bound.IsZero() {
 		return
 	}
 	p := sel("cluster", "autoscaler", "maxSpotFallbackDelay")
-	max, err := time.ParseDuration(bound)
-	if err != nil || max <= 0 {
+	max := bound.Duration()
+	if max <= 0 {
 		c.at(p, "%q is not a positive duration", bound)
 		return
 	}
@@ -22,9 +22,9 @@ func (c *checker) spotFallback() {
 		if c.broken.Groups[g.Name] || !c.src.PreferredSpot(g) {
 			continue
 		}
-		worst, err := c.src.Cluster.SpotFallbackDelay(g)
-		if err != nil || worst <= max {
-			continue // a bad maxNodeProvisionTime has its own finding
+		worst := c.src.Cluster.SpotFallbackDelay(g)
+		if worst <= max {
+			continue
 		}
 		mnpt := worst / time.Duration(len(g.Zones))
 		c.at(sel("nodeGroups", g.Name, "spot"),
@@ -37,7 +37,7 @@ func (c *checker) spotFallback() {
 // it applies only to a Spot group the priority expander prefers to a
 // lower-priority autoscaled group (model.Source.PreferredSpot).
 func (c *checker) spotFallbackWarnings() {
-	if c.src.Cluster.Autoscaler.MaxSpotFallbackDelay == "" {
+	if c.src.Cluster.Autoscaler.MaxSpotFallbackDelay.IsZero() {
 		return
 	}
 	spot := 0

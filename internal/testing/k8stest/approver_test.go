@@ -262,9 +262,7 @@ func TestNodeCSRApprover(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &approverEnv{src: l.Fleet.Clusters[0], renewer: &renewerEnv{src: l.Fleet.Clusters[0]}}
-	if e.renewer.renewal, err = l.Fleet.Clusters[0].Renewal(); err != nil {
-		t.Fatal(err)
-	}
+	e.renewer.renewal = l.Fleet.Clusters[0].Renewal()
 	for _, o := range mustDecode(t, files[layout.JoinTokenRenewerPath]) {
 		switch o := o.(type) {
 		case *corev1.ConfigMap:

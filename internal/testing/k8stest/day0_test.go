@@ -166,9 +166,7 @@ func TestDayZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &renewerEnv{cp: cp, src: src, sa: cp.ServiceAccount(t, render.JoinTokenRenewerNamespace, render.JoinTokenRenewerName)}
-	if e.renewal, err = src.Renewal(); err != nil {
-		t.Fatal(err)
-	}
+	e.renewal = src.Renewal()
 	e.script, e.env = renewerScript(t, manifest)
 	f := newFakeGCP(t, src.Cluster.GCP.Project, src.Cluster.JoinToken.SecretManager.Secret)
 

@@ -109,9 +109,7 @@ func TestJoinTokenRenewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &renewerEnv{src: l.Fleet.Clusters[0]}
-	if e.renewal, err = l.Fleet.Clusters[0].Renewal(); err != nil {
-		t.Fatal(err)
-	}
+	e.renewal = l.Fleet.Clusters[0].Renewal()
 	if e.renewal.Grace() != 40*time.Minute {
 		t.Fatalf("grace %v, want 40m (10m provisioning + 30m margin)", e.renewal.Grace())
 	}
