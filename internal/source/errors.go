@@ -248,13 +248,14 @@ func (l *Loaded) addFinding(e cueErr) {
 		msg = fmt.Sprintf("invalid node group name %v: it must be a lower-case RFC 1035 label (a-z, 0-9 and '-', starting with a letter), since it becomes part of GCE names", e.args[0])
 		pos = l.KeyPos(sels[:n-1]...)
 	case e.format == fmtBound && len(e.args) == 2 && strings.HasPrefix(fmt.Sprint(e.args[1]), "=~"):
-		// A pattern says little to a person: add what the field is.
+		// A pattern says little to a person: say what the field is
+		// instead (its description gives the form, with an example).
 		field := sels
 		if n := len(field); n > 0 && field[n-1].Type() == cue.IndexLabel {
 			field = field[:n-1]
 		}
 		if doc := l.doc(field); doc != "" {
-			msg += "; expected: " + doc
+			msg = fmt.Sprintf("invalid value %v; expected: %s", e.args[0], doc)
 		}
 	case isGroupName(e.path) && e.pos.IsValid():
 		msg = fmt.Sprintf("a node group's name is its key in nodeGroups (%s); remove this field", e.path[len(e.path)-2])
