@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "7f99d46a5ea1a0b855e05ab9fceb05680a5ac08f7094f8e93c7590bae3ce1d52",
+	Schema: "814dd53cb0a1aa0d5b5af937bd5cb41362ca99ffe041fbe7c23cf8614bed880f",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -67,6 +67,7 @@ var walked = Walked{
 			{Path: "nodeGroups.<name>.kind", Type: "\"gce\" | \"gce-static\" | \"onprem\"", Required: true, Doc: "\"gce\": MIGs the autoscaler sizes; \"gce-static\": MIGs of a fixed size (e.g. the autoscaler's own node); \"onprem\": declared for docs and checks only, never rendered into cloud artifacts."},
 			{Path: "nodeGroups.<name>.description", Type: "string", Optional: true, Doc: "One line for the docs."},
 			{Path: "nodeGroups.<name>.labels", Type: "map of string", Doc: "Node labels. nodegen adds the node-group identity label, the GPU label and, at join, the zone, region and instance-type labels."},
+			{Path: "nodeGroups.<name>.priority", Type: "int & >=0 & <=1000000", Optional: true, Kinds: []string{"gce"}, Doc: "Preference of the autoscaler's priority expander: among the groups that fit the pending pods, it grows one with the highest priority. Only gce groups have one (the autoscaler scales no other), and only when cluster.autoscaler.expander contains \"priority\"; a gce group without it then has priority 0."},
 			{Path: "nodeGroups.<name>.taints", Type: "[...#Taint]", Default: "[]", Doc: "Node taints, registered at join and declared in kube-env."},
 			{Path: "nodeGroups.<name>.taints[].key", Type: "!=\"\"", Required: true, Doc: "Taint key, a qualified name (\"example.com/dedicated\")."},
 			{Path: "nodeGroups.<name>.taints[].value", Type: "string", Default: "\"\"", Doc: "Taint value; may be empty."},
@@ -77,7 +78,6 @@ var walked = Walked{
 			{Path: "nodeGroups.<name>.gpu.sharing", Type: "struct", Optional: true, Doc: "How the GPU Operator's device plugin shares each GPU. The group's nodes get the nvidia.com/device-plugin.config label naming their entry in the device plugin's ConfigMap, and the autoscaler's template advertises what the plugin will: count × replicas nvidia.com/gpu."},
 			{Path: "nodeGroups.<name>.gpu.sharing.timeSlicing", Type: "struct", Required: true, Doc: "Time-slicing: each GPU is advertised as this many nvidia.com/gpu (no memory or fault isolation between the pods sharing it)."},
 			{Path: "nodeGroups.<name>.gpu.sharing.timeSlicing.replicas", Type: "int & >=2 & <=48", Required: true, Doc: "nvidia.com/gpu advertised per physical GPU, at least 2."},
-			{Path: "nodeGroups.<name>.priority", Type: "int & >=0 & <=1000000", Optional: true, Doc: "Preference of the autoscaler's priority expander: among the groups that fit the pending pods, it grows one with the highest priority. Only for gce groups, and only when cluster.autoscaler.expander contains \"priority\"; a gce group without it then has priority 0."},
 			{Path: "nodeGroups.<name>.zones", Type: "[_, ...] & [...=~\"^[a-z]+-[a-z]+[0-9]+-[a-z]$\"]", Required: true, Kinds: []string{"gce", "gce-static"}, Doc: "Zones of the group's MIGs, one zonal MIG per zone (the autoscaler cannot use regional MIGs)."},
 			{Path: "nodeGroups.<name>.machineType", Type: "=~\"^[a-z][a-z0-9]*-[a-z0-9-]+$\"", Required: true, Kinds: []string{"gce", "gce-static"}, Doc: "GCE machine type, e.g. \"n1-standard-8\"."},
 			{Path: "nodeGroups.<name>.capacity", Type: "struct", Optional: true, Kinds: []string{"gce", "gce-static"}, Doc: "The machine type's vCPUs and memory, as the GCE API reports them (guestCpus, memoryMb). Only `nodegen explain` reads this, to size the autoscaler's template node when nodegen's machine-type table does not know machineType or is wrong about it; the autoscaler itself asks the GCE API."},

@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -29,7 +30,16 @@ func (l *Loaded) schemaAt(path []cue.Selector) cue.Value {
 // schemaStep returns the schema of the last selector of path, given s, the
 // schema of the path before it.
 func (l *Loaded) schemaStep(s cue.Value, path []cue.Selector) cue.Value {
-	sel := path[len(path)-1]
+	next := lookupStep(s, path[len(path)-1])
+	if !next.Exists() {
+		return cue.Value{}
+	}
+	return l.withKind(next, path)
+}
+
+// lookupStep returns the schema s declares for sel (a field, a pattern's
+// or a list's element), not resolved with a kind.
+func lookupStep(s cue.Value, sel cue.Selector) cue.Value {
 	var next cue.Value
 	switch sel.Type() {
 	case cue.IndexLabel:
@@ -46,10 +56,33 @@ func (l *Loaded) schemaStep(s cue.Value, path []cue.Selector) cue.Value {
 			next = s.LookupPath(cue.MakePath(cue.AnyString))
 		}
 	}
-	if !next.Exists() {
-		return cue.Value{}
+	return next
+}
+
+// kindsDeclaring lists, for a struct with a kind discriminator at path (a
+// node group), the kinds whose schema declares field, in the schema's
+// order; nil when the struct has no kind.
+func (l *Loaded) kindsDeclaring(path []cue.Selector, field string) []string {
+	if len(path) == 0 {
+		return nil
 	}
-	return l.withKind(next, path)
+	s := lookupStep(l.schemaAt(path[:len(path)-1]), path[len(path)-1])
+	kp := cue.MakePath(cue.Str("kind"))
+	op, alts := s.LookupPath(kp).Expr()
+	if op != cue.OrOp {
+		return nil
+	}
+	var kinds []string
+	for _, alt := range alts {
+		k, err := alt.String()
+		if err != nil {
+			continue
+		}
+		if slices.Contains(fieldNames(s.FillPath(kp, alt)), field) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
 }
 
 // withKind resolves a schema struct that has a kind discriminator with the
@@ -110,10 +143,17 @@ func (l *Loaded) notAllowed(parent []cue.Selector, field cue.Selector) string {
 	if s := diag.Suggest(field.Unquoted(), names); s != "" {
 		return fmt.Sprintf("field not allowed; did you mean %s?", s)
 	}
-	if len(names) == 0 {
-		return "field not allowed"
+	msg := "field not allowed"
+	// A field of another kind of group: say whose it is.
+	if kinds := l.kindsDeclaring(parent, field.Unquoted()); len(kinds) > 0 {
+		if kind, err := l.user.LookupPath(cue.MakePath(append(parent[:len(parent):len(parent)], cue.Str("kind"))...)).String(); err == nil {
+			msg = fmt.Sprintf("field not allowed: %s is a field of %s groups only, and this group is %s", field.Unquoted(), orList(kinds), kind)
+		}
 	}
-	return "field not allowed; known fields: " + strings.Join(names, ", ")
+	if len(names) == 0 {
+		return msg
+	}
+	return msg + "; known fields: " + strings.Join(names, ", ")
 }
 
 // addUnknownFields reports every field of the user's value that the

@@ -29,9 +29,8 @@ func (c *checker) capacity() {
 			continue
 		}
 		p := sel("nodeGroups", g.Name, "priority")
+		// Only gce groups have a priority (the schema's).
 		switch {
-		case !g.Autoscaled():
-			c.at(p, "node group %s is %s: the autoscaler never scales it, so a priority means nothing; set priority on gce groups only", g.Name, g.Kind)
 		case !a.UsesPriority() && chainOK:
 			c.at(p, "priority has no effect: cluster.autoscaler.expander %q has no priority expander; use e.g. %q", a.Expander, "priority,"+a.Expander)
 		default:
