@@ -288,6 +288,13 @@ func walk(v cue.Value, prefix string) ([]Field, error) {
 		default:
 			f.Required = true
 		}
+		// A field whose need the schema cannot express (vet's rules
+		// require it) says so with @nodegen(required).
+		if a := fv.Attribute("nodegen"); a.Err() == nil {
+			if ok, err := a.Flag(0, "required"); err == nil && ok {
+				f.Required = true
+			}
+		}
 		out = append(out, f)
 		out = append(out, sub...)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/parser"
 
+	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/schemadoc"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/schema"
@@ -231,5 +233,87 @@ func TestKinds(t *testing.T) {
 		if got := strings.Join(f.Kinds, ","); (got == "gce,gce-static") != cloudOnly || (!cloudOnly && got != "") {
 			t.Errorf("%s: kinds %q", path, got)
 		}
+	}
+}
+
+// vetMinimal is the smallest source vet accepts: the reference's required
+// fields, and (marked with a comment) what a rule across fields needs.
+const vetMinimal = `
+cluster: {
+	name:                 "c"
+	kubernetesVersion:    "1.35.2"
+	controlPlaneEndpoint: "10.0.0.1:6443"
+	caCertHashes: ["sha256:8f3c1f3b2a6a1c4d9e0b7f6a5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d"]
+	joinToken: metadataKey: "join-token"
+	gcp: {project: "my-project-1", region: "europe-west4"}
+	autoscaler: nodeGroup: "g"
+}
+nodeGroups: g: {
+	kind: "gce-static" // the autoscaler's group is gce-static
+	zones: ["europe-west4-a", "europe-west4-b"]
+	machineType: "n2-standard-4"
+	image:       "projects/my-project-1/global/images/family/k8s-node-1-35"
+	min:         1 // the autoscaler's group has a node
+	max:         1
+	taints: [{key: "example.com/autoscaler", value: "only", effect: "NoSchedule"}] // the autoscaler's group is tainted
+}
+`
+
+// TestRequiredMatchesVet: the reference's "required" is what vet needs.
+// vetMinimal passes vet; every field it writes (but those a rule across
+// fields needs) is one the reference marks required; and without any one
+// of them vet refuses it.
+func TestRequiredMatchesVet(t *testing.T) {
+	s, err := schemadoc.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := vetMinimal
+	vet := func(text string) error {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "src.cue"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := build.Load(dir)
+		return err
+	}
+	if err := vet(valid); err != nil {
+		t.Fatalf("vet refuses the source of the reference's required fields:\n%v", err)
+	}
+	lines := strings.Split(valid, "\n")
+	block := ""
+	n := 0
+	for i, line := range lines {
+		switch {
+		case strings.HasPrefix(line, "cluster: {"):
+			block = "cluster."
+			continue
+		case strings.HasPrefix(line, "nodeGroups: g: {"):
+			block = "nodeGroups." + schemadoc.GroupKey + "."
+			continue
+		case !strings.HasPrefix(line, "\t"):
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimSpace(line), ":")
+		path := block + name
+		if strings.Contains(line, "//") {
+			continue // a rule across fields needs it
+		}
+		f := s.Field(path)
+		if f == nil {
+			t.Errorf("the minimal source writes %s, which the reference lacks", path)
+			continue
+		}
+		if !f.Required {
+			t.Errorf("the reference marks %s %s, but the minimal source needs it: vet's rules need it, so mark it required", path, f.Facts())
+		}
+		without := strings.Join(append(slices.Clone(lines[:i]), lines[i+1:]...), "\n")
+		if err := vet(without); err == nil {
+			t.Errorf("vet accepts the minimal source without %s, which the reference marks required", path)
+		}
+		n++
+	}
+	if n < 10 {
+		t.Errorf("only %d fields checked", n)
 	}
 }

@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "814dd53cb0a1aa0d5b5af937bd5cb41362ca99ffe041fbe7c23cf8614bed880f",
+	Schema: "f6b58fbae5c8be05c0a409dd30ab7ac17e5c6a45e8db0b093988c89a5799eb03",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -13,7 +13,7 @@ var walked = Walked{
 			{Path: "cluster.controlPlaneVersion", Type: "=~\"^1\\\\.[0-9]+\\\\.[0-9]+$\"", Optional: true, Doc: "Kubernetes version of the on-prem kubeadm control plane (its kube-apiserver), MAJOR.MINOR.PATCH, when it differs from kubernetesVersion in its patch release. Supported: 1.31 to 1.37. Every cloud node's version must have its minor (patches may differ). The autoscaler's default image tag follows it."},
 			{Path: "cluster.controlPlaneEndpoint", Type: "=~\"^[^\\\\s:]+:[0-9]+$\"", Required: true, Doc: "host:port of the kube-apiserver as the cloud nodes reach it over the VPN."},
 			{Path: "cluster.caCertHashes", Type: "[_, ...] & [...=~\"^sha256:[0-9a-f]{64}$\"]", Required: true, Doc: "SHA-256 pins of the cluster CA's public key (\"sha256:<64 hex>\"), as printed by `kubeadm token create --print-join-command`. Public: safe to commit."},
-			{Path: "cluster.joinToken", Type: "#JoinToken", Doc: "Where the join script reads the kubeadm bootstrap token at boot (never the token itself: exactly one of secretManager or metadataKey), and how often nodegen's renewer replaces it (secretManager only)."},
+			{Path: "cluster.joinToken", Type: "#JoinToken", Required: true, Doc: "Where the join script reads the kubeadm bootstrap token at boot (never the token itself: exactly one of secretManager or metadataKey), and how often nodegen's renewer replaces it (secretManager only). Required: vet refuses a source without one of the two."},
 			{Path: "cluster.joinToken.secretManager", Type: "struct", Optional: true, Doc: "A GCP Secret Manager secret in the cluster's project whose payload is the token. The VMs' service accounts need roles/secretmanager.secretAccessor on it, which out/terraform grants (see terraform below)."},
 			{Path: "cluster.joinToken.secretManager.secret", Type: "=~\"^[A-Za-z0-9_-]{1,255}$\"", Required: true, Doc: "Secret name (not the full resource path)."},
 			{Path: "cluster.joinToken.secretManager.version", Type: "=~\"^[1-9][0-9]*$\"", Default: "\"latest\"", Doc: "Secret version: \"latest\" or a version number."},
