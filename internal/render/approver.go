@@ -83,13 +83,13 @@ func NodeCSRApproverScript() []byte {
 // group, "<base instance name> <maxNodeProvisionTime in seconds> <zone>...".
 // A VM older than its group's maxNodeProvisionTime is no fresh VM: the
 // autoscaler deletes one that has not registered by then.
-func InstanceGroupsEnv(src *model.Source) (string, error) {
+func InstanceGroupsEnv(src *model.Source) string {
 	var lines []string
 	for _, g := range src.CloudGroups() {
 		d := src.Cluster.MaxNodeProvisionTime(g)
 		lines = append(lines, src.Cluster.BaseInstanceName(g)+" "+strconv.FormatInt(int64(d/time.Second), 10)+" "+strings.Join(g.Zones, " "))
 	}
-	return strings.Join(lines, "\n"), nil
+	return strings.Join(lines, "\n")
 }
 
 // NodeCSRApproverObjects returns the cloud join path's objects: the
@@ -105,10 +105,7 @@ func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 	if home == nil {
 		return nil, fmt.Errorf("cluster.autoscaler.nodeGroup: no node group %q", src.Cluster.Autoscaler.NodeGroup)
 	}
-	groups, err := InstanceGroupsEnv(src)
-	if err != nil {
-		return nil, err
-	}
+	groups := InstanceGroupsEnv(src)
 	labels := map[string]string{"app.kubernetes.io/name": NodeCSRApproverName, "app.kubernetes.io/managed-by": "nodegen"}
 	objs := append(cloudJoinRBAC(), nodeCSRApproverRBAC(labels)...)
 	objs = append(objs, nodeCSRApproverDeployment(src, home, groups, objectMeta(NodeCSRApproverName, NodeCSRApproverNamespace, labels)))

@@ -72,10 +72,7 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 	for _, v := range pod.Containers[0].Env {
 		env[v.Name] = v.Value
 	}
-	groups, err := render.InstanceGroupsEnv(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	groups := render.InstanceGroupsEnv(src)
 	if env["INSTANCE_GROUPS"] != groups || env["CLOUD_BOOTSTRAP_GROUP"] != render.CloudBootstrapGroup || env["PROJECT"] != src.Cluster.GCP.Project {
 		t.Errorf("environment %v", env)
 	}

@@ -355,9 +355,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 			w.attr("ignore_changes", hclList("target_size"))
 			w.close()
 		}
-		if err := autohealingPolicy(w, c, g); err != nil {
-			return nil, err
-		}
+		autohealingPolicy(w, c, g)
 		w.close()
 	}
 	autohealingResources(w, c, g)

@@ -47,9 +47,8 @@ func AutohealingName(c *model.Cluster, g *model.NodeGroup) string {
 // AutohealingInitialDelay is how long after a VM is created the MIG
 // ignores its health: the group's maxNodeProvisionTime (the VM boots and
 // joins within it, or the join script gives up), at most an hour.
-func AutohealingInitialDelay(c *model.Cluster, g *model.NodeGroup) (time.Duration, error) {
-	d := c.MaxNodeProvisionTime(g)
-	return min(d, maxInitialDelaySec*time.Second), nil
+func AutohealingInitialDelay(c *model.Cluster, g *model.NodeGroup) time.Duration {
+	return min(c.MaxNodeProvisionTime(g), maxInitialDelaySec*time.Second)
 }
 
 // templateTags is the instance template's tags: the module's network tags,
@@ -64,14 +63,11 @@ func templateTags(c *model.Cluster, g *model.NodeGroup) string {
 
 // autohealingPolicy adds an autohealed group's auto_healing_policies to
 // the MIG block w is in.
-func autohealingPolicy(w *hclText, c *model.Cluster, g *model.NodeGroup) error {
+func autohealingPolicy(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	if !Autohealed(g) {
-		return nil
+		return
 	}
-	delay, err := AutohealingInitialDelay(c, g)
-	if err != nil {
-		return err
-	}
+	delay := AutohealingInitialDelay(c, g)
 	w.blank()
 	w.comment("The MIG recreates a VM whose kubelet stops answering its health",
 		"endpoint, once the VM had its maxNodeProvisionTime to boot and join.")
@@ -79,7 +75,6 @@ func autohealingPolicy(w *hclText, c *model.Cluster, g *model.NodeGroup) error {
 	w.attr("health_check", hclRef(TFHealthCheck, TFName(g.Name), "id"))
 	w.attr("initial_delay_sec", hclInt(int64(delay/time.Second)))
 	w.close()
-	return nil
 }
 
 // autohealingResources appends an autohealed group's health check and the
