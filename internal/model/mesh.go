@@ -295,3 +295,18 @@ func (g *EastWestGateway) Ports() []GatewayPort {
 	}
 	return out
 }
+
+// MeshLBName is a GCP resource name of a cluster's east-west gateway
+// load balancer (its address, health check, backend service and
+// forwarding rule with what "", its firewall rules with the suffixes
+// below): the cluster's name first, like every name nodegen gives GCP
+// resources.
+func MeshLBName(cluster, what string) string {
+	return cluster + "-eastwest-gateway" + what
+}
+
+// The suffixes of the load balancer's firewall rules' names.
+const (
+	MeshLBHealthChecksSuffix = "-health-checks"
+	MeshLBClientsSuffix      = "-clients"
+)

@@ -66,10 +66,9 @@ func internalLB(mc *model.MeshCluster) *model.InternalLoadBalancer {
 	return nil
 }
 
-// meshLBName is a GCP resource name of the load balancer: the cluster's
-// name first, like every name nodegen gives GCP resources.
+// meshLBName is a GCP resource name of the load balancer (model.MeshLBName).
 func meshLBName(src *model.Source, what string) string {
-	return src.Cluster.Name + "-eastwest-gateway" + what
+	return model.MeshLBName(src.Cluster.Name, what)
 }
 
 // exprTokens parses a Terraform expression nodegen writes (never one with
@@ -209,7 +208,7 @@ func meshLBFirewall(body *hclwrite.Body, src *model.Source, name, doc string, ra
 	comment(body, doc)
 	fw := body.AppendNewBlock("resource", []string{TFFirewall, name}).Body()
 	fw.SetAttributeRaw("project", exprTokens("coalesce(var.subnetwork_project, local.project)"))
-	fw.SetAttributeValue("name", cty.StringVal(meshLBName(src, "-"+map[string]string{MeshLBHealthFirewall: "health-checks", MeshLBClientFirewall: "clients"}[name])))
+	fw.SetAttributeValue("name", cty.StringVal(meshLBName(src, map[string]string{MeshLBHealthFirewall: model.MeshLBHealthChecksSuffix, MeshLBClientFirewall: model.MeshLBClientsSuffix}[name])))
 	fw.SetAttributeRaw("network", ref("var", "network"))
 	fw.SetAttributeValue("direction", cty.StringVal("INGRESS"))
 	fw.SetAttributeValue("source_ranges", strs(ranges))

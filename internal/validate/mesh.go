@@ -121,6 +121,7 @@ func MeshOf(f *model.Fleet, pos Positioner, broken func(cluster string) *source.
 		c.gateway(f, name, base(name, "eastWestGateway"), broken)
 		c.reach(f, name, base(name, "eastWestGateway"))
 		c.gatewayAddresses(f, name, base(name, "eastWestGateway"), ranges)
+		c.rendered(f, name, base(name, "eastWestGateway"))
 	}
 	return c.list.Sorted()
 }
