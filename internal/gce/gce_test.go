@@ -316,3 +316,40 @@ func TestZoneRegion(t *testing.T) {
 		}
 	}
 }
+
+// Compute Engine's limits on custom machine types, series by series: the
+// vCPU counts, memory in 256 MB steps, per vCPU, and extended memory.
+func TestCustomProblems(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"custom-4-15360", ""},
+		{"custom-1-6656", ""},
+		{"custom-1-1024", ""},
+		{"custom-3-6144", "a custom N1 machine type has 1 or an even number up to 96 vCPUs, not 3"},
+		{"custom-2-1792", "2 vCPUs take at least 1844 MB of memory (922 MB per vCPU on N1)"},
+		{"custom-2-14336", "2 vCPUs take at most 13312 MB of memory (6.5 GB per vCPU on N1); add -ext for extended memory"},
+		{"custom-2-14336-ext", ""},
+		{"custom-4-15000", "memory 15000 MB is not a multiple of 256 MB"},
+		{"n2-custom-8-16384", ""},
+		{"n2-custom-34-65536", "a custom N2 machine type has an even number from 2 to 32, or a multiple of 4 from 36 to 128 vCPUs, not 34"},
+		{"n2-custom-36-73728", ""},
+		{"n2-custom-2-655360-ext", "with extended memory a custom N2 machine type has at most 624 GB, not 640 GB"},
+		{"n2d-custom-12-24576", "a custom N2D machine type has 2, 4, 8, 16, 32, 48, 64, 80 or 96 vCPUs, not 12"},
+		{"n2d-custom-16-65536", ""},
+		{"e2-custom-4-16384", ""},
+		{"e2-custom-3-12288", "a custom E2 machine type has an even number from 2 to 32 vCPUs, not 3"},
+		{"e2-custom-4-40960", "4 vCPUs take at most 32768 MB of memory (8 GB per vCPU on E2)"},
+		{"e2-custom-4-16384-ext", "E2 custom machine types take no extended memory (-ext)"},
+		{"e2-custom-medium-4096", ""},
+		{"e2-custom-small-8192", "e2-custom-small takes 2 GB to 4 GB of memory, not 8 GB"},
+		{"n1-standard-8", ""},
+	} {
+		m, ok := MachineType(c.name)
+		if !ok {
+			t.Fatalf("%s: not a machine type", c.name)
+		}
+		got := strings.Join(m.CustomProblems(), "; ")
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -49,12 +49,20 @@ var localSSDTiers = map[string][]ssdTier{
 // number their machine type comes with.
 var noLocalSSDSeries = []string{"e2", "t2a", "t2d", "n4", "n4a", "n4d", "c4", "c4a", "c4d", "c3", "c3d", "z3", "a3", "a4", "a4x", "h3", "m4", "x4"}
 
+// a2FixedLocalSSDs are the A2 Standard machine types' Local SSD counts:
+// one number each ("Choose a valid number of Local SSD disks", the A2
+// Standard rows: a2-highgpu-1g 1, -2g 2, -4g 4, -8g 8, a2-megagpu-16g 8).
+var a2FixedLocalSSDs = map[string]int{"a2-highgpu-1g": 1, "a2-highgpu-2g": 2, "a2-highgpu-4g": 4, "a2-highgpu-8g": 8, "a2-megagpu-16g": 8}
+
 // LocalSSDCounts returns the numbers of Local SSD disks machine type m
 // can be created with, and known false when nodegen's tables do not say
 // (then only GCE's overall limits are checked). An empty list means none.
 func LocalSSDCounts(m MachineShape) (counts []int, known bool) {
 	if m.SharedCore || slices.Contains(noLocalSSDSeries, m.Series) {
 		return nil, true
+	}
+	if n, ok := a2FixedLocalSSDs[m.Name]; ok {
+		return []int{n}, true
 	}
 	tiers, ok := localSSDTiers[m.Series]
 	if !ok {

@@ -24,7 +24,10 @@ func TestLocalSSDCounts(t *testing.T) {
 		{"e2-medium", nil, true},
 		{"n4-standard-8", nil, true},
 		{"c3-standard-8", nil, true},
-		{"a2-highgpu-1g", nil, false},
+		{"a2-highgpu-1g", []int{1}, true},
+		{"a2-highgpu-8g", []int{8}, true},
+		{"a2-megagpu-16g", []int{8}, true},
+		{"a2-ultragpu-1g", nil, false},
 	} {
 		m, ok := MachineType(c.machine)
 		if !ok {

@@ -1,6 +1,8 @@
 package gce
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -142,7 +144,7 @@ func buildMachines() map[string]MachineShape {
 // e2-custom-medium-%v) and public configurations using them; the vCPU count
 // of the e2 shared-core custom types is taken to be 2, as for e2-micro/
 // small/medium (UNCONFIRMED). Google's limits on vCPU counts and memory per
-// vCPU for custom types are not checked here.
+// vCPU for custom types are in customLimits below.
 var customSeries = map[string]Family{
 	"":    GeneralPurpose, // custom-… is N1
 	"n2":  GeneralPurpose,
@@ -213,4 +215,89 @@ func positive(s string) (int, bool) {
 	}
 	n, err := strconv.Atoi(s)
 	return n, err == nil
+}
+
+// customLimits are Compute Engine's limits on a custom machine type of a
+// series: the vCPU counts it takes, the memory per vCPU (MiB) without
+// extended memory, and the most memory (MiB) with it (0: no extended
+// memory). Memory is a multiple of 256 MiB for every series. Read
+// 2026-12-01 from Google's Compute Engine sample
+// compute-custom-machine-type-helper-class
+// (cloud.google.com/compute/docs/samples/compute-custom-machine-type-helper-class),
+// which the page "Create a VM with a custom machine type"
+// (cloud.google.com/compute/docs/instances/creating-instance-with-custom-machine-type)
+// uses: E2 2 to 32 vCPUs in steps of 2, 0.5 to 8 GB per vCPU, no extended
+// memory; the E2 shared-core types 1 to 2 (micro), 2 to 4 (small) and 4
+// to 8 GB (medium) in all; N2 2 to 32 vCPUs in steps of 2 and 36 to 128 in
+// steps of 4, 0.5 to 8 GB per vCPU, extended memory up to 624 GB; N2D 2, 4,
+// 8, 16, 32, 48, 64, 80 or 96 vCPUs, 0.5 to 8 GB per vCPU, extended up to
+// 768 GB; N1 1 or an even number up to 96 vCPUs, 922 MiB to 6.5 GB per
+// vCPU, extended up to 624 GB.
+type customLimits struct {
+	vcpus            func(n int) bool
+	vcpuRule         string
+	minPerVCPU       int
+	maxPerVCPU       int
+	maxExtendedTotal int
+}
+
+const customMemoryStep = 256 // MiB
+
+var customSeriesLimits = map[string]customLimits{
+	"e2": {func(n int) bool { return n >= 2 && n <= 32 && n%2 == 0 }, "an even number from 2 to 32", 512, 8192, 0},
+	"n2": {func(n int) bool { return n >= 2 && n <= 32 && n%2 == 0 || n >= 36 && n <= 128 && n%4 == 0 },
+		"an even number from 2 to 32, or a multiple of 4 from 36 to 128", 512, 8192, 624 << 10},
+	"n2d": {func(n int) bool { return slices.Contains([]int{2, 4, 8, 16, 32, 48, 64, 80, 96}, n) },
+		"2, 4, 8, 16, 32, 48, 64, 80 or 96", 512, 8192, 768 << 10},
+	"n1": {func(n int) bool { return n == 1 || n >= 2 && n <= 96 && n%2 == 0 }, "1 or an even number up to 96", 922, 6656, 624 << 10},
+}
+
+// e2SharedCustomMemory are the E2 shared-core custom types' total memory
+// bounds (MiB), by the word in their name.
+var e2SharedCustomMemory = map[string][2]int{"micro": {1024, 2048}, "small": {2048, 4096}, "medium": {4096, 8192}}
+
+// CustomProblems returns why Compute Engine refuses the custom machine
+// type m (one reason each for its vCPUs and its memory), nil for a valid
+// one or a predefined type.
+func (m MachineShape) CustomProblems() []string {
+	if !m.Custom {
+		return nil
+	}
+	var out []string
+	gib := func(mib int) string { return strconv.FormatFloat(float64(mib)/1024, 'f', -1, 64) + " GB" }
+	if m.MemoryMiB%customMemoryStep != 0 {
+		out = append(out, fmt.Sprintf("memory %d MB is not a multiple of 256 MB", m.MemoryMiB))
+	}
+	if m.SharedCore {
+		for word, b := range e2SharedCustomMemory {
+			if strings.HasPrefix(m.Name, "e2-custom-"+word+"-") && (m.MemoryMiB < b[0] || m.MemoryMiB > b[1]) {
+				out = append(out, fmt.Sprintf("e2-custom-%s takes %s to %s of memory, not %s", word, gib(b[0]), gib(b[1]), gib(m.MemoryMiB)))
+			}
+		}
+		return out
+	}
+	l, ok := customSeriesLimits[m.Series]
+	if !ok {
+		return out
+	}
+	series := strings.ToUpper(m.Series)
+	if !l.vcpus(m.VCPUs) {
+		out = append(out, fmt.Sprintf("a custom %s machine type has %s vCPUs, not %d", series, l.vcpuRule, m.VCPUs))
+		return out
+	}
+	switch {
+	case m.MemoryMiB < l.minPerVCPU*m.VCPUs:
+		out = append(out, fmt.Sprintf("%d vCPUs take at least %d MB of memory (%d MB per vCPU on %s)", m.VCPUs, l.minPerVCPU*m.VCPUs, l.minPerVCPU, series))
+	case m.ExtendedMemory && l.maxExtendedTotal == 0:
+		out = append(out, fmt.Sprintf("%s custom machine types take no extended memory (-ext)", series))
+	case m.ExtendedMemory && m.MemoryMiB > l.maxExtendedTotal:
+		out = append(out, fmt.Sprintf("with extended memory a custom %s machine type has at most %s, not %s", series, gib(l.maxExtendedTotal), gib(m.MemoryMiB)))
+	case !m.ExtendedMemory && m.MemoryMiB > l.maxPerVCPU*m.VCPUs:
+		fix := "; add -ext for extended memory"
+		if l.maxExtendedTotal == 0 {
+			fix = ""
+		}
+		out = append(out, fmt.Sprintf("%d vCPUs take at most %d MB of memory (%s per vCPU on %s)%s", m.VCPUs, l.maxPerVCPU*m.VCPUs, gib(l.maxPerVCPU), series, fix))
+	}
+	return out
 }

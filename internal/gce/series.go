@@ -24,6 +24,13 @@ var (
 	// takes both kinds (or nodegen does not know; it does not guess).
 	noHyperdisk   = map[string]bool{"n1": true, "e2": true}
 	hyperdiskOnly = map[string]bool{"n4": true, "c4": true, "c4a": true, "c4d": true, "n4a": true, "n4d": true}
+
+	// noPDStandard are the series that take Persistent Disk but not
+	// pd-standard (each series' "Supported disk types" on its machine
+	// series page, and "Persistent Disk types" in
+	// cloud.google.com/compute/docs/disks/persistent-disks: C3, C3D, Z3,
+	// G2, A3 and H3 list pd-balanced (and pd-ssd) only).
+	noPDStandard = map[string]bool{"c3": true, "c3d": true, "z3": true, "g2": true, "a3": true, "h3": true}
 )
 
 // MaxZonalMIGSize is the default limit on the size of a zonal managed
@@ -49,6 +56,8 @@ func (m MachineShape) DiskTypeProblem(diskType string) string {
 		return strings.ToUpper(m.Series) + " machine types take no Hyperdisk; use pd-balanced, pd-ssd or pd-standard"
 	case !hyper && hyperdiskOnly[m.Series]:
 		return strings.ToUpper(m.Series) + " machine types take Hyperdisk only; use hyperdisk-balanced"
+	case diskType == "pd-standard" && noPDStandard[m.Series]:
+		return strings.ToUpper(m.Series) + " machine types take no pd-standard; use pd-balanced or hyperdisk-balanced"
 	}
 	return ""
 }

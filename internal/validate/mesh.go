@@ -32,9 +32,11 @@ import (
 //   - the gateway's node group must be a group of that cluster that never
 //     scales to zero: an onprem group, or a gce-static group of size at
 //     least 1 (a gce group is sized by the autoscaler, down to its min);
+//   - the gateway's node group is not Spot (a preemption takes its nodes);
 //   - extra ports: no port (per protocol) used twice, none of Istio's
 //     own (15021, 15443, 15012, 15017), no name used twice or one of the
-//     gateway's own port names;
+//     gateway's own port names; no target port one of the gateway pod's
+//     own listeners (those and 15090) or another extra port's;
 //   - Service: annotation keys valid Kubernetes annotation keys;
 //     loadBalancerIP only with type LoadBalancer.
 //
@@ -116,6 +118,7 @@ func MeshOf(f *model.Fleet, pos Positioner, broken func(cluster string) *source.
 	}
 
 	c.trust(m)
+	c.sharedAddresses(m)
 	ranges := declaredRanges(m)
 	for _, name := range m.Names() {
 		c.gateway(f, name, base(name, "eastWestGateway"), broken)
@@ -155,8 +158,37 @@ func (c *checker) gateway(f *model.Fleet, name string, p []cue.Selector, broken 
 		ports[portKey{mp.Port, mp.Protocol}] = "Istio's " + mp.Name
 		names[mp.Name] = "Istio's own port " + fmt.Sprint(mp.Port)
 	}
+	// Target ports: the gateway pod's own listeners, and one listener per
+	// pod port. Istio turns a Gateway server's port into a listener on the
+	// Service's targetPort; the gateway's Envoy already listens on 15021
+	// (health), 15090 (Prometheus metrics), 15443 (cross-network mTLS) and,
+	// through the east-west Gateway, 15012 and 15017 (istiod): "Ports used
+	// by Istio", https://istio.io/latest/docs/ops/deployment/application-requirements/
+	// (istio/istio.io content/en/docs/ops/deployment/application-requirements/index.md).
+	targets := map[portKey]string{}
+	for _, mp := range model.MeshPorts {
+		targets[portKey{mp.TargetPort, mp.Protocol}] = "the gateway's own " + mp.Name + " listener"
+	}
+	targets[portKey{meshPortPrometheus, "TCP"}] = "the gateway's own Prometheus metrics listener (http-envoy-prom)"
 	for i, ep := range gw.ExtraPorts {
 		ip := join(p, "extraPorts", i)
+		tk := portKey{ep.TargetPort, ep.Protocol}
+		at := join(ip, "targetPort")
+		if ep.TargetPort == 0 {
+			tk.port, at = ep.Port, join(ip, "port")
+		}
+		if tk.protocol == "" {
+			tk.protocol = "TCP"
+		}
+		_, ownPort := ports[portKey{ep.Port, tk.protocol}]
+		switch owner, taken := targets[tk]; {
+		case taken && ep.TargetPort == 0 && ownPort:
+			// The port itself is Istio's: reported below.
+		case taken:
+			c.at(at, "target port %d/%s is %s: the gateway pod would have two listeners on one port; pick another target port", tk.port, tk.protocol, owner)
+		default:
+			targets[tk] = fmt.Sprintf("the target port of extra port %q", ep.Name)
+		}
 		k := portKey{ep.Port, ep.Protocol}
 		if k.protocol == "" {
 			k.protocol = "TCP"
@@ -179,6 +211,10 @@ func (c *checker) gateway(f *model.Fleet, name string, p []cue.Selector, broken 
 	}
 }
 
+// meshPortPrometheus is the port the gateway's Envoy serves its
+// Prometheus metrics on (http-envoy-prom).
+const meshPortPrometheus = 15090
+
 // gatewayGroup checks that the gateway's group is a group of its cluster
 // that never scales to zero.
 func (c *checker) gatewayGroup(src *model.Source, gw *model.EastWestGateway, p []cue.Selector) {
@@ -198,6 +234,8 @@ func (c *checker) gatewayGroup(src *model.Source, gw *model.EastWestGateway, p [
 		c.at(p, "node group %q is autoscaled (kind \"gce\", min %d): the autoscaler can remove the nodes the east-west gateway runs on, down to zero, and the mesh loses its way into %q; place the gateway on an onprem group or a gce-static group", g.Name, g.Min, src.Cluster.Name)
 	case g.Kind == model.KindGCEStatic && g.Min < 1:
 		c.at(p, "node group %q has size 0: the east-west gateway would have no node to run on", g.Name)
+	case g.Spot:
+		c.at(p, "node group %q is Spot: GCE preempts its VMs at any time (all of them at once when Spot capacity runs out), and while the east-west gateway has no node the other clusters lose their way into %q (and its remotes their istiod); place the gateway on a group that is not Spot", g.Name, src.Cluster.Name)
 	}
 }
 

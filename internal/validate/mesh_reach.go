@@ -33,6 +33,15 @@ func (c *checker) trust(m *model.Mesh) {
 	switch {
 	case t == nil && m.Model == model.MeshMultiPrimary:
 		c.atKey(sel("mesh", "model"), "a multi-primary mesh needs one root of trust: every cluster's istiod signs its workloads' certificates, and with a self-signed root of its own each cluster's mTLS fails across clusters; set mesh.trust: pluginCA (Istio's cacerts per cluster, from one root) or externalCA")
+	case t == nil && m.Model == model.MeshPrimaryRemote && len(m.Primaries()) > 1:
+		// Each primary's istiod signs the certificates of its own and its
+		// remotes' workloads; without a shared root, a workload of one
+		// primary's part of the mesh trusts no certificate of another's
+		// ("A multicluster service mesh deployment requires that you
+		// establish trust between all clusters in the mesh": Istio's
+		// multicluster "Before you begin", Configure Trust,
+		// https://istio.io/latest/docs/setup/install/multicluster/before-you-begin/).
+		c.atKey(sel("mesh", "model"), "the primary-remote mesh has %d primaries (%s): each one's istiod signs its workloads' certificates, and with a self-signed root of its own the mTLS between their parts of the mesh fails; set mesh.trust: pluginCA (Istio's cacerts per cluster, from one root) or externalCA", len(m.Primaries()), strings.Join(quoted(m.Primaries()), ", "))
 	case t != nil && (t.PluginCA == nil) == (t.ExternalCA == nil):
 		c.at(sel("mesh", "trust"), "set exactly one of pluginCA or externalCA")
 	}
@@ -148,4 +157,24 @@ func joinInts(ns []int) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// sharedAddresses reports two clusters whose east-west gateways have one
+// address: the other clusters (and istiod, which keys a network's gateway
+// by address) could not tell the two gateways apart, and a packet for one
+// reaches one of them only.
+func (c *checker) sharedAddresses(m *model.Mesh) {
+	first := map[string]string{}
+	for _, name := range m.Names() {
+		a := m.Clusters[name].EastWestGateway.Address
+		if a == "" {
+			continue
+		}
+		key := strings.ToLower(a)
+		if other, ok := first[key]; ok {
+			c.at(sel("mesh", "clusters", name, "eastWestGateway", "address"), "address %s is also the east-west gateway address of cluster %q: every cluster's gateway needs an address of its own, on its own network", a, other)
+			continue
+		}
+		first[key] = name
+	}
 }

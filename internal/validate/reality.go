@@ -90,6 +90,11 @@ func (c *checker) machine(g *model.NodeGroup, base []cue.Selector) {
 	if msg := m.DiskTypeProblem(g.BootDiskType); msg != "" {
 		c.at(c.written(base, "bootDiskType", "machineType"), "boot disk type %s on %s: %s", g.BootDiskType, m.Name, msg)
 	}
+	// Compute Engine refuses the instance template's custom machine type
+	// (gce.MachineShape.CustomProblems: its limits and their source).
+	if probs := m.CustomProblems(); len(probs) > 0 {
+		c.at(join(base, "machineType"), "custom machine type %s: %s", m.Name, strings.Join(probs, "; "))
+	}
 }
 
 // region checks that the cluster's region exists.
