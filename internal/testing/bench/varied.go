@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/nodegen/nodegen/internal/gce"
 )
 
 // WriteVaried writes a source of groups node groups into dir (created if
@@ -88,7 +90,13 @@ func variedGroup(r *rand.Rand, i int) (string, string) {
 	}
 	fmt.Fprintf(&b, "\timage: \"projects/acme-bench-fleet/global/images/family/%s\"\n", family)
 	fmt.Fprintf(&b, "\tbootDiskSizeGb: %d\n", 50+10*r.IntN(46))
-	fmt.Fprintf(&b, "\tbootDiskType: %q\n", pick(diskTypes))
+	// A disk type the machine's series takes (C3 and G2 take no
+	// pd-standard), from the same draw.
+	disk := pick(diskTypes)
+	if m, ok := gce.MachineType(mt); ok && m.DiskTypeProblem(disk) != "" {
+		disk = "pd-balanced"
+	}
+	fmt.Fprintf(&b, "\tbootDiskType: %q\n", disk)
 	min := r.IntN(3)
 	fmt.Fprintf(&b, "\tmin: %d\n\tmax: %d\n", min, min+1+r.IntN(40))
 	if r.IntN(10) < 3 {
