@@ -91,6 +91,20 @@ func (c *Cluster) ProviderIDTemplate() string {
 	return "gce://" + c.GCP.Project + "/" + ZonePlaceholder + "/" + InstancePlaceholder
 }
 
+// The kubelet's own health endpoint (KubeletConfiguration healthzPort,
+// default 10248; plain HTTP, no authentication, body "ok"). Its default
+// bind address is 127.0.0.1; autohealed groups bind it to every address
+// (KubeletHealthzBindAddress) so that the MIG's health checker reaches it.
+const (
+	KubeletHealthzPort        = 10248
+	KubeletHealthzPath        = "/healthz"
+	KubeletHealthzBindAddress = "0.0.0.0"
+)
+
+// Autohealed reports whether group g's MIGs recreate a VM whose kubelet
+// stops answering: the cloud groups the autoscaler does not size.
+func (g *NodeGroup) Autohealed() bool { return g.Cloud() && !g.Autoscaled() }
+
 // PodsMayReachMetadataServer reports whether pods on the group's nodes may
 // reach the GCE metadata server (and so the VM service account's token).
 // Only the autoscaler's own group may: the autoscaler and the cluster's

@@ -280,6 +280,19 @@ func (m *Mesh) RemoteSecretClusters(primary string) []string {
 	return m.RemotesOf(primary)
 }
 
+// LoadBalancerPorts are the TCP ports the gateway's internal load
+// balancer forwards: the gateway's ports but the status port, which only
+// the health check uses.
+func (g *EastWestGateway) LoadBalancerPorts() []int {
+	var out []int
+	for _, p := range g.Ports() {
+		if p.Port != MeshPortStatus && p.Protocol == "TCP" {
+			out = append(out, p.Port)
+		}
+	}
+	return out
+}
+
 // Ports returns the gateway's Service ports: Istio's own, then the extra
 // ones, each with its target port filled in.
 func (g *EastWestGateway) Ports() []GatewayPort {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -134,7 +135,7 @@ func TestFixedSizeGroupsAutoheal(t *testing.T) {
 					}
 				}
 			}
-			if !render.Autohealed(g) {
+			if !g.Autohealed() {
 				if len(healing) != 0 || len(res[render.TFHealthCheck]) != 0 || len(res[render.TFFirewall]) != 0 || tmplTags.LengthInt() != 1 {
 					t.Errorf("autoscaled group %s: %d autohealing policies, %d health checks, %d firewalls, tags %v",
 						g.Name, len(healing), len(res[render.TFHealthCheck]), len(res[render.TFFirewall]), tmplTags.GoString())
@@ -169,7 +170,7 @@ func TestFixedSizeGroupsAutoheal(t *testing.T) {
 				t.Fatal("the health check has no http_health_check")
 			}
 			port, _ := attrValue(t, http.Body, "port", ctx).AsBigFloat().Int64()
-			if port != render.KubeletHealthzPort || attrValue(t, http.Body, "request_path", ctx).AsString() != "/healthz" {
+			if port != model.KubeletHealthzPort || attrValue(t, http.Body, "request_path", ctx).AsString() != "/healthz" {
 				t.Errorf("health check of port %d path %s, want the kubelet's 10248 /healthz", port, attrValue(t, http.Body, "request_path", ctx).GoString())
 			}
 
@@ -198,7 +199,7 @@ func TestFixedSizeGroupsAutoheal(t *testing.T) {
 			}
 
 			kc := kubeletConfig(t, files[layout.StartupScriptPath(g.Name)])
-			if kc.HealthzBindAddress != "0.0.0.0" || (kc.HealthzPort != nil && *kc.HealthzPort != render.KubeletHealthzPort) {
+			if kc.HealthzBindAddress != "0.0.0.0" || (kc.HealthzPort != nil && *kc.HealthzPort != model.KubeletHealthzPort) {
 				t.Errorf("the kubelet serves its health endpoint on %q port %v, unreachable by the health check", kc.HealthzBindAddress, kc.HealthzPort)
 			}
 		})

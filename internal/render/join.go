@@ -92,10 +92,10 @@ func KubeletPatch(g *model.NodeGroup) ([]byte, error) {
 		p.KubeReserved, p.SystemReserved = g.Kubelet.KubeReserved, g.Kubelet.SystemReserved
 	}
 	kubeletCapacity(g, &p)
-	if Autohealed(g) {
+	if g.Autohealed() {
 		// The MIG's health check reaches the kubelet's health endpoint
 		// from Google's health checkers (terraform_autohealing.go).
-		p.HealthzBindAddress = KubeletHealthzBindAddress
+		p.HealthzBindAddress = model.KubeletHealthzBindAddress
 	}
 	b, err := yamlout.Marshal(p)
 	if err != nil {

@@ -67,7 +67,7 @@ func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
 	if mc == nil {
 		return layout.Files{}, nil
 	}
-	header := hashHeader(src.Name)
+	header := layout.HashHeader(src.Name)
 	files := layout.Files{}
 	for _, r := range []struct {
 		path   string
@@ -79,7 +79,7 @@ func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
 		{layout.IstioNamespacePath, IstioNamespace},
 		{layout.MeshManifestsPath, MeshManifests},
 		{layout.MeshDocsPath, MeshDocs},
-		{MeshLBPath, MeshLoadBalancer},
+		{layout.MeshLBPath, MeshLoadBalancer},
 	} {
 		b, err := r.render(f, src, header)
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 
 // The GCP internal passthrough load balancer in front of a cloud
 // cluster's east-west gateway (reachedThrough.internalLoadBalancer), in
-// its own file of the cluster's Terraform module (MeshLBPath).
+// its own file of the cluster's Terraform module (layout.MeshLBPath).
 //
 // The load balancer delivers packets to the gateway group's VMs with the
 // forwarding rule's address as their destination. The gateway's Service
@@ -22,9 +22,6 @@ import (
 // address: no cloud controller is involved. Google's health checks probe
 // the forwarding rule's address on the status port 15021 (the gateway's
 // /healthz/ready), from 35.191.0.0/16 and 130.211.0.0/22.
-
-// MeshLBPath is the load balancer's file in a cluster's tree.
-const MeshLBPath = "terraform/eastwest-gateway-lb.tf"
 
 // Terraform resource types and names of the load balancer.
 const (
@@ -39,23 +36,6 @@ const (
 	// MeshLBHealthPath is the gateway's readiness endpoint on its status port.
 	MeshLBHealthPath = "/healthz/ready"
 )
-
-// GoogleHealthCheckRanges are the source ranges of Google's health-check
-// probes for internal passthrough load balancers (Cloud Load Balancing
-// documentation, "Health checks overview", probe IP ranges).
-var GoogleHealthCheckRanges = []string{"35.191.0.0/16", "130.211.0.0/22"}
-
-// MeshLBPorts are the TCP ports the forwarding rule forwards: the
-// gateway's ports but the status port, which only the health check uses.
-func MeshLBPorts(gw *model.EastWestGateway) []int {
-	var out []int
-	for _, p := range gw.Ports() {
-		if p.Port != model.MeshPortStatus && p.Protocol == "TCP" {
-			out = append(out, p.Port)
-		}
-	}
-	return out
-}
 
 // internalLB returns the gateway's load balancer settings, or nil when
 // nodegen renders none for it.
@@ -108,14 +88,14 @@ func MeshLoadBalancer(f *model.Fleet, src *model.Source, header string) ([]byte,
 	if gw.Address == "" {
 		return nil, fmt.Errorf("east-west gateway: an internal load balancer needs its address")
 	}
-	ports := MeshLBPorts(gw)
+	ports := gw.LoadBalancerPorts()
 
 	hf := hclwrite.NewEmptyFile()
 	body := hf.Body()
 	meshLBAddress(body, src, mc)
 	meshLBBackend(body, src, g)
 	meshLBForwardingRule(body, src, ports)
-	meshLBFirewall(body, src, MeshLBHealthFirewall, "Google's health-check probes, to the status port.", GoogleHealthCheckRanges, []int{model.MeshPortStatus})
+	meshLBFirewall(body, src, MeshLBHealthFirewall, "Google's health-check probes, to the status port.", gce.HealthCheckRanges, []int{model.MeshPortStatus})
 	if len(lb.SourceRanges) > 0 {
 		meshLBFirewall(body, src, MeshLBClientFirewall, "The other clusters' traffic, from the source's sourceRanges, to the forwarded ports.", lb.SourceRanges, ports)
 	}

@@ -143,8 +143,8 @@ func (m *lbModule) references(resource, attr, target string) bool {
 // MIGs, and its address is addr. It returns the forwarded ports.
 func checkLoadBalancer(t *testing.T, files layout.Files, src *model.Source, gw *model.EastWestGateway, addr string) {
 	t.Helper()
-	if _, ok := files[render.MeshLBPath]; !ok {
-		t.Fatalf("no %s", render.MeshLBPath)
+	if _, ok := files[layout.MeshLBPath]; !ok {
+		t.Fatalf("no %s", layout.MeshLBPath)
 	}
 	for _, e := range checkProviderSchema(t, files) {
 		t.Error(e)
@@ -255,20 +255,20 @@ func TestMeshLoadBalancer(t *testing.T) {
 	checkAddresses(t, files, remoteFiles, addr)
 
 	// A remote whose gateway a router reaches renders no load balancer.
-	if _, ok := remoteFiles[render.MeshLBPath]; ok {
+	if _, ok := remoteFiles[layout.MeshLBPath]; ok {
 		t.Errorf("the remote's gateway (router) has a GCP load balancer")
 	}
 	// The checks can fail: a reserved address that is not the gateway's,
 	// a backend on a MIG that does not exist.
 	broken := maps.Clone(files)
-	broken[render.MeshLBPath] = []byte(strings.Replace(string(files[render.MeshLBPath]), `"`+addr+`"`, `"10.20.1.99"`, 1))
-	if string(broken[render.MeshLBPath]) == string(files[render.MeshLBPath]) {
+	broken[layout.MeshLBPath] = []byte(strings.Replace(string(files[layout.MeshLBPath]), `"`+addr+`"`, `"10.20.1.99"`, 1))
+	if string(broken[layout.MeshLBPath]) == string(files[layout.MeshLBPath]) {
 		t.Fatal("address not found in the load balancer's file")
 	}
 	if parseLBModule(t, broken).literal(t, render.TFAddress+"."+render.MeshLBName, "address") == addr {
 		t.Error("the broken module still has the address")
 	}
-	broken[render.MeshLBPath] = []byte(strings.Replace(string(files[render.MeshLBPath]), "instance_group_manager.gateway_", "instance_group_manager.gatewa_", 1))
+	broken[layout.MeshLBPath] = []byte(strings.Replace(string(files[layout.MeshLBPath]), "instance_group_manager.gateway_", "instance_group_manager.gatewa_", 1))
 	if u := parseLBModule(t, broken).unresolved(); len(u) != 1 {
 		t.Errorf("a backend on a MIG that does not exist: unresolved %v", u)
 	}

@@ -38,7 +38,7 @@ func TestMeshFiles(t *testing.T) {
 			}
 			want := slices.Clone(meshPaths)
 			if r := f.Mesh.Clusters[src.Cluster.Name].EastWestGateway.ReachedThrough; r != nil && r.InternalLoadBalancer != nil {
-				want = append(want, render.MeshLBPath)
+				want = append(want, layout.MeshLBPath)
 			}
 			slices.Sort(want)
 			if got := files.Paths(); !slices.Equal(got, want) {

@@ -57,19 +57,3 @@ func localSSDVars(g *model.NodeGroup) []kubeenv.Var {
 		{Name: kubeenv.VarBlockEphemeralBootDisk, Value: "true"},
 	}
 }
-
-// localSSDDisks appends the group's local SSDs to the instance template:
-// SCRATCH disks of type local-ssd on the NVMe interface, the form the
-// autoscaler counts (templates.go getLocalSsdCount).
-func localSSDDisks(w *hclText, g *model.NodeGroup) {
-	for range g.LocalSSDCount {
-		w.blank()
-		w.open("disk")
-		w.attr("type", hclString("SCRATCH"))
-		w.attr("disk_type", hclString("local-ssd"))
-		w.attr("interface", hclString("NVME"))
-		w.attr("disk_size_gb", hclInt(model.LocalSSDSizeGiB))
-		w.attr("auto_delete", hclBool(true))
-		w.close()
-	}
-}

@@ -12,8 +12,6 @@ import (
 	"github.com/nodegen/nodegen/internal/revision"
 )
 
-func hashHeader(origin string) string { return "# " + layout.HeaderLine(origin) + "\n" }
-
 // A stage renders some of the artifacts into files. Every renderer runs
 // as one, in the order of stages.
 type stage func(src *model.Source, files layout.Files) error
@@ -52,7 +50,7 @@ var stages = []stage{
 // renderer that returns no bytes renders no file for this source.
 func file(path string, render func(src *model.Source, header string) ([]byte, error)) stage {
 	return func(src *model.Source, files layout.Files) error {
-		b, err := render(src, hashHeader(src.Name))
+		b, err := render(src, layout.HashHeader(src.Name))
 		if err == nil && b != nil {
 			files[path] = b
 		}
@@ -86,7 +84,7 @@ func nodeGroupFiles(src *model.Source, files layout.Files) error {
 		if origin == "" {
 			origin = src.Name
 		}
-		if r.env, r.script, r.err = groupArtifacts(src, g, hashHeader(origin)); r.err != nil {
+		if r.env, r.script, r.err = groupArtifacts(src, g, layout.HashHeader(origin)); r.err != nil {
 			r.err = fmt.Errorf("node group %s: %w", g.Name, r.err)
 		}
 	})

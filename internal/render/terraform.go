@@ -38,7 +38,7 @@ var DefaultServiceAccountScopes = []string{"cloud-platform"}
 // project and region, its variables, outputs and provider requirements.
 // It writes nothing for onprem groups.
 func Terraform(src *model.Source, files layout.Files) error {
-	header := func(origin string) string { return hashHeader(origin) }
+	header := layout.HashHeader
 	main, err := terraformMain(src, header(src.Name))
 	if err != nil {
 		return err
@@ -458,4 +458,20 @@ func GCELabelValue(v string) string {
 		s = s[:GCELabelMax]
 	}
 	return s
+}
+
+// localSSDDisks appends the group's local SSDs to the instance template:
+// SCRATCH disks of type local-ssd on the NVMe interface, the form the
+// autoscaler counts (templates.go getLocalSsdCount).
+func localSSDDisks(w *hclText, g *model.NodeGroup) {
+	for range g.LocalSSDCount {
+		w.blank()
+		w.open("disk")
+		w.attr("type", hclString("SCRATCH"))
+		w.attr("disk_type", hclString("local-ssd"))
+		w.attr("interface", hclString("NVME"))
+		w.attr("disk_size_gb", hclInt(model.LocalSSDSizeGiB))
+		w.attr("auto_delete", hclBool(true))
+		w.close()
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -14,14 +15,6 @@ const (
 	// TFHealthCheck is the Terraform resource type of the health check
 	// (the firewall rule that lets it reach the nodes is a TFFirewall).
 	TFHealthCheck = "google_compute_health_check"
-	// KubeletHealthzPort and KubeletHealthzPath are the kubelet's own
-	// health endpoint (KubeletConfiguration healthzPort, default 10248;
-	// plain HTTP, no authentication, body "ok"). Its default bind address
-	// is 127.0.0.1; fixed-size groups bind it to every address
-	// (KubeletHealthzBindAddress) so that the health checker reaches it.
-	KubeletHealthzPort        = 10248
-	KubeletHealthzPath        = "/healthz"
-	KubeletHealthzBindAddress = "0.0.0.0"
 	// Health check timing: a VM is recreated after unhealthyThreshold
 	// failed checks checkInterval apart (a minute without a kubelet).
 	healthCheckInterval  = 10
@@ -31,10 +24,6 @@ const (
 	maxInitialDelaySec   = 3600 // the Compute API's limit of initialDelaySec
 	autohealingTagSuffix = "-hc"
 )
-
-// Autohealed reports whether group g's MIGs recreate a VM whose kubelet
-// stops answering: the cloud groups the autoscaler does not size.
-func Autohealed(g *model.NodeGroup) bool { return g.Cloud() && !g.Autoscaled() }
 
 // AutohealingName is the name of group g's health check and firewall rule,
 // and the network tag its VMs carry for that rule: the MIGs' base instance
@@ -55,7 +44,7 @@ func AutohealingInitialDelay(c *model.Cluster, g *model.NodeGroup) time.Duration
 // plus, for an autohealed group, the tag its health check's firewall rule
 // targets.
 func templateTags(c *model.Cluster, g *model.NodeGroup) string {
-	if !Autohealed(g) {
+	if !g.Autohealed() {
 		return hclRef("var", "network_tags")
 	}
 	return hclCall("concat", hclRef("var", "network_tags"), hclStrings([]string{AutohealingName(c, g)}))
@@ -64,7 +53,7 @@ func templateTags(c *model.Cluster, g *model.NodeGroup) string {
 // autohealingPolicy adds an autohealed group's auto_healing_policies to
 // the MIG block w is in.
 func autohealingPolicy(w *hclText, c *model.Cluster, g *model.NodeGroup) {
-	if !Autohealed(g) {
+	if !g.Autohealed() {
 		return
 	}
 	delay := AutohealingInitialDelay(c, g)
@@ -79,15 +68,15 @@ func autohealingPolicy(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 
 // autohealingResources appends an autohealed group's health check and the
 // firewall rule that admits Google's health checkers
-// (GoogleHealthCheckRanges, the same probes as for load balancers) to its
+// (gce.HealthCheckRanges, the same probes as for load balancers) to its
 // VMs' kubelet health port, and nothing else.
 func autohealingResources(w *hclText, c *model.Cluster, g *model.NodeGroup) {
-	if !Autohealed(g) {
+	if !g.Autohealed() {
 		return
 	}
 	name := AutohealingName(c, g)
 	w.blank()
-	w.comment(fmt.Sprintf("Autohealing of group %s: the kubelet's health endpoint, http://<VM>:%d%s.", g.Name, KubeletHealthzPort, KubeletHealthzPath))
+	w.comment(fmt.Sprintf("Autohealing of group %s: the kubelet's health endpoint, http://<VM>:%d%s.", g.Name, model.KubeletHealthzPort, model.KubeletHealthzPath))
 	w.open("resource", TFHealthCheck, TFName(g.Name))
 	w.attr("project", hclRef("local", "project"))
 	w.attr("name", hclString(name))
@@ -98,8 +87,8 @@ func autohealingResources(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	w.attr("unhealthy_threshold", hclInt(unhealthyThreshold))
 	w.blank()
 	w.open("http_health_check")
-	w.attr("port", hclInt(KubeletHealthzPort))
-	w.attr("request_path", hclString(KubeletHealthzPath))
+	w.attr("port", hclInt(model.KubeletHealthzPort))
+	w.attr("request_path", hclString(model.KubeletHealthzPath))
 	w.close()
 	w.close()
 
@@ -111,12 +100,12 @@ func autohealingResources(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	w.attr("description", hclString(fmt.Sprintf("Google health checks of the kubelet of nodegen node group %s of cluster %s", g.Name, c.Name)))
 	w.attr("network", hclRef("var", "network"))
 	w.attr("direction", hclString("INGRESS"))
-	w.attr("source_ranges", hclStrings(GoogleHealthCheckRanges))
+	w.attr("source_ranges", hclStrings(gce.HealthCheckRanges))
 	w.attr("target_tags", hclStrings([]string{name}))
 	w.blank()
 	w.open("allow")
 	w.attr("protocol", hclString("tcp"))
-	w.attr("ports", hclStrings([]string{fmt.Sprint(KubeletHealthzPort)}))
+	w.attr("ports", hclStrings([]string{fmt.Sprint(model.KubeletHealthzPort)}))
 	w.close()
 	w.blank()
 	w.open("lifecycle")

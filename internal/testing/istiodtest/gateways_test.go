@@ -104,11 +104,11 @@ func remotePilotAddress(t *testing.T, files layout.Files) string {
 // balancer in its Terraform module, as hclparse reads it.
 func lbAddress(t *testing.T, files layout.Files) string {
 	t.Helper()
-	b, ok := files[render.MeshLBPath]
+	b, ok := files[layout.MeshLBPath]
 	if !ok {
-		t.Fatalf("no %s", render.MeshLBPath)
+		t.Fatalf("no %s", layout.MeshLBPath)
 	}
-	f, diags := hclparse.NewParser().ParseHCL(b, render.MeshLBPath)
+	f, diags := hclparse.NewParser().ParseHCL(b, layout.MeshLBPath)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -121,7 +121,7 @@ func lbAddress(t *testing.T, files layout.Files) string {
 			return v.AsString()
 		}
 	}
-	t.Fatalf("%s: no %s", render.MeshLBPath, render.TFAddress)
+	t.Fatalf("%s: no %s", layout.MeshLBPath, render.TFAddress)
 	return ""
 }
 
