@@ -197,3 +197,67 @@ func TestMeshIstioVersion(t *testing.T) {
 		t.Errorf("istioVersion latest: %v", got)
 	}
 }
+
+// The mesh topologies that pass Istio's schema and do not work, each
+// reported at its value: two primaries of a primary-remote mesh without
+// one root of trust, one gateway address in two clusters, the gateway on
+// a Spot group, extra ports on the gateway pod's own target ports or on
+// one another's.
+func TestMeshTopologies(t *testing.T) {
+	for _, tc := range []struct {
+		name, mesh, reach string
+		want              []string
+	}{
+		{name: "two primaries without trust", mesh: `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10"}}
+		train: {role: "primary", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}
+`, reach: `mesh: clusters: {
+	serve: eastWestGateway: reachedThrough: internalLoadBalancer: {}
+	train: eastWestGateway: {address: "10.30.1.10", reachedThrough: router: {}}
+}
+`, want: []string{`reach.cue:1:7: mesh.model: the primary-remote mesh has 2 primaries ("serve", "train")`}},
+		{name: "one address twice", mesh: `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.30.1.10"}}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: nodeGroup: "onprem-gpu"}
+	}
+}
+`, want: []string{`reach.cue:3:36: mesh.clusters.train.eastWestGateway.address: address 10.30.1.10 is also the east-west gateway address of cluster "serve"`}},
+		{name: "target ports", mesh: `	clusters: {
+		serve: {role: "primary", network: "net-cloud", eastWestGateway: {nodeGroup: "gateway", address: "10.20.1.10"}}
+		train: {role: "remote", network: "net-onprem", eastWestGateway: {
+			nodeGroup: "onprem-gpu"
+			extraPorts: [
+				{name: "tcp-a", port: 8443, targetPort: 15443},
+				{name: "tcp-b", port: 15090},
+				{name: "tcp-c", port: 4222, targetPort: 14222},
+				{name: "tcp-d", port: 4223, targetPort: 14222},
+				{name: "udp-d", port: 4223, targetPort: 14222, protocol: "UDP"},
+			]
+		}}
+	}
+}
+`, want: []string{
+			`mesh.cue:8:45: mesh.clusters.train.eastWestGateway.extraPorts.0.targetPort: target port 15443/TCP is the gateway's own tls listener`,
+			`mesh.cue:9:27: mesh.clusters.train.eastWestGateway.extraPorts.1.port: target port 15090/TCP is the gateway's own Prometheus metrics listener`,
+			`mesh.cue:11:45: mesh.clusters.train.eastWestGateway.extraPorts.3.targetPort: target port 14222/TCP is the target port of extra port "tcp-c"`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"mesh.cue": meshHead + tc.mesh}
+			if tc.reach != "" {
+				files[reachFile] = tc.reach
+			}
+			got := meshFindings(t, files)
+			if len(got) != len(tc.want) {
+				t.Fatalf("findings:\n%s\nwant %d:\n%s", strings.Join(got, "\n"), len(tc.want), strings.Join(tc.want, "\n"))
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("finding %d:\n got %s\nwant %s…", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
