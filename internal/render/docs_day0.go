@@ -135,9 +135,9 @@ func (w *docWriter) day0() error {
 	if err != nil {
 		return err
 	}
+	d.manifests()
 	d.providerIDs()
 	d.charts()
-	d.manifests()
 	renewStep, err := d.renewer()
 	if err != nil {
 		return err
@@ -238,7 +238,7 @@ func (d *day0Doc) providerIDs() {
 	d.next("Give every node outside a MIG a providerID")
 	d.p("The Cluster Autoscaler's GCE provider fails on a node without a GCE providerID (the on-prem nodes, the control plane) and then scales nothing. Give each such node one that names no MIG, before the autoscaler starts; `spec.providerID` can be set once and never changed.")
 	if src.Cluster.SetsOnpremProviderID() {
-		d.p(" With the cluster's kubeconfig, once (`--dry-run` first shows what it would set):\n\n```sh\nbash %s%s\n```\n\nNodes that join later take it from the kubelet's `provider-id` in their kubeadm configuration: see the providerID section of `%sdocs/nodegroups.md`.\n", out, layout.OnpremProviderIDPath, out)
+		d.p(" With the cluster's kubeconfig, once: `--dry-run` first shows what it would set, then the same without it sets it.\n\n```sh\nbash %s%s --dry-run\nbash %s%s\n```\n\nNodes that join later take it from the kubelet's `provider-id` in their kubeadm configuration: see the providerID section of `%sdocs/nodegroups.md`.\n", out, layout.OnpremProviderIDPath, out, layout.OnpremProviderIDPath, out)
 	} else {
 		d.p(" `cluster.onpremProviderID` is `none`: give them one yourself, as the providerID section of `%sdocs/nodegroups.md` explains.\n", out)
 	}
@@ -266,16 +266,31 @@ func (d *day0Doc) charts() {
 
 // manifests writes the step that applies nodegen's manifests.
 func (d *day0Doc) manifests() {
-	out, renews, src := d.out, d.renews, d.src
+	out, src := d.out, d.src
 	d.next("Apply nodegen's manifests")
+	if src.Cluster.HasNodeCSRApprover() {
+		d.p("The node CSR approver first, before anything makes a cloud node join: it runs on the autoscaler's node, which has joined, and approves the kubelet certificates of the cloud nodes that join with the renewer's tokens (group `%s`), which the control plane does not approve itself.\n\n", CloudBootstrapGroup)
+	}
 	d.p("```sh\n")
-	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.NodeCSRApproverPath, layout.JoinTokenRenewerPath} {
-		if (p == layout.JoinTokenRenewerPath && !renews) || (p == layout.NodeCSRApproverPath && !src.Cluster.HasNodeCSRApprover()) {
-			continue
-		}
+	for _, p := range Day0Manifests(src) {
 		d.p("kubectl apply -f %s%s\n", out, p)
 	}
 	d.p("```\n")
+}
+
+// Day0Manifests lists the manifests the day-0 steps apply, in their
+// order: the node CSR approver first (cloud joins wait for it), then the
+// taint remover, the node garbage collector and the join-token renewer,
+// each when it is rendered.
+func Day0Manifests(src *model.Source) []string {
+	var out []string
+	for _, p := range []string{layout.NodeCSRApproverPath, layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath} {
+		if (p == layout.JoinTokenRenewerPath && !src.Cluster.HasJoinTokenRenewer()) || (p == layout.NodeCSRApproverPath && !src.Cluster.HasNodeCSRApprover()) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // renewer writes the step that lets the join token renewer take over,
@@ -372,5 +387,16 @@ func (d *docWriter) quota() {
 		}
 		d.p("  - %s GPUs: %d on demand, %d Spot.\n", name, gpus[t].onDemand, gpus[t].spot)
 	}
-	d.p("\n  See what the project has: `gcloud compute regions describe %s --project=%s --flatten=quotas --format=\"table(quotas.metric,quotas.limit,quotas.usage)\"`; a GPU quota of 0 needs a quota request before the first GPU node can start.\n", c.GCP.Region, c.GCP.Project)
+	if len(types) > 0 {
+		total := 0
+		for _, t := range types {
+			total += gpus[t].onDemand + gpus[t].spot
+		}
+		d.p("- Quota for the whole project: `GPUS_ALL_REGIONS`, %d GPUs with every GPU group at its largest (it counts the project's GPUs in every region; a new project has 0, and no GPU node starts until a quota request raises it).\n", total)
+	}
+	d.p("\n  See what the project has: `gcloud compute regions describe %s --project=%s --flatten=quotas --format=\"table(quotas.metric,quotas.limit,quotas.usage)\"`", c.GCP.Region, c.GCP.Project)
+	if len(types) > 0 {
+		d.p(" and, for `GPUS_ALL_REGIONS`, `gcloud compute project-info describe --project=%s --flatten=quotas --format=\"table(quotas.metric,quotas.limit,quotas.usage)\"`", c.GCP.Project)
+	}
+	d.p("; a GPU quota of 0 needs a quota request before the first GPU node can start.\n")
 }

@@ -12,8 +12,11 @@ import (
 )
 
 // TestDay0Order checks that docs/day0.md gives the steps in the order
-// that does not deadlock, with the charts pinned and their repositories
-// added, and one path for the priority expander (the chart's).
+// that does not deadlock (the node CSR approver before anything that
+// makes a cloud node join: the charts), every command as it is run
+// (set-provider-id.sh's --dry-run shown), with the charts pinned and
+// their repositories added, and one path for the priority expander (the
+// chart's).
 func TestDay0Order(t *testing.T) {
 	_, files := testsrc.Example(t)
 	doc := string(files[layout.Day0DocsPath])
@@ -23,12 +26,16 @@ func TestDay0Order(t *testing.T) {
 		"sudo kubeadm token create --ttl 24h",
 		"gcloud secrets versions add kubeadm-join-token --project=acme-hybrid-ai --data-file=-",
 		"kubectl wait --for=condition=Ready node -l nodegen.dev/node-group=autoscaler",
+		"kubectl apply -f out/k8s/node-csr-approver.yaml",
+		"kubectl apply -f out/k8s/taint-remover.yaml",
+		"kubectl apply -f out/k8s/node-lifecycle.yaml",
+		"kubectl apply -f out/k8s/join-token-renewer.yaml",
 		"providerID",
+		"bash out/onprem/set-provider-id.sh --dry-run\nbash out/onprem/set-provider-id.sh\n",
 		"helm repo add autoscaler https://kubernetes.github.io/autoscaler",
 		"helm repo add nvidia https://helm.ngc.nvidia.com/nvidia",
 		"helm upgrade --install cluster-autoscaler autoscaler/cluster-autoscaler --version 9.59.0",
 		"helm upgrade --install gpu-operator nvidia/gpu-operator --version v26.7.0",
-		"kubectl apply -f out/k8s/join-token-renewer.yaml",
 		render.JoinTokenFirstRunCommand(),
 		"## When renewal lapsed",
 	}
@@ -44,7 +51,8 @@ func TestDay0Order(t *testing.T) {
 		t.Errorf("the day-0 steps apply the priority expander's file as well as the chart's expanderPriorities")
 	}
 	for _, want := range []string{"roles/compute.instanceAdmin.v1", "roles/iam.serviceAccountUser", "roles/secretmanager.admin",
-		"NVIDIA T4 (`nvidia-tesla-t4`) GPUs: 8 on demand, 12 Spot"} {
+		"NVIDIA T4 (`nvidia-tesla-t4`) GPUs: 8 on demand, 12 Spot",
+		"`GPUS_ALL_REGIONS`, 20 GPUs", "gcloud compute project-info describe --project=acme-hybrid-ai"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("%s lacks %q", layout.Day0DocsPath, want)
 		}

@@ -182,3 +182,101 @@ func TestHelpListsRendered(t *testing.T) {
 		}
 	}
 }
+
+// installCommand matches the commands of an install: manifests applied,
+// the providerID script, Helm repositories and releases.
+var installCommand = regexp.MustCompile(`^(kubectl apply -f out/|bash out/onprem/set-provider-id\.sh$|helm repo (add|update)|helm upgrade --install )`)
+
+// installCommands returns the install commands of the sh blocks of text,
+// in order, each on one line (continuations joined), without comments.
+func installCommands(text string) []string {
+	var out []string
+	inSh := false
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		switch {
+		case strings.HasPrefix(l, "```sh"):
+			inSh = true
+			continue
+		case strings.HasPrefix(l, "```"):
+			inSh = false
+			continue
+		case !inSh:
+			continue
+		}
+		for strings.HasSuffix(l, `\`) && i+1 < len(lines) {
+			i++
+			l = strings.TrimSuffix(l, `\`) + " " + strings.TrimSpace(lines[i])
+		}
+		if c, _, _ := strings.Cut(l, " #"); installCommand.MatchString(strings.TrimSpace(c)) {
+			out = append(out, strings.Join(strings.Fields(c), " "))
+		}
+	}
+	return out
+}
+
+// TestInstallBlocksAgreeWithDay0: the Helm and kubectl blocks of the
+// README and docs/terraform.md run the install commands day0.md gives for
+// the shipped example (every manifest, the providerID script, the charts
+// at their versions), in day0.md's order.
+func TestInstallBlocksAgreeWithDay0(t *testing.T) {
+	example := renderExample(t)
+	day0, err := os.ReadFile(filepath.Join(example, "out", filepath.FromSlash(layout.Day0DocsPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := installCommands(string(day0))
+	if len(want) < 8 {
+		t.Fatalf("found only %d install commands in day0.md: %q", len(want), want)
+	}
+	for _, doc := range []string{"README.md", "docs/terraform.md"} {
+		raw, err := os.ReadFile(filepath.Join(testsrc.RepoRoot(), filepath.FromSlash(doc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, section, ok := strings.Cut(string(raw), "\n### Helm and kubectl\n")
+		if !ok {
+			t.Errorf("%s: no section ### Helm and kubectl", doc)
+			continue
+		}
+		if i := strings.Index(section, "\n#"); i >= 0 {
+			section = section[:i]
+		}
+		if got := installCommands(section); !slices.Equal(got, want) {
+			t.Errorf("%s's Helm and kubectl block runs\n  %s\nday0.md runs\n  %s", doc, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+	}
+}
+
+// TestInstallOrder: the README's Install block works on a fresh machine:
+// it puts the directory go install writes to on PATH before it first runs
+// nodegen.
+func TestInstallOrder(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(testsrc.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(raw), "\n## Install\n")
+	if ok {
+		_, rest, ok = strings.Cut(rest, "```sh\n")
+	}
+	if !ok {
+		t.Fatal("README.md: no sh block under ## Install")
+	}
+	block, _, _ := strings.Cut(rest, "```")
+	install, path, run := -1, -1, -1
+	for i, l := range strings.Split(block, "\n") {
+		switch {
+		case strings.HasPrefix(l, "go install ./cmd/nodegen") && install < 0:
+			install = i
+		case strings.HasPrefix(l, `export PATH="$(go env GOPATH)/bin:`) && path < 0:
+			path = i
+		case strings.HasPrefix(l, "nodegen ") && run < 0:
+			run = i
+		}
+	}
+	if install < 0 || run < 0 || !(install < path && path < run) {
+		t.Errorf("README.md's Install block must run go install ./cmd/nodegen, then put $(go env GOPATH)/bin on PATH, then nodegen (lines %d, %d, %d):\n%s", install, path, run, block)
+	}
+}
