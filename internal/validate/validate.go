@@ -158,6 +158,7 @@ func (c *checker) cluster() {
 		c.at(sel("cluster", "joinToken"), "set exactly one of secretManager or metadataKey")
 	}
 	c.joinToken()
+	c.caCertHashes(cl.CACertHashes)
 	c.endpoint(cl.ControlPlaneEndpoint)
 	c.nodeLifecycle()
 	c.rollout()
@@ -190,6 +191,26 @@ func (c *checker) cluster() {
 	}
 	c.autoscalerZones()
 	c.spotFallback()
+}
+
+// CACertHashCommand prints the pin of a kubeadm cluster's CA, run on a
+// control-plane node: the public key of /etc/kubernetes/pki/ca.crt in DER,
+// hashed with SHA-256, as kubeadm join's --discovery-token-ca-cert-hash
+// takes it (kubernetes/website, content/en/docs/reference/setup-tools/
+// kubeadm/kubeadm-join.md; openssl pkey for RSA and ECDSA keys alike).
+const CACertHashCommand = `openssl x509 -pubkey -noout -in /etc/kubernetes/pki/ca.crt | openssl pkey -pubin -outform der | openssl dgst -sha256 -hex | sed 's/^.* /sha256:/'`
+
+// caCertHashes refuses a placeholder pin: a SHA-256 of one repeated hex
+// digit (the all-zero example) is no CA's public key, so every join would
+// fail the CA check, long after vet and gen said nothing.
+func (c *checker) caCertHashes(hashes []string) {
+	for i, h := range hashes {
+		hex, ok := strings.CutPrefix(h, "sha256:")
+		if !ok || len(hex) != 64 || strings.Count(hex, hex[:1]) != len(hex) {
+			continue // the schema's pattern, or a real-looking pin
+		}
+		c.at(sel("cluster", "caCertHashes", i), "%s is a placeholder, not the pin of your cluster's CA: every kubeadm join would refuse the control plane. On a control-plane node, %s prints it, and so does kubeadm token create --print-join-command (its --discovery-token-ca-cert-hash)", h, CACertHashCommand)
+	}
 }
 
 // endpoint checks controlPlaneEndpoint: host:port, the host an IP address
