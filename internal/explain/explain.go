@@ -51,6 +51,9 @@ const (
 	ReasonResource     = "resource"
 	ReasonMaxSize      = "maxSize"
 	ReasonTemplate     = "template"
+	// ReasonReplicas: the pod fits a node of the group, but the group
+	// cannot reach the nodes the workload's replicas need.
+	ReasonReplicas = "replicas"
 )
 
 // Report is the answer for every workload.
@@ -246,6 +249,10 @@ func (e *Explainer) group(g *model.NodeGroup, w *Workload, gr *GroupResult) {
 		perZone[i] = rs
 	}
 	if len(gr.Zones) > 0 {
+		if r, short := e.replicasReason(g, w); short {
+			gr.Verdict, gr.Zones, gr.Reasons = NoFit, nil, []Reason{r}
+			return
+		}
 		gr.Verdict = Fits
 		gr.Notes = append(capacityNotes(g, w), capNotes(e.src, g)...)
 		return
@@ -271,6 +278,100 @@ func (e *Explainer) group(g *model.NodeGroup, w *Workload, gr *GroupResult) {
 			gr.Reasons = append(gr.Reasons, r)
 		}
 	}
+}
+
+// replicasReason counts the workload's replicas against the nodes the
+// group can reach (its max per zone × zones, less what a cap admits with
+// the other cloud groups at their minimum), at as many replicas per node
+// as a fresh node of the group has room for. It returns the reason when
+// they are more than the group can hold.
+func (e *Explainer) replicasReason(g *model.NodeGroup, w *Workload) (Reason, bool) {
+	if w.Replicas <= 1 {
+		return Reason{}, false
+	}
+	var perNode int64
+	by := ""
+	for _, t := range e.templates[g.Name] {
+		if n, what := podsPerNode(w, t); n > perNode {
+			perNode, by = n, what
+		}
+	}
+	if perNode < 1 {
+		return Reason{}, false
+	}
+	reach := int64(g.MaxNodes())
+	bound := fmt.Sprintf("max %d per zone × %d %s", g.Max, len(g.Zones), plural(len(g.Zones), "zone", "zones"))
+	for _, u := range e.capacity.uses() {
+		per, ok := u.per(g)
+		if !ok || per == 0 {
+			continue
+		}
+		left, known := u.max, true
+		for _, o := range e.capacity.cloud {
+			if o == g {
+				continue
+			}
+			n, ok := u.per(o)
+			known = known && ok
+			left -= n * int64(o.MinNodes())
+		}
+		if n := max(left, 0) / per; known && n < reach {
+			reach, bound = n, fmt.Sprintf("%s %d, %d per node of the group, with the other cloud groups at their minimum", u.name, rawMax(u), per)
+		}
+	}
+	need := (int64(w.Replicas) + perNode - 1) / perNode
+	if need <= reach {
+		return Reason{}, false
+	}
+	held := reach * perNode
+	rest := int64(w.Replicas) - held
+	return Reason{Kind: ReasonReplicas, Message: fmt.Sprintf(
+		"%d replicas need %d nodes of this group (%d per node, by %s), and it reaches at most %d (%s): the autoscaler grows it for %d of them; %d %s pending",
+		w.Replicas, need, perNode, by, reach, bound, held, rest, plural(int(rest), "stays", "stay"))}, true
+}
+
+// podsPerNode is how many of w's pods a fresh node made from t holds
+// beside the pods every new node runs, and what bounds it (a resource, or
+// the node's pod count).
+func podsPerNode(w *Workload, t *Template) (int64, string) {
+	req := resourcehelper.PodRequests(w.Pod, resourcehelper.PodResourcesOptions{})
+	used := corev1.ResourceList{}
+	running := int64(0)
+	for _, f := range t.Fresh {
+		if f.ds == w {
+			continue
+		}
+		running++
+		for k, q := range f.Requests {
+			u := used[k]
+			u.Add(q)
+			used[k] = u
+		}
+	}
+	pods := t.Node.Status.Allocatable[corev1.ResourcePods]
+	n, by := pods.Value()-running, "the node's pod count (maxPods)"
+	for _, name := range slices.Sorted(maps.Keys(req)) {
+		q := req[name]
+		if q.IsZero() {
+			continue
+		}
+		free := t.Node.Status.Allocatable[name]
+		free = free.DeepCopy()
+		if u, ok := used[name]; ok {
+			free.Sub(u)
+		}
+		if k := free.MilliValue() / q.MilliValue(); k < n {
+			n, by = k, string(name)
+		}
+	}
+	return n, by
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Check returns every reason w's pod does not fit a fresh node made from t;

@@ -32,6 +32,12 @@ type Workload struct {
 
 	// Pod carries the pod template's labels and spec.
 	Pod *corev1.Pod
+
+	// Replicas is how many of the pod the manifest runs at once: 1 for a
+	// Pod, spec.replicas of a Deployment, StatefulSet or ReplicaSet (1
+	// when unset, as the API server defaults it), a Job's parallelism
+	// (at most its completions); 0 for a DaemonSet, one per node.
+	Replicas int
 }
 
 // ID names the workload: "Deployment web" or "Deployment prod/web".
@@ -244,27 +250,48 @@ func wantAPIVersion(kind string) string {
 
 // workloadOf returns the pod a decoded object asks for.
 func workloadOf(obj any) *Workload {
-	pod := func(kind string, meta metav1.ObjectMeta, t corev1.PodTemplateSpec) *Workload {
-		return &Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name,
+	pod := func(kind string, meta metav1.ObjectMeta, t corev1.PodTemplateSpec, replicas int) *Workload {
+		return &Workload{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Replicas: replicas,
 			Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: meta.Namespace, Name: meta.Name, Labels: t.Labels}, Spec: t.Spec}}
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		return &Workload{Kind: "Pod", Namespace: o.Namespace, Name: o.Name, Pod: o}
+		return &Workload{Kind: "Pod", Namespace: o.Namespace, Name: o.Name, Pod: o, Replicas: 1}
 	case *appsv1.Deployment:
-		return pod("Deployment", o.ObjectMeta, o.Spec.Template)
+		return pod("Deployment", o.ObjectMeta, o.Spec.Template, replicasOf(o.Spec.Replicas))
 	case *appsv1.StatefulSet:
-		return pod("StatefulSet", o.ObjectMeta, o.Spec.Template)
+		return pod("StatefulSet", o.ObjectMeta, o.Spec.Template, replicasOf(o.Spec.Replicas))
 	case *appsv1.ReplicaSet:
-		return pod("ReplicaSet", o.ObjectMeta, o.Spec.Template)
+		return pod("ReplicaSet", o.ObjectMeta, o.Spec.Template, replicasOf(o.Spec.Replicas))
 	case *appsv1.DaemonSet:
-		return pod("DaemonSet", o.ObjectMeta, o.Spec.Template)
+		return pod("DaemonSet", o.ObjectMeta, o.Spec.Template, 0)
 	case *batchv1.Job:
-		return pod("Job", o.ObjectMeta, o.Spec.Template)
+		return pod("Job", o.ObjectMeta, o.Spec.Template, jobPods(o.Spec))
 	case *batchv1.CronJob:
-		return pod("CronJob", o.ObjectMeta, o.Spec.JobTemplate.Spec.Template)
+		return pod("CronJob", o.ObjectMeta, o.Spec.JobTemplate.Spec.Template, jobPods(o.Spec.JobTemplate.Spec))
 	}
 	panic(fmt.Sprintf("explain: unexpected object %T", obj))
+}
+
+// replicasOf is a replica count as the API server defaults it: 1 when
+// unset (k8s.io/kubernetes, pkg/apis/apps/v1/defaults.go).
+func replicasOf(r *int32) int {
+	if r == nil {
+		return 1
+	}
+	return int(*r)
+}
+
+// jobPods is how many pods a Job runs at once: its parallelism (1 when
+// unset), at most its completions when those are set
+// (k8s.io/kubernetes, pkg/apis/batch/v1/defaults.go; the Job controller
+// runs no more pods than completions remain).
+func jobPods(spec batchv1.JobSpec) int {
+	n := replicasOf(spec.Parallelism)
+	if spec.Completions != nil && int(*spec.Completions) < n {
+		n = int(*spec.Completions)
+	}
+	return n
 }
 
 var (
