@@ -38,23 +38,9 @@ import (
 )
 
 // kubeadmNodeGroup is kubeadm's bootstrap-token group for joining nodes,
-// whose kubelet client CSRs kubeadm has auto-approved
-// (kubernetes/kubernetes v1.37.2 cmd/kubeadm/app/constants/constants.go
-// NodeBootstrapTokenAuthGroup; phases/bootstraptoken/node/tlsbootstrap.go).
-const kubeadmNodeGroup = "system:bootstrappers:kubeadm:default-node-token"
-
-// kubeadmBindings are the ClusterRoleBindings kubeadm init makes for its
-// group (tlsbootstrap.go AllowBootstrapTokensToPostCSRs and
-// AutoApproveNodeBootstrapTokens): post CSRs, and have the csrapproving
-// controller approve their kubelet client CSRs. The test control plane is
-// no kubeadm cluster, so the test makes them, as on-prem joins rely on them.
-const kubeadmBindings = `{"apiVersion":"v1","kind":"List","items":[
-{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kubeadm:kubelet-bootstrap"},
- "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:node-bootstrapper"},
- "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"` + kubeadmNodeGroup + `"}]},
-{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"kubeadm:node-autoapprove-bootstrap"},
- "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"system:certificates.k8s.io:certificatesigningrequests:nodeclient"},
- "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"` + kubeadmNodeGroup + `"}]}]}`
+// whose kubelet client CSRs kubeadm has auto-approved: the production-mode
+// control plane has kubeadm's bindings for it (testcp.KubeadmBindings).
+const kubeadmNodeGroup = testcp.KubeadmNodeBootstrapGroup
 
 // fakeCompute serves, on loopback, the metadata server's service-account
 // token and the Compute API's instances.get, in the real API's shapes:
@@ -283,7 +269,7 @@ func TestNodeCSRApprover(t *testing.T) {
 		t.Fatal("the manifests lack a script or an environment")
 	}
 
-	e.cp = testcp.Start(t)
+	e.cp = testcp.StartWith(t, testcp.Options{Production: true})
 	e.renewer.cp = e.cp
 	for _, p := range []string{layout.JoinTokenRenewerPath, layout.NodeCSRApproverPath} {
 		if _, _, err := kubectl(t, e.cp.Admin(), string(files[p]), "create", "--validate=strict", "-f", "-"); err != nil {
@@ -306,7 +292,6 @@ func TestNodeCSRApprover(t *testing.T) {
 	}
 	joiner := e.cp.TokenUser(t, "the renewer's join token", token)
 
-	e.renewer.adminCreate(t, kubeadmBindings)
 	t.Run("Policy", func(t *testing.T) { e.testPolicy(t, joiner) })
 	t.Run("Script", func(t *testing.T) { e.testScript(t, joiner) })
 }

@@ -160,7 +160,7 @@ func TestDayZero(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cp := testcp.Start(t)
+	cp := testcp.StartWith(t, testcp.Options{Production: true})
 	manifest := files[layout.JoinTokenRenewerPath]
 	if _, _, err := kubectl(t, cp.Admin(), string(manifest), "create", "--validate=strict", "-f", "-"); err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ import (
 //  4. Remover, Policy and Lifecycle (the collector and its policy), in
 //     parallel, each on Nodes of its own.
 func TestAPIServer(t *testing.T) {
-	cp := testcp.Start(t)
+	cp := testcp.StartWith(t, testcp.Options{Production: true})
 	e := newEnv(t, cp)
 	if !t.Run("OnpremProviderID", e.testOnpremProviderID) {
 		return

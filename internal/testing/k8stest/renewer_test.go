@@ -132,7 +132,7 @@ func TestJoinTokenRenewer(t *testing.T) {
 		t.Fatalf("no script or no CronJob in %s", layout.JoinTokenRenewerPath)
 	}
 
-	e.cp = testcp.Start(t)
+	e.cp = testcp.StartWith(t, testcp.Options{Production: true})
 	for _, step := range [][]string{
 		{"create", "--dry-run=server", "--validate=strict", "-f", "-"},
 		{"create", "--validate=strict", "-f", "-"},

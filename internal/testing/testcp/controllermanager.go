@@ -35,7 +35,10 @@ const (
 // cleanup it registers.
 type ControllerManager struct {
 	// CACert is the PEM of the CA that signs the certificates of the
-	// kubernetes.io signers (--cluster-signing-cert-file).
+	// kubernetes.io signers (--cluster-signing-cert-file): the control
+	// plane's CACert, whose client certificates the API server trusts, as
+	// in a kubeadm cluster (cmd/kubeadm/app/phases/controlplane/manifests.go
+	// getControllerManagerCommand).
 	CACert []byte
 	// Log is the path of the process's output.
 	Log string
@@ -45,7 +48,7 @@ type ControllerManager struct {
 
 // StartControllerManager starts kube-controller-manager (from the folder
 // holding kube-apiserver) with only the named controllers, as the admin,
-// with a new ECDSA CA for every kubernetes.io signer, no leader election
+// with the control plane's CA for every kubernetes.io signer, no leader election
 // and its health endpoint on a free loopback port, and waits until
 // /healthz answers. A cleanup stops it. If the binary is missing (built by
 // hack/testcp/build.sh since it builds kube-controller-manager), the test
@@ -60,21 +63,17 @@ func (cp *ControlPlane) StartControllerManager(t testing.TB, controllers ...stri
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatalf("testcp: %v", err)
 	}
-	caCert, _, err := writeCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"))
-	if err != nil {
-		t.Fatalf("testcp: %v", err)
-	}
 	for attempt := 1; ; attempt++ {
 		ports, err := freePorts(1)
 		if err != nil {
 			t.Fatalf("testcp: %v", err)
 		}
-		cm := &ControllerManager{CACert: caCert, Log: filepath.Join(dir, "kube-controller-manager-"+strconv.Itoa(attempt)+".log")}
+		cm := &ControllerManager{CACert: cp.CACert, Log: filepath.Join(dir, "kube-controller-manager-"+strconv.Itoa(attempt)+".log")}
 		cm.proc, err = startProcess(bin, cm.Log,
 			"--kubeconfig="+cp.Kubeconfig,
 			"--controllers="+strings.Join(controllers, ","),
-			"--cluster-signing-cert-file="+filepath.Join(dir, "ca.crt"),
-			"--cluster-signing-key-file="+filepath.Join(dir, "ca.key"),
+			"--cluster-signing-cert-file="+cp.caCertFile,
+			"--cluster-signing-key-file="+cp.caKeyFile,
 			"--leader-elect=false",
 			"--use-service-account-credentials=false",
 			"--bind-address=127.0.0.1",
@@ -149,7 +148,7 @@ func writeCA(certPath, keyPath string) (certPEM, keyPEM []byte, err error) {
 // only for logs: the server decides who the token is.
 func (cp *ControlPlane) TokenUser(t testing.TB, name, token string) *User {
 	t.Helper()
-	path, err := cp.newKubeconfig("token", token, "", nil)
+	path, err := cp.newKubeconfig("token", credentials{token: token})
 	if err != nil {
 		t.Fatalf("testcp: %v", err)
 	}

@@ -80,13 +80,21 @@ type ControlPlane struct {
 	Dir string
 	// APIServerLog and EtcdLog are the paths of the processes' output.
 	APIServerLog, EtcdLog string
+	// CACert is the PEM of the cluster CA: the API server trusts the
+	// client certificates it signs (--client-ca-file), Node signs the
+	// kubelets' with it, and StartControllerManager's signers use it, as
+	// kubeadm's controller-manager does.
+	CACert []byte
+	// Options are the options the control plane was started with.
+	Options Options
 
-	admin     *User  // set once the control plane is ready
-	bin       string // the binaries' folder
-	client    *http.Client
-	kubeCache string
-	apiserver *process
-	etcd      *process
+	admin                 *User // set once the control plane is ready
+	caCertFile, caKeyFile string
+	bin                   string // the binaries' folder
+	client                *http.Client
+	kubeCache             string
+	apiserver             *process
+	etcd                  *process
 }
 
 // User is a client identity on a ControlPlane, with its own kubeconfig.
@@ -102,6 +110,20 @@ type User struct {
 	Kubeconfig string
 
 	cp *ControlPlane
+}
+
+// Options choose how StartWith configures the API server.
+type Options struct {
+	// Production runs kube-apiserver as kubeadm configures it
+	// (kubernetes/kubernetes v1.37.2, cmd/kubeadm/app/phases/controlplane/manifests.go
+	// getAPIServerCommand and getAuthzModes): --authorization-mode=Node,RBAC
+	// and the NodeRestriction admission plugin, so that a kubelet's
+	// credentials (Node) reach only what the Node authorizer and
+	// NodeRestriction give them; and, once it is ready, creates the RBAC
+	// objects of kubeadm init's bootstrap-token phase (KubeadmBindings).
+	// Without it the API server authorizes with RBAC alone and admits
+	// what NodeRestriction would refuse.
+	Production bool
 }
 
 // DefaultDir returns the folder where hack/testcp/build.sh puts the binaries
@@ -149,7 +171,14 @@ func FindBinaries() (string, error) {
 	return dir, nil
 }
 
-// Start starts etcd and kube-apiserver on 127.0.0.1 with free ports and
+// Start is StartWith with no options: RBAC authorization only, without
+// the Node authorizer, NodeRestriction and kubeadm's bindings.
+func Start(t testing.TB) *ControlPlane {
+	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith starts etcd and kube-apiserver on 127.0.0.1 with free ports and
 // fresh data in a temporary folder, waits until the API server is ready
 // (/readyz, plus the default and kube-system namespaces), and registers a
 // cleanup that stops both processes (SIGTERM, then SIGKILL after 10s) and
@@ -160,9 +189,11 @@ func FindBinaries() (string, error) {
 // fails it when NODEGEN_REQUIRE_TESTCP=1. Any other problem fails the test,
 // with the end of the failing process's log.
 //
-// The API server runs with RBAC authorization, a token file holding the
-// admin token, bootstrap-token authentication (as kubeadm enables it),
-// service-account signing keys generated here, and the
+// The API server runs with RBAC authorization (Node,RBAC and
+// NodeRestriction with opts.Production), a token file holding the admin
+// token, client certificates of a cluster CA generated here (CACert),
+// bootstrap-token authentication (as kubeadm enables it), service-account
+// signing keys generated here, and the
 // ServiceAccount admission plugin disabled (nothing would create the default
 // ServiceAccount it requires). The other default admission plugins stay on;
 // in particular TaintNodesByCondition gives every new Node the taint
@@ -173,14 +204,14 @@ func FindBinaries() (string, error) {
 // Deployments and DaemonSets create no Pods, a deleted namespace stays
 // Terminating, there is no garbage collection and no default ServiceAccount,
 // and node taints change only when a client changes them.
-func Start(t testing.TB) *ControlPlane {
+func StartWith(t testing.TB, opts Options) *ControlPlane {
 	t.Helper()
 	bin, err := FindBinaries()
 	if err != nil {
 		unavailable(t, "testcp: %v", err)
 	}
 	for attempt := 1; ; attempt++ {
-		cp, err := start(t, bin)
+		cp, err := start(t, bin, opts)
 		if err == nil {
 			return cp
 		}
@@ -193,7 +224,7 @@ func Start(t testing.TB) *ControlPlane {
 
 var errPortInUse = errors.New("port already in use")
 
-func start(t testing.TB, bin string) (*ControlPlane, error) {
+func start(t testing.TB, bin string, opts Options) (*ControlPlane, error) {
 	t.Helper()
 	began := time.Now()
 	dir := t.TempDir()
@@ -219,6 +250,16 @@ func start(t testing.TB, bin string) (*ControlPlane, error) {
 	if err := writeServiceAccountKeys(saKey, saPub); err != nil {
 		return nil, err
 	}
+	caCertFile, caKeyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	caCert, _, err := writeCA(caCertFile, caKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	authz, admission := []string{"--authorization-mode=RBAC"}, []string(nil)
+	if opts.Production {
+		authz = []string{"--authorization-mode=Node,RBAC"}
+		admission = []string{"--enable-admission-plugins=NodeRestriction"}
+	}
 
 	cp := &ControlPlane{
 		URL:          apiURL,
@@ -228,6 +269,10 @@ func start(t testing.TB, bin string) (*ControlPlane, error) {
 		Dir:          dir,
 		APIServerLog: filepath.Join(dir, "kube-apiserver.log"),
 		EtcdLog:      filepath.Join(dir, "etcd.log"),
+		CACert:       caCert,
+		Options:      opts,
+		caCertFile:   caCertFile,
+		caKeyFile:    caKeyFile,
 		kubeCache:    filepath.Join(dir, "kubectl-cache"),
 		bin:          bin,
 		client: &http.Client{
@@ -270,27 +315,29 @@ func start(t testing.TB, bin string) (*ControlPlane, error) {
 		return nil, err
 	}
 
-	cp.apiserver, err = startProcess(filepath.Join(bin, "kube-apiserver"), cp.APIServerLog,
-		"--etcd-servers="+etcdURL,
+	args := []string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[2]),
+		"--secure-port=" + strconv.Itoa(ports[2]),
 		// The default "lease" reconciler refuses a loopback advertise address.
 		"--endpoint-reconciler-type=none",
-		"--cert-dir="+filepath.Join(dir, "certs"), // self-signed serving cert
-		"--token-auth-file="+tokenFile,
+		"--cert-dir=" + filepath.Join(dir, "certs"), // self-signed serving cert
+		"--token-auth-file=" + tokenFile,
+		"--client-ca-file=" + caCertFile,
 		// Bootstrap tokens (Secrets of type bootstrap.kubernetes.io/token in
 		// kube-system) authenticate as in a kubeadm cluster. Without such
 		// Secrets this changes nothing.
 		"--enable-bootstrap-token-auth",
-		"--authorization-mode=RBAC",
-		"--service-account-issuer="+apiURL,
-		"--service-account-key-file="+saPub,
-		"--service-account-signing-key-file="+saKey,
+		"--service-account-issuer=" + apiURL,
+		"--service-account-key-file=" + saPub,
+		"--service-account-signing-key-file=" + saKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
 		"--disable-admission-plugins=ServiceAccount",
-	)
+	}
+	args = append(append(args, authz...), admission...)
+	cp.apiserver, err = startProcess(filepath.Join(bin, "kube-apiserver"), cp.APIServerLog, args...)
 	if err != nil {
 		cp.stop()
 		return nil, err
@@ -317,8 +364,15 @@ func start(t testing.TB, bin string) (*ControlPlane, error) {
 	}
 
 	cp.admin = &User{Name: AdminUser, Token: token, Kubeconfig: cp.Kubeconfig, cp: cp}
-	if err := cp.writeKubeconfig(cp.Kubeconfig, token, "", nil); err != nil {
+	if err := cp.writeKubeconfig(cp.Kubeconfig, credentials{token: token}); err != nil {
 		return nil, err
+	}
+	if opts.Production {
+		for _, o := range KubeadmBindings() {
+			if err := cp.create(o); err != nil {
+				return nil, fmt.Errorf("kubeadm's bindings: %w", err)
+			}
+		}
 	}
 	version := "unknown version"
 	if _, body, err := cp.get(apiURL+"/version", true); err == nil {
@@ -327,8 +381,12 @@ func start(t testing.TB, bin string) (*ControlPlane, error) {
 			version = v.GitVersion
 		}
 	}
-	t.Logf("testcp: kube-apiserver %s ready at %s after %v (logs and data in %s)",
-		version, apiURL, time.Since(began).Round(10*time.Millisecond), dir)
+	mode := "RBAC"
+	if opts.Production {
+		mode = "Node,RBAC, NodeRestriction and kubeadm's bindings"
+	}
+	t.Logf("testcp: kube-apiserver %s ready at %s with %s after %v (logs and data in %s)",
+		version, apiURL, mode, time.Since(began).Round(10*time.Millisecond), dir)
 	return cp, nil
 }
 
@@ -425,7 +483,7 @@ func (cp *ControlPlane) serviceAccount(t testing.TB, namespace, name, pod string
 	if err := json.Unmarshal(b, &tr); err != nil || tr.Status.Token == "" {
 		t.Fatalf("testcp: TokenRequest for %s: no token in %s (%v)", what, b, err)
 	}
-	path, err := cp.newKubeconfig("sa-"+namespace+"-"+name, tr.Status.Token, "", nil)
+	path, err := cp.newKubeconfig("sa-"+namespace+"-"+name, credentials{token: tr.Status.Token})
 	if err != nil {
 		t.Fatalf("testcp: %v", err)
 	}
@@ -453,7 +511,7 @@ func (cp *ControlPlane) serviceAccount(t testing.TB, namespace, name, pod string
 // acts as the admin. Any error fails the test.
 func (cp *ControlPlane) Impersonate(t testing.TB, user string, groups ...string) *User {
 	t.Helper()
-	path, err := cp.newKubeconfig("impersonate", cp.Token, user, groups)
+	path, err := cp.newKubeconfig("impersonate", credentials{token: cp.Token, as: user, asGroups: groups})
 	if err != nil {
 		t.Fatalf("testcp: %v", err)
 	}
@@ -614,10 +672,23 @@ type namedCluster struct {
 type namedUser struct {
 	Name string `json:"name"`
 	User struct {
-		Token    string   `json:"token"`
-		As       string   `json:"as,omitempty"`
-		AsGroups []string `json:"as-groups,omitempty"`
+		Token string `json:"token,omitempty"`
+		// PEM, base64 in the file (encoding/json's form of []byte, and
+		// the kubeconfig's).
+		ClientCertificateData []byte   `json:"client-certificate-data,omitempty"`
+		ClientKeyData         []byte   `json:"client-key-data,omitempty"`
+		As                    string   `json:"as,omitempty"`
+		AsGroups              []string `json:"as-groups,omitempty"`
 	} `json:"user"`
+}
+
+// credentials are what a kubeconfig's user presents: a bearer token or a
+// client certificate and key (PEM), and whom to impersonate.
+type credentials struct {
+	token     string
+	cert, key []byte
+	as        string
+	asGroups  []string
 }
 
 type namedContext struct {
@@ -628,7 +699,7 @@ type namedContext struct {
 	} `json:"context"`
 }
 
-func (cp *ControlPlane) writeKubeconfig(path, token, as string, asGroups []string) error {
+func (cp *ControlPlane) writeKubeconfig(path string, cred credentials) error {
 	const name = "testcp"
 	kc := kubeconfig{APIVersion: "v1", Kind: "Config", CurrentContext: name}
 	var c namedCluster
@@ -637,9 +708,10 @@ func (cp *ControlPlane) writeKubeconfig(path, token, as string, asGroups []strin
 	c.Cluster.InsecureSkipTLSVerify = true
 	var u namedUser
 	u.Name = name
-	u.User.Token = token
-	u.User.As = as
-	u.User.AsGroups = asGroups
+	u.User.Token = cred.token
+	u.User.ClientCertificateData, u.User.ClientKeyData = cred.cert, cred.key
+	u.User.As = cred.as
+	u.User.AsGroups = cred.asGroups
 	var x namedContext
 	x.Name = name
 	x.Context.Cluster = name
@@ -653,7 +725,7 @@ func (cp *ControlPlane) writeKubeconfig(path, token, as string, asGroups []strin
 }
 
 // newKubeconfig writes a kubeconfig to a new file named after prefix.
-func (cp *ControlPlane) newKubeconfig(prefix, token, as string, asGroups []string) (string, error) {
+func (cp *ControlPlane) newKubeconfig(prefix string, cred credentials) (string, error) {
 	f, err := os.CreateTemp(cp.Dir, prefix+"-*.kubeconfig")
 	if err != nil {
 		return "", err
@@ -662,7 +734,7 @@ func (cp *ControlPlane) newKubeconfig(prefix, token, as string, asGroups []strin
 	if err := f.Close(); err != nil {
 		return "", err
 	}
-	return path, cp.writeKubeconfig(path, token, as, asGroups)
+	return path, cp.writeKubeconfig(path, cred)
 }
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1. They are free

@@ -212,8 +212,82 @@ func TestStartDetectsPortConflict(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := start(t, bin)
+	_, err := start(t, bin, Options{})
 	if !errors.Is(err, errPortInUse) {
 		t.Fatalf("start with an etcd that cannot bind: error %v, want one wrapping errPortInUse", err)
+	}
+}
+
+// TestProduction: with Options{Production: true} the API server runs the
+// Node authorizer and NodeRestriction, and kubeadm's bindings exist; a
+// kubelet's certificate from Node authenticates as system:node:<name> in
+// system:nodes and is held to its own Node. Without the option, RBAC alone
+// gives the same certificate nothing.
+func TestProduction(t *testing.T) {
+	t.Parallel()
+	cp := StartWith(t, Options{Production: true})
+	plain := Start(t)
+
+	for _, o := range KubeadmBindings() {
+		md := o["metadata"].(map[string]any)
+		kind := strings.ToLower(o["kind"].(string))
+		if _, _, err := cp.Kubectl(t, "get", kind, md["name"].(string)); err != nil {
+			t.Errorf("production: %v", err)
+		}
+		if _, stderr, err := plain.Kubectl(t, "get", kind, md["name"].(string)); err == nil || !strings.Contains(stderr, "NotFound") {
+			t.Errorf("plain RBAC: %s %s exists (%v)", kind, md["name"], err)
+		}
+	}
+
+	kubelet := cp.Node(t, "worker-1")
+	out, _, err := kubelet.Kubectl(t, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "system:node:worker-1 ") || !strings.Contains(out, `"system:nodes"`) {
+		t.Errorf("the kubelet's whoami = %q, want system:node:worker-1 in system:nodes", out)
+	}
+	create := func(u *User, name string, labels string) (string, error) {
+		t.Helper()
+		cmd := u.KubectlCmd(t, "create", "-f", "-")
+		cmd.Stdin = strings.NewReader(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"` + name + `","labels":{` + labels + `}}}`)
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	// Its own Node, as a kubelet registers it.
+	if out, err := create(kubelet, "worker-1", `"example.com/pool":"a"`); err != nil {
+		t.Fatalf("the kubelet creating its own Node: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		name, labels, want string
+	}{
+		{"worker-2", "", `node "worker-1" is not allowed to modify node "worker-2"`},
+		{"worker-3", `"node-restriction.kubernetes.io/trusted":"yes"`, `node "worker-1" is not allowed to modify node "worker-3"`},
+	} {
+		if out, err := create(kubelet, c.name, c.labels); err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("the kubelet creating Node %s: %v %s; want NodeRestriction's %q", c.name, err, out, c.want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"label", "node", "worker-1", "node-restriction.kubernetes.io/trusted=yes"}, "is not allowed to modify labels: node-restriction.kubernetes.io/trusted"},
+		{[]string{"label", "node", "worker-1", "kubernetes.io/role=control-plane"}, "is not allowed to modify labels: kubernetes.io/role"},
+		{[]string{"delete", "node", "worker-1"}, `User "system:node:worker-1" cannot delete resource "nodes"`},
+		{[]string{"get", "secrets", "-n", "kube-system"}, `User "system:node:worker-1" cannot list resource "secrets"`},
+	} {
+		if _, stderr, err := kubelet.Kubectl(t, c.args...); err == nil || !strings.Contains(stderr, c.want) {
+			t.Errorf("kubectl %s as the kubelet: %v %q; want %q", strings.Join(c.args, " "), err, stderr, c.want)
+		}
+	}
+	if _, _, err := kubelet.Kubectl(t, "label", "node", "worker-1", "example.com/pool=b", "--overwrite"); err != nil {
+		t.Errorf("the kubelet relabelling its own Node with a key NodeRestriction leaves to it: %v", err)
+	}
+
+	// The same kind of certificate, RBAC alone: authenticated, allowed nothing.
+	plainKubelet := plain.Node(t, "worker-1")
+	if _, stderr, err := plainKubelet.Kubectl(t, "get", "node", "worker-1"); err == nil || !strings.Contains(stderr, `User "system:node:worker-1" cannot get resource "nodes"`) {
+		t.Errorf("plain RBAC: the kubelet getting its Node: %v %q; want an RBAC denial", err, stderr)
 	}
 }
