@@ -14,6 +14,15 @@ type Fleet struct {
 	Mesh *Mesh
 }
 
+// MeshCluster returns src's place in the fleet's mesh, or nil when src
+// is in none (or f is nil).
+func (f *Fleet) MeshCluster(src *Source) *MeshCluster {
+	if f == nil || f.Mesh == nil {
+		return nil
+	}
+	return f.Mesh.Clusters[src.Cluster.Name]
+}
+
 // Cluster returns the fleet's cluster named name, or nil.
 func (f *Fleet) Cluster(name string) *Source {
 	i := slices.IndexFunc(f.Clusters, func(s *Source) bool { return s.Cluster.Name == name })
@@ -189,6 +198,8 @@ const (
 	MeshPortTLS     = 15443
 	MeshPortIstiod  = 15012
 	MeshPortWebhook = 15017
+	// MeshHealthPath is the gateway's readiness endpoint on its status port.
+	MeshHealthPath = "/healthz/ready"
 )
 
 // MeshPorts are the east-west gateway's own Service ports by name, in the

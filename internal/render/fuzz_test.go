@@ -21,6 +21,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/validate"
 )
@@ -279,7 +280,7 @@ func FuzzTerraformCanonical(f *testing.F) {
 			return
 		}
 		files := layout.Files{}
-		if err := render.Terraform(src, files); err != nil {
+		if err := terraform.Terraform(src, files); err != nil {
 			t.Fatalf("valid source, Terraform: %v", err)
 		}
 		for _, p := range files.Paths() {

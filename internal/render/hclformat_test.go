@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 
 	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -41,7 +41,7 @@ func TestFormatHCL(t *testing.T) {
 		g.NodeLabels = maps.Clone(c.labels)
 		g.BootDiskSizeGb = 100 + 50*i
 		files := layout.Files{}
-		if err := render.Terraform(src, files); err != nil {
+		if err := terraform.Terraform(src, files); err != nil {
 			t.Fatal(err)
 		}
 		n := 0

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render/terraform"
 )
 
 // The mesh's artifacts of one cluster (layout.IstioDir): Helm values for
@@ -51,19 +52,11 @@ const (
 	IstiodWebhookServicePort = 443
 )
 
-// meshCluster returns src's place in f's mesh, or nil.
-func meshCluster(f *model.Fleet, src *model.Source) *model.MeshCluster {
-	if f == nil || f.Mesh == nil {
-		return nil
-	}
-	return f.Mesh.Clusters[src.Cluster.Name]
-}
-
 // MeshFiles renders the mesh artifacts of src, one cluster of f, with
 // paths relative to the cluster's tree. A cluster outside the mesh has
 // none.
 func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
-	mc := meshCluster(f, src)
+	mc := f.MeshCluster(src)
 	if mc == nil {
 		return layout.Files{}, nil
 	}
@@ -79,7 +72,7 @@ func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
 		{layout.IstioNamespacePath, IstioNamespace},
 		{layout.MeshManifestsPath, MeshManifests},
 		{layout.MeshDocsPath, MeshDocs},
-		{layout.MeshLBPath, MeshLoadBalancer},
+		{layout.MeshLBPath, terraform.MeshLoadBalancer},
 	} {
 		b, err := r.render(f, src, header)
 		if err != nil {
@@ -93,7 +86,7 @@ func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
 }
 
 func mustMeshCluster(f *model.Fleet, src *model.Source) (*model.MeshCluster, error) {
-	mc := meshCluster(f, src)
+	mc := f.MeshCluster(src)
 	if mc == nil {
 		return nil, fmt.Errorf("cluster %q is not in the mesh", src.Cluster.Name)
 	}

@@ -237,7 +237,7 @@ func meshPrerequisites(d *docWriter, f *model.Fleet, src *model.Source, mc *mode
 	d.p("Before the steps, the way to the east-west gateway:\n\n")
 	switch {
 	case r.InternalLoadBalancer != nil:
-		d.p("- The internal passthrough load balancer at %s is part of this cluster's Terraform module (`%s`: the reserved address, the forwarding rule of ports %s, the regional backend service over the MIGs of node group %s, the health check on port %d `%s`, and the firewall rule for Google's health-check ranges %s", code(gw.Address), layout.MeshLBPath, joinPorts(gw.LoadBalancerPorts()), code(gw.NodeGroup), model.MeshPortStatus, MeshLBHealthPath, strings.Join(gce.HealthCheckRanges, " and "))
+		d.p("- The internal passthrough load balancer at %s is part of this cluster's Terraform module (`%s`: the reserved address, the forwarding rule of ports %s, the regional backend service over the MIGs of node group %s, the health check on port %d `%s`, and the firewall rule for Google's health-check ranges %s", code(gw.Address), layout.MeshLBPath, joinPorts(gw.LoadBalancerPorts()), code(gw.NodeGroup), model.MeshPortStatus, model.MeshHealthPath, strings.Join(gce.HealthCheckRanges, " and "))
 		if rs := r.InternalLoadBalancer.SourceRanges; len(rs) > 0 {
 			d.p(", and one for the other clusters' ranges %s", strings.Join(rs, ", "))
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
+	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/revision"
 )
 
@@ -41,7 +42,7 @@ var stages = []stage{
 	file(layout.AutoscalerValuesPath, AutoscalerValues),
 	file(layout.PriorityExpanderPath, PriorityExpander),
 	file(layout.OnpremProviderIDPath, OnpremProviderIDScript),
-	Terraform,
+	terraform.Terraform,
 	Day0Docs,
 	Docs,
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/google/cel-go/cel"
 
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/terraform"
 )
 
 // evalCondition evaluates an IAM condition expression with CEL (IAM
@@ -84,7 +84,7 @@ func checkCondition(t *testing.T, src *model.Source, expr string) {
 // refuses other clusters' and other zones' resources.
 func TestAutoscalerConditionFallback(t *testing.T) {
 	src, _ := srcSpec{}.mustRender(t)
-	small := render.AutoscalerCondition(src)
+	small := terraform.AutoscalerCondition(src)
 	big := *src
 	big.NodeGroups = map[string]*model.NodeGroup{}
 	for k, g := range src.NodeGroups {
@@ -96,7 +96,7 @@ func TestAutoscalerConditionFallback(t *testing.T) {
 		g.Name = "g" + strings.Repeat("x", 20) + string(rune('a'+i%26)) + string(rune('a'+i/26))
 		big.NodeGroups[g.Name] = &g
 	}
-	expr := render.AutoscalerCondition(&big)
+	expr := terraform.AutoscalerCondition(&big)
 	if len(expr) >= len(small)*10 || expr == small {
 		t.Fatalf("no fallback: %d characters", len(expr))
 	}

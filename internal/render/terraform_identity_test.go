@@ -14,7 +14,7 @@ import (
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/terraform"
 )
 
 // refs returns the traversals an expression reads, as dotted strings
@@ -51,7 +51,7 @@ func memberRole(t *testing.T, r tfResource) string {
 	}
 	rs := refs(tmpl.Parts[1])
 	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
-		if slices.Equal(rs, []string{"local." + render.ServiceAccountLocal(role)}) {
+		if slices.Equal(rs, []string{"local." + terraform.ServiceAccountLocal(role)}) {
 			return role
 		}
 	}
@@ -77,9 +77,9 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		if len(sa) != 1 {
 			t.Fatalf("%s has %d service_account blocks", r.Name, len(sa))
 		}
-		want := "local." + render.ServiceAccountLocal(model.RoleNodes)
+		want := "local." + terraform.ServiceAccountLocal(model.RoleNodes)
 		if g.Name == src.Cluster.Autoscaler.NodeGroup {
-			want = "local." + render.ServiceAccountLocal(model.RoleAutoscaler)
+			want = "local." + terraform.ServiceAccountLocal(model.RoleAutoscaler)
 		} else if !g.Autoscaled() {
 			t.Fatalf("the test source has a gce-static group %s besides the autoscaler's", g.Name)
 		}
@@ -99,31 +99,31 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		var local *hclsyntax.Attribute
 		for _, b := range iam.Blocks {
 			if b.Type == "locals" {
-				local = b.Body.Attributes[render.ServiceAccountLocal(role)]
+				local = b.Body.Attributes[terraform.ServiceAccountLocal(role)]
 			}
 		}
 		if local == nil {
-			t.Fatalf("no local %s", render.ServiceAccountLocal(role))
+			t.Fatalf("no local %s", terraform.ServiceAccountLocal(role))
 		}
-		want := []string{render.TFServiceAccount + "." + role + ".email", "var." + render.ServiceAccountVariable(role), "var." + render.ServiceAccountVariable(role)}
+		want := []string{terraform.TFServiceAccount + "." + role + ".email", "var." + terraform.ServiceAccountVariable(role), "var." + terraform.ServiceAccountVariable(role)}
 		slices.Sort(want)
 		if got := refs(local.Expr); !slices.Equal(got, want) {
-			t.Errorf("local %s reads %v, want %v", render.ServiceAccountLocal(role), got, want)
+			t.Errorf("local %s reads %v, want %v", terraform.ServiceAccountLocal(role), got, want)
 		}
 	}
 
 	// Project-level grants, by account.
 	projectRoles := map[string][]string{}
 	var computeBinding *tfResource
-	for _, r := range m.byType(render.TFProjectIAMMember) {
+	for _, r := range m.byType(terraform.TFProjectIAMMember) {
 		role := memberRole(t, r)
 		a := r.Body.Attributes["role"]
 		if rs := refs(a.Expr); len(rs) > 0 {
 			switch {
-			case slices.Equal(rs, []string{render.TFCustomRole + "." + model.RoleAutoscaler + ".name"}):
+			case slices.Equal(rs, []string{terraform.TFCustomRole + "." + model.RoleAutoscaler + ".name"}):
 				projectRoles[role] = append(projectRoles[role], "custom:autoscaler")
 				computeBinding = &r
-			case slices.Equal(rs, []string{render.TFCustomRole + "." + render.TFAutoscalerListRole + ".name"}):
+			case slices.Equal(rs, []string{terraform.TFCustomRole + "." + terraform.TFAutoscalerListRole + ".name"}):
 				projectRoles[role] = append(projectRoles[role], "custom:autoscaler_list")
 				if len(blocks(r.Body, "condition")) != 0 {
 					t.Errorf("%s: the project reads have a condition, which would deny them", r.Name)
@@ -154,7 +154,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	// renewer's role on the join secret; together exactly the documented
 	// lists; no destroy anywhere.
 	perms := map[string][]string{}
-	for _, r := range m.byType(render.TFCustomRole) {
+	for _, r := range m.byType(terraform.TFCustomRole) {
 		for _, v := range m.eval(t, r, r.Body, "permissions").AsValueSlice() {
 			perms[r.Name] = append(perms[r.Name], v.AsString())
 		}
@@ -167,16 +167,16 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 			}
 		}
 	}
-	if got := slices.Sorted(maps.Keys(perms)); !slices.Equal(got, []string{model.RoleAutoscaler, render.TFAutoscalerListRole, render.TFJoinSecretRenewerRole}) {
+	if got := slices.Sorted(maps.Keys(perms)); !slices.Equal(got, []string{model.RoleAutoscaler, terraform.TFAutoscalerListRole, terraform.TFJoinSecretRenewerRole}) {
 		t.Fatalf("custom roles %v", got)
 	}
-	if !slices.Equal(perms[model.RoleAutoscaler], render.AutoscalerScopedPermissions()) {
-		t.Errorf("scoped role permissions %v, want %v", perms[model.RoleAutoscaler], render.AutoscalerScopedPermissions())
+	if !slices.Equal(perms[model.RoleAutoscaler], terraform.AutoscalerScopedPermissions()) {
+		t.Errorf("scoped role permissions %v, want %v", perms[model.RoleAutoscaler], terraform.AutoscalerScopedPermissions())
 	}
-	if !slices.Equal(perms[render.TFAutoscalerListRole], render.AutoscalerProjectPermissions()) {
-		t.Errorf("project-reads role permissions %v, want %v", perms[render.TFAutoscalerListRole], render.AutoscalerProjectPermissions())
+	if !slices.Equal(perms[terraform.TFAutoscalerListRole], terraform.AutoscalerProjectPermissions()) {
+		t.Errorf("project-reads role permissions %v, want %v", perms[terraform.TFAutoscalerListRole], terraform.AutoscalerProjectPermissions())
 	}
-	all := slices.Sorted(slices.Values(append(slices.Clone(perms[model.RoleAutoscaler]), perms[render.TFAutoscalerListRole]...)))
+	all := slices.Sorted(slices.Values(append(slices.Clone(perms[model.RoleAutoscaler]), perms[terraform.TFAutoscalerListRole]...)))
 	if !slices.Equal(all, autoscalerPermissions()) {
 		t.Errorf("the Compute roles hold %v, want %v", all, autoscalerPermissions())
 	}
@@ -185,18 +185,18 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 			t.Errorf("the scoped role lacks %s", p)
 		}
 	}
-	for _, p := range perms[render.TFAutoscalerListRole] {
+	for _, p := range perms[terraform.TFAutoscalerListRole] {
 		if !strings.HasPrefix(p, "compute.") || !(strings.HasSuffix(p, ".list") || strings.HasSuffix(p, ".get")) {
 			t.Errorf("the unconditioned role grants %s: not a read", p)
 		}
 	}
-	for _, p := range append(slices.Clone(perms[model.RoleAutoscaler]), perms[render.TFAutoscalerListRole]...) {
+	for _, p := range append(slices.Clone(perms[model.RoleAutoscaler]), perms[terraform.TFAutoscalerListRole]...) {
 		if !strings.HasPrefix(p, "compute.") {
 			t.Errorf("a Compute role grants %s", p)
 		}
 	}
-	if want := []string{"secretmanager.versions.add", "secretmanager.versions.disable", "secretmanager.versions.list"}; !slices.Equal(perms[render.TFJoinSecretRenewerRole], want) {
-		t.Errorf("the renewer's role grants %v, want %v", perms[render.TFJoinSecretRenewerRole], want)
+	if want := []string{"secretmanager.versions.add", "secretmanager.versions.disable", "secretmanager.versions.list"}; !slices.Equal(perms[terraform.TFJoinSecretRenewerRole], want) {
+		t.Errorf("the renewer's role grants %v, want %v", perms[terraform.TFJoinSecretRenewerRole], want)
 	}
 
 	// The scoped binding's condition names this cluster's resources.
@@ -208,8 +208,8 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		t.Fatalf("%s has %d condition blocks, want 1", computeBinding.Name, len(conds))
 	}
 	expr := m.str(t, *computeBinding, conds[0].Body, "expression")
-	if expr != render.AutoscalerCondition(src) {
-		t.Errorf("condition %q, want render.AutoscalerCondition", expr)
+	if expr != terraform.AutoscalerCondition(src) {
+		t.Errorf("condition %q, want terraform.AutoscalerCondition", expr)
 	}
 	checkCondition(t, src, expr)
 
@@ -217,7 +217,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	if len(m.byType("google_secret_manager_secret_version")) != 0 {
 		t.Error("the module holds a secret version")
 	}
-	secrets := m.byType(render.TFSecret)
+	secrets := m.byType(terraform.TFSecret)
 	if len(secrets) != 1 || m.str(t, secrets[0], secrets[0].Body, "secret_id") != src.Cluster.JoinToken.SecretManager.Secret {
 		t.Fatalf("secrets %v, want the join secret %s", secrets, src.Cluster.JoinToken.SecretManager.Secret)
 	}
@@ -225,25 +225,25 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		t.Error("the join secret's replication is not automatic")
 	}
 	secretRoles := map[string][]string{}
-	for _, r := range m.byType(render.TFSecretIAMMember) {
-		want := []string{render.TFSecret + "." + render.TFJoinSecretName + ".secret_id"}
+	for _, r := range m.byType(terraform.TFSecretIAMMember) {
+		want := []string{terraform.TFSecret + "." + terraform.TFJoinSecretName + ".secret_id"}
 		if got := refs(r.Body.Attributes["secret_id"].Expr); !slices.Equal(got, want) {
 			t.Errorf("%s grants on %v, not on the join secret", r.Name, got)
 		}
 		role := memberRole(t, r)
 		if rs := refs(r.Body.Attributes["role"].Expr); len(rs) > 0 {
-			if !slices.Equal(rs, []string{render.TFCustomRole + "." + render.TFJoinSecretRenewerRole + ".name"}) {
+			if !slices.Equal(rs, []string{terraform.TFCustomRole + "." + terraform.TFJoinSecretRenewerRole + ".name"}) {
 				t.Errorf("%s: role %v", r.Name, rs)
 			}
-			secretRoles[role] = append(secretRoles[role], "custom:"+render.TFJoinSecretRenewerRole)
+			secretRoles[role] = append(secretRoles[role], "custom:"+terraform.TFJoinSecretRenewerRole)
 			continue
 		}
 		secretRoles[role] = append(secretRoles[role], m.str(t, r, r.Body, "role"))
 	}
-	if got := secretRoles[model.RoleNodes]; !slices.Equal(got, []string{render.JoinSecretReader}) {
-		t.Errorf("the nodes' account has %v on the join secret, want only %s", got, render.JoinSecretReader)
+	if got := secretRoles[model.RoleNodes]; !slices.Equal(got, []string{terraform.JoinSecretReader}) {
+		t.Errorf("the nodes' account has %v on the join secret, want only %s", got, terraform.JoinSecretReader)
 	}
-	if got := slices.Sorted(slices.Values(secretRoles[model.RoleAutoscaler])); !slices.Equal(got, []string{"custom:" + render.TFJoinSecretRenewerRole, render.JoinSecretReader}) {
+	if got := slices.Sorted(slices.Values(secretRoles[model.RoleAutoscaler])); !slices.Equal(got, []string{"custom:" + terraform.TFJoinSecretRenewerRole, terraform.JoinSecretReader}) {
 		t.Errorf("the autoscaler's account has %v on the join secret", got)
 	}
 }
@@ -263,15 +263,15 @@ func parseBodies(t *testing.T, b []byte) *hclsyntax.Body {
 func TestTerraformBringYourOwn(t *testing.T) {
 	_, files := srcSpec{}.mustRender(t)
 	m := parseModule(t, files)
-	for _, r := range m.byType(render.TFServiceAccount) {
+	for _, r := range m.byType(terraform.TFServiceAccount) {
 		for _, tc := range []struct {
 			v    cty.Value
 			want int64
 		}{{cty.NullVal(cty.String), 1}, {cty.StringVal("mine@p.iam.gserviceaccount.com"), 0}} {
-			m.vars[render.ServiceAccountVariable(r.Name)] = tc.v
+			m.vars[terraform.ServiceAccountVariable(r.Name)] = tc.v
 			got, _ := m.eval(t, r, r.Body, "count").AsBigFloat().Int64()
 			if got != tc.want {
-				t.Errorf("%s: count %d with var %s = %#v, want %d", r.Name, got, render.ServiceAccountVariable(r.Name), tc.v, tc.want)
+				t.Errorf("%s: count %d with var %s = %#v, want %d", r.Name, got, terraform.ServiceAccountVariable(r.Name), tc.v, tc.want)
 			}
 		}
 	}
@@ -283,16 +283,16 @@ func TestTerraformBringYourOwn(t *testing.T) {
 		for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 			email := role + "@mine.iam.gserviceaccount.com"
 			ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
-				"var":                   cty.ObjectVal(map[string]cty.Value{render.ServiceAccountVariable(role): cty.StringVal(email)}),
-				render.TFServiceAccount: cty.ObjectVal(map[string]cty.Value{role: cty.EmptyTupleVal}),
+				"var":                      cty.ObjectVal(map[string]cty.Value{terraform.ServiceAccountVariable(role): cty.StringVal(email)}),
+				terraform.TFServiceAccount: cty.ObjectVal(map[string]cty.Value{role: cty.EmptyTupleVal}),
 			}}
-			v, diags := b.Body.Attributes[render.ServiceAccountLocal(role)].Expr.Value(ctx)
+			v, diags := b.Body.Attributes[terraform.ServiceAccountLocal(role)].Expr.Value(ctx)
 			if diags.HasErrors() || v.AsString() != email {
-				t.Errorf("local %s with the variable set: %#v %s", render.ServiceAccountLocal(role), v, diags.Error())
+				t.Errorf("local %s with the variable set: %#v %s", terraform.ServiceAccountLocal(role), v, diags.Error())
 			}
 		}
 	}
-	if got := slices.Sorted(maps.Keys(m.vars)); !slices.Contains(got, render.ServiceAccountVariable(model.RoleNodes)) || slices.Contains(got, "service_account_email") {
+	if got := slices.Sorted(maps.Keys(m.vars)); !slices.Contains(got, terraform.ServiceAccountVariable(model.RoleNodes)) || slices.Contains(got, "service_account_email") {
 		t.Errorf("variables %v", got)
 	}
 }
@@ -302,12 +302,12 @@ func TestTerraformBringYourOwn(t *testing.T) {
 func TestTerraformJoinSecretModes(t *testing.T) {
 	_, files := srcSpec{Secret: "my-token", Cluster: `joinToken: secretManager: terraform: "iam"`}.mustRender(t)
 	m := parseModule(t, files)
-	if len(m.byType(render.TFSecret)) != 0 {
+	if len(m.byType(terraform.TFSecret)) != 0 {
 		t.Error(`"iam" creates the secret`)
 	}
-	grants := m.byType(render.TFSecretIAMMember)
-	if len(grants) != len(render.JoinSecretGrants) {
-		t.Fatalf("%d grants, want %d", len(grants), len(render.JoinSecretGrants))
+	grants := m.byType(terraform.TFSecretIAMMember)
+	if len(grants) != len(terraform.JoinSecretGrants) {
+		t.Fatalf("%d grants, want %d", len(grants), len(terraform.JoinSecretGrants))
 	}
 	for _, r := range grants {
 		if got := m.str(t, r, r.Body, "secret_id"); got != "my-token" {
@@ -340,11 +340,11 @@ func TestServiceAccountAndRoleIDs(t *testing.T) {
 				t.Errorf("ServiceAccountID(%q, %q) = %q", cluster, role, id)
 			}
 		}
-		if id := render.CustomRoleID(cluster); !roleIDRE.MatchString(id) {
+		if id := terraform.CustomRoleID(cluster); !roleIDRE.MatchString(id) {
 			t.Errorf("CustomRoleID(%q) = %q", cluster, id)
 		}
-		for _, name := range []string{render.TFAutoscalerListRole, render.TFJoinSecretRenewerRole} {
-			if id := render.CustomRoleIDFor(cluster, name); !roleIDRE.MatchString(id) {
+		for _, name := range []string{terraform.TFAutoscalerListRole, terraform.TFJoinSecretRenewerRole} {
+			if id := terraform.CustomRoleIDFor(cluster, name); !roleIDRE.MatchString(id) {
 				t.Errorf("CustomRoleIDFor(%q, %q) = %q", cluster, name, id)
 			}
 		}
@@ -362,10 +362,10 @@ var (
 )
 
 // autoscalerPermissions returns every Compute permission of the
-// autoscaler's node (render.AutoscalerComputePermissions), sorted.
+// autoscaler's node (terraform.AutoscalerComputePermissions), sorted.
 func autoscalerPermissions() []string {
-	out := make([]string, len(render.AutoscalerComputePermissions))
-	for i, p := range render.AutoscalerComputePermissions {
+	out := make([]string, len(terraform.AutoscalerComputePermissions))
+	for i, p := range terraform.AutoscalerComputePermissions {
 		out[i] = p.Permission
 	}
 	slices.Sort(out)

@@ -24,6 +24,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -423,7 +424,7 @@ func TestTerraformShipsTheCheckedFiles(t *testing.T) {
 	broken[p] = bytes.Replace(files[p], []byte("/../gce/gpu-t4/kube-env"), []byte("/../gce/gpu-t4/kube-env.missing"), 1)
 	bm := parseModule(t, broken)
 	for _, r := range bm.byType(gce.TFInstanceTemplate) {
-		if r.Name != render.TFName("gpu-t4") {
+		if r.Name != terraform.TFName("gpu-t4") {
 			continue
 		}
 		if _, diags := r.Body.Attributes["metadata"].Expr.Value(bm.ctx()); !diags.HasErrors() {
@@ -491,7 +492,7 @@ func TestTerraformMatchesSource(t *testing.T) {
 			t.Errorf("%s: guest_accelerator or scheduling without GPUs", r.Name)
 		}
 		labels := m.eval(t, r, r.Body, "labels").AsValueMap()
-		if labels[render.GCELabelNodeGroup].AsString() != g.Name || labels[render.GCELabelCluster].AsString() != c.Name {
+		if labels[terraform.GCELabelNodeGroup].AsString() != g.Name || labels[terraform.GCELabelCluster].AsString() != c.Name {
 			t.Errorf("%s labels %v lack the cluster and group", r.Name, labels)
 		}
 		for k, v := range labels {
@@ -580,7 +581,7 @@ func TestTerraformSpotAndGPUScheduling(t *testing.T) {
 	gpu.StartupTaint = nil
 	gpu.MachineType = "g2-standard-8" // one built-in L4
 	files := layout.Files{}
-	if err := render.Terraform(src, files); err != nil {
+	if err := terraform.Terraform(src, files); err != nil {
 		t.Fatal(err)
 	}
 	m := parseModule(t, files)
@@ -609,7 +610,7 @@ func TestGCELabels(t *testing.T) {
 		"nodegen-cluster":                        "not-mine",
 		"example.com/" + strings.Repeat("x", 63): strings.Repeat("V", 63),
 	}}
-	got := render.GCELabels(src, g)
+	got := terraform.GCELabels(src, g)
 	want := map[string]string{
 		"nodegen-cluster":                               "hybrid-ai",
 		"nodegen-node-group":                            "gpu",
@@ -633,10 +634,10 @@ func FuzzGCELabel(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if k := render.GCELabelKey(s); !gceLabelKeyRE.MatchString(k) {
+		if k := terraform.GCELabelKey(s); !gceLabelKeyRE.MatchString(k) {
 			t.Errorf("GCELabelKey(%q) = %q", s, k)
 		}
-		if v := render.GCELabelValue(s); !gceLabelValueRE.MatchString(v) {
+		if v := terraform.GCELabelValue(s); !gceLabelValueRE.MatchString(v) {
 			t.Errorf("GCELabelValue(%q) = %q", s, v)
 		}
 	})

@@ -1,4 +1,4 @@
-package render
+package terraform
 
 // MIG update policy values: the MIG never acts on its running VMs for a
 // new template. OPPORTUNISTIC starts no update itself; minimal and most

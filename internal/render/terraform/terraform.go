@@ -1,4 +1,10 @@
-package render
+// Package terraform renders out/terraform, the cluster's Terraform module:
+// the instance template and zonal MIGs of each cloud node group, the
+// fixed-size groups' autohealing, the IAM of the node and autoscaler
+// service accounts and of the join token's secret, the module's
+// variables, outputs and provider requirements, and the east-west
+// gateway's internal load balancer of a mesh cluster.
+package terraform
 
 import (
 	"fmt"

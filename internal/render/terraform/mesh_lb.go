@@ -1,4 +1,4 @@
-package render
+package terraform
 
 import (
 	"fmt"
@@ -33,8 +33,6 @@ const (
 	MeshLBName           = "eastwest_gateway"
 	MeshLBHealthFirewall = "eastwest_gateway_health_checks"
 	MeshLBClientFirewall = "eastwest_gateway_clients"
-	// MeshLBHealthPath is the gateway's readiness endpoint on its status port.
-	MeshLBHealthPath = "/healthz/ready"
 )
 
 // internalLB returns the gateway's load balancer settings, or nil when
@@ -72,9 +70,9 @@ func ints(ns []int) cty.Value {
 // MeshLoadBalancer renders the cluster's internal load balancer for its
 // east-west gateway; nil when the gateway is not reached through one.
 func MeshLoadBalancer(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
-	mc, err := mustMeshCluster(f, src)
-	if err != nil {
-		return nil, err
+	mc := f.MeshCluster(src)
+	if mc == nil {
+		return nil, fmt.Errorf("cluster %q is not in the mesh", src.Cluster.Name)
 	}
 	lb := internalLB(mc)
 	if lb == nil {
@@ -135,7 +133,7 @@ func meshLBAddress(body *hclwrite.Body, src *model.Source, mc *model.MeshCluster
 // gateway group's MIGs.
 func meshLBBackend(body *hclwrite.Body, src *model.Source, g *model.NodeGroup) {
 	body.AppendNewline()
-	comment(body, fmt.Sprintf("Ready when the gateway is: its status port %d, %s.", model.MeshPortStatus, MeshLBHealthPath))
+	comment(body, fmt.Sprintf("Ready when the gateway is: its status port %d, %s.", model.MeshPortStatus, model.MeshHealthPath))
 	h := body.AppendNewBlock("resource", []string{TFRegionHealthCheck, MeshLBName}).Body()
 	h.SetAttributeRaw("project", ref("local", "project"))
 	h.SetAttributeRaw("region", ref("local", "region"))
@@ -145,7 +143,7 @@ func meshLBBackend(body *hclwrite.Body, src *model.Source, g *model.NodeGroup) {
 	h.AppendNewline()
 	hc := h.AppendNewBlock("http_health_check", nil).Body()
 	hc.SetAttributeValue("port", cty.NumberIntVal(model.MeshPortStatus))
-	hc.SetAttributeValue("request_path", cty.StringVal(MeshLBHealthPath))
+	hc.SetAttributeValue("request_path", cty.StringVal(model.MeshHealthPath))
 
 	body.AppendNewline()
 	comment(body, fmt.Sprintf("The gateway group's MIGs (node group %s), one per zone.", g.Name))
