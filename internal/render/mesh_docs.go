@@ -102,15 +102,16 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 	m := f.Mesh
 	name := src.Cluster.Name
 	ctx := "--context=" + name
+	out := "out/" + src.Tree
 	helm := func(release, chart, values string) string {
 		v := ""
 		if m.IstioVersion != "" {
 			v = " --version " + m.IstioVersion
 		}
-		return fmt.Sprintf("helm install %s istio/%s%s --kube-context %s -n %s -f %s", release, chart, v, name, model.IstioNamespace, values)
+		return fmt.Sprintf("helm upgrade --install %s istio/%s%s --kube-context %s -n %s -f %s%s", release, chart, v, name, model.IstioNamespace, out, values)
 	}
 	d.p("\n## Install, in order\n\n")
-	d.p("The commands run in this cluster's tree, `out/%s` (the directory holding `%s/`), with a kubeconfig context named after each cluster of the mesh, and the official charts' repository added: `helm repo add istio %s`.", src.Tree, layout.IstioDir, IstioChartRepo)
+	d.p("The commands run from the directory that holds `out/` (the repository root), as those of `%sdocs/day0.md` do, after them, with a kubeconfig context named after each cluster of the mesh, and the official charts' repository added: `helm repo add istio %s`.", out, IstioChartRepo)
 	if m.IstioVersion != "" {
 		d.p(" Every cluster installs Istio %s, the charts and `istioctl` alike.", code(m.IstioVersion))
 	} else {
@@ -136,7 +137,7 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 		nsWhat = fmt.Sprintf("The %s namespace, labelled with the network %s.", code(model.IstioNamespace), code(mc.Network))
 	}
 	meshPrerequisites(d, f, src, mc)
-	step(nsWhat, fmt.Sprintf("kubectl %s apply -f %s", ctx, layout.IstioNamespacePath))
+	step(nsWhat, fmt.Sprintf("kubectl %s apply -f %s%s", ctx, out, layout.IstioNamespacePath))
 	if what, cmds := trustStep(m, src, mc); what != "" {
 		step(what, cmds...)
 	}
@@ -152,7 +153,7 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 	}
 	gw := mc.EastWestGateway
 	step(eastWestGatewayStep(mc, ctx), helm(model.EastWestGatewayName, "gateway", layout.EastWestGatewayValuesPath))
-	step(meshGatewaysStep(m, mc, name), fmt.Sprintf("kubectl %s apply -f %s", ctx, layout.MeshManifestsPath))
+	step(meshGatewaysStep(m, mc, name), fmt.Sprintf("kubectl %s apply -f %s%s", ctx, out, layout.MeshManifestsPath))
 	if own := extraPortList(&gw, false); own != "" {
 		d.p("   Your own Gateways serve the other extra ports: %s.\n\n", own)
 	}
@@ -241,7 +242,7 @@ func meshPrerequisites(d *docWriter, f *model.Fleet, src *model.Source, mc *mode
 		if rs := r.InternalLoadBalancer.SourceRanges; len(rs) > 0 {
 			d.p(", and one for the other clusters' ranges %s", strings.Join(rs, ", "))
 		}
-		d.p("). It is applied with the module (`terraform -chdir=%s apply`, with `network` set); the health check passes once the gateway runs.\n\n", layout.TerraformDir)
+		d.p("). It is applied with the module, by `terraform apply` in your root module (its `module` block's `source` is `./out/%s%s`, as in the README's Terraform section and day0.md's Terraform step), with `network` set; the health check passes once the gateway runs.\n\n", src.Tree, layout.TerraformDir)
 	case r.Router != nil:
 		name := cmp.Or(r.Router.Name, "The router")
 		d.p("- %s delivers the traffic for %s to the nodes of node group %s, with %s as its destination, on ports %s (its own setup, outside nodegen).\n\n", upperFirst(name), code(gw.Address), code(gw.NodeGroup), code(gw.Address), joinPorts(routedPorts(gw)))
@@ -286,9 +287,9 @@ func joinPorts(ps []int) string {
 }
 
 // CACertsDir is where the install steps expect a cluster's intermediate
-// CA files, relative to the cluster's tree: outside out/'s generated
-// files, never written by nodegen.
-func CACertsDir(cluster string) string { return "../../cacerts/" + cluster }
+// CA files, relative to the directory that holds out/ (where the steps
+// run): outside out/'s generated files, never written by nodegen.
+func CACertsDir(cluster string) string { return "cacerts/" + cluster }
 
 // trustStep is the install step of the mesh's root of trust in this
 // cluster, before istiod: the plugin CA's cacerts Secret, or the external

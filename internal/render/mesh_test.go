@@ -82,7 +82,7 @@ func TestMeshDocsInstallOrder(t *testing.T) {
 		var cmds []string
 		for _, line := range strings.Split(string(files[layout.MeshDocsPath]), "\n") {
 			line = strings.TrimSpace(line)
-			for _, prefix := range []string{"kubectl ", "helm install ", "istioctl "} {
+			for _, prefix := range []string{"kubectl ", "helm upgrade --install ", "istioctl "} {
 				if strings.HasPrefix(line, prefix) {
 					cmds = append(cmds, line)
 				}
@@ -91,31 +91,31 @@ func TestMeshDocsInstallOrder(t *testing.T) {
 		return cmds
 	}
 	primary := []string{
-		"kubectl --context=cloud apply -f istio/namespace.yaml",
-		"helm install istio-base istio/base --kube-context cloud -n istio-system -f istio/base-values.yaml",
-		"helm install istiod istio/istiod --kube-context cloud -n istio-system -f istio/istiod-values.yaml",
-		"helm install istio-eastwestgateway istio/gateway --kube-context cloud -n istio-system -f istio/eastwest-gateway-values.yaml",
-		"kubectl --context=cloud apply -f istio/mesh.yaml",
+		"kubectl --context=cloud apply -f out/istio/namespace.yaml",
+		"helm upgrade --install istio-base istio/base --kube-context cloud -n istio-system -f out/istio/base-values.yaml",
+		"helm upgrade --install istiod istio/istiod --kube-context cloud -n istio-system -f out/istio/istiod-values.yaml",
+		"helm upgrade --install istio-eastwestgateway istio/gateway --kube-context cloud -n istio-system -f out/istio/eastwest-gateway-values.yaml",
+		"kubectl --context=cloud apply -f out/istio/mesh.yaml",
 		"istioctl create-remote-secret --context=gpu --name=gpu | kubectl apply -f - --context=cloud",
 	}
 	if got := order(meshtest.Primary); !slices.Equal(got, primary) {
 		t.Errorf("primary's steps:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(primary, "\n"))
 	}
 	remote := []string{
-		"kubectl --context=gpu apply -f istio/namespace.yaml",
-		"helm install istio-base istio/base --kube-context gpu -n istio-system -f istio/base-values.yaml",
-		"helm install istiod istio/istiod --kube-context gpu -n istio-system -f istio/istiod-values.yaml",
+		"kubectl --context=gpu apply -f out/istio/namespace.yaml",
+		"helm upgrade --install istio-base istio/base --kube-context gpu -n istio-system -f out/istio/base-values.yaml",
+		"helm upgrade --install istiod istio/istiod --kube-context gpu -n istio-system -f out/istio/istiod-values.yaml",
 		"istioctl create-remote-secret --context=gpu --name=gpu | kubectl apply -f - --context=cloud",
-		"helm install istio-eastwestgateway istio/gateway --kube-context gpu -n istio-system -f istio/eastwest-gateway-values.yaml",
-		"kubectl --context=gpu apply -f istio/mesh.yaml",
+		"helm upgrade --install istio-eastwestgateway istio/gateway --kube-context gpu -n istio-system -f out/istio/eastwest-gateway-values.yaml",
+		"kubectl --context=gpu apply -f out/istio/mesh.yaml",
 	}
 	if got := order(meshtest.Remote); !slices.Equal(got, remote) {
 		t.Errorf("remote's steps:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(remote, "\n"))
 	}
-	// Pinned: every helm install carries the version.
+	// Pinned: every helm upgrade --install carries the version.
 	f.Mesh.IstioVersion = "1.28.1"
 	for _, c := range order(meshtest.Remote) {
-		if strings.HasPrefix(c, "helm install ") && !strings.Contains(c, " --version 1.28.1 ") {
+		if strings.HasPrefix(c, "helm upgrade --install ") && !strings.Contains(c, " --version 1.28.1 ") {
 			t.Errorf("unpinned with istioVersion set: %s", c)
 		}
 	}

@@ -280,3 +280,83 @@ func TestInstallOrder(t *testing.T) {
 		t.Errorf("README.md's Install block must run go install ./cmd/nodegen, then put $(go env GOPATH)/bin on PATH, then nodegen (lines %d, %d, %d):\n%s", install, path, run, block)
 	}
 }
+
+// fileArg matches a kubectl or helm file argument.
+var fileArg = regexp.MustCompile(`(?:^|\s)-f\s+(\S+)`)
+
+// TestOneInstallStyle: the README, docs/ and every doc gen renders (of
+// the shipped example and of a fleet in a mesh) install the same way as
+// day0.md: Helm releases with helm upgrade --install (never helm
+// install), Terraform from the root module (never terraform -chdir), and
+// the rendered steps run from the directory that holds out/ (every file
+// they apply under out/).
+func TestOneInstallStyle(t *testing.T) {
+	root := testsrc.RepoRoot()
+	texts := map[string]string{}
+	for _, doc := range docs(t, root) {
+		raw, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[doc] = string(raw)
+	}
+	t.Setenv("NODEGEN_CACHE_DIR", t.TempDir())
+	for _, src := range []string{testsrc.ShippedCopyDir(), testsrc.FleetDir()} {
+		out := filepath.Join(t.TempDir(), "out")
+		var buf bytes.Buffer
+		if code := cli.Main([]string{"gen", "--source", src, "--out", out}, strings.NewReader(""), &buf, &buf); code != cli.ExitOK {
+			t.Fatalf("nodegen gen --source %s: exit %d\n%s", src, code, buf.String())
+		}
+		err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".md") {
+				return err
+			}
+			raw, err := os.ReadFile(p)
+			rel, _ := filepath.Rel(filepath.Dir(out), p)
+			texts["rendered "+filepath.ToSlash(rel)] = string(raw)
+			if err == nil {
+				for _, c := range installLines(string(raw)) {
+					for _, m := range fileArg.FindAllStringSubmatch(c, -1) {
+						if m[1] != "-" && !strings.HasPrefix(m[1], "out/") {
+							t.Errorf("rendered %s: %q applies %s, not a path from the directory that holds out/", filepath.ToSlash(rel), c, m[1])
+						}
+					}
+				}
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, name := range slices.Sorted(maps.Keys(texts)) {
+		for _, bad := range []string{"helm install ", "terraform -chdir"} {
+			if strings.Contains(texts[name], bad) {
+				t.Errorf("%s says %q: day0.md and the README use helm upgrade --install and terraform apply in the root module", name, strings.TrimSpace(bad))
+			}
+		}
+		n++
+	}
+	if n < 20 {
+		t.Errorf("only %d docs read", n)
+	}
+}
+
+// installLines returns the lines of the sh blocks of a Markdown text.
+func installLines(text string) []string {
+	var out []string
+	in := false
+	for _, l := range strings.Split(text, "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "```sh"):
+			in = true
+		case strings.HasPrefix(t, "```"):
+			in = false
+		case in:
+			out = append(out, t)
+		}
+	}
+	return out
+}

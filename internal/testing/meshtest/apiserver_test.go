@@ -188,11 +188,12 @@ func playCACerts(t *testing.T, cp *testcp.ControlPlane, cluster string, doc []by
 	if cmd == "" {
 		t.Fatalf("%s: no step creates the Secret %s", layout.MeshDocsPath, model.CACertsSecret)
 	}
-	// The command runs in the cluster's tree, out/<cluster>: lay the files
-	// out where it reads them, relative to a tree of a temporary repository.
+	// The command runs from the directory that holds out/ (the
+	// repository's root): lay the files out where it reads them, in a
+	// temporary repository.
 	repo := t.TempDir()
 	tree := filepath.Join(repo, "out", cluster)
-	dir := filepath.Join(tree, filepath.FromSlash(render.CACertsDir(cluster)))
+	dir := filepath.Join(repo, filepath.FromSlash(render.CACertsDir(cluster)))
 	for _, d := range []string{tree, dir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -206,7 +207,7 @@ func playCACerts(t *testing.T, cp *testcp.ControlPlane, cluster string, doc []by
 	args := strings.Fields(cmd)[1:]
 	args = slices.DeleteFunc(args, func(a string) bool { return strings.HasPrefix(a, "--context=") })
 	c := cp.KubectlCmd(t, append(args, "--dry-run=server", "-o", "json")...)
-	c.Dir = tree
+	c.Dir = repo
 	out, err := c.Output()
 	if err != nil {
 		t.Fatalf("%s: %v", cmd, err)
