@@ -253,9 +253,33 @@ const celPrintableASCII = " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRS
 // system:node:<name of at most 63 characters>) ends within the first 130.
 const derPrefix = 150
 
-// pemPrefix is how many bytes of the PEM the policy decodes: the BEGIN
-// line (36), and the base64 of derPrefix bytes (200) on lines of 64.
-const pemPrefix = 240
+// maxCSRPEM is the longest PEM, in bytes, of a CSR the policy lets the
+// approver approve: it decodes the whole PEM in CEL, and a kubelet's
+// client CSR (an ECDSA P-256 key, organization system:nodes, a common
+// name system:node:<name of at most 63 characters>) takes under 600.
+const maxCSRPEM = 768
+
+// CSRPEMPattern is the RE2 pattern of the PEM the policy reads as the
+// signer does: the one form pem.EncodeToMemory writes for a CERTIFICATE
+// REQUEST without headers. The BEGIN line first, lines of 64 base64
+// characters but the last, padding only at its end, the END line, at most
+// one newline after it. So there is one BEGIN and one END, no "-----"
+// between them, no header (':'), no '\r', space or tab, and nothing after
+// the block: encoding/pem's Decode, which the API server's validation and
+// kube-controller-manager's signer call (kubernetes/kubernetes v1.37.2,
+// pkg/apis/certificates/helpers.go ParseCSR), finds the BEGIN line at the
+// first byte and the END line where the policy does, and decodes the
+// body the policy decodes.
+const CSRPEMPattern = "^-----BEGIN CERTIFICATE REQUEST-----\n([A-Za-z0-9+/]{64}\n)*[A-Za-z0-9+/]+={0,2}\n-----END CERTIFICATE REQUEST-----\n?$"
+
+// celSextetsByte is a CEL expression for byte k (an int expression) of
+// what the list of base64 sextets l (ints 0 to 63) encodes: byte 0 of a
+// group of four sextets is the first six bits and two of the second, and
+// so on.
+func celSextetsByte(l, k string) string {
+	s := func(o int) string { return l + "[4 * (" + k + " / 3) + " + strconv.Itoa(o) + "]" }
+	return "(" + k + " % 3 == 0 ? " + s(0) + " * 4 + " + s(1) + " / 16 : (" + k + " % 3 == 1 ? " + s(1) + " % 16 * 16 + " + s(2) + " / 4 : " + s(2) + " % 4 * 64 + " + s(3) + "))"
+}
 
 // InstanceNamePattern is the RE2 pattern of the instance names of the
 // source's cloud groups: a MIG's base instance name, "-" and four
@@ -274,11 +298,14 @@ func InstanceNamePattern(src *model.Source) string {
 // signer, of a CSR requested by a member of CloudBootstrapGroup that had
 // no decision yet, adding exactly one Approved or Denied condition. An
 // approval also needs a requester system:bootstrap:<id>, a request whose
-// PEM holds one CERTIFICATE REQUEST with exactly one subject common name
-// system:node:<name>, <name> an instance name of the source's MIGs
-// (InstanceNamePattern), and the condition's reason CSRReasonApproved with
-// a message naming instance <name>. The DER is read in CEL from the
-// request's base64 body (no x509 library in the API server's CEL):
+// PEM is one CERTIFICATE REQUEST block in the form CSRPEMPattern
+// describes (so that encoding/pem in the signer reads the block the
+// policy reads), at most maxCSRPEM bytes, whose DER spans the block, with
+// exactly one subject common name system:node:<name>, <name> an instance
+// name of the source's MIGs (InstanceNamePattern), and the condition's
+// reason CSRReasonApproved with a message naming instance <name>. The PEM
+// and the DER are read in CEL from the request's base64 (no x509 library
+// in the API server's CEL):
 // SEQUENCE, SEQUENCE (certificationRequestInfo), INTEGER 0, then the
 // subject Name, whose common-name attributes (OID 2.5.4.3) are counted
 // within the Name's own length. So bound to cluster-admin by mistake, the
@@ -339,19 +366,31 @@ func csrNodeNameVariables() []admissionv1.Variable {
 	}
 	return []admissionv1.Variable{
 		// The API server hands admission spec.request as the base64 text
-		// of the PEM (its JSON form); the PEM's first pemPrefix bytes are
-		// decoded, and must be one CERTIFICATE REQUEST block from its
-		// first byte (what pem.Decode in the signer reads), without
-		// headers (no ':'), whose body holds at least the DER prefix.
-		{Name: "pemBytes", Expression: celBase64Bytes(fmt.Sprintf(`(variables.approval && object.spec.request.size() >= %d ? object.spec.request.substring(0, %d) : "")`, 4*pemPrefix/3, 4*pemPrefix/3), pemPrefix)},
-		{Name: "pem", Expression: `variables.pemBytes.all(b, b == 10 || b == 13 || (b >= 32 && b < 127)) ? ` +
-			`variables.pemBytes.map(b, b == 10 ? "\n" : (b == 13 ? "\r" : ` + strconv.Quote(celPrintableASCII) + `.charAt(b - 32))).join("") : ""`},
-		{Name: "body", Expression: `variables.pem.startsWith("-----BEGIN CERTIFICATE REQUEST-----") ? ` +
-			`variables.pem.substring(35).replace("\n", "").replace("\r", "") : ""`},
-		{Name: "prefix", Expression: fmt.Sprintf(`variables.body.size() >= %d && !variables.body.substring(0, %d).contains(":") ? variables.body.substring(0, %d) : ""`, 4*derPrefix/3, 4*derPrefix/3, 4*derPrefix/3)},
+		// of the PEM (its JSON form). The whole PEM, at most maxCSRPEM
+		// bytes, is decoded (sextets, then bytes) and must be in the one
+		// form CSRPEMPattern describes; then its body, the DER, holds at
+		// least the DER prefix, which is decoded again to be read.
+		{Name: "request", Expression: `variables.approval ? object.spec.request : ""`},
+		{Name: "pad", Expression: `variables.request.endsWith("==") ? 2 : (variables.request.endsWith("=") ? 1 : 0)`},
+		{Name: "sextets", Expression: fmt.Sprintf(`variables.request.size() <= %d && variables.request.size() %% 4 == 0 ? `, 4*((maxCSRPEM+2)/3)) +
+			celRange(4*((maxCSRPEM+2)/3)) + `.filter(i, i < variables.request.size()).map(i, "` + base64Alphabet + `".indexOf(variables.request.charAt(i))) : []`},
+		{Name: "pemBytes", Expression: `variables.sextets.size() > 0 && variables.sextets.filter(s, s < 0).size() == variables.pad ? ` +
+			celRange(maxCSRPEM) + `.filter(k, k < variables.sextets.size() / 4 * 3 - variables.pad).map(k, ` + celSextetsByte("variables.sextets", "k") + `) : []`},
+		{Name: "pem", Expression: `variables.pemBytes.all(b, b == 10 || (b >= 32 && b < 127)) ? ` +
+			`variables.pemBytes.map(b, b == 10 ? "\n" : ` + strconv.Quote(celPrintableASCII) + `.charAt(b - 32)).join("") : ""`},
+		{Name: "canonical", Expression: `variables.pem.matches(` + strconv.Quote(CSRPEMPattern) + `)`},
+		{Name: "body", Expression: `variables.canonical ? variables.pem.substring(36, variables.pem.lastIndexOf("-----END")).replace("\n", "") : ""`},
+		// How many bytes the body holds: the length the DER's outer
+		// SEQUENCE must give.
+		{Name: "bodyBytes", Expression: `variables.body.size() % 4 == 0 ? variables.body.size() / 4 * 3 - (variables.body.endsWith("==") ? 2 : (variables.body.endsWith("=") ? 1 : 0)) : -1`},
+		{Name: "prefix", Expression: fmt.Sprintf(`variables.body.size() >= %d ? variables.body.substring(0, %d) : ""`, 4*derPrefix/3, 4*derPrefix/3)},
 		{Name: "der", Expression: celBase64Bytes("variables.prefix", derPrefix)},
+		// Where the DER's outer SEQUENCE ends (-1: a length form a CSR of
+		// at most maxCSRPEM bytes does not have).
+		{Name: "derEnd", Expression: `variables.der.size() == ` + strconv.Itoa(derPrefix) + ` ? (` + d("1") + ` < 128 ? ` + d("1") + ` + 2 : (` + d("1") + ` == 129 ? ` + d("2") + ` + 3 : ` +
+			`(` + d("1") + ` == 130 ? ` + d("2") + ` * 256 + ` + d("3") + ` + 4 : -1))) : -1`},
 		// Offsets: certificationRequestInfo, its version, the Name.
-		{Name: "cri", Expression: `variables.der.size() == ` + strconv.Itoa(derPrefix) + ` && ` + d("0") + ` == 48 ? ` + after("0") + ` : 0`},
+		{Name: "cri", Expression: `variables.der.size() == ` + strconv.Itoa(derPrefix) + ` && ` + d("0") + ` == 48 && variables.derEnd == variables.bodyBytes ? ` + after("0") + ` : 0`},
 		{Name: "version", Expression: `variables.cri > 0 && ` + d("variables.cri") + ` == 48 ? ` + after("variables.cri") + ` : 0`},
 		{Name: "nameAt", Expression: `variables.version > 0 && ` + d("variables.version") + ` == 2 && ` + d("variables.version + 1") + ` == 1 && ` + d("variables.version + 2") + ` == 0 && ` +
 			d("variables.version + 3") + ` == 48 ? variables.version + 3 : 0`},
@@ -394,6 +433,10 @@ func approverValidations(src *model.Source) []admissionv1.Validation {
 			`"the node CSR approver may only add one Approved or Denied condition to an undecided CSR, as it did not to " + `+name),
 		rule(onApproval(onApprove(`oldObject.spec.?username.orValue("").startsWith("system:bootstrap:")`)),
 			`"CSR " + `+name+` + " was requested by " + oldObject.spec.?username.orValue("") + ", not by a bootstrap token: the node CSR approver may not approve it"`),
+		rule(onApproval(onApprove(`variables.canonical && variables.cri > 0`)),
+			`"CSR " + `+name+` + "'s request is not one PEM CERTIFICATE REQUEST block of at most `+strconv.Itoa(maxCSRPEM)+` bytes in the form pem.EncodeToMemory writes `+
+				`(the BEGIN line first, base64 lines of 64, the END line last, nothing after it) holding exactly the DER: `+
+				`the node CSR approver may not approve a request the policy cannot read as the signer does"`),
 		rule(onApproval(onApprove(`variables.node != "" && variables.node.matches(`+strconv.Quote(InstanceNamePattern(src))+`)`)),
 			`"CSR " + `+name+` + " asks for " + (variables.cn == "" ? "no single common name the policy can read" : variables.cn) + `+
 				`", not for system:node:<an instance of one of the cluster's MIGs>: the node CSR approver may not approve it"`),

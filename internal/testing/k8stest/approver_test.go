@@ -294,6 +294,7 @@ func TestNodeCSRApprover(t *testing.T) {
 
 	t.Run("Policy", func(t *testing.T) { e.testPolicy(t, joiner) })
 	t.Run("Script", func(t *testing.T) { e.testScript(t, joiner) })
+	t.Run("Smuggling", func(t *testing.T) { e.testSmuggling(t, joiner) })
 }
 
 func mustDecode(t *testing.T, manifest []byte) []runtime.Object {

@@ -59,8 +59,10 @@ func (cp *ControlPlane) StartControllerManager(t testing.TB, controllers ...stri
 	if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		unavailable(t, "testcp: no kube-controller-manager test binary at %s: %s", bin, buildHint)
 	}
-	dir := filepath.Join(cp.Dir, "kube-controller-manager")
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	// One folder per kube-controller-manager: a test may start another
+	// after the first stopped.
+	dir, err := os.MkdirTemp(cp.Dir, "kube-controller-manager-")
+	if err != nil {
 		t.Fatalf("testcp: %v", err)
 	}
 	for attempt := 1; ; attempt++ {
