@@ -12,6 +12,7 @@
 //
 // Usage:
 //
+//	nodegen init    --name N --project P --region R ...         write a minimal source into an empty directory
 //	nodegen gen     [--source nodegroups] [--out out]           render into out/
 //	nodegen check   [--source nodegroups] [--out out] [--full]  exit 1 with a diff if out/ is stale
 //	nodegen vet     [--source nodegroups]                       validate only

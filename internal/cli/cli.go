@@ -100,6 +100,7 @@ running cluster; nodegen COMMAND --help describes each.`
 // commands lists every command, in the order help shows them.
 func commands(s *streams) []*cli.Command {
 	return []*cli.Command{
+		initCommand(s),
 		genCommand(s),
 		checkCommand(s),
 		vetCommand(s),
