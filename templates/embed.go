@@ -6,5 +6,5 @@ import "embed"
 
 // FS holds every template and script in this directory.
 //
-//go:embed *.tmpl *.sh
+//go:embed *.tmpl *.sh *.patch
 var FS embed.FS

@@ -54,7 +54,9 @@ done
 [[ $CA_VERSION =~ ^1\.[0-9]+\.[0-9]+$ ]] || die "CA_VERSION=$CA_VERSION is not 1.MINOR.PATCH"
 key=stock
 if [[ -n $patch ]]; then
-	key="patch-$(sha256sum "$patch" | cut -c1-16)"
+	# The diff alone (from its first "--- " line, all git apply reads): a
+	# header above it does not make another build.
+	key="patch-$(sed -n '/^--- /,$p' "$patch" | sha256sum | cut -c1-16)"
 fi
 cache_root="${NODEGEN_CA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodegen/ca}"
 name="$CA_VERSION-$key"

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
 )
 
 // Kinds of the notes about the autoscaler as a whole.
@@ -15,6 +16,9 @@ const (
 	NoteProviderID = "provider-id"
 	// NoteUpcomingNode: while a node is upcoming, no other scale-up happens.
 	NoteUpcomingNode = "upcoming-node"
+	// NotePatched: the autoscaler runs as nodegen's patched build, which
+	// has neither fault above.
+	NotePatched = "patched-build"
 )
 
 // Note is something about the autoscaler itself that holds for every
@@ -35,6 +39,11 @@ func autoscalerNotes(src *model.Source) []Note {
 	tag := c.AutoscalerImageTag()
 	rel, err := c.AutoscalerRelease()
 	var out []Note
+	if err == nil && rel.Patched {
+		out = append(out, Note{Kind: NotePatched, Message: fmt.Sprintf(
+			"the Cluster Autoscaler %s runs as nodegen's build with its GCE provider patch (%s:%s, out/%s%s): a node without a GCE providerID belongs to no node group, so the nodes outside the MIGs need none and scale-ups go on while other nodes are upcoming",
+			tag, c.Autoscaler.PatchedImage.Repository, render.PatchedAutoscalerTag(tag), src.Tree, layout.AutoscalerDockerfilePath)})
+	}
 	fails := err != nil || !rel.Known || rel.FailsWithoutProviderID
 	switch {
 	case fails && !c.SetsOnpremProviderID():

@@ -30,6 +30,10 @@ const (
 	// PriorityExpanderPath is the priority expander's ConfigMap, rendered
 	// when the expander chain contains "priority".
 	PriorityExpanderPath = "cluster-autoscaler/priority-expander.yaml"
+	// AutoscalerDockerfilePath and AutoscalerPatchPath are nodegen's build
+	// of the autoscaler image, rendered with cluster.autoscaler.patchedImage.
+	AutoscalerDockerfilePath = "cluster-autoscaler/image/Dockerfile"
+	AutoscalerPatchPath      = "cluster-autoscaler/image/gce-nodegroupfornode.patch"
 	// NodeLifecyclePath is the node garbage collector's manifest.
 	NodeLifecyclePath = "k8s/node-lifecycle.yaml"
 	// JoinTokenRenewerPath is the join-token renewer's manifest.

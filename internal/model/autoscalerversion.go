@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,9 @@ type AutoscalerRelease struct {
 	Minor, Patch int
 	// Known: the tag is a release of a line in AutoscalerReleases.
 	Known bool
+	// Patched: the image is nodegen's build of the release with its patch
+	// (Cluster.AutoscalerRelease), which has neither fault.
+	Patched bool
 	AutoscalerMinor
 }
 
@@ -134,8 +138,32 @@ func NewestAutoscalerRelease() string {
 }
 
 // AutoscalerRelease is the release of the cluster's autoscaler image tag.
+//
+// With the patched image (cluster.autoscaler.patchedImage) of a release
+// nodegen has the patch for, the release has neither fault: the patch
+// makes the GCE provider's NodeGroupForNode answer "no node group" for a
+// node without a GCE providerID, and both faults start from its error
+// (see the top of this file).
 func (c *Cluster) AutoscalerRelease() (AutoscalerRelease, error) {
-	return LookupAutoscalerRelease(c.AutoscalerImageTag())
+	r, err := LookupAutoscalerRelease(c.AutoscalerImageTag())
+	if err == nil && c.Autoscaler.PatchedImage != nil && slices.Contains(AutoscalerPatchedReleases, r.Tag) {
+		r.Patched = true
+		r.FailsWithoutProviderID, r.UpcomingNodeBlocks = false, false
+	}
+	return r, err
+}
+
+// AutoscalerPatchedReleases are the releases nodegen has its patch of the
+// GCE provider for (templates/autoscaler-gce-nodegroupfornode.patch,
+// written against kubernetes/autoscaler tag cluster-autoscaler-1.35.2,
+// cluster-autoscaler/cloudprovider/gce/gce_cloud_provider.go, and built
+// and run by the system tests at that tag).
+var AutoscalerPatchedReleases = []string{"v1.35.2"}
+
+// AutoscalerSourceCommit is the commit of each patched release's tag in
+// kubernetes/autoscaler, which the image build checks out.
+var AutoscalerSourceCommit = map[string]string{
+	"v1.35.2": "2d42588803c71fe9b35dcd9e3669ac6bb550ca22",
 }
 
 // DefaultMaxNodeStartupTime is the autoscaler's --max-node-startup-time,

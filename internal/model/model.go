@@ -139,6 +139,14 @@ type Autoscaler struct {
 	// nodegen's table of releases does not know or one for another
 	// Kubernetes minor than the control plane's.
 	AcceptUnknownVersion bool `json:"acceptUnknownVersion,omitempty"`
+	// PatchedImage, when set, runs nodegen's build of the release with its
+	// patch of the GCE provider (AutoscalerPatchedReleases).
+	PatchedImage *PatchedImage `json:"patchedImage,omitempty"`
+}
+
+// PatchedImage is where the user pushes nodegen's build of the autoscaler.
+type PatchedImage struct {
+	Repository string `json:"repository"`
 }
 
 // NodeGroup is one group of identical nodes.

@@ -108,7 +108,7 @@ func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 		"cloudProvider":     "gce",
 		"autoscalingGroups": groups,
 		"extraArgs":         extra,
-		"image":             map[string]any{"tag": c.AutoscalerImageTag()},
+		"image":             autoscalerImageValues(c),
 		"nodeSelector":      nodeSelector,
 		"tolerations":       tolerations,
 		"fullnameOverride":  "cluster-autoscaler",

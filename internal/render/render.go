@@ -41,6 +41,8 @@ var stages = []stage{
 	file(layout.AutoscalerFlagsPath, AutoscalerFlags),
 	file(layout.AutoscalerValuesPath, AutoscalerValues),
 	file(layout.PriorityExpanderPath, PriorityExpander),
+	file(layout.AutoscalerDockerfilePath, AutoscalerDockerfile),
+	file(layout.AutoscalerPatchPath, AutoscalerPatch),
 	file(layout.OnpremProviderIDPath, OnpremProviderIDScript),
 	terraform.Terraform,
 	Day0Docs,

@@ -165,6 +165,7 @@ func (c *checker) cluster() {
 	c.containerImage(sel("cluster", "taintRemover", "image"), cl.TaintRemover.Image)
 	c.capacity()
 	c.autoscalerRelease(false)
+	c.patchedImage()
 
 	name := cl.Autoscaler.NodeGroup
 	g, ok := c.src.NodeGroups[name]

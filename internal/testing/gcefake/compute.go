@@ -174,6 +174,36 @@ func (s *Server) AddMIG(m *MIG) {
 	s.grow(&mm, size, nil, true)
 }
 
+// Resize sets a MIG's target size as a user (or Terraform) would, with
+// new VMs started or the newest deleted.
+func (s *Server) Resize(zone, name string, size int64) {
+	s.mu.Lock()
+	m := s.migs[zone+"/"+name]
+	s.mu.Unlock()
+	if m == nil {
+		panic("gcefake: no MIG " + zone + "/" + name)
+	}
+	s.resize(m, size)
+}
+
+func (s *Server) resize(m *MIG, size int64) {
+	s.mu.Lock()
+	cur := int64(len(m.instances))
+	var names []string
+	if size < cur {
+		for _, i := range m.instances[size:] {
+			names = append(names, i.Name)
+		}
+	}
+	s.mu.Unlock()
+	switch {
+	case size > cur:
+		s.grow(m, size-cur, nil, false)
+	case size < cur:
+		s.remove(m, names)
+	}
+}
+
 // MIGs returns a copy of the MIGs, sorted by zone and name.
 func (s *Server) MIGs() []MIG {
 	s.mu.Lock()
@@ -501,20 +531,7 @@ func (s *Server) mig(w http.ResponseWriter, r *http.Request, m *MIG, rest []stri
 			return
 		}
 		s.record(r, Call{Op: "resize", MIG: m.Name, Size: size})
-		s.mu.Lock()
-		cur := int64(len(m.instances))
-		s.mu.Unlock()
-		if size > cur {
-			s.grow(m, size-cur, nil, false)
-		} else if size < cur {
-			s.mu.Lock()
-			var names []string
-			for _, i := range m.instances[size:] {
-				names = append(names, i.Name)
-			}
-			s.mu.Unlock()
-			s.remove(m, names)
-		}
+		s.resize(m, size)
 		s.operation(w, m, "compute.instanceGroupManagers.resize")
 	case r.Method == http.MethodPost && len(rest) == 1 && rest[0] == "createInstances":
 		var req struct {

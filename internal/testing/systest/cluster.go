@@ -53,7 +53,6 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/gcefake"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/verify"
@@ -222,7 +221,7 @@ func (c *Cluster) join(inst *gcefake.Instance) error {
 	if err != nil {
 		return err
 	}
-	filled := strings.NewReplacer(render.InstancePlaceholder, inst.Name, render.ZonePlaceholder, inst.Zone, render.TokenPlaceholder, joinToken).Replace(string(doc))
+	filled := strings.NewReplacer(model.InstancePlaceholder, inst.Name, model.ZonePlaceholder, inst.Zone, model.TokenPlaceholder, joinToken).Replace(string(doc))
 	cfg, err := kubeadm.DecodeJoinConfiguration([]byte(filled))
 	if err != nil {
 		return err

@@ -2,6 +2,8 @@ package systest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +15,6 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/testing/gcefake"
 	"github.com/nodegen/nodegen/internal/testing/testca"
-	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // The nodes outside the MIGs that every scenario has: a kubeadm control
@@ -37,11 +38,49 @@ func resources(cpu string, gpus int64) corev1.ResourceList {
 	return r
 }
 
-// hybrid starts the test example (its groups as shipped) with the nodes
-// outside the MIGs, and waits for the autoscaler group's own nodes.
-func hybrid(t *testing.T, opts Options) *Cluster {
+// edit is a change to the fixture: in file, old replaced by new (once).
+type edit struct{ file, old, new string }
+
+// fixture copies testdata/nodegroups (the package's own hybrid source: an
+// autoscaler group, cpu-burst, gpu-t4 and spot-gpu-t4 under the priority
+// expander, on-prem GPU servers, caps) with edits into a new directory.
+func fixture(t *testing.T, edits ...edit) string {
 	t.Helper()
-	c := New(t, testsrc.Copy(t, nil), opts)
+	dst := filepath.Join(t.TempDir(), "nodegroups")
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join("testdata", "nodegroups"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("testdata", "nodegroups", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	for _, e := range edits {
+		if !strings.Contains(files[e.file], e.old) {
+			t.Fatalf("fixture: %s has no %q", e.file, e.old)
+		}
+		files[e.file] = strings.Replace(files[e.file], e.old, e.new, 1)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dst, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// hybrid starts the fixture with the nodes outside the MIGs, and waits
+// for the autoscaler group's own nodes.
+func hybrid(t *testing.T, opts Options, edits ...edit) *Cluster {
+	t.Helper()
+	c := New(t, fixture(t, edits...), opts)
 	c.RegisterNode(controlPlaneNode, map[string]string{"node-role.kubernetes.io/control-plane": ""},
 		[]corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}},
 		corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")})
@@ -177,5 +216,201 @@ func TestNoProviderIDNoScaling(t *testing.T) {
 	}
 	if m := c.Compute.Mutations(); len(m) > 0 {
 		t.Errorf("the autoscaler changed MIGs although a node has no providerID:\n%s", mutated(c))
+	}
+}
+
+// cpuPod is a pod only cpu-burst takes: 7 of an n2-standard-8's CPUs.
+func cpuPod(name string) *corev1.Pod {
+	return Pod(name, resources("7", 0), map[string]string{"example.com/pool": "cpu-burst"})
+}
+
+// freeze creates a GPU pod, waits for its node to register (its GPUs
+// initialise for minutes), then creates a CPU pod, and reports how long
+// the CPU pod waited for a cpu-burst VM (or 0 when none came in 45 s),
+// with the GPU node still initialising.
+func freeze(t *testing.T, c *Cluster, ca *Autoscaler) time.Duration {
+	t.Helper()
+	c.Create(gpuPod("train"))
+	spot := group(t, c, "spot-gpu-t4")
+	if !Eventually(2*time.Minute, func() bool { v := created(c, spot); return len(v) > 0 && c.Node(v[0].Name) != nil }) {
+		t.Fatalf("no spot-gpu-t4 node registered in 2m; calls:\n%s", mutated(c))
+	}
+	gpuNode := created(c, spot)[0].Name
+	c.Create(cpuPod("batch"))
+	start := time.Now()
+	burst := group(t, c, "cpu-burst")
+	got := Eventually(45*time.Second, func() bool { return len(created(c, burst)) > 0 })
+	if n := c.Node(gpuNode); n == nil || !n.Status.Allocatable.Name(corev1.ResourceName(model.GPUResource), resource.DecimalSI).IsZero() {
+		t.Fatalf("the GPU node %s finished initialising during the test: it must last longer", gpuNode)
+	}
+	if !got {
+		return 0
+	}
+	return time.Since(start)
+}
+
+// TestUpcomingNodeFreeze: with the stock build, while a GPU node
+// initialises (registered, startup taint, GPUs not reported), a CPU pod
+// gets no node: every scale-up fails on the upcoming node's stand-in,
+// which has no providerID. The patched build (TestPatchedBuild) lifts it.
+func TestUpcomingNodeFreeze(t *testing.T) {
+	t.Parallel()
+	bin := testca.Binary(t, nil)
+	c := hybrid(t, Options{Register: 2 * time.Second, GPUInit: 10 * time.Minute})
+	setProviderID(t, c)
+	ca := c.StartAutoscaler(bin)
+	if d := freeze(t, c, ca); d != 0 {
+		t.Fatalf("the stock autoscaler scaled cpu-burst up %v after the CPU pod while a GPU node initialised: the freeze is gone, update the release table and the docs; calls:\n%s", d, mutated(c))
+	}
+	if n := ca.Count(trackerError); n == 0 || !strings.Contains(ca.Output(), "upcoming") {
+		t.Errorf("the autoscaler did not log %q for the upcoming node (%d lines)", trackerError, n)
+	}
+}
+
+// patchedSource is the fixture choosing nodegen's patched build.
+var patchedSource = edit{"cluster.cue", `		nodeGroup:                        "autoscaler"`, `		nodeGroup:                        "autoscaler"
+		patchedImage: repository: "registry.example.com/infra/cluster-autoscaler"`}
+
+// patchedBinary builds the patch and Dockerfile that out/ carries for a
+// source with patchedImage, checking that the Dockerfile builds the
+// release the tests build.
+func patchedBinary(t *testing.T, c *Cluster) string {
+	t.Helper()
+	patch, err := os.ReadFile(filepath.Join(c.Out, "cluster-autoscaler", "image", "gce-nodegroupfornode.patch"))
+	if err != nil {
+		t.Fatalf("the source chooses the patched build, out/ has no patch: %v", err)
+	}
+	docker, err := os.ReadFile(filepath.Join(c.Out, "cluster-autoscaler", "image", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := model.AutoscalerSourceCommit["v"+testca.Version]
+	if !strings.Contains(string(docker), "ARG COMMIT="+commit+"\n") {
+		t.Fatalf("the Dockerfile does not build v%s at %s:\n%s", testca.Version, commit, docker)
+	}
+	return testca.Binary(t, patch)
+}
+
+// TestPatchedBuild: nodegen's build of the same release with its patch,
+// as out/cluster-autoscaler/image/ carries it, scales a CPU pod up while
+// a GPU node initialises, and scales from zero with the nodes outside the
+// MIGs left without a providerID (no set-provider-id.sh), no duplicate
+// GPU node.
+func TestPatchedBuild(t *testing.T) {
+	t.Parallel()
+	c := hybrid(t, Options{Register: 2 * time.Second, GPUInit: 10 * time.Minute}, patchedSource)
+	bin := patchedBinary(t, c)
+	ca := c.StartAutoscaler(bin)
+	d := freeze(t, c, ca)
+	if d == 0 {
+		t.Fatalf("the patched autoscaler added no cpu-burst node in 45s while a GPU node initialised; calls:\n%s", mutated(c))
+	}
+	t.Logf("cpu-burst scaled up %v after the CPU pod, while the GPU node initialised", d.Round(time.Second))
+	if n := ca.Count(trackerError); n > 0 {
+		t.Errorf("the patched autoscaler logged %q %d times", trackerError, n)
+	}
+	for _, name := range []string{controlPlaneNode, onpremNode} {
+		if pid := c.Node(name).Spec.ProviderID; pid != "" {
+			t.Errorf("%s has providerID %q: the test must run without set-provider-id.sh", name, pid)
+		}
+	}
+	time.Sleep(10 * time.Second)
+	if n := len(created(c, group(t, c, "spot-gpu-t4"))) + len(created(c, group(t, c, "gpu-t4"))); n != 1 {
+		t.Errorf("%d GPU VMs for one GPU pod, want 1; calls:\n%s", n, mutated(c))
+	}
+}
+
+// TestScaleDownEmptyNode: an empty cpu-burst node is removed after the
+// unneeded time; the nodes outside the MIGs and the autoscaler's own
+// (gce-static, not given to it) stay.
+func TestScaleDownEmptyNode(t *testing.T) {
+	t.Parallel()
+	bin := testca.Binary(t, nil)
+	c := hybrid(t, Options{Register: time.Second})
+	setProviderID(t, c)
+	burst := group(t, c, "cpu-burst")
+	zone := burst.Zones[0]
+	c.Compute.Resize(zone, c.Source.Cluster.MIGName(burst, zone), 1)
+	if !Eventually(30*time.Second, func() bool { v := created(c, burst); return len(v) == 1 && c.Node(v[0].Name) != nil }) {
+		t.Fatal("the cpu-burst node did not register")
+	}
+	empty := created(c, burst)[0].Name
+	before := c.Nodes("")
+	c.StartAutoscaler(bin, "--scale-down-unneeded-time=1m")
+	start := time.Now()
+	if !Eventually(4*time.Minute, func() bool { return c.Node(empty) == nil }) {
+		t.Fatalf("the empty node %s was not removed in 4m; calls:\n%s", empty, mutated(c))
+	}
+	t.Logf("the empty node was removed %v after the autoscaler started", time.Since(start).Round(time.Second))
+	for _, m := range c.Compute.Mutations() {
+		if m.Op == "deleteInstances" && (len(m.Names) != 1 || m.Names[0] != empty) {
+			t.Errorf("the autoscaler deleted %v", m.Names)
+		}
+	}
+	after := c.Nodes("")
+	for _, n := range before {
+		if n != empty && !slices.Contains(after, n) {
+			t.Errorf("node %s is gone", n)
+		}
+	}
+}
+
+// TestSpotStockoutFallsBack: when every spot zone reports a stockout, the
+// GPU pod lands on the on-demand group, the next priority.
+func TestSpotStockoutFallsBack(t *testing.T) {
+	t.Parallel()
+	bin := testca.Binary(t, nil)
+	var spotMIGs []string
+	c := hybrid(t, Options{Register: 2 * time.Second, GPUInit: 3 * time.Second, GPUValidated: time.Second})
+	spot, onDemand := group(t, c, "spot-gpu-t4"), group(t, c, "gpu-t4")
+	for _, z := range spot.Zones {
+		spotMIGs = append(spotMIGs, c.Source.Cluster.MIGName(spot, z))
+		c.Compute.SetFault("stockout", c.Source.Cluster.MIGName(spot, z), true)
+	}
+	setProviderID(t, c)
+	c.StartAutoscaler(bin)
+	c.Create(gpuPod("train"))
+	if !Eventually(4*time.Minute, func() bool { v := created(c, onDemand); return len(v) > 0 && c.NodeOf("default", "train") == v[0].Name }) {
+		t.Fatalf("the pod did not land on gpu-t4 in 4m; calls:\n%s", mutated(c))
+	}
+	tried := map[string]bool{}
+	for _, m := range c.Compute.Mutations() {
+		if slices.Contains(spotMIGs, m.MIG) && m.Op != "deleteInstances" {
+			tried[m.MIG] = true
+		}
+	}
+	if len(tried) == 0 {
+		t.Errorf("the autoscaler never tried the preferred spot group; calls:\n%s", mutated(c))
+	}
+	t.Logf("spot MIGs tried before the fallback: %d of %d", len(tried), len(spotMIGs))
+}
+
+// TestGPUCap: cluster.autoscaler.caps.gpus counts advertised GPUs; for
+// 20 one-GPU pods the autoscaler adds exactly the spot-gpu-t4 nodes
+// the source's GPUCapNodes (what explain says the cap admits) predicts,
+// and no on-demand node once the cap is reached.
+func TestGPUCap(t *testing.T) {
+	t.Parallel()
+	bin := testca.Binary(t, nil)
+	c := hybrid(t, Options{Register: 2 * time.Second, GPUInit: 3 * time.Second, GPUValidated: time.Second})
+	spot, onDemand := group(t, c, "spot-gpu-t4"), group(t, c, "gpu-t4")
+	want, capped, ok := c.Source.GPUCapNodes(spot)
+	if !ok || !capped {
+		t.Fatalf("the fixture's GPU cap does not cap spot-gpu-t4 (GPUCapNodes %d %v %v)", want, capped, ok)
+	}
+	setProviderID(t, c)
+	ca := c.StartAutoscaler(bin)
+	for i := range 20 {
+		c.Create(gpuPod(fmt.Sprintf("infer-%02d", i)))
+	}
+	if !Eventually(4*time.Minute, func() bool { return len(created(c, spot)) >= want && ca.Count("quota exceeded") > 0 }) {
+		t.Fatalf("want %d spot-gpu-t4 VMs and the cap reported; got %d; calls:\n%s", want, len(created(c, spot)), mutated(c))
+	}
+	time.Sleep(15 * time.Second)
+	if got := len(created(c, spot)); got != want {
+		t.Errorf("%d spot-gpu-t4 VMs, the cap admits %d", got, want)
+	}
+	if got := len(created(c, onDemand)); got != 0 {
+		t.Errorf("%d gpu-t4 VMs past the cap", got)
 	}
 }
