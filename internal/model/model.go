@@ -62,6 +62,8 @@ type Cluster struct {
 	// it is kubernetesVersion (see ControlPlane).
 	ControlPlaneVersion  string     `json:"controlPlaneVersion,omitempty"`
 	ControlPlaneEndpoint string     `json:"controlPlaneEndpoint"`
+	// ControlPlaneNodes are the control plane's Nodes by name.
+	ControlPlaneNodes map[string]FixedNode `json:"controlPlaneNodes,omitempty"`
 	CACertHashes         []string   `json:"caCertHashes"`
 	JoinToken            JoinToken  `json:"joinToken"`
 	GCP                  GCP        `json:"gcp"`
@@ -177,6 +179,8 @@ type NodeGroup struct {
 	Autoscaling       AutoscalingOptions `json:"autoscaling"`
 	StartupTaint      *Taint             `json:"startupTaint,omitempty"`
 	Locality          *Locality          `json:"locality,omitempty"`
+	// Nodes are an onprem group's Nodes by name.
+	Nodes map[string]FixedNode `json:"nodes,omitempty"`
 
 	// Derived by Resolve.
 

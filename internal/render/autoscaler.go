@@ -63,7 +63,8 @@ func AutoscalerFlags(src *model.Source, header string) ([]byte, error) {
 		}
 		fmt.Fprintf(&b, "--%s=%s\n", o[0], o[1])
 	}
-	for _, o := range CapFlags(&src.Cluster) {
+	b.WriteString(capsComment(src))
+	for _, o := range CapFlags(src) {
 		fmt.Fprintf(&b, "--%s=%s\n", o[0], o[1])
 	}
 	return b.Bytes(), nil
@@ -88,7 +89,7 @@ func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 		extra[fmt.Sprintf("startup-taint_%d", i+1)] = k
 	}
 	gpuTotals := 0
-	for _, o := range CapFlags(c) {
+	for _, o := range CapFlags(src) {
 		if o[0] == "gpu-total" {
 			gpuTotals++
 			extra[fmt.Sprintf("gpu-total_%d", gpuTotals)] = o[1]

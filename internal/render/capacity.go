@@ -92,28 +92,44 @@ func PriorityExpander(src *model.Source, header string) ([]byte, error) {
 	return MarshalObjects(header, objs)
 }
 
-// CapFlags returns the autoscaler's cluster-wide limit flags as name
-// (without dashes) and value: --max-nodes-total, --cores-total and
-// --memory-total (<min>:<max>, memory in GiB), and one --gpu-total
-// (<type>:<min>:<max>) per GPU type, by type.
-func CapFlags(c *model.Cluster) [][2]string {
-	caps := c.Autoscaler.Caps
+// CapFlags returns the autoscaler's cluster-wide limit flags, sorted by
+// name: each cap of the source (the cloud's budget) plus what the declared
+// nodes outside the MIGs count (model.Source.Fixed), since the autoscaler
+// counts every Node of the cluster (kubernetes/autoscaler
+// cluster-autoscaler-1.35.2, resourcequotas/usage.go calculateUsages).
+func CapFlags(src *model.Source) [][2]string {
+	caps := src.Cluster.Autoscaler.Caps
 	if caps == nil {
 		return nil
 	}
+	fixed := src.Fixed()
 	var out [][2]string
 	if caps.Cores != nil {
-		out = append(out, [2]string{"cores-total", fmt.Sprintf("%d:%d", caps.Cores.Min, caps.Cores.Max)})
+		out = append(out, [2]string{"cores-total", fmt.Sprintf("%d:%d", caps.Cores.Min+fixed.CPU, caps.Cores.Max+fixed.CPU)})
 	}
 	for _, t := range model.SortedKeys(caps.GPUs) {
-		r := caps.GPUs[t]
-		out = append(out, [2]string{"gpu-total", fmt.Sprintf("%s:%d:%d", t, r.Min, r.Max)})
+		r, n := caps.GPUs[t], fixed.GPUs[t]
+		out = append(out, [2]string{"gpu-total", fmt.Sprintf("%s:%d:%d", t, r.Min+n, r.Max+n)})
 	}
 	if caps.MaxNodesTotal > 0 {
-		out = append(out, [2]string{"max-nodes-total", strconv.Itoa(caps.MaxNodesTotal)})
+		out = append(out, [2]string{"max-nodes-total", strconv.FormatInt(int64(caps.MaxNodesTotal)+fixed.Nodes, 10)})
 	}
 	if caps.MemoryGiB != nil {
-		out = append(out, [2]string{"memory-total", fmt.Sprintf("%d:%d", caps.MemoryGiB.Min, caps.MemoryGiB.Max)})
+		out = append(out, [2]string{"memory-total", fmt.Sprintf("%d:%d", caps.MemoryGiB.Min+fixed.MemoryGiB, caps.MemoryGiB.Max+fixed.MemoryGiB)})
 	}
 	return out
+}
+
+// capsComment says, in flags.txt, what the cap flags add to the source's
+// caps; "" when nothing is added.
+func capsComment(src *model.Source) string {
+	f := src.Fixed()
+	if src.Cluster.Autoscaler.Caps == nil || f.Nodes == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("# The caps below are the source's (the cloud's budget) plus the %d declared node(s) outside the MIGs, which the autoscaler counts too: %d vCPUs, %d GiB", f.Nodes, f.CPU, f.MemoryGiB)
+	for _, t := range model.SortedKeys(f.GPUs) {
+		s += fmt.Sprintf(", %d %s", f.GPUs[t], t)
+	}
+	return s + ".\n"
 }

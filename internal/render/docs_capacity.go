@@ -50,18 +50,24 @@ func (d *docWriter) capacity() {
 		d.p("- **Caps**: none; the autoscaler's defaults apply.\n")
 		return
 	}
+	fixed := d.src.Fixed()
+	d.p("- The caps are the cloud's budget. The autoscaler counts every Node of the cluster, so the flags carry each cap plus the %d declared node(s) outside the MIGs (%d vCPUs, %d GiB)", fixed.Nodes, fixed.CPU, fixed.MemoryGiB)
+	if len(d.src.OnpremWithoutNodes()) > 0 {
+		d.p("; the servers of %s, which the source does not declare, take from the cloud's share", strings.Join(groupNames(d.src.OnpremWithoutNodes()), ", "))
+	}
+	d.p(".\n")
 	if caps.MaxNodesTotal > 0 {
-		d.p("- **Nodes**: at most %d Nodes in the whole cluster (control plane and on-prem nodes included).\n", caps.MaxNodesTotal)
+		d.p("- **Nodes**: at most %d cloud Nodes (`--max-nodes-total=%d`).\n", caps.MaxNodesTotal, int64(caps.MaxNodesTotal)+fixed.Nodes)
 	}
 	if r := caps.Cores; r != nil {
-		d.p("- **vCPUs**: %d–%d in the whole cluster.\n", r.Min, r.Max)
+		d.p("- **vCPUs**: %d–%d in the cloud (`--cores-total=%d:%d`).\n", r.Min, r.Max, r.Min+fixed.CPU, r.Max+fixed.CPU)
 	}
 	if r := caps.MemoryGiB; r != nil {
-		d.p("- **Memory**: %d–%d GiB in the whole cluster.\n", r.Min, r.Max)
+		d.p("- **Memory**: %d–%d GiB in the cloud (`--memory-total=%d:%d`).\n", r.Min, r.Max, r.Min+fixed.MemoryGiB, r.Max+fixed.MemoryGiB)
 	}
 	for _, t := range model.SortedKeys(caps.GPUs) {
 		r := caps.GPUs[t]
-		d.p("- **GPUs %s**: %d–%d in the whole cluster, counted as the autoscaler counts them: the `%s` each node advertises, so a time-sliced GPU counts its replicas.", code(t), r.Min, r.Max, model.GPUResource)
+		d.p("- **GPUs %s**: %d–%d in the cloud (`--gpu-total=%s:%d:%d`), counted as the autoscaler counts them: the `%s` each node advertises, so a time-sliced GPU counts its replicas.", code(t), r.Min, r.Max, t, r.Min+fixed.GPUs[t], r.Max+fixed.GPUs[t], model.GPUResource)
 		var per []string
 		for _, g := range d.src.Groups() {
 			if !g.Autoscaled() || g.GPU == nil || g.GPU.Type != t {
@@ -79,4 +85,12 @@ func (d *docWriter) capacity() {
 		}
 		d.p("\n")
 	}
+}
+
+func groupNames(gs []*model.NodeGroup) []string {
+	var out []string
+	for _, g := range gs {
+		out = append(out, g.Name)
+	}
+	return out
 }

@@ -144,8 +144,8 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 		max := float64(res.r.Max)
 		if floor > max {
 			if !warnings {
-				c.at(maxPath(res), "max %d %s is below what the cloud groups hold at their minimum size, %s (%s; min is per zone), before counting on-prem and control-plane nodes: the autoscaler would never add a node",
-					res.r.Max, res.what, amount(floor), strings.Join(parts, " + "))
+				c.at(maxPath(res), "max %d %s is below what the cloud groups hold at their minimum size, %s (%s; min is per zone)%s: the autoscaler would never add a node",
+					res.r.Max, res.what, amount(floor), strings.Join(parts, " + "), c.outsideClause())
 			}
 			continue
 		}
@@ -226,8 +226,8 @@ func (c *checker) unreachableMaxes(res capResource, floor float64) {
 			if res.what != "Nodes" {
 				unit += fmt.Sprintf(", %d node(s)", int64(math.Max(max-others, 0)/per))
 			}
-			c.at(sel("nodeGroups", g.Name, "max"), "warning: node group %s can never reach its max of %s: %s %d leaves it at most %s %s once the other cloud groups are at their minimum (%s), before counting on-prem and control-plane nodes",
-				g.Name, size, capName(res.path), res.r.Max, amount(max-others), unit, amount(others))
+			c.at(sel("nodeGroups", g.Name, "max"), "warning: node group %s can never reach its max of %s: %s %d leaves it at most %s %s once the other cloud groups are at their minimum (%s)%s",
+				g.Name, size, capName(res.path), res.r.Max, amount(max-others), unit, amount(others), c.outsideClause())
 		}
 	}
 }
@@ -260,8 +260,8 @@ func (c *checker) capLeavesNoRoom(res capResource, floor float64, parts []string
 		if res.what != "Nodes" {
 			each = fmt.Sprintf(" (%s %s each)", amount(per), res.what)
 		}
-		c.at(maxPath(res), "max %d %s leaves node group %s no room for a single node%s once the cloud groups hold their minimum (%s), before counting on-prem and control-plane nodes: the autoscaler could never add a node to it; raise the cap or lower the group's minimums",
-			res.r.Max, res.what, g.Name, each, held)
+		c.at(maxPath(res), "max %d %s leaves node group %s no room for a single node%s once the cloud groups hold their minimum (%s)%s: the autoscaler could never add a node to it; raise the cap or lower the group's minimums",
+			res.r.Max, res.what, g.Name, each, held, c.outsideClause())
 	}
 }
 
@@ -309,6 +309,7 @@ func (c *checker) capacityWarnings() {
 	}
 	if a.Caps != nil {
 		c.caps(a.Caps, true)
+		c.undeclaredOnprem()
 	}
 }
 

@@ -166,6 +166,7 @@ func (c *checker) cluster() {
 	c.capacity()
 	c.autoscalerRelease(false)
 	c.patchedImage()
+	c.declaredNodes()
 
 	name := cl.Autoscaler.NodeGroup
 	g, ok := c.src.NodeGroups[name]

@@ -1,0 +1,55 @@
+package validate
+
+import "strings"
+
+// declaredNodes refuses a node declared twice (in the control plane and a
+// group, or in two groups): a Node has one name, and both the caps and
+// drift would count it twice.
+func (c *checker) declaredNodes() {
+	seen := map[string]string{}
+	for _, n := range c.src.DeclaredNodes() {
+		where := "cluster.controlPlaneNodes"
+		path := sel("cluster", "controlPlaneNodes", n.Name)
+		if n.Group != "" {
+			where = "nodeGroups." + n.Group + ".nodes"
+			path = sel("nodeGroups", n.Group, "nodes", n.Name)
+		}
+		if first, ok := seen[n.Name]; ok {
+			c.atKey(path, "node %s is already declared in %s: a Node belongs to one group", n.Name, first)
+			continue
+		}
+		seen[n.Name] = where
+		if strings.HasPrefix(n.Name, c.src.Cluster.Name+"-") {
+			for _, g := range c.src.CloudGroups() {
+				if strings.HasPrefix(n.Name, c.src.Cluster.BaseInstanceName(g)+"-") {
+					c.atKey(path, "node %s has the name of a VM of cloud group %s (%s-<suffix>): declared nodes are outside the MIGs", n.Name, g.Name, c.src.Cluster.BaseInstanceName(g))
+				}
+			}
+		}
+	}
+}
+
+// undeclaredOnprem warns, when caps are set, of each onprem group that
+// declares no nodes: the autoscaler counts its servers in every cap, and
+// nodegen, not knowing them, cannot add them to the rendered caps, so
+// they take from the cloud's budget.
+func (c *checker) undeclaredOnprem() {
+	for _, g := range c.src.OnpremWithoutNodes() {
+		c.atKey(sel("nodeGroups", g.Name),
+			"warning: onprem group %s declares no nodes, and the autoscaler counts every Node in cluster.autoscaler.caps: its servers take from the cloud's budget; declare them (nodes: {\"<node name>\": {cpu: N, memoryGiB: N}}) so that nodegen adds them to the caps it renders",
+			g.Name)
+	}
+}
+
+// outsideClause ends a message about a cap's room for the cloud groups:
+// what the nodes outside the MIGs do to it. The rendered caps add the
+// declared ones; undeclared on-prem servers take from the room.
+func (c *checker) outsideClause() string {
+	if len(c.src.OnpremWithoutNodes()) > 0 {
+		return ", before counting the on-prem nodes the source does not declare"
+	}
+	if len(c.src.Cluster.ControlPlaneNodes) == 0 {
+		return ", before counting the control-plane nodes (declare them in cluster.controlPlaneNodes)"
+	}
+	return " (the rendered caps add the declared nodes outside the MIGs)"
+}
