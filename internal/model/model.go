@@ -60,15 +60,15 @@ type Cluster struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 	// ControlPlaneVersion is the on-prem control plane's version, "" when
 	// it is kubernetesVersion (see ControlPlane).
-	ControlPlaneVersion  string     `json:"controlPlaneVersion,omitempty"`
-	ControlPlaneEndpoint string     `json:"controlPlaneEndpoint"`
+	ControlPlaneVersion  string `json:"controlPlaneVersion,omitempty"`
+	ControlPlaneEndpoint string `json:"controlPlaneEndpoint"`
 	// ControlPlaneNodes are the control plane's Nodes by name.
 	ControlPlaneNodes map[string]FixedNode `json:"controlPlaneNodes,omitempty"`
-	CACertHashes         []string   `json:"caCertHashes"`
-	JoinToken            JoinToken  `json:"joinToken"`
-	GCP                  GCP        `json:"gcp"`
-	Autoscaler           Autoscaler `json:"autoscaler"`
-	TaintRemover         struct {
+	CACertHashes      []string             `json:"caCertHashes"`
+	JoinToken         JoinToken            `json:"joinToken"`
+	GCP               GCP                  `json:"gcp"`
+	Autoscaler        Autoscaler           `json:"autoscaler"`
+	TaintRemover      struct {
 		Image string `json:"image"`
 	} `json:"taintRemover"`
 	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
