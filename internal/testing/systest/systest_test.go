@@ -17,9 +17,9 @@ import (
 	"github.com/nodegen/nodegen/internal/testing/testca"
 )
 
-// The nodes outside the MIGs that every scenario has: a kubeadm control
-// plane and an on-prem GPU server, registered as kubeadm leaves them (no
-// providerID).
+// Nodes outside the MIGs that every scenario has (the fixture declares
+// them, and hybrid registers every declared node as kubeadm leaves it: no
+// providerID): the kubeadm control plane and an on-prem GPU server.
 const (
 	controlPlaneNode = "cp-1"
 	onpremNode       = "onprem-gpu-01"
@@ -76,27 +76,33 @@ func fixture(t *testing.T, edits ...edit) string {
 	return dst
 }
 
-// hybrid starts the fixture with the nodes outside the MIGs, and waits
-// for the autoscaler group's own nodes.
+// hybrid starts the fixture with the nodes outside the MIGs it declares
+// (cluster.controlPlaneNodes, the onprem groups' nodes) registered, with
+// their declared capacity, and waits for the autoscaler group's own nodes.
 func hybrid(t *testing.T, opts Options, edits ...edit) *Cluster {
 	t.Helper()
 	c := New(t, fixture(t, edits...), opts)
-	c.RegisterNode(controlPlaneNode, map[string]string{"node-role.kubernetes.io/control-plane": ""},
-		[]corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}},
-		corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110")})
-	var onprem *model.NodeGroup
-	for _, g := range c.Source.Groups() {
-		if g.Kind == model.KindOnPrem {
-			onprem = g
+	for _, n := range c.Source.DeclaredNodes() {
+		capacity := corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(n.CPU, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(n.MemoryGiB<<30, resource.BinarySI),
+			corev1.ResourcePods:   resource.MustParse("110"),
 		}
+		if n.GPUs > 0 {
+			capacity[corev1.ResourceName(model.GPUResource)] = *resource.NewQuantity(n.GPUs, resource.DecimalSI)
+		}
+		if n.Group == "" {
+			c.RegisterNode(n.Name, map[string]string{"node-role.kubernetes.io/control-plane": ""},
+				[]corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}, capacity)
+			continue
+		}
+		g := group(t, c, n.Group)
+		var taints []corev1.Taint
+		for _, tt := range g.Taints {
+			taints = append(taints, corev1.Taint{Key: tt.Key, Value: tt.Value, Effect: corev1.TaintEffect(tt.Effect)})
+		}
+		c.RegisterNode(n.Name, g.NodeLabels, taints, capacity)
 	}
-	var taints []corev1.Taint
-	for _, tt := range onprem.Taints {
-		taints = append(taints, corev1.Taint{Key: tt.Key, Value: tt.Value, Effect: corev1.TaintEffect(tt.Effect)})
-	}
-	c.RegisterNode(onpremNode, onprem.NodeLabels, taints, corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("128"), corev1.ResourceMemory: resource.MustParse("1Ti"),
-		corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceName(model.GPUResource): resource.MustParse("8")})
 	ca := c.Source.Cluster.BaseInstanceName(group(t, c, c.Source.Cluster.Autoscaler.NodeGroup))
 	if !Eventually(30*time.Second, func() bool { return len(c.Nodes(ca)) == 2 }) {
 		t.Fatalf("the autoscaler group's nodes did not register: %v\n%s", c.Nodes(""), c.Events())
@@ -122,7 +128,7 @@ func setProviderID(t *testing.T, c *Cluster) {
 	if err != nil {
 		t.Fatalf("set-provider-id.sh: %v\n%s", err, out)
 	}
-	for _, n := range []string{controlPlaneNode, onpremNode} {
+	for _, n := range c.Source.DeclaredNodeNames() {
 		if pid := c.Node(n).Spec.ProviderID; pid == "" {
 			t.Fatalf("set-provider-id.sh left %s without a providerID:\n%s", n, out)
 		}
@@ -412,5 +418,38 @@ func TestGPUCap(t *testing.T) {
 	}
 	if got := len(created(c, onDemand)); got != 0 {
 		t.Errorf("%d gpu-t4 VMs past the cap", got)
+	}
+}
+
+// TestCapsCountOnprem: the autoscaler counts every Node in its caps; with
+// the caps rendered as the source's cloud budget plus the declared nodes
+// outside the MIGs, 20 CPU pods and 24 GPU pods get what the cloud budget
+// allows: cpu-burst up to its max, spot-gpu-t4 up to the GPU cap, and no
+// group is skipped for the vCPU cap the on-prem servers would otherwise
+// eat.
+func TestCapsCountOnprem(t *testing.T) {
+	t.Parallel()
+	bin := testca.Binary(t, nil)
+	c := hybrid(t, Options{Register: time.Second, GPUInit: 2 * time.Second, GPUValidated: time.Second})
+	setProviderID(t, c)
+	burst, spot, onDemand := group(t, c, "cpu-burst"), group(t, c, "spot-gpu-t4"), group(t, c, "gpu-t4")
+	wantSpot, _, _ := c.Source.GPUCapNodes(spot)
+	ca := c.StartAutoscaler(bin)
+	for i := range 20 {
+		c.Create(cpuPod(fmt.Sprintf("batch-%02d", i)))
+	}
+	for i := range 24 {
+		c.Create(gpuPod(fmt.Sprintf("infer-%02d", i)))
+	}
+	done := func() bool { return len(created(c, burst)) == burst.MaxNodes() && len(created(c, spot)) == wantSpot }
+	if !Eventually(6*time.Minute, done) {
+		t.Errorf("after 6m: %d cpu-burst VMs (want its max %d), %d spot-gpu-t4 VMs (want the GPU cap's %d), %d gpu-t4",
+			len(created(c, burst)), burst.MaxNodes(), len(created(c, spot)), wantSpot, len(created(c, onDemand)))
+	}
+	if n := ca.Count(`"cluster-wide" quota exceeded, resources: [cpu]`); n > 0 {
+		t.Errorf("the vCPU cap stopped scale-ups %d times: the rendered --cores-total does not leave the cloud its budget", n)
+	}
+	if n := len(created(c, onDemand)); n != 0 {
+		t.Errorf("%d gpu-t4 VMs past the GPU cap", n)
 	}
 }
