@@ -1,6 +1,7 @@
 package drift_test
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -264,4 +265,43 @@ func TestProviderIDOutsideMIGs(t *testing.T) {
 			t.Errorf("results %+v unmanaged %v; want the on-prem node fine and cp-1 unmanaged", results, unmanaged)
 		}
 	})
+}
+
+// TestDeclaredNodes: once the source declares the nodes outside the MIGs,
+// drift reports a declared node that is not there and a node outside the
+// MIGs that is not declared; a source that declares none reports neither.
+func TestDeclaredNodes(t *testing.T) {
+	src, _ := testsrc.Example(t)
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "cp-1"}, Spec: corev1.NodeSpec{ProviderID: model.UnmanagedProviderID("cp-1")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "cp-2"}, Spec: corev1.NodeSpec{ProviderID: model.UnmanagedProviderID("cp-2")}},
+	}
+	opts := drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute}
+	if results, unmanaged := drift.CheckNodes(src, nodes, opts); len(results) != 0 || !slices.Equal(unmanaged, []string{"cp-1", "cp-2"}) {
+		t.Fatalf("nothing declared: results %+v unmanaged %v, want both unmanaged", results, unmanaged)
+	}
+	decl := *src
+	decl.Cluster.ControlPlaneNodes = map[string]model.FixedNode{"cp-1": {CPU: 16, MemoryGiB: 64}}
+	groups := map[string]*model.NodeGroup{}
+	for k, g := range src.NodeGroups {
+		groups[k] = g
+	}
+	onprem := *src.NodeGroups["onprem-gpu"]
+	onprem.Nodes = map[string]model.FixedNode{"onprem-gpu-01": {CPU: 128, MemoryGiB: 1024}}
+	groups["onprem-gpu"] = &onprem
+	decl.NodeGroups = groups
+	results, unmanaged := drift.CheckNodes(&decl, nodes, opts)
+	if !slices.Equal(unmanaged, []string{"cp-1"}) {
+		t.Errorf("unmanaged %v, want the declared cp-1 alone", unmanaged)
+	}
+	got := map[string][]string{}
+	for _, r := range results {
+		for _, f := range r.Findings {
+			got[r.Name] = append(got[r.Name], f.Kind)
+		}
+	}
+	want := map[string][]string{"cp-2": {drift.Undeclared}, "onprem-gpu-01": {drift.DeclaredMissing}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("findings %v, want %v", got, want)
+	}
 }

@@ -33,6 +33,12 @@ const (
 	GroupRemoved      = "group-removed"
 	UnknownCloudNode  = "unknown-cloud-node"
 	NotInMIG          = "not-in-mig"
+	// DeclaredMissing: a node the source declares outside the MIGs
+	// (cluster.controlPlaneNodes, an onprem group's nodes) is not there.
+	DeclaredMissing = "declared-missing"
+	// Undeclared: a node outside the MIGs that the source does not
+	// declare, while it declares others: the rendered caps do not count it.
+	Undeclared = "undeclared"
 	// ProviderIDFails: the autoscaler's GCE provider fails on the node's
 	// providerID (none, or not of its form), and every release up to
 	// v1.36.1 then scales nothing.
@@ -152,7 +158,49 @@ func Check(src *model.Source, nodes []corev1.Node, opts Options) (results []Node
 		}
 		results = append(results, r)
 	}
-	return results, unmanaged
+	return declared(src, results, unmanaged)
+}
+
+// declared checks the nodes outside the MIGs against those the source
+// declares, once it declares any: each declared node must be there, and a
+// node outside the MIGs that it does not declare is reported, since the
+// autoscaler counts it in its caps and the rendered caps do not.
+func declared(src *model.Source, results []NodeResult, unmanaged []string) ([]NodeResult, []string) {
+	nodes := src.DeclaredNodes()
+	if len(nodes) == 0 {
+		return results, unmanaged
+	}
+	present := map[string]bool{}
+	for _, name := range unmanaged {
+		present[name] = true
+	}
+	for _, r := range results {
+		present[r.Name] = true
+	}
+	want := map[string]bool{}
+	for _, d := range nodes {
+		want[d.Name] = true
+		if present[d.Name] {
+			continue
+		}
+		where := "cluster.controlPlaneNodes"
+		if d.Group != "" {
+			where = "the nodes of onprem group " + d.Group
+		}
+		results = append(results, NodeResult{Name: d.Name, Group: d.Group, Findings: []Finding{{Kind: DeclaredMissing,
+			Message: fmt.Sprintf("declared in %s but not in the cluster (not joined yet, renamed or gone?)", where)}}})
+	}
+	var kept []string
+	for _, name := range unmanaged {
+		if want[name] {
+			kept = append(kept, name)
+			continue
+		}
+		results = append(results, NodeResult{Name: name, Findings: []Finding{{Kind: Undeclared,
+			Message: "outside the MIGs and not declared in the source: the autoscaler counts it in its caps, the rendered caps do not; declare it in cluster.controlPlaneNodes or an onprem group's nodes"}}})
+	}
+	slices.SortFunc(results, func(a, b NodeResult) int { return strings.Compare(a.Name, b.Name) })
+	return results, kept
 }
 
 // autoscalerMapping checks the node's providerID as the autoscaler's GCE
