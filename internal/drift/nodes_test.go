@@ -276,8 +276,8 @@ func TestDeclaredNodes(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "cp-1"}, Spec: corev1.NodeSpec{ProviderID: model.UnmanagedProviderID("cp-1")}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "cp-2"}, Spec: corev1.NodeSpec{ProviderID: model.UnmanagedProviderID("cp-2")}},
 	}
-	opts := drift.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute}
-	if results, unmanaged := drift.CheckNodes(src, nodes, opts); len(results) != 0 || !slices.Equal(unmanaged, []string{"cp-1", "cp-2"}) {
+	opts := nodecheck.Options{Now: fixtureNow, StuckAfter: 30 * time.Minute}
+	if results, unmanaged := nodecheck.Check(src, nodes, opts); len(results) != 0 || !slices.Equal(unmanaged, []string{"cp-1", "cp-2"}) {
 		t.Fatalf("nothing declared: results %+v unmanaged %v, want both unmanaged", results, unmanaged)
 	}
 	decl := *src
@@ -290,7 +290,7 @@ func TestDeclaredNodes(t *testing.T) {
 	onprem.Nodes = map[string]model.FixedNode{"onprem-gpu-01": {CPU: 128, MemoryGiB: 1024}}
 	groups["onprem-gpu"] = &onprem
 	decl.NodeGroups = groups
-	results, unmanaged := drift.CheckNodes(&decl, nodes, opts)
+	results, unmanaged := nodecheck.Check(&decl, nodes, opts)
 	if !slices.Equal(unmanaged, []string{"cp-1"}) {
 		t.Errorf("unmanaged %v, want the declared cp-1 alone", unmanaged)
 	}
@@ -300,7 +300,7 @@ func TestDeclaredNodes(t *testing.T) {
 			got[r.Name] = append(got[r.Name], f.Kind)
 		}
 	}
-	want := map[string][]string{"cp-2": {drift.Undeclared}, "onprem-gpu-01": {drift.DeclaredMissing}}
+	want := map[string][]string{"cp-2": {nodecheck.Undeclared}, "onprem-gpu-01": {nodecheck.DeclaredMissing}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("findings %v, want %v", got, want)
 	}
