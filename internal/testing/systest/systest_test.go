@@ -453,3 +453,47 @@ func TestCapsCountOnprem(t *testing.T) {
 		t.Errorf("%d gpu-t4 VMs past the GPU cap", n)
 	}
 }
+
+// TestHarness checks the stand-ins without the autoscaler: the fake serves
+// a template and a zonal MIG per group and zone of the rendered Terraform,
+// the gce-static group's VMs register Nodes with their join script's
+// labels, taints and providerID, and set-provider-id.sh gives the declared
+// nodes outside the MIGs theirs; a pod is bound where it fits.
+func TestHarness(t *testing.T) {
+	t.Parallel()
+	c := hybrid(t, Options{Register: 100 * time.Millisecond})
+	migs := 0
+	for _, g := range c.Source.CloudGroups() {
+		migs += len(g.Zones)
+	}
+	if got := len(c.Compute.MIGs()); got != migs {
+		t.Errorf("%d MIGs served, the source has %d", got, migs)
+	}
+	g := group(t, c, c.Source.Cluster.Autoscaler.NodeGroup)
+	for _, name := range c.Nodes(c.Source.Cluster.BaseInstanceName(g)) {
+		n := c.Node(name)
+		if n.Labels[model.GroupLabel] != g.Name || !strings.HasPrefix(n.Spec.ProviderID, "gce://"+c.Source.Cluster.GCP.Project+"/") {
+			t.Errorf("node %s: labels %v providerID %q", name, n.Labels, n.Spec.ProviderID)
+		}
+		for _, want := range g.Taints {
+			if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == want.Key && t.Value == want.Value }) {
+				t.Errorf("node %s lacks the group's taint %s: %v", name, want.Key, n.Spec.Taints)
+			}
+		}
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
+			t.Errorf("node %s keeps the not-ready taint", name)
+		}
+	}
+	setProviderID(t, c)
+	tol := []string{}
+	for _, tt := range g.Taints {
+		tol = append(tol, tt.Key)
+	}
+	c.Create(Pod("fits", resources("100m", 0), map[string]string{model.GroupLabel: g.Name}, tol...), Pod("nowhere", resources("500", 0), nil))
+	if !Eventually(20*time.Second, func() bool { return strings.HasPrefix(c.NodeOf("default", "fits"), c.Source.Cluster.BaseInstanceName(g)) }) {
+		t.Errorf("the pod that fits the autoscaler's node was not bound:\n%s", c.Events())
+	}
+	if n := c.NodeOf("default", "nowhere"); n != "" {
+		t.Errorf("a pod of 500 CPUs was bound to %s", n)
+	}
+}
