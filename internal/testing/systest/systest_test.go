@@ -490,7 +490,9 @@ func TestHarness(t *testing.T) {
 		tol = append(tol, tt.Key)
 	}
 	c.Create(Pod("fits", resources("100m", 0), map[string]string{model.GroupLabel: g.Name}, tol...), Pod("nowhere", resources("500", 0), nil))
-	if !Eventually(20*time.Second, func() bool { return strings.HasPrefix(c.NodeOf("default", "fits"), c.Source.Cluster.BaseInstanceName(g)) }) {
+	if !Eventually(20*time.Second, func() bool {
+		return strings.HasPrefix(c.NodeOf("default", "fits"), c.Source.Cluster.BaseInstanceName(g))
+	}) {
 		t.Errorf("the pod that fits the autoscaler's node was not bound:\n%s", c.Events())
 	}
 	if n := c.NodeOf("default", "nowhere"); n != "" {
