@@ -138,7 +138,9 @@ func nodeLifecycleCronJob(src *model.Source, home *model.NodeGroup, grace int64,
 // nodeLifecyclePolicy holds the collector's ServiceAccount to deleting,
 // with a pod-bound token (one that names its pod's node), Nodes that carry
 // the identity label of one of the source's cloud groups and the providerID
-// gce://<project>/<zone>/<the node's name>. Every other request that
+// gce://<project>/<zone>/<the node's name>, and whose one Ready condition
+// is False or Unknown (not Ready: a Ready Node's kubelet is alive, whatever
+// the Compute API says). Every other request that
 // reaches admission (an update, a subresource, a Node of no cloud group, an
 // on-prem Node, another project's VM) is denied, whatever RBAC grants.
 func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Object {
@@ -158,6 +160,8 @@ func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Ob
 			{Name: "group", Expression: celGroup},
 			{Name: "providerID", Expression: `oldObject.?spec.?providerID.orValue("")`},
 			{Name: "boundNode", Expression: celBoundNode},
+			// The Node's Ready condition as stored ("" without one).
+			{Name: "ready", Expression: `oldObject.?status.?conditions.orValue([]).filter(c, c.type == "Ready").map(c, c.status).join(",")`},
 		},
 		[]admissionv1.Validation{
 			rule(`variables.delete`,
@@ -169,6 +173,9 @@ func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Ob
 				`"node " + request.name + " is in no nodegen cloud node group (`+model.GroupLabel+`=" + variables.group + ")"`),
 			rule(`!variables.delete || (variables.providerID.startsWith(`+prefix+`) && variables.providerID.endsWith("/" + request.name))`,
 				`"node " + request.name + " has providerID " + variables.providerID + ", not " + `+prefix+` + "<zone>/" + request.name`),
+			rule(`!variables.delete || variables.ready in ["False", "Unknown"]`,
+				`"node " + request.name + " is " + (variables.ready == "True" ? "Ready" : (variables.ready == "" ? "without a Ready condition" : "Ready " + variables.ready)) + `+
+					`": the node garbage collector may delete only a node whose Ready condition is False or Unknown"`),
 		})
 	return []runtime.Object{policy, denyBinding(meta)}
 }

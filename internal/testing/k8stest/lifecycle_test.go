@@ -157,6 +157,7 @@ func (e *env) testLifecycleApply(t *testing.T) {
 	e.gcNode = e.newNode(t, e.src.Cluster.Autoscaler.NodeGroup)
 	gc := e.gcIdentity(t, e.gcNode)
 	probe := e.newNode(t, "gpu-l4")
+	e.setReady(t, probe, corev1.ConditionUnknown, time.Hour)
 	eventually(t, 30*time.Second, "the collector's policy with gpu-l4", func() string {
 		if _, _, err := kubectl(t, gc, "", "delete", "node", probe, "--dry-run=server"); err != nil {
 			return err.Error()
@@ -571,11 +572,17 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 		node    func() string
 		as      *testcp.User
 		args    []string
+		ready   corev1.ConditionStatus // the Node's Ready condition, set an hour ago; "" none
 		allowed bool
 		policy  string // PID: the node's providerID
 		rbac    string // the verb RBAC denies
 	}{
-		{name: "DeleteCloudNode", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, args: []string{"delete", "node", "NODE"}, allowed: true},
+		{name: "DeleteNotReadyCloudNode", node: func() string { return e.newNode(t, "gpu-t4") }, ready: corev1.ConditionUnknown, as: gc, args: []string{"delete", "node", "NODE"}, allowed: true},
+		{name: "DeleteKubeletNotReadyCloudNode", node: func() string { return e.newNode(t, "gpu-t4") }, ready: corev1.ConditionFalse, as: gc, args: []string{"delete", "node", "NODE"}, allowed: true},
+		{name: "DeleteReadyCloudNode", node: func() string { return e.newNode(t, "gpu-t4") }, ready: corev1.ConditionTrue, as: gc, args: []string{"delete", "node", "NODE"},
+			policy: "node NODE is Ready: the node garbage collector may delete only a node whose Ready condition is False or Unknown"},
+		{name: "DeleteCloudNodeWithoutReadyCondition", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, args: []string{"delete", "node", "NODE"},
+			policy: "node NODE is without a Ready condition: the node garbage collector may delete only a node whose Ready condition is False or Unknown"},
 		{name: "DeleteCloudNodeWithoutNodeClaim", node: func() string { return e.newNode(t, "gpu-t4") }, as: plain, args: []string{"delete", "node", "NODE"},
 			policy: "the node garbage collector may delete a node only with a pod-bound token that names its node (" + render.NodeNameExtra + "); this request has none"},
 		{name: "DeleteOnPremNode", node: func() string {
@@ -612,6 +619,9 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			node := c.node()
+			if c.ready != "" {
+				e.setReady(t, node, c.ready, time.Hour)
+			}
 			before := e.node(t, node)
 			args := subst(c.args, node, "")
 			_, stderr, err := kubectl(t, c.as, "", args...)
