@@ -309,11 +309,22 @@ func nodeStatus(capacity, allocatable corev1.ResourceList) corev1.NodeStatus {
 	}
 }
 
+// kubeletAnnotations are what a kubelet puts on the Node it registers
+// (kubernetes v1.37.2, pkg/kubelet/kubelet_node_status.go initialNode):
+// a real Node never has nil annotations, and the autoscaler relies on it
+// (cluster-autoscaler-1.35.2, processors/nodeinfosprovider/
+// annotation_node_info_provider.go writes into them).
+var kubeletAnnotations = map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+
 // createNode creates a Node with its status, as a kubelet registers, and
 // removes the not-ready taint that admission (TaintNodesByCondition)
 // gives every new Node, as the node lifecycle controller does once the
 // Node is Ready.
 func (c *Cluster) createNode(n *corev1.Node) error {
+	n.Annotations = map[string]string{}
+	for k, v := range kubeletAnnotations {
+		n.Annotations[k] = v
+	}
 	created, err := c.Client.CoreV1().Nodes().Create(c.ctx, n, metav1.CreateOptions{})
 	if err != nil {
 		return err
