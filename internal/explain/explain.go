@@ -11,7 +11,9 @@
 // (nodes already running, backoff after failed scale-ups). The caps in
 // cluster.autoscaler.caps are checked with every cloud group at its
 // minimum size; the priority expander's choice is reported when the
-// expander chain starts with it.
+// expander chain starts with it. Explainer.Plan estimates what the
+// autoscaler adds for all the workloads together (fresh nodes, the caps as
+// the cloud's budget), an estimate of its binpacking, not its code.
 package explain
 
 import (
@@ -69,6 +71,9 @@ type Report struct {
 	// Autoscaler are notes about the autoscaler itself, for every
 	// workload: its release and the nodes outside the MIGs.
 	Autoscaler []Note `json:"autoscaler,omitempty"`
+	// Plan is what the autoscaler would add for the workloads together
+	// (Explainer.Plan): an estimate, not its code.
+	Plan *Plan `json:"plan,omitempty"`
 }
 
 // WorkloadResult is the answer for one workload.
@@ -200,6 +205,9 @@ func (e *Explainer) Explain(workloads []*Workload) *Report {
 		wr := e.Workload(w)
 		r.AllFit = r.AllFit && wr.Fits
 		r.Workloads = append(r.Workloads, wr)
+	}
+	if p := e.Plan(workloads); len(p.Steps)+len(p.Pending) > 0 {
+		r.Plan = p
 	}
 	return r
 }

@@ -34,6 +34,16 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "%s: the priority expander prefers %s (priority %d)\n", wr.Workload, strings.Join(wr.Preferred, ", "), *wr.PreferredPriority)
 		}
 	}
+	if p := r.Plan; p != nil {
+		fmt.Fprintf(w, "\nplan, %s; in the order of %s:\n", PlanEstimate, p.Order)
+		for _, s := range p.Steps {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+		for _, q := range p.Pending {
+			fmt.Fprintf(w, "  %s: %d %s %s pending: %s\n", q.Workload, q.Pods, plural(q.Pods, "pod", "pods"), plural(q.Pods, "stays", "stay"), q.Reason)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, s := range r.SpotFallbacks {
 		fmt.Fprintln(w, s)
 	}
