@@ -71,6 +71,8 @@ func steps(p *explain.Plan) []step {
 // pods go to spot-gpu-t4 (15) before gpu-t4 (10); the nvidia-tesla-t4 cap
 // of 16 advertised GPUs admits 4 spot nodes (one T4 time-sliced 4 ways),
 // 4 pods each, and leaves nothing for gpu-t4: 8 GPU pods stay pending.
+// The caps are the cloud's budget: the declared control plane and on-prem
+// servers (272 cores between them) take none of cores.max 256.
 func TestPlanTogether(t *testing.T) {
 	r := planOf(t, nil)
 	if r.Plan == nil {
