@@ -45,6 +45,11 @@ import (
 // Each of kubeadm's bindings names kubeadm's group only; these name
 // CloudBootstrapGroup only.
 const (
+	// kubeadmNodeBootstrapGroup is the group of kubeadm token create's
+	// tokens by default, whose kubelet client CSRs kubeadm's bindings have
+	// auto-approved for any node name (cmd/kubeadm/app/constants/constants.go
+	// NodeBootstrapTokenAuthGroup).
+	kubeadmNodeBootstrapGroup = "system:bootstrappers:kubeadm:default-node-token"
 	// CloudBootstrapGroup is the bootstrap-token group of the cloud join
 	// token (bootstrap token groups match system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]).
 	CloudBootstrapGroup = "system:bootstrappers:nodegen:cloud-nodes"

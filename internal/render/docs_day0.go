@@ -40,7 +40,17 @@ const Day0ControlPlaneHostVar = "CONTROL_PLANE_HOST"
 const (
 	Day0FirstTokenBegin = "<!-- nodegen:first-token -->"
 	Day0FirstTokenEnd   = "<!-- /nodegen:first-token -->"
+	// Around the commands that list the autoscaler's VMs and the pending
+	// kubelet client CSRs, and around the one that approves one of them.
+	Day0ListCSRsBegin   = "<!-- nodegen:list-node-csrs -->"
+	Day0ListCSRsEnd     = "<!-- /nodegen:list-node-csrs -->"
+	Day0ApproveCSRBegin = "<!-- nodegen:approve-node-csr -->"
+	Day0ApproveCSREnd   = "<!-- /nodegen:approve-node-csr -->"
 )
+
+// Day0NodeCSRVar is the shell variable the day-0 approval reads the name
+// of the CSR to approve from.
+const Day0NodeCSRVar = "NODE_CSR"
 
 // Day0APIs are the Google APIs the day-0 steps and out/terraform use:
 // Compute Engine (instance templates, MIGs), IAM (service accounts,
@@ -80,15 +90,46 @@ func Day0TerraformRoles(src *model.Source) [][2]string {
 // control-plane node (kubeadm, with the cluster's admin credentials
 // there) and adds it as the newest version of the Secret Manager secret
 // (gcloud, with the person's credentials), without the token ever being
-// written to a file or shown.
+// written to a file or shown. The token is in CloudBootstrapGroup only:
+// kubeadm token create's --groups replaces its default group, kubeadm's
+// auto-approved system:bootstrappers:kubeadm:default-node-token
+// (kubernetes/kubernetes v1.37.2, cmd/kubeadm/app/cmd/options/token.go
+// AddGroupsFlag, a pflag string slice whose first value replaces the
+// default; cmd/kubeadm/app/apis/bootstraptoken/v1/defaults.go
+// SetDefaults_BootstrapToken).
 func Day0FirstTokenCommand(src *model.Source) (string, error) {
 	sm := src.Cluster.JoinToken.SecretManager
 	if sm == nil {
 		return "", fmt.Errorf("no Secret Manager join token")
 	}
 	r := src.Renewal()
-	return fmt.Sprintf("ssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl %s --description nodegen-first-join-token |\n  gcloud secrets versions add %s --project=%s --data-file=-",
-		Day0ControlPlaneHostVar, model.FormatDuration(r.TTL), sm.Secret, src.Cluster.GCP.Project), nil
+	return fmt.Sprintf("ssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl %s --groups %s --description nodegen-first-join-token |\n  gcloud secrets versions add %s --project=%s --data-file=-",
+		Day0ControlPlaneHostVar, model.FormatDuration(r.TTL), CloudBootstrapGroup, sm.Secret, src.Cluster.GCP.Project), nil
+}
+
+// Day0ListCSRsCommand lists the instances of the autoscaler group's MIGs
+// (gcloud) and the undecided kubelet client CSRs, each with its requester,
+// groups and the subject it asks for (kubectl, openssl), so that the
+// person can approve the autoscaler's node by hand on day 0, before the
+// approver runs.
+func Day0ListCSRsCommand(src *model.Source) string {
+	c := &src.Cluster
+	ca := src.NodeGroups[c.Autoscaler.NodeGroup]
+	var b strings.Builder
+	for _, z := range ca.Zones {
+		fmt.Fprintf(&b, "gcloud compute instance-groups managed list-instances %s --zone=%s --project=%s --format='value(name)'\n", c.MIGName(ca, z), z, c.GCP.Project)
+	}
+	fmt.Fprintf(&b, "kubectl get csr --field-selector=spec.signerName=%s \\\n", KubeletClientSigner)
+	b.WriteString("  -o go-template='{{range .items}}{{if not .status.conditions}}{{.metadata.name}} {{.spec.username}} {{range .spec.groups}}{{.}},{{end}} {{.spec.request}}{{\"\\n\"}}{{end}}{{end}}' |\n")
+	b.WriteString("  while read -r csr user groups request; do\n")
+	b.WriteString("    printf '%s %s %s %s\\n' \"${csr}\" \"${user}\" \"${groups}\" \"$(base64 -d <<<\"${request}\" | openssl req -noout -subject)\"\n")
+	b.WriteString("  done")
+	return b.String()
+}
+
+// Day0ApproveCSRCommand approves the CSR named in Day0NodeCSRVar.
+func Day0ApproveCSRCommand() string {
+	return "kubectl certificate approve \"${" + Day0NodeCSRVar + ":?set it to the name of the request to approve}\""
 }
 
 // Day0Docs renders docs/day0.md: the ordered steps that take this
@@ -214,9 +255,17 @@ func (d *day0Doc) firstToken() (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		d.p("Right after `terraform apply`: `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` adds it as the first version of the secret. The token goes through the pipe only; it is never written to a file or shown. It is in kubeadm's own group, `system:bootstrappers:kubeadm:default-node-token`, whose node certificates the control plane approves itself: the renewer's tokens, in `%s`, need the node CSR approver, which runs on the autoscaler's node, so that node joins with kubeadm's token.\n\n", CloudBootstrapGroup)
+		d.p("Right after `terraform apply`, apply the cloud join path: what a cloud join token may read and request, and the node CSR approver, which starts once the autoscaler's node is there:\n\n```sh\nkubectl apply -f %s%s\n```\n\n", d.out, layout.NodeCSRApproverPath)
+		d.p("Then `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` adds it as the first version of the secret. The token goes through the pipe only; it is never written to a file or shown. It is in the cloud join group, `%s`, like the renewer's tokens (`--groups`), never in kubeadm's default group `%s`: the control plane approves a certificate for any node name to a token of that group, and every cloud node's service account can read the secret.\n\n",
+			CloudBootstrapGroup, kubeadmNodeBootstrapGroup)
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
-		d.p("The waiting VM reads it at its next attempt and joins. If more than %s passed since `terraform apply`, it has given up (`nodegen-join[%s]: ERROR ...`): restart it, and its startup script runs again:\n\n",
+		tls := JoinTimeouts(deadline).TLSBootstrap.Duration
+		d.p("The waiting VM reads it at its next attempt, and its kubelet asks for a certificate. Nothing approves it yet: the approver runs on that very node. List the autoscaler's VMs, and the undecided node certificate requests with the requester, its groups and the node name each asks for:\n\n")
+		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ListCSRsBegin, Day0ListCSRsCommand(src), Day0ListCSRsEnd)
+		d.p("For each VM listed, find the one request that asks for `CN = system:node:<that VM>` and whose groups include `%s`, set `%s` to its name (the first column), and approve it. If two ask for the same name, approve neither and make a new token: someone else holds this one. The kubelet waits %s for its certificate, then the join retries with a new request (list again).\n\n",
+			CloudBootstrapGroup, Day0NodeCSRVar, model.FormatDuration(tls))
+		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ApproveCSRBegin, Day0ApproveCSRCommand(), Day0ApproveCSREnd)
+		d.p("If more than %s passed since `terraform apply`, the VM has given up (`nodegen-join[%s]: ERROR ...`): restart it, and its startup script runs again:\n\n",
 			model.FormatDuration(deadline), ca.Name)
 		d.p("```sh\n")
 		for _, z := range ca.Zones {
@@ -268,11 +317,13 @@ func (d *day0Doc) charts() {
 func (d *day0Doc) manifests() {
 	out, src := d.out, d.src
 	d.next("Apply nodegen's manifests")
-	if src.Cluster.HasNodeCSRApprover() {
-		d.p("The node CSR approver first, before anything makes a cloud node join: it runs on the autoscaler's node, which has joined, and approves the kubelet certificates of the cloud nodes that join with the renewer's tokens (group `%s`), which the control plane does not approve itself.\n\n", CloudBootstrapGroup)
-	}
 	d.p("```sh\n")
 	for _, p := range Day0Manifests(src) {
+		// The node CSR approver's file was applied with the first token
+		// (the cloud join path: cloud nodes need it to join).
+		if p == layout.NodeCSRApproverPath {
+			continue
+		}
 		d.p("kubectl apply -f %s%s\n", out, p)
 	}
 	d.p("```\n")
@@ -301,7 +352,7 @@ func (d *day0Doc) renewer() (int, error) {
 	if renews {
 		r := src.Renewal()
 		renewStep = d.next("Let the renewer take over")
-		d.p("Run the renewer once now, on the autoscaler's node that has joined; from then on its CronJob adds a fresh token every %s. The first token, made by kubeadm, is retired %s after this (its version disabled; it expires by its own %s).\n\n",
+		d.p("Run the renewer once now, on the autoscaler's node that has joined; from then on its CronJob adds a fresh token every %s, and the approver there decides the cloud nodes' certificate requests. The first token, made by kubeadm, is retired %s after this (its version disabled; it expires by its own %s).\n\n",
 			model.FormatDuration(r.Period), model.FormatDuration(r.Grace()), model.FormatDuration(r.TTL))
 		d.p("```sh\n%s\nkubectl -n %s wait --for=condition=complete job/%s-first --timeout=5m\n```\n",
 			JoinTokenFirstRunCommand(), JoinTokenRenewerNamespace, JoinTokenRenewerName)
@@ -322,13 +373,13 @@ func (d *day0Doc) check() {
 func (d *day0Doc) lapsed(tokenStep, renewStep int) error {
 	ca, deadline, src := d.ca, d.deadline, d.src
 	d.p("\n## When renewal lapsed and the autoscaler's node is lost\n\n")
-	d.p("The renewer runs on the autoscaler's node. If its CronJob has not succeeded for longer than the token's lifetime and that node's VM is then replaced (a MIG recreate, autohealing, a zone outage), the new VM finds only an expired token, and nothing on the cluster can make a new one. Its serial console shows `nodegen-join[%s]: kubeadm join failed ... retrying`. The way back is step %d again, then step %d:\n\n", ca.Name, tokenStep, renewStep)
+	d.p("The renewer runs on the autoscaler's node. If its CronJob has not succeeded for longer than the token's lifetime and that node's VM is then replaced (a MIG recreate, autohealing, a zone outage), the new VM finds only an expired token, and nothing on the cluster can make a new one. Its serial console shows `nodegen-join[%s]: kubeadm join failed ... retrying`. The way back is step %d again (a token of the cloud join group, then approving the new VM's request by hand: no approver runs while that node is lost), then step %d:\n\n", ca.Name, tokenStep, renewStep)
 	cmd, err := Day0FirstTokenCommand(src)
 	if err != nil {
 		return err
 	}
 	d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
-	d.p("Each join attempt reads the newest version again, so the VM joins with this token within its deadline (%s after it booted); if it already gave up, restart it as in step %d. Then run the renewer once as in step %d, and find why it lapsed (`kubectl -n %s get cronjob %s`, its failed Jobs).\n",
+	d.p("Each join attempt reads the newest version again, so the VM asks for a certificate with this token within its deadline (%s after it booted): list and approve its request as in step %d; if it already gave up, restart it as there. Then run the renewer once as in step %d, and find why it lapsed (`kubectl -n %s get cronjob %s`, its failed Jobs).\n",
 		model.FormatDuration(deadline), tokenStep, renewStep, JoinTokenRenewerNamespace, JoinTokenRenewerName)
 	return nil
 }

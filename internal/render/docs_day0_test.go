@@ -12,8 +12,10 @@ import (
 )
 
 // TestDay0Order checks that docs/day0.md gives the steps in the order
-// that does not deadlock (the node CSR approver before anything that
-// makes a cloud node join: the charts), every command as it is run
+// that does not deadlock (the cloud join path and the node CSR approver
+// before the first token, a token of the cloud join group only, the
+// autoscaler's VM approved by hand before it is waited for), every
+// command as it is run
 // (set-provider-id.sh's --dry-run shown), with the charts pinned and
 // their repositories added, and one path for the priority expander (the
 // chart's).
@@ -23,10 +25,12 @@ func TestDay0Order(t *testing.T) {
 	order := []string{
 		"gcloud services enable compute.googleapis.com iam.googleapis.com cloudresourcemanager.googleapis.com secretmanager.googleapis.com",
 		"terraform apply",
-		"sudo kubeadm token create --ttl 24h",
-		"gcloud secrets versions add kubeadm-join-token --project=acme-hybrid-ai --data-file=-",
-		"kubectl wait --for=condition=Ready node -l nodegen.dev/node-group=autoscaler",
 		"kubectl apply -f out/k8s/node-csr-approver.yaml",
+		"sudo kubeadm token create --ttl 24h --groups " + render.CloudBootstrapGroup + " ",
+		"gcloud secrets versions add kubeadm-join-token --project=acme-hybrid-ai --data-file=-",
+		"gcloud compute instance-groups managed list-instances hybrid-ai-autoscaler-us-central1-a",
+		"kubectl certificate approve",
+		"kubectl wait --for=condition=Ready node -l nodegen.dev/node-group=autoscaler",
 		"kubectl apply -f out/k8s/taint-remover.yaml",
 		"kubectl apply -f out/k8s/node-lifecycle.yaml",
 		"kubectl apply -f out/k8s/join-token-renewer.yaml",
@@ -46,6 +50,12 @@ func TestDay0Order(t *testing.T) {
 			t.Fatalf("%s: %q missing or out of order (after byte %d)\n%s", layout.Day0DocsPath, s, at, doc)
 		}
 		at += i + len(s)
+	}
+	if n := strings.Count(doc, "kubectl apply -f out/k8s/node-csr-approver.yaml"); n != 1 {
+		t.Errorf("the day-0 steps apply the node CSR approver %d times, want once (with the first token)", n)
+	}
+	if strings.Contains(doc, "system:bootstrappers:kubeadm:default-node-token --") || strings.Count(doc, "kubeadm token create") != strings.Count(doc, "kubeadm token create --ttl 24h --groups "+render.CloudBootstrapGroup+" ") {
+		t.Errorf("a kubeadm token create of the day-0 steps is not of the cloud join group only")
 	}
 	if strings.Contains(doc, "kubectl apply -f out/cluster-autoscaler/priority-expander.yaml") {
 		t.Errorf("the day-0 steps apply the priority expander's file as well as the chart's expanderPriorities")

@@ -2,6 +2,8 @@ package k8stest
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodegen/nodegen/internal/build"
@@ -40,8 +43,13 @@ const day0Deadline = 90 * time.Second
 //     the admin's credentials, and prints the token;
 //   - kubeadm join authenticates with the token at the API server (the TLS
 //     bootstrap's first request; the real bootstrap-token authenticator
-//     decides) and, if accepted, writes kubelet.conf as a join does;
-//   - gcloud secrets versions add adds stdin as a new version.
+//     decides) and, if accepted, does the kubelet's TLS bootstrap with it:
+//     a new key, a CSR for system:node:<the VM's name> (openssl), then
+//     waiting for its certificate; once it has one, it writes kubelet.conf
+//     as a join does;
+//   - gcloud secrets versions add adds stdin as a new version; gcloud
+//     compute instance-groups managed list-instances prints the VMs the
+//     test put in the MIG.
 var day0Stubs = map[string]string{
 	"ssh": `#!/usr/bin/env bash
 set -euo pipefail
@@ -58,10 +66,12 @@ set -euo pipefail
 case "$1 $2" in
 "token create")
 	shift 2
-	ttl="" description=""
+	# --groups replaces kubeadm's default group (a pflag string slice).
+	ttl="" description="" groups=system:bootstrappers:kubeadm:default-node-token
 	while (($#)); do
 		case "$1" in
 		--ttl) ttl="$2"; shift 2 ;;
+		--groups) groups="$2"; shift 2 ;;
 		--description) description="$2"; shift 2 ;;
 		*) echo "stub kubeadm: unexpected argument $1" >&2; exit 64 ;;
 		esac
@@ -77,7 +87,7 @@ case "$1 $2" in
  "data":{"token-id":"$(b "${id}")","token-secret":"$(b "${secret}")",
   "expiration":"$(b "$(date -u -d "now + ${ttl%h} hours" +%Y-%m-%dT%H:%M:%SZ)")",
   "usage-bootstrap-authentication":"$(b true)","usage-bootstrap-signing":"$(b true)",
-  "auth-extra-groups":"$(b system:bootstrappers:kubeadm:default-node-token)","description":"$(b "${description}")"}}
+  "auth-extra-groups":"$(b "${groups}")","description":"$(b "${description}")"}}
 EOF
 	printf '%s.%s\n' "${id}" "${secret}"
 	;;
@@ -93,9 +103,28 @@ EOF
 		echo x >>"${STUB_DIR}/refused"
 		exit 1
 	fi
-	printf '%s' "${token}" >"${STUB_DIR}/joined-token"
-	mkdir -p "${NODEGEN_KUBERNETES_DIR}"
-	echo kubeconfig >"${NODEGEN_KUBERNETES_DIR}/kubelet.conf"
+	# The kubelet's TLS bootstrap: a new key, a CSR for its node name made
+	# with the token, then waiting for the certificate.
+	k() { kubectl --kubeconfig=/dev/null --server="${CP_URL}" --insecure-skip-tls-verify=true --token="${token}" "$@"; }
+	request="$(openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "${STUB_DIR}/kubelet.key" \
+		-subj "/O=system:nodes/CN=system:node:${NODE_NAME}" 2>/dev/null | base64 | tr -d '\n')"
+	csr="$(k create -o jsonpath='{.metadata.name}' -f - <<EOF
+{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"generateName":"node-csr-"},
+ "spec":{"request":"${request}","signerName":"kubernetes.io/kube-apiserver-client-kubelet","usages":["digital signature","client auth"]}}
+EOF
+)"
+	for ((i = 0; i < STUB_TLS_BOOTSTRAP_SECONDS; i++)); do
+		if [[ -n "$(k get csr "${csr}" -o jsonpath='{.status.certificate}')" ]]; then
+			printf '%s' "${token}" >"${STUB_DIR}/joined-token"
+			mkdir -p "${NODEGEN_KUBERNETES_DIR}"
+			echo kubeconfig >"${NODEGEN_KUBERNETES_DIR}/kubelet.conf"
+			exit 0
+		fi
+		sleep 1
+	done
+	echo "stub kubeadm: no certificate for CSR ${csr} after ${STUB_TLS_BOOTSTRAP_SECONDS}s" >&2
+	echo "${csr}" >>"${STUB_DIR}/unsigned"
+	exit 1
 	;;
 "reset --force") ;;
 *) echo "stub kubeadm: unexpected call: $*" >&2; exit 64 ;;
@@ -103,6 +132,12 @@ esac
 `,
 	"gcloud": `#!/usr/bin/env bash
 set -euo pipefail
+if [[ "$1 $2 $3 $4" == "compute instance-groups managed list-instances" ]]; then
+	[[ "$6" == --zone=* && "$7" == --project=* && "$8" == "--format=value(name)" && $# == 8 ]] ||
+		{ echo "stub gcloud: unexpected call: $*" >&2; exit 64; }
+	cat "${STUB_MIGS}/$5" 2>/dev/null || true
+	exit 0
+fi
 [[ "$1 $2 $3" == "secrets versions add" && "$5" == --project=* && "$6" == --data-file=- && $# == 6 ]] ||
 	{ echo "stub gcloud: unexpected call: $*" >&2; exit 64; }
 secret="$4" project="${5#--project=}"
@@ -118,19 +153,28 @@ echo "Created version of the secret [${secret}]." >&2
 }
 
 // TestDayZero plays day 0 from nothing as out/docs/day0.md tells it,
-// against a real kube-apiserver (with bootstrap-token authentication)
-// and fakes of the metadata server and Secret Manager on loopback, with
-// the rendered join script and renewer run under bash:
+// against a real kube-apiserver configured as kubeadm's (Node,RBAC,
+// NodeRestriction, bootstrap tokens, kubeadm's bindings) with
+// kube-controller-manager signing and auto-approving CSRs, and fakes of
+// the metadata server and Secret Manager on loopback, with the rendered
+// join script and renewer run under bash:
 //
 //  1. terraform apply has made the secret, without a version; the
 //     autoscaler's VM boots first and waits (Secret Manager answers 404);
-//  2. the first token is added with the docs' own command;
-//  3. the VM joins with it, within its deadline;
+//  2. the cloud join path is applied and the first token is added with
+//     the docs' own command: a token of the cloud group only, so that a
+//     CSR for a control-plane name made with it is not auto-approved;
+//  3. the VM asks for its certificate with it, the person lists and
+//     approves its request with the docs' commands, and the VM joins
+//     within its deadline;
 //  4. the renewer's first run adds its own token and leaves the first;
 //  5. later, renewal has lapsed (every token expired) and the autoscaler's
 //     VM is lost: its replacement cannot join, the docs' recovery command
-//     adds a token, the VM joins with it within its deadline, and the
-//     renewer's next run takes over and retires the lapsed versions.
+//     adds a token, the VM's request is approved as on day 0, it joins
+//     within its deadline, and the renewer's next run takes over and
+//     retires the lapsed versions.
+//
+// No token the steps made is ever in kubeadm's auto-approved group.
 func TestDayZero(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nodegroups")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -150,9 +194,15 @@ func TestDayZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commands := markedCommands(t, string(files[layout.Day0DocsPath]))
+	doc := string(files[layout.Day0DocsPath])
+	commands := markedCommands(t, doc, render.Day0FirstTokenBegin, render.Day0FirstTokenEnd)
 	if len(commands) != 2 || commands[0] != commands[1] {
 		t.Fatalf("%s: want the first-token command twice (day 0, and the way back), the same; got %q", layout.Day0DocsPath, commands)
+	}
+	list := markedCommands(t, doc, render.Day0ListCSRsBegin, render.Day0ListCSRsEnd)
+	approve := markedCommands(t, doc, render.Day0ApproveCSRBegin, render.Day0ApproveCSREnd)
+	if len(list) != 1 || len(approve) != 1 {
+		t.Fatalf("%s: want the commands that list and approve node CSRs once each; got %q and %q", layout.Day0DocsPath, list, approve)
 	}
 	ca := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
 	joinScript := filepath.Join(t.TempDir(), "startup-script.sh")
@@ -161,9 +211,14 @@ func TestDayZero(t *testing.T) {
 	}
 
 	cp := testcp.StartWith(t, testcp.Options{Production: true})
+	cp.StartControllerManager(t, testcp.CSRSigningController, testcp.CSRApprovingController)
 	manifest := files[layout.JoinTokenRenewerPath]
-	if _, _, err := kubectl(t, cp.Admin(), string(manifest), "create", "--validate=strict", "-f", "-"); err != nil {
-		t.Fatal(err)
+	// The renewer's file (applied in a later step; nothing runs it
+	// before), and the cloud join path, applied with the first token.
+	for _, m := range [][]byte{manifest, files[layout.NodeCSRApproverPath]} {
+		if _, _, err := kubectl(t, cp.Admin(), string(m), "create", "--validate=strict", "-f", "-"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e := &renewerEnv{cp: cp, src: src, sa: cp.ServiceAccount(t, render.JoinTokenRenewerNamespace, render.JoinTokenRenewerName)}
 	e.renewal = src.Renewal()
@@ -177,14 +232,17 @@ func TestDayZero(t *testing.T) {
 		}
 	}
 	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	migs := t.TempDir() // per MIG, the names of its VMs
 	const host = "cp-1.example.internal"
 	// person runs a documented command as the person would, with
-	// CONTROL_PLANE_HOST set as the docs say.
-	person := func(t *testing.T, command string) {
+	// CONTROL_PLANE_HOST set as the docs say, the admin's kubeconfig, and
+	// env, and returns its output.
+	person := func(t *testing.T, command string, env ...string) string {
 		t.Helper()
 		cmd := exec.Command("bash", "-euo", "pipefail", "-c", command)
-		cmd.Env = []string{"PATH=" + path, "HOME=" + t.TempDir(), render.Day0ControlPlaneHostVar + "=" + host, "EXPECT_SSH_HOST=" + host,
-			"CP_ADMIN_KUBECONFIG=" + cp.Admin().Kubeconfig, "GCLOUD_ACCESS_TOKEN=" + f.accessToken, "GCLOUD_SECRET_MANAGER_URL=" + f.SecretManagerURL()}
+		cmd.Env = append([]string{"PATH=" + path, "HOME=" + t.TempDir(), render.Day0ControlPlaneHostVar + "=" + host, "EXPECT_SSH_HOST=" + host,
+			"KUBECONFIG=" + cp.Admin().Kubeconfig, "STUB_MIGS=" + migs,
+			"CP_ADMIN_KUBECONFIG=" + cp.Admin().Kubeconfig, "GCLOUD_ACCESS_TOKEN=" + f.accessToken, "GCLOUD_SECRET_MANAGER_URL=" + f.SecretManagerURL()}, env...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", command, err, out)
@@ -192,10 +250,46 @@ func TestDayZero(t *testing.T) {
 		if tokenRE.Match(out) {
 			t.Errorf("the command shows the token:\n%s", out)
 		}
+		return string(out)
+	}
+	// approveVM lists the VMs and the undecided requests as the docs say,
+	// until the one request for the VM's name of the cloud group shows,
+	// and approves it with the docs' command.
+	approveVM := func(t *testing.T, vm string) {
+		t.Helper()
+		subject := regexp.MustCompile(`CN ?= ?system:node:` + regexp.QuoteMeta(vm) + `(,|$)`)
+		var csr string
+		eventually(t, 45*time.Second, "the request of VM "+vm+" listed", func() string {
+			out := person(t, list[0])
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if !slices.Contains(lines, vm) {
+				return "the VM is not listed:\n" + out
+			}
+			var found []string
+			for _, l := range lines {
+				fields := strings.Fields(l)
+				if len(fields) >= 4 && strings.Contains(","+fields[2], ","+render.CloudBootstrapGroup+",") && subject.MatchString(l) {
+					found = append(found, fields[0])
+				}
+			}
+			if len(found) != 1 {
+				return fmt.Sprintf("%d requests for %s of %s:\n%s", len(found), vm, render.CloudBootstrapGroup, out)
+			}
+			csr = found[0]
+			return ""
+		})
+		person(t, approve[0], render.Day0NodeCSRVar+"="+csr)
+	}
+	setMIG := func(vm string) {
+		if err := os.WriteFile(filepath.Join(migs, src.Cluster.MIGName(ca, ca.Zones[0])), []byte(vm+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// 1. The secret has no version; the autoscaler's VM boots and waits.
-	first := bootVM(t, f, joinScript, path, cp, src.Cluster.BaseInstanceName(ca)+"-b7x2", ca.Zones[0])
+	firstVM := src.Cluster.BaseInstanceName(ca) + "-b7x2"
+	setMIG(firstVM)
+	first := bootVM(t, f, joinScript, path, cp, firstVM, ca.Zones[0])
 	eventually(t, 30*time.Second, "the VM asking Secret Manager again after 404s", func() string {
 		if n := f.count("/versions/latest:access"); n < 3 {
 			return fmt.Sprintf("%d requests for the latest version", n)
@@ -212,8 +306,11 @@ func TestDayZero(t *testing.T) {
 		t.Fatalf("%d versions after the first token, want 1", len(versions))
 	}
 	firstToken := strings.TrimSuffix(string(versions[0].Payload), "\n")
-	e.acceptedSoon(t, "the first token", firstToken, kubeadmNodeGroup)
-	// 3. The VM joins with it within its deadline.
+	e.notAutoApproved(t, "the first token", firstToken)
+	e.acceptedSoon(t, "the first token", firstToken, render.CloudBootstrapGroup)
+	// 3. The VM asks for its certificate with it; the person approves its
+	// request, and it joins within its deadline.
+	approveVM(t, firstVM)
 	r := first.wait(t)
 	r.joined(t, firstToken)
 	if !strings.Contains(r.log, "HTTP 404: the secret has no version yet") {
@@ -230,6 +327,7 @@ func TestDayZero(t *testing.T) {
 		t.Fatalf("after the renewer's first run: %v", states(versions))
 	}
 	e.acceptedSoon(t, "the renewer's token", string(versions[1].Payload), render.BootstrapTokenGroup)
+	e.noKubeadmTokens(t)
 
 	// 5. Renewal lapses for longer than the tokens live: they have
 	// expired (the token cleaner deleted their Secrets), and the versions
@@ -237,7 +335,9 @@ func TestDayZero(t *testing.T) {
 	e.admin(t, "delete", "secrets", "-n", "kube-system", "--field-selector=type="+render.BootstrapTokenType, "--wait=true")
 	f.shift(e.renewal.TTL + time.Hour)
 	e.refused(t, "the lapsed token", string(versions[1].Payload))
-	second := bootVM(t, f, joinScript, path, cp, src.Cluster.BaseInstanceName(ca)+"-q4m9", ca.Zones[0])
+	secondVM := src.Cluster.BaseInstanceName(ca) + "-q4m9"
+	setMIG(secondVM)
+	second := bootVM(t, f, joinScript, path, cp, secondVM, ca.Zones[0])
 	eventually(t, 45*time.Second, "the replacement VM refused with the lapsed token", func() string {
 		if b, _ := os.ReadFile(filepath.Join(second.stub, "refused")); len(b) == 0 {
 			return "no refused join yet"
@@ -248,6 +348,9 @@ func TestDayZero(t *testing.T) {
 	person(t, commands[1])
 	versions = f.snapshot()
 	recovery := strings.TrimSuffix(string(versions[len(versions)-1].Payload), "\n")
+	e.notAutoApproved(t, "the recovery token", recovery)
+	e.acceptedSoon(t, "the recovery token", recovery, render.CloudBootstrapGroup)
+	approveVM(t, secondVM)
 	r = second.wait(t)
 	r.joined(t, recovery)
 	if !strings.Contains(r.log, "the join token changed since the last attempt") {
@@ -266,6 +369,53 @@ func TestDayZero(t *testing.T) {
 		t.Errorf("versions after the renewer took over again: %v, want %v", got, want)
 	}
 	e.acceptedSoon(t, "the renewer's new token", string(versions[len(versions)-1].Payload), render.BootstrapTokenGroup)
+	e.noKubeadmTokens(t)
+}
+
+// notAutoApproved fails the test if a CSR for a control-plane node's name
+// made with token is decided by anyone within 5 s, while
+// kube-controller-manager's csrapproving controller runs: a token of
+// kubeadm's group gets it approved within a second.
+func (e *renewerEnv) notAutoApproved(t *testing.T, what, token string) {
+	t.Helper()
+	u := e.cp.TokenUser(t, what, token)
+	var csr string
+	eventually(t, 10*time.Second, what+" accepted", func() string {
+		usages := `["digital signature","client auth"]`
+		body := `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"generateName":"node-csr-"},"spec":{"request":"` +
+			base64.StdEncoding.EncodeToString(csrRequest(t, "cp-1")) + `","signerName":"` + render.KubeletClientSigner + `","usages":` + usages + `}}`
+		out, _, err := kubectl(t, u, body, "create", "-f", "-", "-o", "jsonpath={.metadata.name}")
+		if err != nil {
+			return err.Error()
+		}
+		csr = strings.TrimSpace(out)
+		return ""
+	})
+	time.Sleep(5 * time.Second)
+	var c certificatesv1.CertificateSigningRequest
+	if err := json.Unmarshal([]byte(e.admin(t, "get", "csr", csr, "-o", "json")), &c); err != nil {
+		t.Fatal(err)
+	}
+	if d := decision(&c); d != nil {
+		t.Fatalf("a CSR for system:node:cp-1 made with %s was %s (%s: %s), %d certificate bytes; want it left undecided",
+			what, d.Type, d.Reason, d.Message, len(c.Status.Certificate))
+	}
+	e.admin(t, "delete", "csr", csr)
+}
+
+// noKubeadmTokens fails the test if a bootstrap token of kubeadm's
+// auto-approved group exists.
+func (e *renewerEnv) noKubeadmTokens(t *testing.T) {
+	t.Helper()
+	var list corev1.SecretList
+	if err := json.Unmarshal([]byte(e.admin(t, "get", "secrets", "-n", "kube-system", "--field-selector=type="+render.BootstrapTokenType, "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Items {
+		if groups := string(s.Data["auth-extra-groups"]); slices.Contains(strings.Split(groups, ","), kubeadmNodeGroup) {
+			t.Errorf("bootstrap token %s is in %s (auth-extra-groups %q)", s.Name, kubeadmNodeGroup, groups)
+		}
+	}
 }
 
 // acceptedSoon fails the test unless token authenticates as a bootstrap
@@ -287,19 +437,19 @@ func (e *renewerEnv) acceptedSoon(t *testing.T, what, token, group string) {
 	})
 }
 
-// markedCommands returns the shell commands of docs between the
-// first-token markers.
-func markedCommands(t *testing.T, docs string) []string {
+// markedCommands returns the shell commands of docs between the markers
+// begin and end.
+func markedCommands(t *testing.T, docs, begin, end string) []string {
 	t.Helper()
 	var out []string
 	for rest := docs; ; {
-		_, after, ok := strings.Cut(rest, render.Day0FirstTokenBegin+"\n```sh\n")
+		_, after, ok := strings.Cut(rest, begin+"\n```sh\n")
 		if !ok {
 			return out
 		}
-		block, tail, ok := strings.Cut(after, "\n```\n"+render.Day0FirstTokenEnd)
+		block, tail, ok := strings.Cut(after, "\n```\n"+end)
 		if !ok {
-			t.Fatalf("an unterminated first-token block in %s", layout.Day0DocsPath)
+			t.Fatalf("an unterminated %s block in %s", begin, layout.Day0DocsPath)
 		}
 		out = append(out, block)
 		rest = tail
@@ -375,7 +525,7 @@ func bootVM(t *testing.T, f *fakeGCP, script, path string, cp *testcp.ControlPla
 	cmd.Env = []string{
 		"PATH=" + path, "HOME=" + tmp, "STUB_DIR=" + v.stub, "CP_URL=" + cp.URL,
 		"NODEGEN_METADATA_URL=" + f.MetadataURL(), "NODEGEN_SECRET_MANAGER_URL=" + f.SecretManagerURL(),
-		"NODEGEN_KUBERNETES_DIR=" + v.kubeDir, "NODEGEN_STATE_DIR=" + filepath.Join(tmp, "var-lib-nodegen"),
+		"NODEGEN_KUBERNETES_DIR=" + v.kubeDir, "NODE_NAME=" + instance, "STUB_TLS_BOOTSTRAP_SECONDS=60", "NODEGEN_STATE_DIR=" + filepath.Join(tmp, "var-lib-nodegen"),
 		fmt.Sprintf("NODEGEN_JOIN_DEADLINE=%d", int(day0Deadline.Seconds())),
 		"NODEGEN_RETRY_DELAY=1", "NODEGEN_MAX_RETRY_DELAY=2", "NODEGEN_HTTP_RETRY_DELAY=1", "NODEGEN_HTTP_MAX_RETRY_DELAY=2",
 	}
