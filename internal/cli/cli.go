@@ -84,7 +84,9 @@ cluster under out/<cluster>/):
 
   gce/<group>/          kube-env and startup-script.sh (the kubeadm join) of each cloud group
   terraform/            the module: main.tf, variables.tf, outputs.tf, versions.tf, iam.tf,
-                        join-secret.tf, nodegroup-<group>.tf, eastwest-gateway-lb.tf (a mesh)
+                        join-secret.tf, network.tf, nodegroup-<group>.tf,
+                        eastwest-gateway-lb.tf (a mesh)
+  terraform/root/       main.tf: the root module that applies it (provider, module block)
   k8s/                  node-csr-approver.yaml, join-token-renewer.yaml, node-lifecycle.yaml,
                         taint-remover.yaml, gpu-operator-values.yaml
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml

@@ -62,6 +62,13 @@ const (
 	TerraformVersionsPath   = TerraformDir + "/versions.tf"
 	TerraformIAMPath        = TerraformDir + "/iam.tf"
 	TerraformJoinSecretPath = TerraformDir + "/join-secret.tf"
+	// TerraformNetworkPath holds the firewall rules and the egress of
+	// cluster.gcp.network.
+	TerraformNetworkPath = TerraformDir + "/network.tf"
+	// TerraformRootDir is the root module that calls the module: the
+	// provider, the module block and a commented backend.
+	TerraformRootDir      = TerraformDir + "/root"
+	TerraformRootMainPath = TerraformRootDir + "/main.tf"
 )
 
 // Istio mesh artifacts of a cluster that is part of a mesh, relative to

@@ -96,6 +96,10 @@ func (c *Cluster) ProviderIDTemplate() string {
 // bind address is 127.0.0.1; autohealed groups bind it to every address
 // (KubeletHealthzBindAddress) so that the MIG's health checker reaches it.
 const (
+	// KubeletPort is the kubelet's API (KubeletConfiguration port,
+	// default 10250), which the control plane calls for logs, exec and
+	// metrics.
+	KubeletPort               = 10250
 	KubeletHealthzPort        = 10248
 	KubeletHealthzPath        = "/healthz"
 	KubeletHealthzBindAddress = "0.0.0.0"

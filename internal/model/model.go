@@ -117,6 +117,35 @@ const (
 type GCP struct {
 	Project string `json:"project"`
 	Region  string `json:"region"`
+	// Network is the cloud nodes' VPC network, nil when the source leaves
+	// it to the Terraform module's variables.
+	Network *GCPNetwork `json:"network,omitempty"`
+}
+
+// GCPNetwork is the VPC network of the cloud nodes and what nodegen renders
+// of it: firewall rules from the on-prem ranges and between the nodes, and
+// the nodes' egress.
+type GCPNetwork struct {
+	Name         string   `json:"name"`
+	Subnetwork   string   `json:"subnetwork"`
+	Project      string   `json:"project,omitempty"`
+	OnpremRanges []string `json:"onpremRanges"`
+	CNIPorts     []string `json:"cniPorts,omitempty"`
+	Egress       string   `json:"egress"`
+}
+
+// Egress choices of GCPNetwork.Egress.
+const (
+	EgressCloudNAT            = "cloud-nat"
+	EgressPrivateGoogleAccess = "private-google-access"
+)
+
+// NetworkProject is the project of the network: its own, or the cluster's.
+func (n *GCPNetwork) NetworkProject(c *Cluster) string {
+	if n.Project != "" {
+		return n.Project
+	}
+	return c.GCP.Project
 }
 
 // Autoscaler holds the Cluster Autoscaler's global settings.

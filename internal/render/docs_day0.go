@@ -10,6 +10,7 @@ import (
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render/terraform"
 )
 
 // The Helm charts the day-0 steps install, at the releases nodegen's
@@ -229,9 +230,16 @@ func (d *day0Doc) terraform() {
 	d.p("```sh\ngcloud services enable %s --project=%s\n```\n", strings.Join(Day0APIs(src), " "), c.GCP.Project)
 
 	d.next("Check out/ and apply Terraform")
-	d.p("`nodegen check` proves %s is what the source renders. Then apply the module (the README's Terraform section: a `module` block with `source = \"./%sterraform\"` in your root module), from your root module's directory:\n\n",
-		code(out), out)
-	d.p("```sh\nnodegen check\nterraform init\nterraform apply\n```\n\n")
+	if n := c.GCP.Network; n != nil {
+		d.p("`nodegen check` proves %s is what the source renders. Then apply the root module %s: the provider with project %s and region %s, the module block with network %s and subnetwork %s, and a commented backend (local state until you set one):\n\n",
+			code(out), code(out+"terraform/root/"), code(c.GCP.Project), code(c.GCP.Region), code(n.Name), code(n.Subnetwork))
+		d.p("```sh\nnodegen check\n(cd %sterraform/root && terraform init && terraform apply)\n```\n\n", out)
+		d.p("%s", day0NetworkText(src))
+	} else {
+		d.p("`nodegen check` proves %s is what the source renders. Then apply the module (the README's Terraform section: a `module` block with `source = \"./%sterraform\"` in your root module, `network` and `subnetwork` set), from your root module's directory:\n\n",
+			code(out), out)
+		d.p("```sh\nnodegen check\nterraform init\nterraform apply\n```\n\n")
+	}
 	if sm != nil && sm.Terraform == model.JoinSecretCreate {
 		d.p("This creates the join token's secret %s without a version, ", code(sm.Secret))
 	} else {
@@ -450,4 +458,24 @@ func (d *docWriter) quota() {
 		d.p(" and, for `GPUS_ALL_REGIONS`, `gcloud compute project-info describe --project=%s --flatten=quotas --format=\"table(quotas.metric,quotas.limit,quotas.usage)\"`", c.GCP.Project)
 	}
 	d.p("; a GPU quota of 0 needs a quota request before the first GPU node can start.\n")
+}
+
+// day0NetworkText says what network.tf creates and what the on-prem side
+// must route, for a source with cluster.gcp.network.
+func day0NetworkText(src *model.Source) string {
+	c := &src.Cluster
+	n := c.GCP.Network
+	var b strings.Builder
+	fmt.Fprintf(&b, "It also creates the firewall rules the nodes need (`network.tf`): from %s to the kubelet (TCP %d)", strings.Join(n.OnpremRanges, ", "), model.KubeletPort)
+	if len(n.CNIPorts) > 0 {
+		fmt.Fprintf(&b, " and the CNI (%s), and the CNI between the cloud nodes", strings.Join(n.CNIPorts, ", "))
+	}
+	b.WriteString("; Google's health checkers reach the autohealed groups' kubelet health port (each group's file)")
+	if n.Egress == model.EgressCloudNAT {
+		fmt.Fprintf(&b, "; and the Cloud NAT %s through which the nodes, without external IPs, pull images and call Google APIs", code(terraform.NATName(c)))
+	} else {
+		fmt.Fprintf(&b, "; no egress: subnetwork %s must have Private Google Access on, and every image must come from Artifact Registry or a mirror in reach", code(n.Subnetwork))
+	}
+	fmt.Fprintf(&b, ". The on-prem side must route subnetwork %s's range into the VPN, and allow it to reach %s.\n\n", code(n.Subnetwork), code(c.ControlPlaneEndpoint))
+	return b.String()
 }

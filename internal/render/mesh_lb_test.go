@@ -3,6 +3,7 @@ package render_test
 import (
 	"maps"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -47,7 +48,9 @@ func parseLBModule(t *testing.T, files layout.Files) *lbModule {
 		}
 	}
 	for _, path := range files.Paths() {
-		if !strings.HasPrefix(path, layout.TerraformDir+"/") || !strings.HasSuffix(path, ".tf") {
+		// A module is the .tf files of one directory: the root module in
+		// a subdirectory is another.
+		if pathpkg.Dir(path) != layout.TerraformDir || !strings.HasSuffix(path, ".tf") {
 			continue
 		}
 		f, diags := p.ParseHCL(files[path], path)

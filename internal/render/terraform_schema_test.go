@@ -43,6 +43,7 @@ type tfSchemaBlock struct {
 var (
 	providerOnce    sync.Once
 	providerSchemas map[string]tfSchemaBlock
+	providerConfig  tfSchemaBlock // the provider block's own schema
 	providerErr     error
 )
 
@@ -63,6 +64,9 @@ func googleResources(t *testing.T) map[string]tfSchemaBlock {
 		}
 		var doc struct {
 			ProviderSchemas map[string]struct {
+				Provider struct {
+					Block tfSchemaBlock `json:"block"`
+				} `json:"provider"`
 				ResourceSchemas map[string]struct {
 					Block tfSchemaBlock `json:"block"`
 				} `json:"resource_schemas"`
@@ -76,6 +80,7 @@ func googleResources(t *testing.T) map[string]tfSchemaBlock {
 			providerErr = fmt.Errorf("%s: no hashicorp/google provider", providerSchemaPath)
 			return
 		}
+		providerConfig = p.Provider.Block
 		providerSchemas = map[string]tfSchemaBlock{}
 		for name, r := range p.ResourceSchemas {
 			providerSchemas[name] = r.Block

@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "acfaf7042f710131aee8a760547a0ad564530363a566e169117d39b185e70020",
+	Schema: "c1d555c34a073edf990fea44280f362172fade37c993ac476d18a5874e634bd5",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -25,6 +25,13 @@ var walked = Walked{
 			{Path: "cluster.gcp", Type: "struct", Required: true, Doc: "The Google Cloud project and region of the node groups."},
 			{Path: "cluster.gcp.project", Type: "=~\"^[a-z][-a-z0-9]{4,28}[a-z0-9]$\"", Required: true, Doc: "GCP project ID."},
 			{Path: "cluster.gcp.region", Type: "=~\"^[a-z]+-[a-z]+[0-9]+$\"", Required: true, Doc: "GCP region, e.g. \"us-central1\". Every zone of every group lies in it."},
+			{Path: "cluster.gcp.network", Type: "#GCPNetwork", Optional: true, Doc: "The VPC network the cloud nodes use. With it, nodegen renders the root module (out/terraform/root) and the network the nodes need (out/terraform/network.tf: firewall rules and egress). Without it, out/terraform takes network and subnetwork as variables and renders no firewall rule but the health checks' (docs/terraform.md)."},
+			{Path: "cluster.gcp.network.name", Type: "=~\"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$\"", Required: true, Doc: "Name of the VPC network."},
+			{Path: "cluster.gcp.network.subnetwork", Type: "=~\"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$\"", Required: true, Doc: "Name of the subnetwork in cluster.gcp.region the nodes' interfaces use. It must reach controlPlaneEndpoint over the VPN."},
+			{Path: "cluster.gcp.network.project", Type: "=~\"^[a-z][-a-z0-9]{4,28}[a-z0-9]$\"", Optional: true, Doc: "Project of the network, for a Shared VPC (its host project). Defaults to cluster.gcp.project."},
+			{Path: "cluster.gcp.network.onpremRanges", Type: "[_, ...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"]", Required: true, Doc: "The on-prem side of the VPN (CIDRs): the control plane and every on-prem node. A firewall rule admits them to the cloud nodes' kubelet (TCP 10250) and to cniPorts. The on-prem side must route the subnetwork's range (and the pod ranges, with a CNI that routes pods natively) into the VPN."},
+			{Path: "cluster.gcp.network.cniPorts", Type: "[...=~\"^(tcp|udp)/[0-9]{1,5}(-[0-9]{1,5})?$\"]", Default: "[]", Doc: "The ports the CNI uses between nodes, as \"tcp/179\", \"udp/4789\" or \"udp/8472\" (a range as \"tcp/30000-32767\"): admitted from onpremRanges and between the cloud nodes. Calico: \"tcp/179\" (BGP) and \"udp/4789\" (VXLAN; IP in IP is a protocol without ports, which these rules do not admit); Cilium and Flannel with VXLAN: \"udp/8472\"; Cilium's health checks: \"tcp/4240\"."},
+			{Path: "cluster.gcp.network.egress", Type: "\"cloud-nat\" | \"private-google-access\"", Default: "\"cloud-nat\"", Doc: "How the nodes, which have no external IP, reach image registries and Google APIs. \"cloud-nat\": nodegen renders a Cloud Router and a Cloud NAT for the subnetwork. \"private-google-access\": Google APIs and Artifact Registry only, through the subnetwork's Private Google Access, which you turn on where the subnetwork is managed; nodegen renders no egress (every image must then come from Artifact Registry or a mirror in reach)."},
 			{Path: "cluster.autoscaler", Type: "#Autoscaler", Required: true, Doc: "The Cluster Autoscaler (GCE provider) settings."},
 			{Path: "cluster.autoscaler.nodeGroup", Type: "string", Required: true, Doc: "The node group the autoscaler runs on: a gce-static group of a fixed size, without GPUs, tainted so that nothing else lands there. It spans two zones or more (one MIG per zone, autohealed), and the chart runs two replicas on it under leader election, one per node."},
 			{Path: "cluster.autoscaler.singleZone", Type: "bool", Optional: true, Doc: "Set to true to run the autoscaler's group in one zone on purpose: a zone outage then stops all scaling. vet refuses a one-zone group without it."},

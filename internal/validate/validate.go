@@ -160,6 +160,7 @@ func (c *checker) cluster() {
 	c.joinToken()
 	c.caCertHashes(cl.CACertHashes)
 	c.endpoint(cl.ControlPlaneEndpoint)
+	c.network()
 	c.nodeLifecycle()
 	c.rollout()
 	c.containerImage(sel("cluster", "taintRemover", "image"), cl.TaintRemover.Image)

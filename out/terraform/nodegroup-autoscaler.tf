@@ -130,11 +130,4 @@ resource "google_compute_firewall" "autoscaler_health_check" {
     protocol = "tcp"
     ports    = ["10248"]
   }
-
-  lifecycle {
-    precondition {
-      condition     = var.network != null
-      error_message = "Set var.network: the firewall rule that lets Google's health checkers reach the kubelet of group autoscaler needs it."
-    }
-  }
 }

@@ -57,6 +57,14 @@ func Terraform(src *model.Source, files layout.Files) error {
 	if js := terraformJoinSecret(src, header(src.Name)); js != nil {
 		files[layout.TerraformJoinSecretPath] = js
 	}
+	if src.Cluster.GCP.Network != nil {
+		nw, err := terraformNetwork(src, header(src.Name))
+		if err != nil {
+			return err
+		}
+		files[layout.TerraformNetworkPath] = nw
+		files[layout.TerraformRootMainPath] = terraformRoot(src, header(src.Name))
+	}
 	cloud := src.CloudGroups()
 	out := make([][]byte, len(cloud))
 	errs := make([]error, len(cloud))
@@ -165,6 +173,77 @@ type terraformVariable struct {
 	name, doc string
 	typ       hclwrite.Tokens
 	def       *cty.Value // nil: required
+	notNull   bool       // nullable = false: null is refused too
+}
+
+// networkVariable is the network variable: required (and not null) when
+// a rendered resource names it, a firewall rule (network.tf, or the
+// health checks' of an autohealed group); optional otherwise, as the
+// instance templates' network_interface infers it from the subnetwork.
+func networkVariable(src *model.Source) terraformVariable {
+	if needsNetwork(src) {
+		return terraformVariable{name: "network", typ: hclwrite.TokensForIdentifier("string"), notNull: true,
+			doc: "VPC network of the subnetwork (name or self link). Required: the firewall rules name it (the health checks' of the autohealed groups, and network.tf's)."}
+	}
+	null := cty.NullVal(cty.String)
+	return terraformVariable{name: "network", typ: hclwrite.TokensForIdentifier("string"), def: &null,
+		doc: "Network of the subnetwork; null lets Compute Engine infer it from the subnetwork."}
+}
+
+// TerraformRootModuleSource is the root module's source of the module:
+// out/terraform, the root module's parent directory.
+const TerraformRootModuleSource = "../"
+
+// terraformRoot renders out/terraform/root/main.tf: the provider with the
+// source's project and region, a commented backend, and the module block
+// with every variable the source sets (the network's names), then the
+// module's outputs.
+func terraformRoot(src *model.Source, header string) []byte {
+	c := &src.Cluster
+	n := c.GCP.Network
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	comment(body,
+		"The root module of cluster "+hclQuoted(c.Name)+": run terraform init and apply here.",
+		"Every value comes from the source; edit the source and run nodegen gen,",
+		"not this file. Copy it elsewhere only with source pointing here.")
+	tf := body.AppendNewBlock("terraform", nil).Body()
+	rp := tf.AppendNewBlock("required_providers", nil).Body()
+	rp.SetAttributeValue("google", cty.ObjectVal(map[string]cty.Value{
+		"source":  cty.StringVal("hashicorp/google"),
+		"version": cty.StringVal(TerraformProviderConstraint),
+	}))
+	tf.AppendNewline()
+	comment(tf,
+		"State is local (terraform.tfstate here) unless a backend is set: keep",
+		"it in a bucket, e.g.",
+		"backend \"gcs\" {",
+		"  bucket = \"<a bucket of "+c.GCP.Project+">\"",
+		"  prefix = \"nodegen/"+c.Name+"\"",
+		"}")
+	body.AppendNewline()
+	p := body.AppendNewBlock("provider", []string{"google"}).Body()
+	p.SetAttributeValue("project", cty.StringVal(c.GCP.Project))
+	p.SetAttributeValue("region", cty.StringVal(c.GCP.Region))
+	body.AppendNewline()
+	m := body.AppendNewBlock("module", []string{"nodegroups"}).Body()
+	m.SetAttributeValue("source", cty.StringVal(TerraformRootModuleSource))
+	m.AppendNewline()
+	m.SetAttributeValue("network", cty.StringVal(n.Name))
+	m.SetAttributeValue("subnetwork", cty.StringVal(n.Subnetwork))
+	if n.Project != "" {
+		m.SetAttributeValue("subnetwork_project", cty.StringVal(n.Project))
+	}
+	comment(m,
+		"Optional: service_account_scopes, network_tags, and",
+		"nodes_service_account_email and autoscaler_service_account_email",
+		"(bring your own accounts; by default the module creates them).")
+	for _, o := range []string{"instance_groups", "instance_templates"} {
+		body.AppendNewline()
+		ob := body.AppendNewBlock("output", []string{o}).Body()
+		ob.SetAttributeRaw("value", ref("module", "nodegroups", o))
+	}
+	return hclFile(header, f)
 }
 
 func terraformVariables(src *model.Source, header string) []byte {
@@ -183,7 +262,7 @@ func terraformVariables(src *model.Source, header string) []byte {
 	vars := []terraformVariable{
 		{name: "subnetwork", typ: str, doc: fmt.Sprintf("Subnetwork (name or self link) in %s for the nodes' network interface. It must reach the control plane %s over the VPN.", src.Cluster.GCP.Region, src.Cluster.ControlPlaneEndpoint)},
 		{name: "subnetwork_project", typ: str, def: &null, doc: fmt.Sprintf("Project of the subnetwork, for a Shared VPC; null means %s.", src.Cluster.GCP.Project)},
-		{name: "network", typ: str, def: &null, doc: "Network of the subnetwork; null lets Compute Engine infer it from the subnetwork."},
+		networkVariable(src),
 		{name: ServiceAccountVariable(model.RoleNodes), typ: str, def: &null, doc: saDoc[model.RoleNodes]},
 		{name: ServiceAccountVariable(model.RoleAutoscaler), typ: str, def: &null, doc: saDoc[model.RoleAutoscaler]},
 		{name: "service_account_scopes", typ: listStr, def: &scopes, doc: "OAuth scopes of the node VMs' service account; grant permissions with IAM roles instead of narrowing scopes."},
@@ -200,6 +279,9 @@ func terraformVariables(src *model.Source, header string) []byte {
 		b.SetAttributeRaw("type", v.typ)
 		if v.def != nil {
 			b.SetAttributeValue("default", *v.def)
+		}
+		if v.notNull {
+			b.SetAttributeValue("nullable", cty.False)
 		}
 	}
 	return hclFile(header, f)

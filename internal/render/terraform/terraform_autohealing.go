@@ -107,12 +107,5 @@ func autohealingResources(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	w.attr("protocol", hclString("tcp"))
 	w.attr("ports", hclStrings([]string{fmt.Sprint(model.KubeletHealthzPort)}))
 	w.close()
-	w.blank()
-	w.open("lifecycle")
-	w.open("precondition")
-	w.attr("condition", hclRef("var", "network")+" != null")
-	w.attr("error_message", hclString("Set var.network: the firewall rule that lets Google's health checkers reach the kubelet of group "+g.Name+" needs it."))
-	w.close()
-	w.close()
 	w.close()
 }

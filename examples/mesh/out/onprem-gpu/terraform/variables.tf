@@ -12,9 +12,9 @@ variable "subnetwork_project" {
 }
 
 variable "network" {
-  description = "Network of the subnetwork; null lets Compute Engine infer it from the subnetwork."
+  description = "VPC network of the subnetwork (name or self link). Required: the firewall rules name it (the health checks' of the autohealed groups, and network.tf's)."
   type        = string
-  default     = null
+  nullable    = false
 }
 
 variable "nodes_service_account_email" {

@@ -1,0 +1,130 @@
+package terraform
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// Terraform resource types of the network nodegen renders from
+// cluster.gcp.network.
+const (
+	TFRouter    = "google_compute_router"
+	TFRouterNAT = "google_compute_router_nat"
+)
+
+// FirewallFromOnpremName, FirewallNodeToNodeName and NATName are the GCE
+// names of the network's resources.
+func FirewallFromOnpremName(c *model.Cluster) string { return c.Name + "-from-onprem" }
+func FirewallNodeToNodeName(c *model.Cluster) string { return c.Name + "-node-to-node" }
+func NATName(c *model.Cluster) string                { return c.Name + "-nat" }
+
+// needsNetwork reports whether a rendered resource names var.network: the
+// health checks' firewall rule of an autohealed group, or network.tf.
+func needsNetwork(src *model.Source) bool {
+	if src.Cluster.GCP.Network != nil {
+		return true
+	}
+	return slices.ContainsFunc(src.CloudGroups(), (*model.NodeGroup).Autohealed)
+}
+
+// firewallAllow groups "proto/port" entries into one allow block per
+// protocol, in the order the protocols first appear.
+func firewallAllow(w *hclText, ports []string) {
+	var protos []string
+	byProto := map[string][]string{}
+	for _, p := range ports {
+		proto, port, _ := strings.Cut(p, "/")
+		if _, ok := byProto[proto]; !ok {
+			protos = append(protos, proto)
+		}
+		if !slices.Contains(byProto[proto], port) {
+			byProto[proto] = append(byProto[proto], port)
+		}
+	}
+	for _, proto := range protos {
+		w.blank()
+		w.open("allow")
+		w.attr("protocol", hclString(proto))
+		w.attr("ports", hclStrings(byProto[proto]))
+		w.close()
+	}
+}
+
+// nodeAccounts is the list of both roles' service accounts, which the
+// firewall rules target: every cloud node runs as one of them.
+func nodeAccounts() string {
+	return hclList(hclRef("local", ServiceAccountLocal(model.RoleNodes)), hclRef("local", ServiceAccountLocal(model.RoleAutoscaler)))
+}
+
+// terraformNetwork renders network.tf: the firewall rule from the on-prem
+// ranges to the kubelet and the CNI's ports, the rule between the cloud
+// nodes for the CNI's ports, and a Cloud NAT when the source chooses it.
+// It renders nothing without cluster.gcp.network.
+func terraformNetwork(src *model.Source, header string) ([]byte, error) {
+	c := &src.Cluster
+	n := c.GCP.Network
+	if n == nil {
+		return nil, nil
+	}
+	project := hclCall("coalesce", hclRef("var", "subnetwork_project"), hclRef("local", "project"))
+	w := &hclText{b: make([]byte, 0, 2048)}
+	w.comment(fmt.Sprintf("The network the cloud nodes of cluster %s need (cluster.gcp.network).", c.Name),
+		"The firewall rules target the nodes' two service accounts (iam.tf): every",
+		"cloud node runs as one of them. Google's health checkers are admitted",
+		"per autohealed group, in its nodegroup file.")
+	w.open("resource", TFFirewall, "from_onprem")
+	w.attr("project", project)
+	w.attr("name", hclString(FirewallFromOnpremName(c)))
+	w.attr("description", hclString(fmt.Sprintf("the on-prem control plane and nodes to the kubelet and the CNI of the cloud nodes of cluster %s", c.Name)))
+	w.attr("network", hclRef("var", "network"))
+	w.attr("direction", hclString("INGRESS"))
+	w.attr("source_ranges", hclStrings(n.OnpremRanges))
+	w.attr("target_service_accounts", nodeAccounts())
+	firewallAllow(w, append([]string{fmt.Sprintf("tcp/%d", model.KubeletPort)}, n.CNIPorts...))
+	w.close()
+
+	if len(n.CNIPorts) > 0 {
+		w.blank()
+		w.comment("The CNI between the cloud nodes.")
+		w.open("resource", TFFirewall, "node_to_node")
+		w.attr("project", project)
+		w.attr("name", hclString(FirewallNodeToNodeName(c)))
+		w.attr("description", hclString(fmt.Sprintf("the CNI between the cloud nodes of cluster %s", c.Name)))
+		w.attr("network", hclRef("var", "network"))
+		w.attr("direction", hclString("INGRESS"))
+		w.attr("source_service_accounts", nodeAccounts())
+		w.attr("target_service_accounts", nodeAccounts())
+		firewallAllow(w, n.CNIPorts)
+		w.close()
+	}
+
+	if n.Egress == model.EgressCloudNAT {
+		w.blank()
+		w.comment("The nodes have no external IP: they reach image registries and Google",
+			"APIs through this Cloud NAT, for the subnetwork's ranges only.")
+		w.open("resource", TFRouter, "nat")
+		w.attr("project", project)
+		w.attr("region", hclRef("local", "region"))
+		w.attr("name", hclString(NATName(c)))
+		w.attr("network", hclRef("var", "network"))
+		w.close()
+		w.blank()
+		w.open("resource", TFRouterNAT, "nat")
+		w.attr("project", project)
+		w.attr("region", hclRef("local", "region"))
+		w.attr("name", hclString(NATName(c)))
+		w.attr("router", hclRef(TFRouter, "nat", "name"))
+		w.attr("nat_ip_allocate_option", hclString("AUTO_ONLY"))
+		w.attr("source_subnetwork_ip_ranges_to_nat", hclString("LIST_OF_SUBNETWORKS"))
+		w.blank()
+		w.open("subnetwork")
+		w.attr("name", hclRef("var", "subnetwork"))
+		w.attr("source_ip_ranges_to_nat", hclStrings([]string{"ALL_IP_RANGES"}))
+		w.close()
+		w.close()
+	}
+	return w.file(header)
+}

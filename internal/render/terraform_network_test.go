@@ -1,0 +1,268 @@
+package render_test
+
+import (
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/render/terraform"
+)
+
+// networkCUE is a cluster.gcp.network with the given egress and CNI ports.
+func networkCUE(egress, cniPorts string) string {
+	return `gcp: network: {
+		name:       "vpc-a"
+		subnetwork: "nodes-a"
+		onpremRanges: ["10.20.0.0/16", "192.168.7.0/24"]
+		cniPorts: [` + cniPorts + `]
+		egress: "` + egress + `"
+	}`
+}
+
+// parseTF parses one rendered .tf file with Terraform's parser.
+func parseTF(t *testing.T, files layout.Files, p string) *hclsyntax.Body {
+	t.Helper()
+	src, ok := files[p]
+	if !ok {
+		t.Fatalf("%s is not rendered", p)
+	}
+	f, diags := hclparse.NewParser().ParseHCL(src, p)
+	if diags.HasErrors() {
+		t.Fatalf("%s: %s", p, diags.Error())
+	}
+	return f.Body.(*hclsyntax.Body)
+}
+
+func blocksOf(b *hclsyntax.Body, typ string, labels ...string) []*hclsyntax.Block {
+	var out []*hclsyntax.Block
+	for _, blk := range b.Blocks {
+		if blk.Type == typ && slices.Equal(blk.Labels[:min(len(labels), len(blk.Labels))], labels) {
+			out = append(out, blk)
+		}
+	}
+	return out
+}
+
+// constValue evaluates a constant attribute.
+func constValue(t *testing.T, b *hclsyntax.Body, name string) cty.Value {
+	t.Helper()
+	a, ok := b.Attributes[name]
+	if !ok {
+		t.Fatalf("attribute %s not set", name)
+	}
+	v, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		t.Fatalf("%s: %s", name, diags.Error())
+	}
+	return v
+}
+
+func stringList(v cty.Value) []string {
+	var out []string
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		out = append(out, e.AsString())
+	}
+	return out
+}
+
+// TestTerraformNetworkMatchesProviderSchema: network.tf and the root
+// module, for each egress, hold to the provider's schema, the root's
+// provider block to the provider's configuration schema.
+func TestTerraformNetworkMatchesProviderSchema(t *testing.T) {
+	for name, spec := range map[string]srcSpec{
+		"cloud nat, cni ports":        {Cluster: networkCUE("cloud-nat", `"udp/4789", "tcp/179", "tcp/30000-32767"`)},
+		"private google access, none": {Cluster: networkCUE("private-google-access", "")},
+	} {
+		_, files := spec.mustRender(t)
+		if _, ok := files[layout.TerraformNetworkPath]; !ok {
+			t.Fatalf("%s: no %s", name, layout.TerraformNetworkPath)
+		}
+		for _, e := range checkProviderSchema(t, files) {
+			t.Errorf("%s: %s", name, e)
+		}
+		if u := parseLBModule(t, files).unresolved(); len(u) > 0 {
+			t.Errorf("%s: references to nothing in the module: %v", name, u)
+		}
+		root := parseTF(t, files, layout.TerraformRootMainPath)
+		googleResources(t)
+		for _, p := range blocksOf(root, "provider", "google") {
+			for _, e := range checkBlock("root provider", p.Body, providerConfig, false) {
+				t.Errorf("%s: %s", name, e)
+			}
+		}
+	}
+	_, files := srcSpec{Cluster: networkCUE("cloud-nat", `"udp/4789"`)}.mustRender(t)
+	for _, c := range []struct{ old, new string }{
+		{"source_ip_ranges_to_nat", "source_ip_range_to_nat"},
+		{"  nat_ip_allocate_option", "  nat_ips_allocate_option"},
+		{"target_service_accounts", "target_service_account"},
+	} {
+		broken := maps.Clone(files)
+		broken[layout.TerraformNetworkPath] = []byte(strings.Replace(string(files[layout.TerraformNetworkPath]), c.old, c.new, 1))
+		if string(broken[layout.TerraformNetworkPath]) == string(files[layout.TerraformNetworkPath]) {
+			t.Fatalf("%q not in network.tf", c.old)
+		}
+		if len(checkProviderSchema(t, broken)) == 0 {
+			t.Errorf("replacing %q by %q in network.tf passes the schema check", c.old, c.new)
+		}
+	}
+}
+
+// TestTerraformNetworkRules: the firewall rules admit exactly the
+// source's on-prem ranges to the kubelet and the CNI's ports, the CNI's
+// ports between the nodes, and the Cloud NAT is there when the source
+// chooses it; without cluster.gcp.network nothing of it is rendered.
+func TestTerraformNetworkRules(t *testing.T) {
+	_, files := srcSpec{Cluster: networkCUE("cloud-nat", `"udp/4789", "tcp/179", "udp/8472"`)}.mustRender(t)
+	nw := parseTF(t, files, layout.TerraformNetworkPath)
+	allows := func(b *hclsyntax.Body) map[string][]string {
+		out := map[string][]string{}
+		for _, a := range blocksOf(b, "allow") {
+			proto := constValue(t, a.Body, "protocol").AsString()
+			out[proto] = append(out[proto], stringList(constValue(t, a.Body, "ports"))...)
+		}
+		return out
+	}
+	fw := blocksOf(nw, "resource", terraform.TFFirewall)
+	if len(fw) != 2 {
+		t.Fatalf("%d firewall rules, want from_onprem and node_to_node", len(fw))
+	}
+	for _, r := range fw {
+		b := r.Body
+		if got := string(b.Attributes["target_service_accounts"].SrcRange.SliceBytes(files[layout.TerraformNetworkPath])); !strings.Contains(got, "local.nodes_service_account_email") || !strings.Contains(got, "local.autoscaler_service_account_email") {
+			t.Errorf("%s targets %s, not both node accounts", r.Labels[1], got)
+		}
+		switch r.Labels[1] {
+		case "from_onprem":
+			if got := stringList(constValue(t, b, "source_ranges")); !slices.Equal(got, []string{"10.20.0.0/16", "192.168.7.0/24"}) {
+				t.Errorf("from_onprem source_ranges %v", got)
+			}
+			if got, want := allows(b), map[string][]string{"tcp": {"10250", "179"}, "udp": {"4789", "8472"}}; !maps.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("from_onprem allows %v, want %v", got, want)
+			}
+		case "node_to_node":
+			if _, ok := b.Attributes["source_ranges"]; ok {
+				t.Error("node_to_node has source_ranges")
+			}
+			if got, want := allows(b), map[string][]string{"tcp": {"179"}, "udp": {"4789", "8472"}}; !maps.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("node_to_node allows %v, want %v", got, want)
+			}
+		}
+	}
+	if len(blocksOf(nw, "resource", terraform.TFRouterNAT)) != 1 || len(blocksOf(nw, "resource", terraform.TFRouter)) != 1 {
+		t.Error("cloud-nat: no router and NAT")
+	}
+
+	_, files = srcSpec{Cluster: networkCUE("private-google-access", "")}.mustRender(t)
+	nw = parseTF(t, files, layout.TerraformNetworkPath)
+	if n := len(blocksOf(nw, "resource", terraform.TFRouterNAT)) + len(blocksOf(nw, "resource", terraform.TFRouter)); n != 0 {
+		t.Errorf("private-google-access: %d router and NAT resources", n)
+	}
+	if fw := blocksOf(nw, "resource", terraform.TFFirewall); len(fw) != 1 || fw[0].Labels[1] != "from_onprem" {
+		t.Errorf("without CNI ports: firewall rules %v, want from_onprem alone", fw)
+	}
+
+	_, files = srcSpec{}.mustRender(t)
+	for _, p := range []string{layout.TerraformNetworkPath, layout.TerraformRootMainPath} {
+		if _, ok := files[p]; ok {
+			t.Errorf("%s rendered without cluster.gcp.network", p)
+		}
+	}
+}
+
+// TestTerraformNetworkVariableRequired: the health checks' firewall rule
+// of an autohealed group names var.network, so the variable has no
+// default and refuses null.
+func TestTerraformNetworkVariableRequired(t *testing.T) {
+	_, files := srcSpec{}.mustRender(t)
+	vars := parseTF(t, files, layout.TerraformVariablesPath)
+	v := blocksOf(vars, "variable", "network")
+	if len(v) != 1 {
+		t.Fatal("no variable network")
+	}
+	if _, ok := v[0].Body.Attributes["default"]; ok {
+		t.Error("variable network has a default: the autoscaler group's health-check firewall rule needs it")
+	}
+	if n := constValue(t, v[0].Body, "nullable"); !n.False() {
+		t.Errorf("variable network: nullable = %#v, want false", n)
+	}
+}
+
+// TestTerraformRootModule: the root module's module block points at the
+// module, sets every variable the module requires and only variables it
+// declares, with the source's network; its provider has the source's
+// project and region; the backend is a comment; its outputs exist.
+func TestTerraformRootModule(t *testing.T) {
+	_, files := srcSpec{Cluster: networkCUE("cloud-nat", `"udp/4789"`) + `
+		gcp: network: project: "host-project-1"`}.mustRender(t)
+	root := parseTF(t, files, layout.TerraformRootMainPath)
+	if bs := blocksOf(root, "terraform"); len(bs) != 1 || len(blocksOf(bs[0].Body, "backend")) != 0 {
+		t.Error("the root's terraform block is not one, or sets a backend")
+	} else if text := string(files[layout.TerraformRootMainPath]); !strings.Contains(text, `# backend "gcs" {`) {
+		t.Error("no commented backend")
+	}
+	p := blocksOf(root, "provider", "google")
+	if len(p) != 1 {
+		t.Fatal("no provider google")
+	}
+	if got := constValue(t, p[0].Body, "project").AsString(); got != "acme-hybrid-ai" {
+		t.Errorf("provider project %q", got)
+	}
+	if got := constValue(t, p[0].Body, "region").AsString(); got != "us-central1" {
+		t.Errorf("provider region %q", got)
+	}
+	mods := blocksOf(root, "module", "nodegroups")
+	if len(mods) != 1 {
+		t.Fatal("no module nodegroups")
+	}
+	m := mods[0].Body
+	src := constValue(t, m, "source").AsString()
+	if !strings.HasPrefix(src, "../") || path.Clean(path.Join(layout.TerraformRootDir, src)) != layout.TerraformDir {
+		t.Errorf("module source %q is not the module %s as Terraform reads a local path", src, layout.TerraformDir)
+	}
+	vars := map[string]*hclsyntax.Body{}
+	for _, v := range blocksOf(parseTF(t, files, layout.TerraformVariablesPath), "variable") {
+		vars[v.Labels[0]] = v.Body
+	}
+	for name := range m.Attributes {
+		if name != "source" && vars[name] == nil {
+			t.Errorf("module block sets %s, which the module does not declare", name)
+		}
+	}
+	for name, v := range vars {
+		if _, def := v.Attributes["default"]; !def {
+			if _, set := m.Attributes[name]; !set {
+				t.Errorf("module block leaves the required variable %s unset", name)
+			}
+		}
+	}
+	for name, want := range map[string]string{"network": "vpc-a", "subnetwork": "nodes-a", "subnetwork_project": "host-project-1"} {
+		if got := constValue(t, m, name).AsString(); got != want {
+			t.Errorf("module %s = %q, want %q", name, got, want)
+		}
+	}
+	outs := map[string]bool{}
+	for _, o := range blocksOf(parseTF(t, files, layout.TerraformOutputsPath), "output") {
+		outs[o.Labels[0]] = true
+	}
+	for _, o := range blocksOf(root, "output") {
+		for _, tr := range o.Body.Attributes["value"].Expr.Variables() {
+			if tr.RootName() != "module" || len(tr) != 3 {
+				t.Errorf("output %s: %v", o.Labels[0], tr)
+				continue
+			}
+			if name := tr[2].(hcl.TraverseAttr).Name; !outs[name] {
+				t.Errorf("output %s reads module output %s, which the module lacks", o.Labels[0], name)
+			}
+		}
+	}
+}

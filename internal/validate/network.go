@@ -1,0 +1,62 @@
+package validate
+
+import (
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// network checks cluster.gcp.network: its on-prem ranges are CIDRs and
+// hold the control plane (its firewall rule is the only way the API
+// server reaches a cloud node's kubelet), and its CNI ports are ports.
+func (c *checker) network() {
+	n := c.src.Cluster.GCP.Network
+	if n == nil {
+		return
+	}
+	p := sel("cluster", "gcp", "network")
+	var prefixes []netip.Prefix
+	for i, r := range n.OnpremRanges {
+		pr, err := netip.ParsePrefix(r)
+		if err != nil {
+			c.at(join(p, "onpremRanges", i), "%q is not a CIDR: %v", r, err)
+			continue
+		}
+		if pr.Masked() != pr {
+			c.at(join(p, "onpremRanges", i), "%s has host bits set: a firewall rule's range is its network address, %s", r, pr.Masked())
+		}
+		prefixes = append(prefixes, pr)
+	}
+	if host, _, err := net.SplitHostPort(c.src.Cluster.ControlPlaneEndpoint); err == nil && len(prefixes) == len(n.OnpremRanges) {
+		if a, err := netip.ParseAddr(host); err == nil {
+			in := false
+			for _, pr := range prefixes {
+				in = in || pr.Contains(a)
+			}
+			if !in {
+				c.at(join(p, "onpremRanges"), "the control plane %s is in none of the on-prem ranges %s: the firewall rule would keep the API server from the cloud nodes' kubelet (logs, exec, metrics); add its range", a, strings.Join(n.OnpremRanges, ", "))
+			}
+		}
+	}
+	for i, cp := range n.CNIPorts {
+		_, ports, _ := strings.Cut(cp, "/")
+		lo, hi, isRange := strings.Cut(ports, "-")
+		a, errA := strconv.Atoi(lo)
+		b := a
+		var errB error
+		if isRange {
+			b, errB = strconv.Atoi(hi)
+		}
+		switch {
+		case errA != nil || errB != nil || a < 1 || b > 65535:
+			c.at(join(p, "cniPorts", i), "%q: ports are between 1 and 65535", cp)
+		case b < a:
+			c.at(join(p, "cniPorts", i), "%q: the range ends below its start", cp)
+		case cp == "tcp/"+strconv.Itoa(model.KubeletPort):
+			c.at(join(p, "cniPorts", i), "%q is the kubelet's port, which the on-prem rule admits already", cp)
+		}
+	}
+}
