@@ -95,6 +95,13 @@ func KubeEnvPath(group string) string { return "gce/" + group + "/kube-env" }
 // StartupScriptPath is the path of a group's startup script.
 func StartupScriptPath(group string) string { return "gce/" + group + "/startup-script.sh" }
 
+// ImagesDir holds one node-image build script per image family the cloud
+// groups boot from.
+const ImagesDir = "images"
+
+// ImageBuildPath is the build script of an image family.
+func ImageBuildPath(family string) string { return ImagesDir + "/" + family + "/build.sh" }
+
 // TerraformGroupPath is the file holding a cloud group's instance template
 // and zonal MIGs.
 func TerraformGroupPath(group string) string { return TerraformDir + "/nodegroup-" + group + ".tf" }

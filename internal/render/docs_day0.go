@@ -210,7 +210,21 @@ func (d *day0Doc) beforeYouStart() {
 	d.p("- Tools: `gcloud`, `terraform`, `helm`, `kubectl` with this cluster's admin kubeconfig, and `ssh` with `sudo` to a control-plane node (it has `kubeadm`): set `%s` to it.\n", Day0ControlPlaneHostVar)
 	d.p("- Kubernetes: the control plane runs %s (nodegen supports 1.%d to 1.%d, `docs/versions.md`); the cloud groups' images carry the kubelet and kubeadm of their version.\n",
 		c.ControlPlane(), model.OldestSupportedMinor, model.NewestSupportedMinor)
-	d.p("- Network: subnetwork in %s routed to %s over the VPN (the module's `subnetwork` variable).\n", code(c.GCP.Region), code(c.ControlPlaneEndpoint))
+	if images := src.NodeImages(hasGPUs); len(images) > 0 {
+		d.p("- Node images: the cloud groups boot from ")
+		for i, im := range images {
+			if i > 0 {
+				d.p(", ")
+			}
+			d.p("family %s (%s: %s)", code(im.Family), strings.Join(im.Groups, ", "), code(d.out+layout.ImageBuildPath(im.Family)))
+		}
+		d.p(". Build each with its script on a builder VM before step 2 (the script's header shows the commands; `docs/images.md`).\n")
+	}
+	if n := c.GCP.Network; n != nil {
+		d.p("- Network: subnetwork %s of network %s in %s, routed to %s over the VPN; the on-prem side routes it into the VPN (step 2 creates the firewall rules).\n", code(n.Subnetwork), code(n.Name), code(c.GCP.Region), code(c.ControlPlaneEndpoint))
+	} else {
+		d.p("- Network: subnetwork in %s routed to %s over the VPN (the module's `subnetwork` variable).\n", code(c.GCP.Region), code(c.ControlPlaneEndpoint))
+	}
 	d.p("- Roles of whoever runs the steps, in project %s:\n\n", code(c.GCP.Project))
 	d.p("  | role | for |\n  |---|---|\n")
 	for _, r := range Day0TerraformRoles(src) {

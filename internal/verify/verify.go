@@ -93,6 +93,7 @@ func All(src *model.Source, files layout.Files) error {
 		}
 	}
 	errs = append(errs, terraform(files, tfDiags))
+	errs = append(errs, images(src, files))
 	return errors.Join(errs...)
 }
 

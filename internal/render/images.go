@@ -1,0 +1,278 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// The node image recipe: one build script per image family, run as root
+// on a builder VM booted from ImageBaseFamily, whose disk becomes the
+// family's next image. What it installs is what a node of the family
+// runs before and during its join:
+//
+//   - containerd, configured as kubeadm's kubelet expects it: the systemd
+//     cgroup driver (kubeadm's KubeletConfiguration default cgroupDriver
+//     since v1.22) and the sandbox image of the kubeadm release
+//     (kubernetes cmd/kubeadm/app/constants/constants.go, PauseVersion);
+//   - kubelet, kubeadm and kubectl at the groups' exact version, from the
+//     Kubernetes project's package repository of its minor (pkgs.k8s.io,
+//     "core:/stable:/v<minor>/deb"), held at it;
+//   - every command the join script calls (ImageJoinPackages);
+//   - the guest agent, which runs the startup script;
+//   - for GPU families only what the GPU Operator needs of its host: no
+//     NVIDIA driver or container toolkit (its driver and toolkit
+//     DaemonSets install them) and nouveau kept out of the kernel, which
+//     the driver container cannot unload.
+const (
+	// ImageBaseProject and ImageBaseFamily are the builder VM's image:
+	// Ubuntu 24.04 LTS, an OS the GPU Operator's driver containers support.
+	ImageBaseProject = "ubuntu-os-cloud"
+	ImageBaseOS      = "ubuntu"
+	ImageBaseVersion = "24.04"
+)
+
+// ImageBaseFamily is the builder VM's image family for an architecture.
+func ImageBaseFamily(arch string) string { return "ubuntu-2404-lts-" + arch }
+
+// ImagePauseVersion is kubeadm's PauseVersion (the sandbox image tag) of a
+// Kubernetes minor, from cmd/kubeadm/app/constants/constants.go of each
+// release branch.
+func ImagePauseVersion(minor int) string {
+	switch {
+	case minor <= 32:
+		return "3.10"
+	default:
+		return "3.10.1"
+	}
+}
+
+// ImageContainerdMinimum is the oldest containerd a Kubernetes minor runs
+// with: 1.7 through 1.35, 2.0 from 1.36 on (1.35 is the last release
+// that supports containerd 1.x).
+func ImageContainerdMinimum(minor int) string {
+	if minor >= 36 {
+		return "2.0"
+	}
+	return "1.7"
+}
+
+// ImageJoinPackages maps each command the rendered join script calls
+// (the first word of a simple command, outside its own functions and
+// builtins) to the Ubuntu package that provides it.
+var ImageJoinPackages = map[string]string{
+	"base64":  "coreutils",
+	"cat":     "coreutils",
+	"dirname": "coreutils",
+	"head":    "coreutils",
+	"ls":      "coreutils",
+	"mkdir":   "coreutils",
+	"rm":      "coreutils",
+	"sleep":   "coreutils",
+	"timeout": "coreutils",
+	"tr":      "coreutils",
+	"curl":    "curl",
+	"nft":     "nftables",
+	"openssl": "openssl",
+	"sed":     "sed",
+	"kubeadm": "kubeadm",
+}
+
+// ImagePackagesFromArchive are the packages the script installs from the
+// OS archive, in install order.
+var ImagePackagesFromArchive = []string{"ca-certificates", "curl", "gnupg", "coreutils", "sed", "nftables", "openssl", "containerd", "google-guest-agent"}
+
+// ImageKubernetesPackages are the packages installed from pkgs.k8s.io.
+var ImageKubernetesPackages = []string{"kubelet", "kubeadm", "kubectl"}
+
+// ImagePackageRevision is the Debian revision of pkgs.k8s.io's packages:
+// kubeadm 1.35.2 is package version 1.35.2-1.1.
+const ImagePackageRevision = "-1.1"
+
+// hasGPUs says whether a group's VMs have GPUs: attached ones, or a
+// machine type's own.
+func hasGPUs(g *model.NodeGroup) bool {
+	if g.GPU != nil {
+		return true
+	}
+	m, ok := gce.MachineType(g.MachineType)
+	return ok && (m.HasBuiltInGPUs() || m.GPUFraction != "")
+}
+
+// Images renders one build script per image family the cloud groups
+// boot from.
+func Images(src *model.Source, files layout.Files) error {
+	images := src.NodeImages(hasGPUs)
+	seen := map[string]string{}
+	for _, im := range images {
+		if other, dup := seen[im.Family]; dup {
+			return fmt.Errorf("image family %s: groups %s and %s need different images (Kubernetes version or architecture)", im.Family, other, strings.Join(im.Groups, ", "))
+		}
+		seen[im.Family] = strings.Join(im.Groups, ", ")
+		b, err := imageBuildScript(src, im)
+		if err != nil {
+			return fmt.Errorf("image family %s: %w", im.Family, err)
+		}
+		files[layout.ImageBuildPath(im.Family)] = b
+	}
+	return nil
+}
+
+func imageBuildScript(src *model.Source, im model.NodeImage) ([]byte, error) {
+	v, err := model.ParseKubeVersion(im.KubernetesVersion)
+	if err != nil {
+		return nil, err
+	}
+	minor := "v" + v.MinorString()
+	what := "CPU nodes"
+	if im.GPU {
+		what = "GPU nodes (the GPU Operator installs the driver and toolkit)"
+	}
+	builder := im.Family + "-builder"
+	zone := src.CloudGroups()[0].Zones[0]
+	for _, g := range src.CloudGroups() {
+		if g.Name == im.Groups[0] {
+			zone = g.Zones[0]
+		}
+	}
+	var b strings.Builder
+	b.WriteString("#!/usr/bin/env bash\n")
+	b.WriteString(layout.HashHeader(src.Name))
+	fmt.Fprintf(&b, `#
+# Builds the node image of family %[1]s (project %[2]s) for node
+# group(s) %[3]s: Kubernetes %[4]s, %[5]s, %[6]s.
+# Run it as root on a builder VM booted from %[7]s's family %[8]s,
+# then make the family's next image from the VM's disk:
+#
+#   gcloud compute instances create %[9]s --project=%[2]s --zone=%[10]s \
+#     --image-project=%[7]s --image-family=%[8]s --boot-disk-size=20GB
+#   gcloud compute ssh %[9]s --project=%[2]s --zone=%[10]s -- sudo bash -s < build.sh # this file
+#   gcloud compute instances stop %[9]s --project=%[2]s --zone=%[10]s
+#   gcloud compute images create %[1]s-$(date +%%Y%%m%%d%%H%%M) --project=%[2]s \
+#     --family=%[1]s --source-disk=%[9]s --source-disk-zone=%[10]s
+#   gcloud compute instances delete %[9]s --project=%[2]s --zone=%[10]s
+#
+# IMAGE_ROOT, empty on the builder VM, is prefixed to every file the script
+# writes (a chroot's root, or a test's directory).
+set -euo pipefail
+
+readonly KUBERNETES_VERSION=%[4]s
+readonly KUBERNETES_MINOR=%[11]s
+readonly KUBERNETES_PACKAGE_VERSION=%[4]s%[12]s
+readonly PAUSE_IMAGE=registry.k8s.io/pause:%[13]s
+readonly CONTAINERD_MINIMUM=%[14]s
+readonly GPU_HOST=%[15]t
+readonly IMAGE_FAMILY=%[1]s
+root="${IMAGE_ROOT:-}"
+`, im.Family, im.Project, strings.Join(im.Groups, ", "), im.KubernetesVersion, im.Arch, what,
+		ImageBaseProject, ImageBaseFamily(im.Arch), builder, zone,
+		minor, ImagePackageRevision, ImagePauseVersion(v.Minor), ImageContainerdMinimum(v.Minor), im.GPU)
+	fmt.Fprintf(&b, `
+fail() { echo "nodegen-image[$IMAGE_FAMILY]: ERROR: $*" >&2; exit 1; }
+step() { echo "nodegen-image[$IMAGE_FAMILY]: $*"; }
+
+[ "$(id -u)" = 0 ] || fail "run as root"
+# shellcheck source=/dev/null
+. "$root/etc/os-release"
+if [ "${ID:-}" != %[1]s ] || [ "${VERSION_ID:-}" != %[2]s ]; then
+	fail "the builder VM runs ${ID:-?} ${VERSION_ID:-?}, not %[1]s %[2]s: boot it from %[3]s/%[4]s"
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+step "packages from the %[1]s archive"
+apt-get update -q
+apt-get install -y -q --no-install-recommends %[5]s
+
+step "kubelet, kubeadm and kubectl $KUBERNETES_PACKAGE_VERSION from pkgs.k8s.io"
+install -d -m 0755 "$root/etc/apt/keyrings"
+curl -fsSL --retry 5 "https://pkgs.k8s.io/core:/stable:/$KUBERNETES_MINOR/deb/Release.key" |
+	gpg --batch --yes --dearmor -o "$root/etc/apt/keyrings/kubernetes-apt-keyring.gpg"
+echo "deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] https://pkgs.k8s.io/core:/stable:/$KUBERNETES_MINOR/deb/ /" >"$root/etc/apt/sources.list.d/kubernetes.list"
+apt-get update -q
+apt-get install -y -q --no-install-recommends %[6]s
+apt-mark hold %[7]s
+installed="$(kubeadm version -o short)"
+[ "$installed" = "v$KUBERNETES_VERSION" ] || fail "kubeadm is $installed, not v$KUBERNETES_VERSION"
+
+step "containerd: systemd cgroup driver, sandbox image $PAUSE_IMAGE"
+have="$(containerd --version | sed -n 's/^containerd [^ ]* v\{0,1\}\([0-9]*\.[0-9]*\).*/\1/p')"
+[ -n "$have" ] || fail "cannot read containerd's version"
+[ "$(printf '%%s\n%%s\n' "$CONTAINERD_MINIMUM" "$have" | sort -V | head -n 1)" = "$CONTAINERD_MINIMUM" ] ||
+	fail "containerd $have is older than $CONTAINERD_MINIMUM, the oldest Kubernetes $KUBERNETES_MINOR runs with"
+install -d -m 0755 "$root/etc/containerd"
+case "$have" in
+1.*)
+	cat >"$root/etc/containerd/config.toml" <<EOF
+version = 2
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+EOF
+	;;
+*)
+	cat >"$root/etc/containerd/config.toml" <<EOF
+version = 3
+
+[plugins."io.containerd.cri.v1.images".pinned_images]
+  sandbox = "$PAUSE_IMAGE"
+
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+EOF
+	;;
+esac
+
+step "kernel modules and sysctls kubeadm's preflight checks"
+install -d -m 0755 "$root/etc/modules-load.d" "$root/etc/sysctl.d"
+printf 'overlay\nbr_netfilter\n' >"$root/etc/modules-load.d/kubernetes.conf"
+printf 'net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\n' >"$root/etc/sysctl.d/90-kubernetes.conf"
+
+if [ "$GPU_HOST" = true ]; then
+	step "GPU host: nouveau kept out; no NVIDIA driver or toolkit (the GPU Operator installs them)"
+	install -d -m 0755 "$root/etc/modprobe.d"
+	printf 'blacklist nouveau\noptions nouveau modeset=0\n' >"$root/etc/modprobe.d/nodegen-blacklist-nouveau.conf"
+	update-initramfs -u
+fi
+
+step "services"
+systemctl enable containerd.service kubelet.service google-guest-agent.service
+systemctl cat google-startup-scripts.service >/dev/null ||
+	fail "the guest agent has no google-startup-scripts.service: the join script would never run"
+for cmd in %[8]s; do
+	command -v "$cmd" >/dev/null || fail "$cmd is missing: the join script calls it"
+done
+
+step "clean: each VM gets its own machine ID"
+apt-get clean
+: >"$root/etc/machine-id"
+step "done: stop the VM and make the image of family $IMAGE_FAMILY"
+`, ImageBaseOS, ImageBaseVersion, ImageBaseProject, ImageBaseFamily(im.Arch),
+		strings.Join(ImagePackagesFromArchive, " "),
+		kubePackagesPinned(), strings.Join(ImageKubernetesPackages, " "), joinCommands())
+	return []byte(b.String()), nil
+}
+
+func kubePackagesPinned() string {
+	var out []string
+	for _, p := range ImageKubernetesPackages {
+		out = append(out, p+"=\"$KUBERNETES_PACKAGE_VERSION\"")
+	}
+	return strings.Join(out, " ")
+}
+
+// joinCommands lists the join script's commands in name order.
+func joinCommands() string {
+	return strings.Join(model.SortedKeys(ImageJoinPackages), " ")
+}
