@@ -71,3 +71,22 @@ func (s *Source) NodeImages(hasGPUs func(*NodeGroup) bool) []NodeImage {
 	}
 	return out
 }
+
+// BuildableImages returns the images of families whose groups agree on
+// the Kubernetes version and architecture (one image serves them all),
+// and the families whose groups do not, which get no build script.
+func BuildableImages(images []NodeImage) (buildable []NodeImage, mixed []string) {
+	count := map[string]int{}
+	for _, im := range images {
+		count[im.Family]++
+	}
+	for _, im := range images {
+		switch {
+		case count[im.Family] == 1:
+			buildable = append(buildable, im)
+		case !slices.Contains(mixed, im.Family):
+			mixed = append(mixed, im.Family)
+		}
+	}
+	return buildable, mixed
+}

@@ -210,7 +210,7 @@ func (d *day0Doc) beforeYouStart() {
 	d.p("- Tools: `gcloud`, `terraform`, `helm`, `kubectl` with this cluster's admin kubeconfig, and `ssh` with `sudo` to a control-plane node (it has `kubeadm`): set `%s` to it.\n", Day0ControlPlaneHostVar)
 	d.p("- Kubernetes: the control plane runs %s (nodegen supports 1.%d to 1.%d, `docs/versions.md`); the cloud groups' images carry the kubelet and kubeadm of their version.\n",
 		c.ControlPlane(), model.OldestSupportedMinor, model.NewestSupportedMinor)
-	if images := src.NodeImages(hasGPUs); len(images) > 0 {
+	if images, _ := model.BuildableImages(src.NodeImages(hasGPUs)); len(images) > 0 {
 		d.p("- Node images: the cloud groups boot from ")
 		for i, im := range images {
 			if i > 0 {

@@ -103,15 +103,12 @@ func hasGPUs(g *model.NodeGroup) bool {
 }
 
 // Images renders one build script per image family the cloud groups
-// boot from.
+// boot from. A family whose groups need different images (another
+// Kubernetes version or architecture) gets none: no one image serves
+// them all.
 func Images(src *model.Source, files layout.Files) error {
-	images := src.NodeImages(hasGPUs)
-	seen := map[string]string{}
+	images, _ := model.BuildableImages(src.NodeImages(hasGPUs))
 	for _, im := range images {
-		if other, dup := seen[im.Family]; dup {
-			return fmt.Errorf("image family %s: groups %s and %s need different images (Kubernetes version or architecture)", im.Family, other, strings.Join(im.Groups, ", "))
-		}
-		seen[im.Family] = strings.Join(im.Groups, ", ")
 		b, err := imageBuildScript(src, im)
 		if err != nil {
 			return fmt.Errorf("image family %s: %w", im.Family, err)

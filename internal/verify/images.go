@@ -28,7 +28,8 @@ func imageHasGPUs(g *model.NodeGroup) bool {
 // version and its minor, and whether its hosts have GPUs.
 func images(src *model.Source, files layout.Files) error {
 	var errs []string
-	for _, im := range src.NodeImages(imageHasGPUs) {
+	buildable, _ := model.BuildableImages(src.NodeImages(imageHasGPUs))
+	for _, im := range buildable {
 		p := layout.ImageBuildPath(im.Family)
 		b, ok := files[p]
 		if !ok {

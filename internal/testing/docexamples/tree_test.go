@@ -60,6 +60,9 @@ func renderedKinds(t *testing.T) map[string]string {
 			}
 			rel = filepath.ToSlash(rel)
 			kind, ok := groupPath[rel]
+			if m := familyPath.FindStringSubmatch(rel); m != nil && trees[m[1]] {
+				kind, ok = layout.ImageBuildPath("<family>"), true
+			}
 			if !ok {
 				kind = rel
 				if first, rest, cut := strings.Cut(rel, "/"); cut && trees[first+"/"] {
@@ -76,6 +79,10 @@ func renderedKinds(t *testing.T) map[string]string {
 	return kinds
 }
 
+// familyPath matches the build script of an image family, in a cluster's
+// tree (its first group) or in out/.
+var familyPath = regexp.MustCompile(`^((?:[^/]+/)?)` + regexp.QuoteMeta(layout.ImagesDir) + `/[^/]+/build\.sh$`)
+
 // treePattern turns an entry of the README's tree (a path under out/ with
 // <group> or <cluster> for a name and * for any part of a name) into a
 // regular expression of kinds.
@@ -87,6 +94,9 @@ func treePattern(entry string) *regexp.Regexp {
 		case strings.HasPrefix(entry[i:], "<group>"):
 			b.WriteString("<group>")
 			i += len("<group>") - 1
+		case strings.HasPrefix(entry[i:], "<family>"):
+			b.WriteString("<family>")
+			i += len("<family>") - 1
 		case entry[i] == '*':
 			b.WriteString("[^/]*")
 		default:
