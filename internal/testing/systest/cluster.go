@@ -51,6 +51,7 @@ import (
 	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
 	"github.com/nodegen/nodegen/internal/testing/gcefake"
@@ -76,6 +77,7 @@ type Cluster struct {
 	t       testing.TB
 	Out     string // the rendered output directory
 	Source  *model.Source
+	Files   layout.Files // the rendered files of Out
 	CP      *testcp.ControlPlane
 	Compute *gcefake.Server
 	GCE     *gcefake.Env
@@ -130,7 +132,7 @@ func New(t testing.TB, dir string, opts Options) *Cluster {
 	}
 	slices.Sort(zones)
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{t: t, Out: out, Source: src, CP: cp, Client: client, opts: opts, ctx: ctx, cancel: cancel}
+	c := &Cluster{t: t, Out: out, Source: src, Files: res.Files, CP: cp, Client: client, opts: opts, ctx: ctx, cancel: cancel}
 	t.Cleanup(func() { cancel(); c.wg.Wait() })
 
 	compute := gcefake.New(src.Cluster.GCP.Project, src.Cluster.GCP.Region, zones)

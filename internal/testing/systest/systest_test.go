@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/testing/gcefake"
 	"github.com/nodegen/nodegen/internal/testing/testca"
@@ -424,34 +429,99 @@ func TestGPUCap(t *testing.T) {
 // TestCapsCountOnprem: the autoscaler counts every Node in its caps; with
 // the caps rendered as the source's cloud budget plus the declared nodes
 // outside the MIGs, 20 CPU pods and 24 GPU pods get what the cloud budget
-// allows: cpu-burst up to its max, spot-gpu-t4 up to the GPU cap, and no
-// group is skipped for the vCPU cap the on-prem servers would otherwise
-// eat.
+// allows, and what explain's plan says: cpu-burst up to its max,
+// spot-gpu-t4 up to the GPU cap, no gpu-t4, 8 GPU pods pending; no group
+// is skipped for the vCPU cap the on-prem servers would otherwise eat.
 func TestCapsCountOnprem(t *testing.T) {
 	t.Parallel()
 	bin := testca.Binary(t, nil)
 	c := hybrid(t, Options{Register: time.Second, GPUInit: 2 * time.Second, GPUValidated: time.Second})
 	setProviderID(t, c)
 	burst, spot, onDemand := group(t, c, "cpu-burst"), group(t, c, "spot-gpu-t4"), group(t, c, "gpu-t4")
-	wantSpot, _, _ := c.Source.GPUCapNodes(spot)
+
+	// What explain says the autoscaler does with the same pods, as two
+	// Deployments (their pods share nodes, as the autoscaler packs them).
+	batch, infer := cpuPod("batch"), gpuPod("infer")
+	workloads, _, err := explain.Decode("workloads.yaml", []byte(deployment(t, batch, 20)+"---\n"+deployment(t, infer, 24)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := explain.New(c.Source, c.Files, workloads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := e.Plan(workloads)
+	want := map[string]int{}
+	pending := 0
+	for _, s := range plan.Steps {
+		want[s.Group] += s.Nodes
+	}
+	for _, p := range plan.Pending {
+		pending += p.Pods
+	}
+	t.Logf("explain's plan: %v nodes, %d pods pending", want, pending)
+
 	ca := c.StartAutoscaler(bin)
 	for i := range 20 {
-		c.Create(cpuPod(fmt.Sprintf("batch-%02d", i)))
+		p := cpuPod(fmt.Sprintf("batch-%02d", i))
+		c.Create(p)
 	}
 	for i := range 24 {
 		c.Create(gpuPod(fmt.Sprintf("infer-%02d", i)))
 	}
-	done := func() bool { return len(created(c, burst)) == burst.MaxNodes() && len(created(c, spot)) == wantSpot }
-	if !Eventually(6*time.Minute, done) {
-		t.Errorf("after 6m: %d cpu-burst VMs (want its max %d), %d spot-gpu-t4 VMs (want the GPU cap's %d), %d gpu-t4",
-			len(created(c, burst)), burst.MaxNodes(), len(created(c, spot)), wantSpot, len(created(c, onDemand)))
+	got := func() map[string]int {
+		return map[string]int{burst.Name: len(created(c, burst)), spot.Name: len(created(c, spot)), onDemand.Name: len(created(c, onDemand))}
+	}
+	if !Eventually(6*time.Minute, func() bool { return got()[burst.Name] == want[burst.Name] && got()[spot.Name] == want[spot.Name] }) {
+		t.Errorf("after 6m: VMs %v, explain's plan %v", got(), want)
+	}
+	time.Sleep(15 * time.Second)
+	if g := got(); g[burst.Name] != want[burst.Name] || g[spot.Name] != want[spot.Name] || g[onDemand.Name] != want[onDemand.Name] {
+		t.Errorf("VMs %v, explain's plan %v", g, want)
+	}
+	if want[burst.Name] != burst.MaxNodes() {
+		t.Errorf("the plan gives cpu-burst %d nodes, its max is %d: the fixture no longer tests the vCPU cap", want[burst.Name], burst.MaxNodes())
 	}
 	if n := ca.Count(`"cluster-wide" quota exceeded, resources: [cpu]`); n > 0 {
 		t.Errorf("the vCPU cap stopped scale-ups %d times: the rendered --cores-total does not leave the cloud its budget", n)
 	}
-	if n := len(created(c, onDemand)); n != 0 {
-		t.Errorf("%d gpu-t4 VMs past the GPU cap", n)
+	if !Eventually(time.Minute, func() bool { return unbound(c) == pending }) {
+		t.Errorf("%d pods pending, explain's plan says %d", unbound(c), pending)
 	}
+}
+
+// deployment is a Deployment of replicas copies of the pod, as YAML.
+func deployment(t *testing.T, p *corev1.Pod, replicas int32) string {
+	t.Helper()
+	d := appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: p.Labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels}, Spec: p.Spec},
+		},
+	}
+	b, err := yaml.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// unbound counts the pods bound to no node.
+func unbound(c *Cluster) int {
+	pods, err := c.Client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // TestHarness checks the stand-ins without the autoscaler: the fake serves
