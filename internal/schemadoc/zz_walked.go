@@ -4,14 +4,17 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "c1d555c34a073edf990fea44280f362172fade37c993ac476d18a5874e634bd5",
+	Schema: "1095cd8572f995c0f24d40c8a233565fa24b30ae8ac12659134f4a5f5e3645bd",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
 			{Path: "cluster.name", Type: "#Name", Required: true, Doc: "Cluster name; prefixes every GCE resource nodegen names."},
 			{Path: "cluster.kubernetesVersion", Type: "=~\"^1\\\\.[0-9]+\\\\.[0-9]+$\"", Required: true, Doc: "Kubernetes version of the cloud nodes, and of the control plane unless controlPlaneVersion is set, MAJOR.MINOR.PATCH (e.g. \"1.35.2\"). The cloud nodes join with it: their image's kubelet and kubeadm. Supported: 1.31 to 1.37. nodegen renders kubeadm's v1beta4 JoinConfiguration, which kubeadm reads from 1.31 on (before 1.31 kubeadm needs v1beta3, which nodegen does not render). Its minor is the control plane's: kubeadm joins a node only at the control plane's minor (kubeadm's version skew policy). See docs/versions.md."},
 			{Path: "cluster.controlPlaneVersion", Type: "=~\"^1\\\\.[0-9]+\\\\.[0-9]+$\"", Optional: true, Doc: "Kubernetes version of the on-prem kubeadm control plane (its kube-apiserver), MAJOR.MINOR.PATCH, when it differs from kubernetesVersion in its patch release. Supported: 1.31 to 1.37. Every cloud node's version must have its minor (patches may differ). The autoscaler's default image tag follows it."},
-			{Path: "cluster.controlPlaneNodes", Type: "struct", Optional: true, Doc: "The control plane's nodes, by Node name, with the capacity their kubelets report. The autoscaler's caps count every Node; nodegen adds these and the on-prem groups' nodes to the totals it renders (see autoscaler.caps), and drift and set-provider-id.sh expect them."},
+			{Path: "cluster.controlPlaneNodes", Type: "map of #FixedNode", Optional: true, Doc: "The control plane's nodes, by Node name (a DNS subdomain), with the capacity their kubelets report. The autoscaler's caps count every Node; nodegen adds these and the on-prem groups' nodes to the totals it renders (see autoscaler.caps), and drift and set-provider-id.sh expect them."},
+			{Path: "cluster.controlPlaneNodes.<key>.cpu", Type: "int & >=1", Required: true, Doc: "vCPUs (the Node's capacity cpu)."},
+			{Path: "cluster.controlPlaneNodes.<key>.memoryGiB", Type: "int & >=1", Required: true, Doc: "Memory in GiB (2^30 bytes; the Node's capacity memory, rounded up)."},
+			{Path: "cluster.controlPlaneNodes.<key>.gpus", Type: "int & >=0", Optional: true, Doc: "GPUs the node advertises (nvidia.com/gpu). Defaults to the group's gpu.count (times its time-slicing replicas); 0 for the control plane."},
 			{Path: "cluster.controlPlaneEndpoint", Type: "=~\"^[^\\\\s:]+:[0-9]+$\"", Required: true, Doc: "host:port of the kube-apiserver as the cloud nodes reach it over the VPN."},
 			{Path: "cluster.caCertHashes", Type: "[_, ...] & [...=~\"^sha256:[0-9a-f]{64}$\"]", Required: true, Doc: "SHA-256 pins of the cluster CA's public key (\"sha256:<64 hex>\"), as printed by `kubeadm token create --print-join-command`. Public: safe to commit."},
 			{Path: "cluster.joinToken", Type: "#JoinToken", Required: true, Doc: "Where the join script reads the kubeadm bootstrap token at boot (never the token itself: exactly one of secretManager or metadataKey), and how often nodegen's renewer replaces it (secretManager only). Required: vet refuses a source without one of the two."},
@@ -74,7 +77,10 @@ var walked = Walked{
 			{Path: "nodeGroups.<name>.kind", Type: "\"gce\" | \"gce-static\" | \"onprem\"", Required: true, Doc: "\"gce\": MIGs the autoscaler sizes; \"gce-static\": MIGs of a fixed size (e.g. the autoscaler's own node); \"onprem\": declared for docs and checks only, never rendered into cloud artifacts."},
 			{Path: "nodeGroups.<name>.description", Type: "string", Optional: true, Doc: "One line for the docs."},
 			{Path: "nodeGroups.<name>.labels", Type: "map of string", Doc: "Node labels. nodegen adds the node-group identity label, the GPU label and, at join, the zone, region and instance-type labels."},
-			{Path: "nodeGroups.<name>.nodes", Type: "struct", Optional: true, Kinds: []string{"onprem"}, Doc: "The group's nodes, by Node name (kubeadm's default is the host name, lower-cased), with the capacity their kubelets report: nodegen adds them to the autoscaler's rendered caps, and drift and set-provider-id.sh expect them."},
+			{Path: "nodeGroups.<name>.nodes", Type: "map of #FixedNode", Optional: true, Kinds: []string{"onprem"}, Doc: "The group's nodes, by Node name (kubeadm's default is the host name, lower-cased), with the capacity their kubelets report: nodegen adds them to the autoscaler's rendered caps, and drift and set-provider-id.sh expect them."},
+			{Path: "nodeGroups.<name>.nodes.<key>.cpu", Type: "int & >=1", Required: true, Kinds: []string{"onprem"}, Doc: "vCPUs (the Node's capacity cpu)."},
+			{Path: "nodeGroups.<name>.nodes.<key>.memoryGiB", Type: "int & >=1", Required: true, Kinds: []string{"onprem"}, Doc: "Memory in GiB (2^30 bytes; the Node's capacity memory, rounded up)."},
+			{Path: "nodeGroups.<name>.nodes.<key>.gpus", Type: "int & >=0", Optional: true, Kinds: []string{"onprem"}, Doc: "GPUs the node advertises (nvidia.com/gpu). Defaults to the group's gpu.count (times its time-slicing replicas); 0 for the control plane."},
 			{Path: "nodeGroups.<name>.locality", Type: "struct", Optional: true, Kinds: []string{"onprem"}, Doc: "Where the group's nodes are, for topology-aware routing: Istio's locality load balancing prefers endpoints in the caller's region and zone. nodegen expects the nodes to carry them as the labels topology.kubernetes.io/region and topology.kubernetes.io/zone, and out/docs gives the kubectl label command. Cloud nodes get theirs from GCE at join."},
 			{Path: "nodeGroups.<name>.locality.region", Type: "!=\"\"", Required: true, Kinds: []string{"onprem"}, Doc: "Region, e.g. \"onprem-dc1\" (a label value)."},
 			{Path: "nodeGroups.<name>.locality.zone", Type: "!=\"\"", Required: true, Kinds: []string{"onprem"}, Doc: "Zone within the region, e.g. \"onprem-dc1-a\" (a label value)."},
@@ -172,7 +178,6 @@ var walked = Walked{
 			{Path: "clusters", Type: "map of {cluster: #Cluster, nodeGroups: map of #NodeGroup}", Optional: true, Doc: "The fleet's clusters by name; each has the fields of a one-cluster source. The key is the cluster's name: cluster.name defaults to it and, when written, must equal it."},
 		},
 		Defs: []Def{
-			{Name: "#NodeName", Type: "=~\"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$\"", Doc: "#NodeName is a Node's name: a DNS subdomain in lower case."},
 			{Name: "#Name", Type: "=~\"^[a-z]([-a-z0-9]*[a-z0-9])?$\""},
 			{Name: "#Duration", Type: "=~\"^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$\"", Doc: "#Duration is a Go duration such as \"10m\" or \"1h30m\"."},
 		},

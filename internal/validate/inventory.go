@@ -1,6 +1,10 @@
 package validate
 
-import "strings"
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
 
 // declaredNodes refuses a node declared twice (in the control plane and a
 // group, or in two groups): a Node has one name, and both the caps and
@@ -13,6 +17,12 @@ func (c *checker) declaredNodes() {
 		if n.Group != "" {
 			where = "nodeGroups." + n.Group + ".nodes"
 			path = sel("nodeGroups", n.Group, "nodes", n.Name)
+		}
+		if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
+			// A Node's name (kubernetes v1.37.2,
+			// pkg/apis/core/validation/validation.go ValidateNodeName).
+			c.atKey(path, "node name %q is not a Node name: %s", n.Name, strings.Join(errs, "; "))
+			continue
 		}
 		if first, ok := seen[n.Name]; ok {
 			c.atKey(path, "node %s is already declared in %s: a Node belongs to one group", n.Name, first)
