@@ -35,13 +35,23 @@ With --yes (and the live cluster) it carries the plan out, per zonal MIG, a
 batch of cluster.rollout.surge stale nodes at a time: it creates their
 replacement VMs through the MIG (createInstances), waits until they are
 Ready and rid of their startup taint, cordons each old node, drains it
-through the Eviction API (PodDisruptionBudgets respected, no pod deleted),
+through the Eviction API (PodDisruptionBudgets respected, no pod deleted
+unless cluster.rollout.onDrainTimeout is "force"),
 deletes it through the MIG (deleteInstances) and deletes its Node. First it
 checks that the MIG's instance template declares the current revision
 (terraform apply ran). It can be stopped at any time (Ctrl-C, or killed)
 and run again: it resumes from what the cluster and the MIGs show. A drain
 that a PodDisruptionBudget blocks for cluster.rollout.drainTimeout stops it
-with the node schedulable again and nothing deleted.
+with the node schedulable again and nothing deleted (onDrainTimeout "stop",
+the default), or deletes the pods still refused (onDrainTimeout "force").
+
+As kubectl drain, a drain leaves DaemonSet and mirror pods, and does not
+evict pods that declare no controller (--force does), pods with emptyDir
+volumes (--delete-emptydir-data does), or pods annotated
+cluster-autoscaler.kubernetes.io/safe-to-evict: "false" or
+karpenter.sh/do-not-disrupt: "true" (--evict-do-not-disrupt does): the plan
+lists them, and a node that holds one is not replaced. The plan names the
+Job pods a drain evicts.
 
 The Compute API is called with Application Default Credentials
 (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or
@@ -60,6 +70,7 @@ type rolloutFlags struct {
 	yes        bool
 	endpoint   string
 	poll       time.Duration
+	drain      rollout.DrainOptions
 }
 
 func rolloutCommand(s *streams) *cli.Command {
@@ -73,6 +84,9 @@ func rolloutCommand(s *streams) *cli.Command {
 			&cli.StringFlag{Name: "kubeconfig", Usage: "the cluster of this kubeconfig `FILE` (default: $KUBECONFIG, as kubectl reads it)", Destination: &f.kubeconfig},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan only (the default without --yes)", Destination: &f.dryRun},
 			&cli.BoolFlag{Name: "yes", Usage: "carry the plan out", Destination: &f.yes},
+			&cli.BoolFlag{Name: "force", Usage: "drains evict pods that declare no controller (as kubectl drain --force): nothing creates them again", Destination: &f.drain.Force},
+			&cli.BoolFlag{Name: "delete-emptydir-data", Usage: "drains evict pods with emptyDir volumes, whose data is lost (as kubectl drain --delete-emptydir-data)", Destination: &f.drain.DeleteEmptyDirData},
+			&cli.BoolFlag{Name: "evict-do-not-disrupt", Usage: "drains evict pods annotated cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\" or karpenter.sh/do-not-disrupt: \"true\"", Destination: &f.drain.EvictDoNotDisrupt},
 			&cli.StringFlag{Name: "compute-endpoint", Value: rollout.DefaultComputeEndpoint, Usage: "Compute Engine API v1 base `URL`", Destination: &f.endpoint},
 			&cli.DurationFlag{Name: "poll", Value: 5 * time.Second, Usage: "look again every `DURATION` while waiting", Destination: &f.poll},
 			sourceFlag(&f.src),
@@ -129,6 +143,11 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	plan := rollout.MakePlan(src, revs, list.Items)
+	pods, err := cluster.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	plan.AddPods(pods.Items, f.drain)
 	if err := printPlan(s, plan, src.Cluster.Autoscaler.NodeGroup, f.output); err != nil || !f.yes {
 		return err
 	}
@@ -188,6 +207,7 @@ func (f *rolloutFlags) carryOut(ctx context.Context, s *streams, src *model.Sour
 		Compute:  &rollout.Compute{Endpoint: f.endpoint, HTTP: httpClient},
 		Progress: &rollout.Progress{W: s.out, Terminal: isTerminal(s.out)},
 		Poll:     f.poll,
+		Drain:    f.drain,
 	}
 	if err := r.Run(ctx); err != nil {
 		if ctx.Err() != nil {

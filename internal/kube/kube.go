@@ -206,6 +206,19 @@ func (c *Client) DeleteNode(ctx context.Context, name string) error {
 		Do(ctx).Error()
 }
 
+// DeletePod deletes a pod gracefully, with the pod's own grace period,
+// on the condition that it is still the pod of that uid
+// (DELETE /api/v1/namespaces/NS/pods/NAME, DeleteOptions with a UID
+// precondition as the body).
+func (c *Client) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
+	return c.core.Delete().UseProtobufAsDefault().
+		Namespace(namespace).
+		Resource("pods").
+		Name(name).
+		Body(&metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}).
+		Do(ctx).Error()
+}
+
 // ListPods lists the pods of a namespace, or of all with
 // metav1.NamespaceAll (GET /api/v1/[namespaces/NS/]pods).
 func (c *Client) ListPods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error) {

@@ -377,6 +377,27 @@ func TestSameRequestsAsClientset(t *testing.T) {
 			want: func(r result) bool { return isStatus(r, apierrors.IsNotFound) },
 		},
 		{
+			name:  "delete a pod",
+			setup: func() { f.pod("free", map[string]string{"app": "batch"}) },
+			typed: func() result {
+				uid := podUID(f, "free")
+				return resultOf(nil, typed.CoreV1().Pods("shop").Delete(ctx, "free", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}))
+			},
+			kube:   func() result { return resultOf(nil, client.DeletePod(ctx, "shop", "free", podUID(f, "free"))) },
+			method: "DELETE", path: "/api/v1/namespaces/shop/pods/free", contentType: "application/vnd.kubernetes.protobuf",
+			want: func(r result) bool { return r.Status == nil && r.Err == "" },
+		},
+		{
+			name:  "delete a pod of another uid",
+			setup: func() { f.pod("free", map[string]string{"app": "batch"}) },
+			typed: func() result {
+				return resultOf(nil, typed.CoreV1().Pods("shop").Delete(ctx, "free", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptrUID("0000")}}))
+			},
+			kube:   func() result { return resultOf(nil, client.DeletePod(ctx, "shop", "free", "0000")) },
+			method: "DELETE", path: "/api/v1/namespaces/shop/pods/free",
+			want: func(r result) bool { return isStatus(r, apierrors.IsConflict) },
+		},
+		{
 			name: "list budgets",
 			typed: func() result {
 				l, err := typed.PolicyV1().PodDisruptionBudgets("shop").List(ctx, metav1.ListOptions{})
@@ -480,3 +501,13 @@ func namesOfNode(n *corev1.Node) []string {
 	}
 	return []string{n.Name}
 }
+
+// podUID reads the uid of pod shop/name as the admin (a request the
+// recorder does not see).
+func podUID(f *fixture, name string) types.UID {
+	p, err := f.admin.CoreV1().Pods("shop").Get(context.Background(), name, metav1.GetOptions{})
+	f.must(err)
+	return p.UID
+}
+
+func ptrUID(s string) *types.UID { u := types.UID(s); return &u }

@@ -10,9 +10,21 @@ type Rollout struct {
 	MaxUnavailable int `json:"maxUnavailable"`
 	// DrainTimeout is a Go duration: how long one node's drain may take.
 	DrainTimeout Duration `json:"drainTimeout"`
+	// OnDrainTimeout is what happens when a drain's timeout runs out:
+	// OnDrainTimeoutStop or OnDrainTimeoutForce.
+	OnDrainTimeout string `json:"onDrainTimeout"`
 	// Exclude names the cloud groups the rollout leaves alone.
 	Exclude []string `json:"exclude"`
 }
+
+// The values of cluster.rollout.onDrainTimeout.
+const (
+	// OnDrainTimeoutStop stops the rollout, the node schedulable again.
+	OnDrainTimeoutStop = "stop"
+	// OnDrainTimeoutForce deletes the pods whose evictions are still
+	// refused, each with its grace period, and goes on.
+	OnDrainTimeoutForce = "force"
+)
 
 // RolloutOrder returns the cloud groups in the order nodegen rollout
 // replaces their nodes: the autoscaled groups, then the other gce-static

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +45,9 @@ type world struct {
 	replicas int
 	// templates maps an instance template's name to its startup script.
 	scripts map[string]string
+	// rs is the workload's ReplicaSet, its pods' controller (an object
+	// only: no controller reconciles it).
+	rs *appsv1.ReplicaSet
 
 	mu      sync.Mutex
 	stopped map[string]bool // nodes whose VM is gone
@@ -195,9 +199,25 @@ func podReady(p *corev1.Pod) bool {
 // workload plays the kubelets' side of the pods, the ReplicaSet
 // controller and scheduler, and the disruption controller.
 func (w *world) workload(ctx context.Context) error {
-	pods, err := w.kube.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + w.app})
+	all, err := w.kube.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
+	}
+	// The kubelets let any terminating pod of the namespace go; the
+	// workload's pods are the ones with its label.
+	pods := &corev1.PodList{}
+	for i := range all.Items {
+		p := &all.Items[i]
+		if p.Labels["app"] == w.app {
+			pods.Items = append(pods.Items, *p)
+			continue
+		}
+		if p.DeletionTimestamp != nil {
+			zero := int64(0)
+			if err := w.kube.CoreV1().Pods(w.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &p.UID}}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
 	}
 	nodes, err := w.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -256,8 +276,10 @@ func (w *world) workload(ctx context.Context) error {
 }
 
 func (w *world) createPod(ctx context.Context, name, node string) error {
+	yes := true
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns, Labels: map[string]string{"app": w.app}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns, Labels: map[string]string{"app": w.app},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: w.rs.Name, UID: w.rs.UID, Controller: &yes}}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}},
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
 	}
@@ -442,3 +464,18 @@ func (o *observer) report() (worstPods, worstNodes int, forced []string, cordons
 }
 
 func joinNames(m map[string]string) string { return strings.Join(sortedKeys(m), ",") }
+
+// newReplicaSet creates the workload's ReplicaSet, so that its pods name a
+// controller as a Deployment's do.
+func (w *world) newReplicaSet(ctx context.Context) error {
+	n := int32(w.replicas)
+	sel := map[string]string{"app": w.app}
+	rs, err := w.kube.AppsV1().ReplicaSets(w.ns).Create(ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: w.app, Namespace: w.ns},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &n, Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}}}},
+	}, metav1.CreateOptions{})
+	w.rs = rs
+	return err
+}

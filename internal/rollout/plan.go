@@ -3,8 +3,10 @@
 // nodes at a time, it creates their replacement VMs through the MIG, waits
 // until they are Ready and rid of their startup taint, cordons and drains
 // the old nodes through the Eviction API (every PodDisruptionBudget
-// respected, no pod deleted), and deletes them through the MIG, so that
-// the Cluster Autoscaler's view of the group stays coherent.
+// respected, no pod deleted but past the drain timeout when the source
+// says "force"; pods kubectl drain would refuse held back), and deletes
+// them through the MIG, so that the Cluster Autoscaler's view of the group
+// stays coherent.
 //
 // It keeps no state of its own: what is left to do is read again from the
 // cluster (the nodes' revision labels, the cordon and the annotation it
@@ -39,7 +41,31 @@ const DrainingAnnotation = "nodegen.dev/rollout-draining"
 // Plan is what a rollout would do, group by group, in order.
 type Plan struct {
 	Policy model.Rollout `json:"policy"`
-	Groups []GroupPlan   `json:"groups"`
+	// Drain is what the drains may evict beyond the default.
+	Drain DrainOptions `json:"drain"`
+	// PodsRead: the plan read the stale nodes' pods (AddPods).
+	PodsRead bool        `json:"podsRead"`
+	Groups   []GroupPlan `json:"groups"`
+}
+
+// AddPods reads what the drain of each stale node would hold back and
+// which Job pods it would evict, from the cluster's pods.
+func (p *Plan) AddPods(pods []corev1.Pod, o DrainOptions) {
+	p.Drain, p.PodsRead = o, true
+	byNode := map[string][]corev1.Pod{}
+	for _, pod := range pods {
+		byNode[pod.Spec.NodeName] = append(byNode[pod.Spec.NodeName], pod)
+	}
+	for i := range p.Groups {
+		for j := range p.Groups[i].MIGs {
+			for k := range p.Groups[i].MIGs[j].Stale {
+				s := &p.Groups[i].MIGs[j].Stale[k]
+				ps := byNode[s.Name]
+				sort.Slice(ps, func(a, b int) bool { return ps[a].Namespace+"/"+ps[a].Name < ps[b].Namespace+"/"+ps[b].Name })
+				_, s.Held, s.JobPods = evictable(ps, o)
+			}
+		}
+	}
 }
 
 // GroupPlan is one cloud group's part of the plan.
@@ -80,6 +106,12 @@ type StaleNode struct {
 	Replacement string `json:"replacement"`
 	// Draining: a rollout already cordoned it (it goes first).
 	Draining bool `json:"draining,omitempty"`
+	// Held are its pods the drain does not evict without a flag; while
+	// there are any, the node is not replaced. JobPods are its pods a Job
+	// controls, which the drain evicts. Both are known only when the plan
+	// read the pods (Plan.PodsRead).
+	Held    []HeldPod `json:"held,omitempty"`
+	JobPods []string  `json:"jobPods,omitempty"`
 }
 
 // Revisions reads the groups' current revisions from the rendered files.

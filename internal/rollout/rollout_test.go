@@ -137,6 +137,9 @@ func newSetup(t *testing.T, pdbMax int, extra map[string]string) *setup {
 	if _, err := s.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.world.newReplicaSet(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.world.newPDB(ctx, pdbMax); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
@@ -23,14 +24,15 @@ import (
 
 // Cluster is what a rollout asks of the cluster's API, and no more:
 // nodes listed, read, merge-patched (cordon, uncordon) and deleted, pods
-// listed and evicted through the Eviction API, PodDisruptionBudgets
-// listed. API errors are *apierrors.StatusError. *kube.Client is one.
+// listed and evicted through the Eviction API (deleted only past the drain
+// timeout with onDrainTimeout "force"), PodDisruptionBudgets listed. API errors are *apierrors.StatusError. *kube.Client is one.
 type Cluster interface {
 	ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
 	GetNode(ctx context.Context, name string) (*corev1.Node, error)
 	MergePatchNode(ctx context.Context, name string, patch []byte) (*corev1.Node, error)
 	DeleteNode(ctx context.Context, name string) error
 	ListPods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error)
+	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
 	EvictPod(ctx context.Context, eviction *policyv1.Eviction) error
 	ListPodDisruptionBudgets(ctx context.Context, namespace string, opts metav1.ListOptions) (*policyv1.PodDisruptionBudgetList, error)
 }
@@ -42,6 +44,8 @@ type Runner struct {
 	Kube      Cluster
 	Compute   *Compute
 	Progress  *Progress
+	// Drain says which pods the drains may evict beyond the default.
+	Drain DrainOptions
 	// Poll is how often a wait looks again (default 5s).
 	Poll time.Duration
 }
@@ -156,6 +160,15 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 	cl := &r.Src.Cluster
 	project, mig := cl.GCP.Project, cl.MIGName(g, zone)
 	where := g.Name + "/" + zone
+	for _, s := range batch {
+		list, err := r.Kube.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.Name).String()})
+		if err != nil {
+			return fmt.Errorf("listing the pods of %s: %w", s.Name, err)
+		}
+		if _, held, _ := evictable(list.Items, r.Drain); len(held) > 0 {
+			return fmt.Errorf("%w: %s: %s holds pods the rollout does not evict: %s; nothing was changed", ErrStopped, where, s.Name, heldText(held))
+		}
+	}
 	instances, err := r.Compute.ListManagedInstances(ctx, project, zone, mig)
 	if err != nil {
 		return err
@@ -332,46 +345,48 @@ func (r *Runner) uncordon(ctx context.Context, name string) error {
 	return nil
 }
 
-// evictable are the pods a drain evicts: all but DaemonSet pods (the
-// DaemonSet controller would put them back) and mirror pods (the kubelet's
-// static pods, which the API cannot evict).
-func evictable(pods []corev1.Pod) []corev1.Pod {
-	var out []corev1.Pod
-	for _, p := range pods {
-		if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-			continue
-		}
-		if c := metav1.GetControllerOf(&p); c != nil && c.Kind == "DaemonSet" {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 // drain evicts the node's pods through the Eviction API until none is
 // left, retrying an eviction a PodDisruptionBudget refuses until the
-// timeout. It never deletes a pod.
+// timeout; pods it holds (classify) are never evicted, and stop the drain
+// at the timeout. Each eviction asks for the pod's own grace period. When
+// the timeout runs out with onDrainTimeout "force", the pods whose
+// evictions are still refused are deleted, each with its own grace period,
+// and the drain waits for the pods being deleted until their grace period
+// is over (a pod still there after it, on a kubelet that does not answer,
+// ends with its VM). Otherwise the drain stops, deleting nothing.
 func (r *Runner) drain(ctx context.Context, node string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	start := time.Now()
 	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
 	refused := map[string]string{}
+	forcing := false
 	for {
 		list, err := r.Kube.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{FieldSelector: sel})
 		if err != nil {
 			return fmt.Errorf("listing the pods of %s: %w", node, err)
 		}
-		pods := evictable(list.Items)
-		if len(pods) == 0 {
-			r.Progress.Done()
-			return nil
-		}
-		var leaving []string
+		pods, held, _ := evictable(list.Items, r.Drain)
+		var leaving, overdue []string
+		waiting := 0
 		for _, p := range pods {
 			id := p.Namespace + "/" + p.Name
 			if p.DeletionTimestamp != nil {
+				// The API server sets the deletion timestamp to the end of
+				// the grace period.
+				if forcing && time.Now().After(p.DeletionTimestamp.Add(5*time.Second)) {
+					overdue = append(overdue, id)
+					continue
+				}
 				leaving = append(leaving, id)
+				waiting++
+				continue
+			}
+			waiting++
+			if forcing {
+				if err := r.Kube.DeletePod(ctx, p.Namespace, p.Name, p.UID); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("deleting %s from %s (cluster.rollout.onDrainTimeout: force): %w", id, node, err)
+				}
+				r.Progress.Step("deleted %s from %s: its eviction was refused for %s (cluster.rollout.onDrainTimeout: force)", id, node, timeout)
 				continue
 			}
 			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
@@ -387,18 +402,36 @@ func (r *Runner) drain(ctx context.Context, node string, timeout time.Duration) 
 				return fmt.Errorf("evicting %s from %s: %w", id, node, err)
 			}
 		}
-		if time.Now().After(deadline) {
+		if waiting == 0 && len(held) == 0 {
 			r.Progress.Done()
-			var why []string
-			for _, id := range sortedKeys(refused) {
-				why = append(why, id+" ("+refused[id]+")")
+			if len(overdue) > 0 {
+				r.Progress.Step("%s: still terminating past their grace period, left to end with the VM: %s", node, strings.Join(overdue, ", "))
 			}
-			if len(why) == 0 {
-				why = append(why, "pods still terminating: "+strings.Join(leaving, ", "))
-			}
-			return fmt.Errorf("%w: the drain of %s did not finish in %s (cluster.rollout.drainTimeout): the Eviction API refused %s; nothing was deleted", ErrStopped, node, timeout, strings.Join(why, "; "))
+			return nil
 		}
-		r.Progress.Wait("draining %s for %s: %d pods left", node, time.Since(start).Round(time.Second), len(pods))
+		if time.Now().After(deadline) {
+			if len(held) > 0 {
+				r.Progress.Done()
+				return fmt.Errorf("%w: the drain of %s did not finish in %s (cluster.rollout.drainTimeout): it holds pods the rollout does not evict: %s; nothing was deleted", ErrStopped, node, timeout, heldText(held))
+			}
+			if r.Src.Cluster.Rollout.OnDrainTimeout == model.OnDrainTimeoutForce {
+				if !forcing {
+					forcing = true
+					continue
+				}
+			} else {
+				r.Progress.Done()
+				var why []string
+				for _, id := range sortedKeys(refused) {
+					why = append(why, id+" ("+refused[id]+")")
+				}
+				if len(why) == 0 {
+					why = append(why, "pods still terminating: "+strings.Join(leaving, ", "))
+				}
+				return fmt.Errorf("%w: the drain of %s did not finish in %s (cluster.rollout.drainTimeout): the Eviction API refused %s; nothing was deleted", ErrStopped, node, timeout, strings.Join(why, "; "))
+			}
+		}
+		r.Progress.Wait("draining %s for %s: %d pods left", node, time.Since(start).Round(time.Second), waiting+len(held))
 		if err := sleep(ctx, r.poll()); err != nil {
 			return err
 		}
@@ -519,8 +552,8 @@ func (r *Runner) undoSurge(ctx context.Context, g *model.NodeGroup, zone string,
 			if err != nil {
 				return err
 			}
-			if pods := evictable(list.Items); len(pods) > 0 {
-				r.Progress.Step("%s/%s: replacement %s already runs %d pods: it stays", g.Name, zone, s.Replacement, len(pods))
+			if pods, held, _ := evictable(list.Items, DrainOptions{}); len(pods)+len(held) > 0 {
+				r.Progress.Step("%s/%s: replacement %s already runs %d pods: it stays", g.Name, zone, s.Replacement, len(pods)+len(held))
 				if err := r.uncordon(ctx, s.Replacement); err != nil {
 					return err
 				}

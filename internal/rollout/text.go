@@ -4,13 +4,35 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/nodegen/nodegen/internal/model"
 )
 
 // WriteText prints the plan for a person.
 func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "rollout plan: surge %d per MIG, maxUnavailable %d, drain timeout %s\n", p.Policy.Surge, p.Policy.MaxUnavailable, p.Policy.DrainTimeout)
-	total := 0
+	onTimeout := "stop"
+	if p.Policy.OnDrainTimeout == model.OnDrainTimeoutForce {
+		onTimeout = "force: delete the pods a budget still protects"
+	}
+	fmt.Fprintf(&b, "rollout plan: surge %d per MIG, maxUnavailable %d, drain timeout %s (then %s)\n", p.Policy.Surge, p.Policy.MaxUnavailable, p.Policy.DrainTimeout, onTimeout)
+	var allowed []string
+	if p.Drain.Force {
+		allowed = append(allowed, "pods without a controller (--force)")
+	}
+	if p.Drain.DeleteEmptyDirData {
+		allowed = append(allowed, "pods with emptyDir data (--delete-emptydir-data)")
+	}
+	if p.Drain.EvictDoNotDisrupt {
+		allowed = append(allowed, "pods annotated not to be disrupted (--evict-do-not-disrupt)")
+	}
+	if len(allowed) > 0 {
+		fmt.Fprintf(&b, "drains also evict %s\n", strings.Join(allowed, ", "))
+	}
+	if !p.PodsRead {
+		b.WriteString("pods not read (--nodes): the pods a drain would hold back are not listed\n")
+	}
+	total, held := 0, 0
 	for i, g := range p.Groups {
 		kind := g.Kind
 		if g.Group == autoscalerGroup {
@@ -54,6 +76,15 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 					parts = append(parts, part)
 				}
 				fmt.Fprintf(&b, "     surge %d, then drain and delete: %s\n", len(batch), strings.Join(parts, "; "))
+				for _, s := range batch {
+					if len(s.Held) > 0 {
+						held++
+						fmt.Fprintf(&b, "       %s is not drained: it holds pods not evicted without a flag: %s\n", s.Name, heldText(s.Held))
+					}
+					if len(s.JobPods) > 0 {
+						fmt.Fprintf(&b, "       %s: Job pods evicted, each a failure against its Job's backoffLimit unless the Job's podFailurePolicy ignores DisruptionTarget: %s\n", s.Name, strings.Join(s.JobPods, ", "))
+					}
+				}
 			}
 		}
 	}
@@ -61,6 +92,9 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 		b.WriteString("\nnothing to do: every cloud node is at its group's revision\n")
 	} else {
 		fmt.Fprintf(&b, "\n%d stale %s to replace; run again with --yes to carry it out\n", total, plural(total, "node", "nodes"))
+		if held > 0 {
+			fmt.Fprintf(&b, "%d %s pods held back: the rollout stops at the first until they are gone or the flags named allow their eviction\n", held, plural(held, "node holds", "nodes hold"))
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

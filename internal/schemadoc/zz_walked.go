@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "1095cd8572f995c0f24d40c8a233565fa24b30ae8ac12659134f4a5f5e3645bd",
+	Schema: "f8d5bad14e18f210d25ccaf7c7df7d17f1d1f7144a6d0b09a932e01323e206e0",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -68,7 +68,8 @@ var walked = Walked{
 			{Path: "cluster.rollout", Type: "struct", Doc: "How `nodegen rollout` replaces the cloud nodes made from an older source (docs/rollout.md). Per zonal MIG, a batch of old nodes at a time: a replacement VM for each, Ready and rid of its startup taint, then each old node cordoned, drained through the Eviction API and deleted through its MIG."},
 			{Path: "cluster.rollout.surge", Type: "int & >=1 & <=100", Default: "1", Doc: "Old nodes of a MIG replaced at once: the MIG gets this many replacement VMs before their old nodes are drained."},
 			{Path: "cluster.rollout.maxUnavailable", Type: "int & >=0 & <=100", Default: "0", Doc: "How many replacements of a batch may still be coming up when its old nodes are drained: the MIG's usable nodes never drop more than this below its size. At most surge; 0 waits for every replacement."},
-			{Path: "cluster.rollout.drainTimeout", Type: "#Duration", Default: "\"30m\"", Doc: "How long the drain of one node may take, PodDisruptionBudgets refusing evictions included. When it runs out the rollout stops and leaves the node schedulable again, deleting nothing."},
+			{Path: "cluster.rollout.drainTimeout", Type: "#Duration", Default: "\"30m\"", Doc: "How long the drain of one node may take, PodDisruptionBudgets refusing evictions included. What happens when it runs out is onDrainTimeout's."},
+			{Path: "cluster.rollout.onDrainTimeout", Type: "\"stop\" | \"force\"", Default: "\"stop\"", Doc: "When a drain's timeout runs out: \"stop\" stops the rollout, leaves the node schedulable again and deletes nothing; \"force\" deletes the pods whose evictions a PodDisruptionBudget still refuses (each with its own grace period) and goes on, as GKE's surge upgrades do after one hour. Pods the drain does not evict without a flag (no controller, emptyDir data, safe-to-evict \"false\", do-not-disrupt) are never deleted: they stop the rollout either way."},
 			{Path: "cluster.rollout.exclude", Type: "[...#Name]", Default: "[]", Doc: "Cloud groups the rollout leaves alone."},
 			{Path: "cluster.nodeCidrMaskSize", Type: "int & >=16 & <=28", Default: "24", Doc: "The prefix length of each node's pod range: the on-prem control plane's kube-controller-manager --node-cidr-mask-size-ipv4 (kubeadm: controllerManager.extraArgs; its default is 24). A node gets at most 2^(32 - nodeCidrMaskSize) - 3 pod addresses (the network, gateway and broadcast addresses of the range excluded), which bounds every group's kubelet maxPods."},
 			{Path: "nodeGroups", Type: "map of #NodeGroup", Required: true, Doc: "Node groups by name. The name becomes part of GCE resource names and the value of the node-group identity label."},
