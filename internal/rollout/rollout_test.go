@@ -83,6 +83,13 @@ func revisionsOf(t *testing.T, src *model.Source, files layout.Files) map[string
 }
 
 func newSetup(t *testing.T, pdbMax int, extra map[string]string) *setup {
+	return newSetupWith(t, pdbMax, extra, false)
+}
+
+// newSetupWith is newSetup; with autoscalerStale the autoscaler's own
+// group changes too (a label), and its MIG in the first zone holds one
+// node made before the change: a stale group the rollout takes last.
+func newSetupWith(t *testing.T, pdbMax int, extra map[string]string, autoscalerStale bool) *setup {
 	cp := testcp.Start(t)
 	s := &setup{cp: cp}
 	oldSrc, oldFiles := load(t, testsrc.Copy(t, extra))
@@ -91,6 +98,13 @@ func newSetup(t *testing.T, pdbMax int, extra map[string]string) *setup {
 		t.Fatal(err)
 	}
 	edits := map[string]string{"gpu-t4.cue": strings.Replace(string(b), oldPool, newPool, 1)}
+	if autoscalerStale {
+		b, err := os.ReadFile(filepath.Join(testsrc.Dir(), "autoscaler.cue"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		edits["autoscaler.cue"] = strings.Replace(string(b), `"cluster-autoscaler"`+"\n", `"cluster-autoscaler-2"`+"\n", 1)
+	}
 	for k, v := range extra {
 		edits[k] = v
 	}
@@ -98,8 +112,8 @@ func newSetup(t *testing.T, pdbMax int, extra map[string]string) *setup {
 	var files layout.Files
 	s.src, files = load(t, s.dir)
 	s.old, s.cur = revisionsOf(t, oldSrc, oldFiles), revisionsOf(t, s.src, files)
-	if s.old["gpu-t4"] == s.cur["gpu-t4"] || s.old["cpu-burst"] != s.cur["cpu-burst"] {
-		t.Fatalf("the label change should change gpu-t4's revision alone: %v → %v", s.old, s.cur)
+	if s.old["gpu-t4"] == s.cur["gpu-t4"] || s.old["cpu-burst"] != s.cur["cpu-burst"] || (s.old["autoscaler"] == s.cur["autoscaler"]) == autoscalerStale {
+		t.Fatalf("the label change should change gpu-t4's revision (and the autoscaler's: %v) alone: %v → %v", autoscalerStale, s.old, s.cur)
 	}
 
 	cl := &s.src.Cluster
@@ -107,7 +121,11 @@ func newSetup(t *testing.T, pdbMax int, extra map[string]string) *setup {
 	s.creds = s.compute.credentials(t)
 	scripts := map[string]string{}
 	groups := map[string]*model.NodeGroup{}
-	for _, name := range []string{"gpu-t4", "cpu-burst"} {
+	names := []string{"gpu-t4", "cpu-burst"}
+	if autoscalerStale {
+		names = append(names, "autoscaler")
+	}
+	for _, name := range names {
 		g := s.src.NodeGroups[name]
 		groups[name] = g
 		for tag, f := range map[string]layout.Files{"old": oldFiles, "new": files} {
@@ -125,6 +143,13 @@ func newSetup(t *testing.T, pdbMax int, extra map[string]string) *setup {
 	s.compute.addMIG(a, cl.MIGName(cpu, a), cl.BaseInstanceName(cpu), cl.Name+"-cpu-burst-new", cl.BaseInstanceName(cpu)+"-cur1")
 	s.compute.addMIG(bz, cl.MIGName(cpu, bz), cl.BaseInstanceName(cpu), cl.Name+"-cpu-burst-new")
 	_ = m
+	settled := 4
+	if autoscalerStale {
+		as := groups["autoscaler"]
+		s.compute.addMIG(a, cl.MIGName(as, a), cl.BaseInstanceName(as), cl.Name+"-autoscaler-old", cl.BaseInstanceName(as)+"-old1")
+		s.compute.addMIG(bz, cl.MIGName(as, bz), cl.BaseInstanceName(as), cl.Name+"-autoscaler-new")
+		settled++
+	}
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
 	if err != nil {
@@ -150,8 +175,11 @@ func newSetup(t *testing.T, pdbMax int, extra map[string]string) *setup {
 	// terraform apply: the old VMs were made from the old template; the
 	// MIG now makes new ones from the new.
 	go s.world.run(ctx, groups)
-	s.waitSettled(t, 4)
+	s.waitSettled(t, settled)
 	s.compute.setTemplate(a, cl.MIGName(gpu, a), cl.Name+"-gpu-t4-new")
+	if autoscalerStale {
+		s.compute.setTemplate(a, cl.MIGName(groups["autoscaler"], a), cl.Name+"-autoscaler-new")
+	}
 	s.obs.mu.Lock()
 	s.obs.minUsable = 3
 	s.obs.mu.Unlock()

@@ -63,10 +63,17 @@ func (r *Runner) poll() time.Duration {
 
 // Run brings every cloud group's nodes to its revision, group by group in
 // the source's rollout order (model.Source.RolloutOrder), skipping the
-// excluded groups. It reads the plan again before every batch.
+// excluded groups. It reads the plan again before every batch. A group
+// that cannot be finished (a drain a PodDisruptionBudget blocks, pods held
+// back, replacements that do not come up, an API error) is left where its
+// stop left it, its later zones untouched, and the rollout goes on with
+// the next group; at the end the error names every such group
+// (*BlockedError, which wraps ErrStopped). Only an interruption (ctx)
+// ends it at once.
 func (r *Runner) Run(ctx context.Context) error {
 	pol := r.Src.Cluster.Rollout
 	drainTimeout := pol.DrainTimeout.Duration()
+	blocked := &BlockedError{}
 	for _, g := range r.Src.RolloutOrder() {
 		if slices.Contains(pol.Exclude, g.Name) {
 			r.Progress.Step("%s: excluded (cluster.rollout.exclude), left alone", g.Name)
@@ -74,12 +81,52 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		for _, zone := range g.Zones {
 			if err := r.runMIG(ctx, g, zone, drainTimeout); err != nil {
-				return err
+				if ctx.Err() != nil {
+					return err
+				}
+				r.Progress.Step("%s/%s: blocked, going on with the other groups: %v", g.Name, zone, err)
+				blocked.Groups = append(blocked.Groups, BlockedGroup{Group: g.Name, Zone: zone, Err: err})
+				break
 			}
 		}
 	}
+	if len(blocked.Groups) > 0 {
+		return blocked
+	}
 	r.Progress.Step("rollout done: every cloud node is at its group's revision")
 	return nil
+}
+
+// BlockedGroup is a group a rollout could not finish, and why.
+type BlockedGroup struct {
+	Group, Zone string
+	Err         error
+}
+
+// BlockedError lists the groups a rollout could not finish; the others
+// were rolled.
+type BlockedError struct {
+	Groups []BlockedGroup
+}
+
+func (e *BlockedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d %s not finished (the others were rolled); run it again once the cause is gone:", ErrStopped, len(e.Groups), plural(len(e.Groups), "group", "groups"))
+	for _, g := range e.Groups {
+		msg := g.Err.Error()
+		msg = strings.TrimPrefix(msg, ErrStopped.Error()+": ")
+		fmt.Fprintf(&b, "\n  %s (%s): %s", g.Group, g.Zone, msg)
+	}
+	return b.String()
+}
+
+// Unwrap is ErrStopped and each group's error.
+func (e *BlockedError) Unwrap() []error {
+	out := []error{ErrStopped}
+	for _, g := range e.Groups {
+		out = append(out, g.Err)
+	}
+	return out
 }
 
 // runMIG replaces the stale nodes of one zonal MIG, a batch at a time.
