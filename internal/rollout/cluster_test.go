@@ -350,6 +350,8 @@ type observer struct {
 	firstGrace     map[string]int64
 	nodes          map[string]*corev1.Node
 	cordons        map[string]int
+	cordonedAt     map[string]time.Time // first cordon
+	protected      map[string]bool      // seen with scale-down-disabled "true"
 	worstPods      int
 	worstNodes     int
 	events         int
@@ -412,6 +414,12 @@ func (o *observer) watch(ctx context.Context) error {
 				o.mu.Lock()
 				if prev := o.nodes[n.Name]; prev != nil && !prev.Spec.Unschedulable && n.Spec.Unschedulable {
 					o.cordons[n.Name]++
+					if _, ok := o.cordonedAt[n.Name]; !ok {
+						o.cordonedAt[n.Name] = time.Now()
+					}
+				}
+				if n.Annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"] == "true" {
+					o.protected[n.Name] = true
 				}
 				if ev.Type == "DELETED" {
 					delete(o.nodes, n.Name)

@@ -45,6 +45,7 @@ type fakeMIG struct {
 	Zone, Name, Base string
 	Template         string            // the instance template's name
 	Instances        map[string]string // name → the template it was made from
+	Largest          int               // the most instances it ever held
 }
 
 func newFakeCompute(t *testing.T, project, region string) *fakeCompute {
@@ -75,6 +76,7 @@ func (f *fakeCompute) addMIG(zone, name, base, template string, instances ...str
 	for _, i := range instances {
 		m.Instances[i] = template
 	}
+	m.Largest = len(m.Instances)
 	f.migs[zone+"/"+name] = m
 	return m
 }
@@ -215,6 +217,7 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 			m.Instances[i.Name] = m.Template
 			f.created = append(f.created, i.Name)
 		}
+		m.Largest = max(m.Largest, len(m.Instances))
 		op()
 	case len(rest) == 1 && rest[0] == "deleteInstances" && r.Method == http.MethodPost:
 		var body struct {
@@ -275,4 +278,11 @@ func (f *fakeCompute) credentials(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// largest is the most instances the MIG ever held.
+func (f *fakeCompute) largest(zone, name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.migs[zone+"/"+name].Largest
 }

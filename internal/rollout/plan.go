@@ -43,6 +43,11 @@ type Plan struct {
 	Policy model.Rollout `json:"policy"`
 	// Drain is what the drains may evict beyond the default.
 	Drain DrainOptions `json:"drain"`
+	// UpcomingNodeFreeze: the cluster's autoscaler adds no node anywhere
+	// while a node is upcoming, so each surge holds every scale-up until
+	// its replacement is ready (model.AutoscalerMinor.UpcomingNodeBlocks).
+	UpcomingNodeFreeze bool   `json:"upcomingNodeFreeze"`
+	AutoscalerTag      string `json:"autoscalerTag"`
 	// PodsRead: the plan read the stale nodes' pods (AddPods).
 	PodsRead bool        `json:"podsRead"`
 	Groups   []GroupPlan `json:"groups"`
@@ -96,6 +101,13 @@ type MIGPlan struct {
 	Name    string      `json:"name"`
 	Current []string    `json:"current"`
 	Stale   []StaleNode `json:"stale"`
+	// Surge is how many replacements a batch gets: cluster.rollout.surge,
+	// less for an autoscaled group whose max leaves less room beside the
+	// MIG's nodes; 0 when the MIG is at its max (the MIG is skipped).
+	Surge int `json:"surge"`
+	// Max is the autoscaled group's max per MIG (0 for a gce-static group,
+	// whose surge has no such bound).
+	Max int `json:"max,omitempty"`
 }
 
 // StaleNode is a node to replace, with the revision it carries ("" when
@@ -131,7 +143,10 @@ func Revisions(src *model.Source, files layout.Files) (map[string]string, error)
 // MakePlan plans the rollout of nodes (every node of the cluster; those of
 // no cloud group are left out) to the revisions.
 func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Plan {
-	p := Plan{Policy: src.Cluster.Rollout}
+	p := Plan{Policy: src.Cluster.Rollout, AutoscalerTag: src.Cluster.AutoscalerImageTag()}
+	if rel, err := src.Cluster.AutoscalerRelease(); err == nil && rel.Known {
+		p.UpcomingNodeFreeze = rel.UpcomingNodeBlocks
+	}
 	byMIG := map[string][]*corev1.Node{}
 	sorted := slices.Clone(nodes)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
@@ -164,6 +179,11 @@ func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Pl
 			}
 			// Nodes a rollout began to drain go first.
 			sort.SliceStable(mp.Stale, func(i, j int) bool { return mp.Stale[i].Draining && !mp.Stale[j].Draining })
+			mp.Surge = src.Cluster.Rollout.Surge
+			if g.Autoscaled() {
+				mp.Max = g.Max
+				mp.Surge = max(0, min(mp.Surge, g.Max-len(mp.Current)-len(mp.Stale)))
+			}
 			gp.MIGs = append(gp.MIGs, mp)
 		}
 		if first != nil {

@@ -168,7 +168,8 @@ func newSetupWith(t *testing.T, pdbMax int, extra map[string]string, autoscalerS
 	if err := s.world.newPDB(ctx, pdbMax); err != nil {
 		t.Fatal(err)
 	}
-	s.obs = &observer{t: t, w: s.world, pods: map[string]*corev1.Pod{}, firstGrace: map[string]int64{}, nodes: map[string]*corev1.Node{}, cordons: map[string]int{}}
+	s.obs = &observer{t: t, w: s.world, pods: map[string]*corev1.Pod{}, firstGrace: map[string]int64{}, nodes: map[string]*corev1.Node{}, cordons: map[string]int{},
+		cordonedAt: map[string]time.Time{}, protected: map[string]bool{}}
 	if err := s.obs.watch(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +280,11 @@ func (s *setup) checkDone(t *testing.T) {
 			t.Errorf("the Node of deleted VM %s is still there", n.Name)
 			continue
 		}
+		for _, k := range []string{"cluster-autoscaler.kubernetes.io/scale-down-disabled", "nodegen.dev/rollout-scale-down-disabled"} {
+			if _, has := n.Annotations[k]; has {
+				t.Errorf("node %s still has annotation %s after the rollout", n.Name, k)
+			}
+		}
 		if n.Labels[model.RevisionLabel] != s.cur[n.Labels[model.GroupLabel]] || n.Spec.Unschedulable || !ready(&n) || n.Annotations["nodegen.dev/rollout-draining"] != "" {
 			t.Errorf("node %s: revision %s (want %s), unschedulable %v, ready %v, annotations %v", n.Name, n.Labels[model.RevisionLabel], s.cur[n.Labels[model.GroupLabel]], n.Spec.Unschedulable, ready(&n), n.Annotations)
 		}
@@ -310,6 +316,15 @@ func (s *setup) checkDone(t *testing.T) {
 	for n, c := range cordons {
 		if c > 1 || !slices.Contains(s.oldNodes, n) {
 			t.Errorf("node %s cordoned %d times", n, c)
+		}
+	}
+	// The autoscaler could not scale down a batch's nodes: each old node
+	// and each replacement carried scale-down-disabled during its batch.
+	s.obs.mu.Lock()
+	defer s.obs.mu.Unlock()
+	for _, n := range append(slices.Clone(s.oldNodes), want...) {
+		if !s.obs.protected[n] {
+			t.Errorf("node %s never carried cluster-autoscaler.kubernetes.io/scale-down-disabled: \"true\"", n)
 		}
 	}
 }

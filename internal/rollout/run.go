@@ -158,6 +158,9 @@ func (r *Runner) runMIG(ctx context.Context, g *model.NodeGroup, zone string, dr
 			}
 		}
 		if mp == nil || len(mp.Stale) == 0 {
+			if err := r.releaseAll(ctx, g, zone, nodes.Items); err != nil {
+				return err
+			}
 			if checked {
 				r.Progress.Step("%s: every node is at revision %s", where, rev)
 			} else {
@@ -171,12 +174,59 @@ func (r *Runner) runMIG(ctx context.Context, g *model.NodeGroup, zone string, dr
 			}
 			checked = true
 		}
-		n := min(cl.Rollout.Surge, len(mp.Stale))
-		batch := mp.Stale[:n]
+		batch, err := r.pickBatch(ctx, g, zone, mp.Stale)
+		if err != nil {
+			return err
+		}
 		if err := r.replaceBatch(ctx, g, zone, batch, drainTimeout); err != nil {
 			return err
 		}
 	}
+}
+
+// pickBatch takes the next batch of stale nodes: up to cluster.rollout.surge
+// of them, and for an autoscaled group no more than its max leaves room
+// for in the MIG (the autoscaler's --nodes bound): a replacement already in
+// the MIG takes no more room. A MIG at its max gets no surge: the group is
+// skipped, and the error says so.
+func (r *Runner) pickBatch(ctx context.Context, g *model.NodeGroup, zone string, stale []StaleNode) ([]StaleNode, error) {
+	cl := &r.Src.Cluster
+	n := min(cl.Rollout.Surge, len(stale))
+	if !g.Autoscaled() {
+		return stale[:n], nil
+	}
+	project, mig := cl.GCP.Project, cl.MIGName(g, zone)
+	m, err := r.Compute.GetMIG(ctx, project, zone, mig)
+	if err != nil {
+		return nil, err
+	}
+	instances, err := r.Compute.ListManagedInstances(ctx, project, zone, mig)
+	if err != nil {
+		return nil, err
+	}
+	room := g.Max - m.TargetSize
+	var batch []StaleNode
+	for _, s := range stale {
+		if len(batch) == n {
+			break
+		}
+		if slices.ContainsFunc(instances, func(mi ManagedInstance) bool { return mi.Name() == s.Replacement }) {
+			batch = append(batch, s)
+			continue
+		}
+		if room <= 0 {
+			continue
+		}
+		room--
+		batch = append(batch, s)
+	}
+	if len(batch) == 0 {
+		return nil, fmt.Errorf("%w: %s/%s: MIG %s is at the group's max of %d nodes (target size %d): a surge would exceed it, so the group is skipped; lower its size or raise max, then run the rollout again", ErrStopped, g.Name, zone, mig, g.Max, m.TargetSize)
+	}
+	if len(batch) < n {
+		r.Progress.Step("%s/%s: surge limited to %d by the group's max of %d nodes (target size %d)", g.Name, zone, len(batch), g.Max, m.TargetSize)
+	}
+	return batch, nil
 }
 
 // checkTemplate makes sure the MIG creates nodes of the current revision:
@@ -269,7 +319,15 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 	if err := r.Compute.DeleteInstances(ctx, project, zone, mig, del); err != nil {
 		return err
 	}
-	return r.waitGone(ctx, g, zone, del)
+	if err := r.waitGone(ctx, g, zone, del); err != nil {
+		return err
+	}
+	for _, s := range batch {
+		if err := r.release(ctx, s.Replacement); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func names(batch []StaleNode) string {
@@ -281,7 +339,9 @@ func names(batch []StaleNode) string {
 }
 
 // usable reports whether a node is a usable node of the revision: Ready,
-// schedulable, without the group's startup taint.
+// schedulable, without the group's startup taint, without the taints by
+// which the autoscaler marks a node it removes or may remove, and without
+// any NoSchedule or NoExecute taint but the group's own.
 func usable(g *model.NodeGroup, n *corev1.Node, rev string) (bool, string) {
 	if n.Labels[model.RevisionLabel] != rev {
 		return false, "revision " + n.Labels[model.RevisionLabel]
@@ -298,15 +358,38 @@ func usable(g *model.NodeGroup, n *corev1.Node, rev string) (bool, string) {
 	if !ready {
 		return false, "not Ready"
 	}
-	if g.StartupTaint != nil {
-		for _, t := range n.Spec.Taints {
-			if t.Key == g.StartupTaint.Key {
-				return false, "startup taint " + t.Key + " still on"
-			}
+	for _, t := range n.Spec.Taints {
+		switch {
+		case g.StartupTaint != nil && t.Key == g.StartupTaint.Key:
+			return false, "startup taint " + t.Key + " still on"
+		case t.Key == ToBeDeletedTaint || t.Key == DeletionCandidateTaint:
+			return false, "tainted " + t.Key + " by the autoscaler"
+		case t.Effect == corev1.TaintEffectPreferNoSchedule:
+		case !slices.ContainsFunc(g.JoinTaints(), func(o model.Taint) bool { return o.Key == t.Key && o.Effect == string(t.Effect) }):
+			return false, "tainted " + t.Key + ":" + string(t.Effect)
 		}
 	}
 	return true, ""
 }
+
+// The taints by which the Cluster Autoscaler marks a node it is removing,
+// or may remove soon (kubernetes/autoscaler cluster-autoscaler-1.35.2,
+// cluster-autoscaler/utils/taints/taints.go).
+const (
+	ToBeDeletedTaint       = "ToBeDeletedByClusterAutoscaler"
+	DeletionCandidateTaint = "DeletionCandidateOfClusterAutoscaler"
+)
+
+// ScaleDownDisabledAnnotation keeps the Cluster Autoscaler from removing a
+// node (kubernetes/autoscaler cluster-autoscaler-1.35.2,
+// cluster-autoscaler/core/scaledown/eligibility/eligibility.go). The
+// rollout puts it on a batch's replacements and old nodes, and
+// ProtectedAnnotation beside it to say it did, so that it removes only
+// what it put.
+const (
+	ScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+	ProtectedAnnotation         = "nodegen.dev/rollout-scale-down-disabled"
+)
 
 // waitReady waits until at least need of the batch's replacements are
 // usable nodes of the group's revision.
@@ -327,6 +410,11 @@ func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, batch []Stal
 			case err != nil:
 				return err
 			default:
+				if n.Annotations[ScaleDownDisabledAnnotation] == "" {
+					if err := r.protect(ctx, n.Name); err != nil {
+						return err
+					}
+				}
 				if u, why := usable(g, n, rev); u {
 					ok++
 				} else {
@@ -360,35 +448,130 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 type nodePatch struct {
 	Metadata struct {
-		Annotations map[string]*string `json:"annotations"`
+		ResourceVersion string             `json:"resourceVersion,omitempty"`
+		Annotations     map[string]*string `json:"annotations"`
 	} `json:"metadata"`
-	Spec struct {
+	Spec *struct {
 		Unschedulable bool `json:"unschedulable"`
-	} `json:"spec"`
+	} `json:"spec,omitempty"`
 }
 
-// cordon marks the node unschedulable and annotates it as draining.
+// patchNode reads the node and merge-patches what edit asks of it (the
+// annotations to set or, nil, to remove; the unschedulable field, or
+// nil to leave it), on the condition that the node did not change since
+// it was read; it tries again on a conflict. It returns the node as it
+// was read; edit may return no change (ok false).
+func (r *Runner) patchNode(ctx context.Context, name string, edit func(n *corev1.Node) (ann map[string]*string, unschedulable *bool, ok bool)) (*corev1.Node, error) {
+	for try := 0; ; try++ {
+		n, err := r.Kube.GetNode(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		ann, unsched, ok := edit(n)
+		if !ok {
+			return n, nil
+		}
+		var p nodePatch
+		p.Metadata.ResourceVersion = n.ResourceVersion
+		p.Metadata.Annotations = ann
+		if unsched != nil {
+			p.Spec = &struct {
+				Unschedulable bool `json:"unschedulable"`
+			}{*unsched}
+		}
+		b, _ := json.Marshal(p)
+		_, err = r.Kube.MergePatchNode(ctx, name, b)
+		if apierrors.IsConflict(err) && try < 5 {
+			continue
+		}
+		return n, err
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// protection is the annotations that keep the autoscaler from removing
+// the node, unless it has them already (from someone else).
+func protection(n *corev1.Node, ann map[string]*string) {
+	if _, has := n.Annotations[ScaleDownDisabledAnnotation]; !has {
+		ann[ScaleDownDisabledAnnotation], ann[ProtectedAnnotation] = ptr("true"), ptr("true")
+	}
+}
+
+// cordon marks the node unschedulable, annotates it as draining, and
+// protects it from the autoscaler's scale-down.
 func (r *Runner) cordon(ctx context.Context, name, rev string) error {
-	var p nodePatch
-	p.Metadata.Annotations = map[string]*string{DrainingAnnotation: &rev}
-	p.Spec.Unschedulable = true
-	b, _ := json.Marshal(p)
-	_, err := r.Kube.MergePatchNode(ctx, name, b)
+	_, err := r.patchNode(ctx, name, func(n *corev1.Node) (map[string]*string, *bool, bool) {
+		ann := map[string]*string{DrainingAnnotation: &rev}
+		protection(n, ann)
+		return ann, ptr(true), true
+	})
 	if err != nil {
 		return fmt.Errorf("cordoning %s: %w", name, err)
 	}
 	return nil
 }
 
-// uncordon makes the node schedulable again and removes the annotation.
+// uncordon makes the node schedulable again and removes the rollout's
+// annotations.
 func (r *Runner) uncordon(ctx context.Context, name string) error {
-	var p nodePatch
-	p.Metadata.Annotations = map[string]*string{DrainingAnnotation: nil}
-	b, _ := json.Marshal(p)
-	if _, err := r.Kube.MergePatchNode(ctx, name, b); err != nil {
+	_, err := r.patchNode(ctx, name, func(n *corev1.Node) (map[string]*string, *bool, bool) {
+		ann := map[string]*string{DrainingAnnotation: nil}
+		if n.Annotations[ProtectedAnnotation] != "" {
+			ann[ScaleDownDisabledAnnotation], ann[ProtectedAnnotation] = nil, nil
+		}
+		return ann, ptr(false), true
+	})
+	if err != nil {
 		return fmt.Errorf("making %s schedulable again: %w", name, err)
 	}
 	r.Progress.Step("%s is schedulable again", name)
+	return nil
+}
+
+// protect keeps the autoscaler from removing the node (a replacement)
+// for the batch.
+func (r *Runner) protect(ctx context.Context, name string) error {
+	_, err := r.patchNode(ctx, name, func(n *corev1.Node) (map[string]*string, *bool, bool) {
+		ann := map[string]*string{}
+		protection(n, ann)
+		return ann, nil, len(ann) > 0
+	})
+	if err != nil {
+		return fmt.Errorf("protecting %s from scale-down: %w", name, err)
+	}
+	return nil
+}
+
+// release removes the scale-down protection the rollout put on the node.
+func (r *Runner) release(ctx context.Context, name string) error {
+	n, err := r.patchNode(ctx, name, func(n *corev1.Node) (map[string]*string, *bool, bool) {
+		return map[string]*string{ScaleDownDisabledAnnotation: nil, ProtectedAnnotation: nil}, nil, n.Annotations[ProtectedAnnotation] != ""
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("removing %s from %s: %w", ScaleDownDisabledAnnotation, name, err)
+	}
+	if n.Annotations[ProtectedAnnotation] != "" {
+		r.Progress.Step("%s: the autoscaler may scale it down again", name)
+	}
+	return nil
+}
+
+// releaseAll releases every node of the group's MIG in zone that the
+// rollout protected and is not draining: what a batch, or a stopped run,
+// left.
+func (r *Runner) releaseAll(ctx context.Context, g *model.NodeGroup, zone string, nodes []corev1.Node) error {
+	for _, n := range nodes {
+		if n.Annotations[ProtectedAnnotation] == "" || n.Annotations[DrainingAnnotation] != "" || n.Labels[model.GroupLabel] != g.Name || n.Labels[model.ZoneLabel] != zone {
+			continue
+		}
+		if err := r.release(ctx, n.Name); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -32,7 +32,7 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 	if !p.PodsRead {
 		b.WriteString("pods not read (--nodes): the pods a drain would hold back are not listed\n")
 	}
-	total, held := 0, 0
+	total, held, atMax := 0, 0, 0
 	for i, g := range p.Groups {
 		kind := g.Kind
 		if g.Group == autoscalerGroup {
@@ -61,8 +61,16 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 				continue
 			}
 			fmt.Fprintf(&b, "   %s (MIG %s, %d current):\n", m.Zone, m.Name, len(m.Current))
-			for j := 0; j < len(m.Stale); j += max(p.Policy.Surge, 1) {
-				batch := m.Stale[j:min(j+max(p.Policy.Surge, 1), len(m.Stale))]
+			if m.Surge == 0 {
+				atMax++
+				fmt.Fprintf(&b, "     at the group's max of %d nodes: no room for a surge, skipped (lower its size or raise max)\n", m.Max)
+				continue
+			}
+			if m.Surge < p.Policy.Surge {
+				fmt.Fprintf(&b, "     surge limited to %d: the group's max is %d nodes per MIG\n", m.Surge, m.Max)
+			}
+			for j := 0; j < len(m.Stale); j += m.Surge {
+				batch := m.Stale[j:min(j+m.Surge, len(m.Stale))]
 				var parts []string
 				for _, s := range batch {
 					rev := s.Revision
@@ -92,6 +100,12 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 		b.WriteString("\nnothing to do: every cloud node is at its group's revision\n")
 	} else {
 		fmt.Fprintf(&b, "\n%d stale %s to replace; run again with --yes to carry it out\n", total, plural(total, "node", "nodes"))
+		if atMax > 0 {
+			fmt.Fprintf(&b, "%d %s at the group's max: the rollout skips them, reports them and goes on\n", atMax, plural(atMax, "MIG is", "MIGs are"))
+		}
+		if p.UpcomingNodeFreeze {
+			fmt.Fprintf(&b, "while a surge's replacement is upcoming (until it registers, then until it is ready), the autoscaler %s adds no node anywhere: each batch holds every scale-up (docs/rollout.md)\n", p.AutoscalerTag)
+		}
 		if held > 0 {
 			fmt.Fprintf(&b, "%d %s pods held back: the rollout stops at the first until they are gone or the flags named allow their eviction\n", held, plural(held, "node holds", "nodes hold"))
 		}

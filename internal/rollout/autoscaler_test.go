@@ -1,0 +1,116 @@
+package rollout_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodegen/nodegen/internal/cli"
+)
+
+// A replacement the autoscaler has marked for deletion
+// (ToBeDeletedByClusterAutoscaler) is not a usable node: no old node is
+// cordoned until the taint is gone.
+func TestRolloutWaitsOutAutoscalerDeletionTaint(t *testing.T) {
+	s := newSetup(t, 1, nil)
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
+	cl := &s.src.Cluster
+	gpu := s.src.NodeGroups["gpu-t4"]
+	first := rolloutReplacement(cl, gpu, s.oldNodes[0], s.cur["gpu-t4"])
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The autoscaler: it taints the first replacement as soon as it
+	// registers, and lifts the taint 3 s later (it gave up removing it).
+	lifted := make(chan time.Time, 1)
+	go func() {
+		var taintedAt time.Time
+		for ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			n, err := s.admin.CoreV1().Nodes().Get(ctx, first, metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			has := false
+			for _, tt := range n.Spec.Taints {
+				has = has || tt.Key == "ToBeDeletedByClusterAutoscaler"
+			}
+			switch {
+			case taintedAt.IsZero() && !has:
+				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Value: "1700000000", Effect: corev1.TaintEffectNoSchedule})
+				if _, err := s.admin.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil {
+					taintedAt = time.Now()
+				} else if !apierrors.IsConflict(err) {
+					t.Errorf("tainting %s: %v", first, err)
+					return
+				}
+			case !taintedAt.IsZero() && has && time.Since(taintedAt) > 3*time.Second:
+				var keep []corev1.Taint
+				for _, tt := range n.Spec.Taints {
+					if tt.Key != "ToBeDeletedByClusterAutoscaler" {
+						keep = append(keep, tt)
+					}
+				}
+				n.Spec.Taints = keep
+				if _, err := s.admin.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil {
+					lifted <- time.Now()
+					return
+				} else if !apierrors.IsConflict(err) {
+					t.Errorf("untainting %s: %v", first, err)
+					return
+				}
+			}
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("rollout exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("rollout:\n%s", stdout.String())
+	var liftedAt time.Time
+	select {
+	case liftedAt = <-lifted:
+	default:
+		t.Fatalf("the taint was never lifted")
+	}
+	s.obs.mu.Lock()
+	cordoned := s.obs.cordonedAt[s.oldNodes[0]]
+	s.obs.mu.Unlock()
+	if !cordoned.After(liftedAt) {
+		t.Errorf("%s was cordoned at %s, before the autoscaler's taint left its replacement %s at %s", s.oldNodes[0], cordoned.Format(time.StampMilli), first, liftedAt.Format(time.StampMilli))
+	}
+	s.checkDone(t)
+}
+
+// A surge never takes an autoscaled MIG past its group's max: with surge
+// 3 and three old nodes in a MIG of max 4, each batch gets one
+// replacement; the plan says so.
+func TestRolloutSurgeWithinMax(t *testing.T) {
+	s := newSetup(t, 1, map[string]string{"rollout.cue": "cluster: rollout: surge: 3\n"})
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("rollout exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("rollout:\n%s", stdout.String())
+	for _, want := range []string{
+		"     surge limited to 1: the group's max is 4 nodes per MIG",
+		"rollout: gpu-t4/us-central1-a: surge limited to 1 by the group's max of 4 nodes (target size 3)",
+		"the autoscaler v1.35.2 adds no node anywhere: each batch holds every scale-up",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	cl := &s.src.Cluster
+	gpu := s.src.NodeGroups["gpu-t4"]
+	if got := s.compute.largest(gpu.Zones[0], cl.MIGName(gpu, gpu.Zones[0])); got > gpu.Max {
+		t.Errorf("the MIG held %d instances at once, more than the group's max %d", got, gpu.Max)
+	}
+	s.checkDone(t)
+}
