@@ -51,6 +51,7 @@ type world struct {
 
 	mu      sync.Mutex
 	stopped map[string]bool // nodes whose VM is gone
+	dead    map[string]bool // VMs that never register (a boot that fails)
 	podSeq  int
 }
 
@@ -126,7 +127,10 @@ func (w *world) step(ctx context.Context, groups map[string]*model.NodeGroup) er
 		for _, z := range g.Zones {
 			for name, tmpl := range w.compute.instances(z, w.src.Cluster.MIGName(g, z)) {
 				inMIG[name] = true
-				if have[name] == nil {
+				w.mu.Lock()
+				dead := w.dead[name]
+				w.mu.Unlock()
+				if have[name] == nil && !dead {
 					if err := w.register(ctx, g, z, name, w.scripts[tmpl]); err != nil {
 						return fmt.Errorf("registering %s: %w", name, err)
 					}

@@ -39,6 +39,7 @@ type fakeCompute struct {
 	created   []string // instance names, in order
 	deleted   []string
 	ops       int
+	failures  map[string]int // MIG method → how many of its next calls answer 503
 }
 
 type fakeMIG struct {
@@ -50,7 +51,7 @@ type fakeMIG struct {
 
 func newFakeCompute(t *testing.T, project, region string) *fakeCompute {
 	f := &fakeCompute{t: t, project: project, region: region, token: "ya29.fake-" + strconv.Itoa(os.Getpid()),
-		migs: map[string]*fakeMIG{}, templates: map[string]map[string]string{}}
+		migs: map[string]*fakeMIG{}, templates: map[string]map[string]string{}, failures: map[string]int{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -199,6 +200,10 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 			page["nextPageToken"] = strconv.Itoa(end)
 		}
 		f.reply(w, page)
+	case len(rest) == 1 && f.failures[rest[0]] > 0:
+		// A transient error of the API.
+		f.failures[rest[0]]--
+		f.fail(w, 503, "The service is currently unavailable.")
 	case len(rest) == 1 && rest[0] == "createInstances" && r.Method == http.MethodPost:
 		var body struct {
 			Instances []struct{ Name string } `json:"instances"`
@@ -285,4 +290,12 @@ func (f *fakeCompute) largest(zone, name string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.migs[zone+"/"+name].Largest
+}
+
+// failNext makes the next n calls of a MIG method (createInstances,
+// deleteInstances, ...) answer HTTP 503.
+func (f *fakeCompute) failNext(method string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failures[method] = n
 }

@@ -38,6 +38,15 @@ import (
 // schedulable again when a drain gives up.
 const DrainingAnnotation = "nodegen.dev/rollout-draining"
 
+// CordonedAnnotation records that the rollout cordoned the node (it was
+// schedulable before): only such a node is made schedulable again when
+// the rollout lets it go. A node someone else cordoned stays cordoned.
+const CordonedAnnotation = "nodegen.dev/rollout-cordoned"
+
+// UndoAnnotation marks an unused replacement the rollout is removing
+// after a stopped batch; a run that finds it finishes the removal.
+const UndoAnnotation = "nodegen.dev/rollout-undo"
+
 // Plan is what a rollout would do, group by group, in order.
 type Plan struct {
 	Policy model.Rollout `json:"policy"`

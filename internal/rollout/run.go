@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -46,6 +47,9 @@ type Runner struct {
 	Progress  *Progress
 	// Drain says which pods the drains may evict beyond the default.
 	Drain DrainOptions
+	// ReadyTimeout is how long a batch waits for its replacements (default:
+	// the group's maxNodeProvisionTime and 5 minutes).
+	ReadyTimeout time.Duration
 	// Poll is how often a wait looks again (default 5s).
 	Poll time.Duration
 }
@@ -74,6 +78,13 @@ func (r *Runner) Run(ctx context.Context) error {
 	pol := r.Src.Cluster.Rollout
 	drainTimeout := pol.DrainTimeout.Duration()
 	blocked := &BlockedError{}
+	if err := r.resume(ctx); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		r.Progress.Step("finishing what an earlier run left: %v", err)
+		blocked.Groups = append(blocked.Groups, BlockedGroup{Group: "what an earlier run left", Err: err})
+	}
 	for _, g := range r.Src.RolloutOrder() {
 		if slices.Contains(pol.Exclude, g.Name) {
 			r.Progress.Step("%s: excluded (cluster.rollout.exclude), left alone", g.Name)
@@ -115,7 +126,11 @@ func (e *BlockedError) Error() string {
 	for _, g := range e.Groups {
 		msg := g.Err.Error()
 		msg = strings.TrimPrefix(msg, ErrStopped.Error()+": ")
-		fmt.Fprintf(&b, "\n  %s (%s): %s", g.Group, g.Zone, msg)
+		if g.Zone == "" {
+			fmt.Fprintf(&b, "\n  %s: %s", g.Group, msg)
+		} else {
+			fmt.Fprintf(&b, "\n  %s (%s): %s", g.Group, g.Zone, msg)
+		}
 	}
 	return b.String()
 }
@@ -288,8 +303,18 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 	}
 	provision := cl.MaxNodeProvisionTime(g)
 	need := len(batch) - cl.Rollout.MaxUnavailable
-	if err := r.waitReady(ctx, g, batch, need, provision+5*time.Minute); err != nil {
-		return err
+	timeout := provision + 5*time.Minute
+	if r.ReadyTimeout > 0 {
+		timeout = r.ReadyTimeout
+	}
+	if err := r.waitReady(ctx, g, batch, need, timeout); err != nil {
+		if ctx.Err() != nil || !errors.Is(err, ErrStopped) {
+			return err
+		}
+		// Replacements that never came up are removed: they would hold
+		// the autoscaler's scale-ups (an upcoming node) and be recreated
+		// by autohealing.
+		return errors.Join(err, r.undoSurge(ctx, g, zone, replacements(batch)))
 	}
 	for _, s := range batch {
 		if err := r.cordon(ctx, s.Name, r.Revisions[g.Name]); err != nil {
@@ -307,7 +332,7 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 					err = errors.Join(err, uerr)
 				}
 			}
-			return errors.Join(err, r.undoSurge(ctx, g, zone, batch))
+			return errors.Join(err, r.undoSurge(ctx, g, zone, replacements(batch)))
 		}
 		r.Progress.Step("%s: drained %s", where, s.Name)
 	}
@@ -328,6 +353,14 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 		}
 	}
 	return nil
+}
+
+func replacements(batch []StaleNode) []string {
+	var out []string
+	for _, s := range batch {
+		out = append(out, s.Replacement)
+	}
+	return out
 }
 
 func names(batch []StaleNode) string {
@@ -501,31 +534,57 @@ func protection(n *corev1.Node, ann map[string]*string) {
 // cordon marks the node unschedulable, annotates it as draining, and
 // protects it from the autoscaler's scale-down.
 func (r *Runner) cordon(ctx context.Context, name, rev string) error {
-	_, err := r.patchNode(ctx, name, func(n *corev1.Node) (map[string]*string, *bool, bool) {
+	return r.cordonFor(ctx, name, rev, false)
+}
+
+// cordonFor cordons the node to drain it, or (undo) to remove it as an
+// unused replacement. CordonedAnnotation records that the rollout made it
+// unschedulable: a node someone else cordoned gets the other annotations
+// only, and stays cordoned when the rollout lets it go.
+func (r *Runner) cordonFor(ctx context.Context, name, rev string, undo bool) error {
+	n, err := r.patchNode(ctx, name, func(n *corev1.Node) (map[string]*string, *bool, bool) {
 		ann := map[string]*string{DrainingAnnotation: &rev}
-		protection(n, ann)
+		if !n.Spec.Unschedulable {
+			ann[CordonedAnnotation] = ptr("true")
+		}
+		if undo {
+			ann[UndoAnnotation] = ptr("true")
+		} else {
+			protection(n, ann)
+		}
 		return ann, ptr(true), true
 	})
 	if err != nil {
 		return fmt.Errorf("cordoning %s: %w", name, err)
 	}
+	if n.Spec.Unschedulable && n.Annotations[CordonedAnnotation] == "" {
+		r.Progress.Step("%s was already cordoned (not by the rollout): it stays cordoned whatever happens", name)
+	}
 	return nil
 }
 
-// uncordon makes the node schedulable again and removes the rollout's
-// annotations.
+// uncordon lets a node go: it makes it schedulable again if the rollout
+// cordoned it, and removes the rollout's annotations.
 func (r *Runner) uncordon(ctx context.Context, name string) error {
-	_, err := r.patchNode(ctx, name, func(n *corev1.Node) (map[string]*string, *bool, bool) {
-		ann := map[string]*string{DrainingAnnotation: nil}
+	n, err := r.patchNode(ctx, name, func(n *corev1.Node) (map[string]*string, *bool, bool) {
+		ann := map[string]*string{DrainingAnnotation: nil, UndoAnnotation: nil, CordonedAnnotation: nil}
 		if n.Annotations[ProtectedAnnotation] != "" {
 			ann[ScaleDownDisabledAnnotation], ann[ProtectedAnnotation] = nil, nil
 		}
-		return ann, ptr(false), true
+		var unsched *bool
+		if n.Annotations[CordonedAnnotation] != "" {
+			unsched = ptr(false)
+		}
+		return ann, unsched, true
 	})
 	if err != nil {
 		return fmt.Errorf("making %s schedulable again: %w", name, err)
 	}
-	r.Progress.Step("%s is schedulable again", name)
+	if n.Annotations[CordonedAnnotation] != "" {
+		r.Progress.Step("%s is schedulable again", name)
+	} else if n.Spec.Unschedulable {
+		r.Progress.Step("%s stays cordoned: it was cordoned before the rollout", name)
+	}
 	return nil
 }
 
@@ -758,11 +817,14 @@ func (r *Runner) forgetDeleted(ctx context.Context, g *model.NodeGroup, zone str
 
 func sortedKeys(m map[string]string) []string { return model.SortedKeys(m) }
 
-// undoSurge removes the replacements of a batch none of whose old nodes
-// was deleted, so that a stopped rollout leaves the cluster as it was: each
-// is cordoned, and deleted through its MIG only if it runs no pod a drain
-// would evict (otherwise it stays, and is named).
-func (r *Runner) undoSurge(ctx context.Context, g *model.NodeGroup, zone string, batch []StaleNode) error {
+// undoSurge removes the given replacements of a batch none of whose old
+// nodes was deleted, so that a stopped rollout leaves the cluster as it
+// was: each is cordoned and marked (UndoAnnotation), and deleted through
+// its MIG only if it runs no pod but DaemonSet and mirror pods (otherwise
+// it stays, schedulable again, and is named). When the deletion fails (a
+// transient Compute error), the mark stays and the next run finishes the
+// undo (resume).
+func (r *Runner) undoSurge(ctx context.Context, g *model.NodeGroup, zone string, replacements []string) error {
 	cl := &r.Src.Cluster
 	project, mig := cl.GCP.Project, cl.MIGName(g, zone)
 	instances, err := r.Compute.ListManagedInstances(ctx, project, zone, mig)
@@ -770,36 +832,103 @@ func (r *Runner) undoSurge(ctx context.Context, g *model.NodeGroup, zone string,
 		return err
 	}
 	var del []string
-	for _, s := range batch {
-		if !slices.ContainsFunc(instances, func(mi ManagedInstance) bool { return mi.Name() == s.Replacement }) {
+	for _, name := range replacements {
+		_, err := r.Kube.GetNode(ctx, name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		registered := err == nil
+		if !slices.ContainsFunc(instances, func(mi ManagedInstance) bool { return mi.Name() == name }) {
+			if registered {
+				if err := r.Kube.DeleteNode(ctx, name); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("deleting the Node of %s: %w", name, err)
+				}
+				r.Progress.Step("%s/%s: unused replacement %s removed (its VM was already deleted)", g.Name, zone, name)
+			}
 			continue
 		}
-		if _, err := r.Kube.GetNode(ctx, s.Replacement); err == nil {
-			if err := r.cordon(ctx, s.Replacement, r.Revisions[g.Name]); err != nil {
+		if registered {
+			if err := r.cordonFor(ctx, name, r.Revisions[g.Name], true); err != nil {
 				return err
 			}
-			list, err := r.Kube.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.Replacement).String()})
+			list, err := r.Kube.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", name).String()})
 			if err != nil {
 				return err
 			}
 			if pods, held, _ := evictable(list.Items, DrainOptions{}); len(pods)+len(held) > 0 {
-				r.Progress.Step("%s/%s: replacement %s already runs %d pods: it stays", g.Name, zone, s.Replacement, len(pods)+len(held))
-				if err := r.uncordon(ctx, s.Replacement); err != nil {
+				r.Progress.Step("%s/%s: replacement %s already runs %d pods: it stays", g.Name, zone, name, len(pods)+len(held))
+				if err := r.uncordon(ctx, name); err != nil {
 					return err
 				}
 				continue
 			}
-		} else if !apierrors.IsNotFound(err) {
-			return err
 		}
-		del = append(del, s.Replacement)
+		del = append(del, name)
 	}
 	if len(del) == 0 {
 		return nil
 	}
 	r.Progress.Step("%s/%s: removing the unused replacements %s", g.Name, zone, strings.Join(del, ", "))
 	if err := r.Compute.DeleteInstances(ctx, project, zone, mig, del); err != nil {
-		return err
+		return fmt.Errorf("removing the unused replacements %s (the next run tries again): %w", strings.Join(del, ", "), err)
 	}
 	return r.waitGone(ctx, g, zone, del)
+}
+
+// resume finishes, before anything else, what an earlier run left on nodes
+// the rollout no longer replaces: the scale-down protection of replacements
+// is removed (a batch that resumes puts it back), the undo of a surge whose deletion failed
+// (UndoAnnotation) is tried again, and a node the rollout cordoned to
+// drain it that is no longer stale (the change reverted) or whose group is
+// now excluded is made schedulable again, if the rollout cordoned it, and
+// rid of the rollout's annotations.
+func (r *Runner) resume(ctx context.Context) error {
+	nodes, err := r.Kube.ListNodes(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	type mig struct{ group, zone string }
+	undo := map[mig][]string{}
+	var errs []error
+	for _, n := range nodes.Items {
+		if n.Annotations[DrainingAnnotation] == "" {
+			// A replacement protected by a batch that did not finish:
+			// the batch protects it again when it resumes.
+			if n.Annotations[ProtectedAnnotation] != "" {
+				if err := r.release(ctx, n.Name); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			continue
+		}
+		g := r.Src.NodeGroups[n.Labels[model.GroupLabel]]
+		if g == nil || !g.Cloud() {
+			continue
+		}
+		excluded := slices.Contains(r.Src.Cluster.Rollout.Exclude, g.Name)
+		switch {
+		case n.Annotations[UndoAnnotation] != "":
+			k := mig{g.Name, n.Labels[model.ZoneLabel]}
+			undo[k] = append(undo[k], n.Name)
+		case excluded || n.Labels[model.RevisionLabel] == r.Revisions[g.Name]:
+			why := "at its group's revision again"
+			if excluded {
+				why = "its group is excluded (cluster.rollout.exclude)"
+			}
+			r.Progress.Step("%s: no longer replaced (%s)", n.Name, why)
+			if err := r.uncordon(ctx, n.Name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(undo), func(a, b mig) int { return strings.Compare(a.group+"/"+a.zone, b.group+"/"+b.zone) }) {
+		r.Progress.Step("%s/%s: finishing the removal of unused replacements an earlier run began: %s", k.group, k.zone, strings.Join(undo[k], ", "))
+		if err := r.undoSurge(ctx, r.Src.NodeGroups[k.group], k.zone, undo[k]); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
