@@ -25,45 +25,39 @@ func TestRolloutWaitsOutAutoscalerDeletionTaint(t *testing.T) {
 	first := rolloutReplacement(cl, gpu, s.oldNodes[0], s.cur["gpu-t4"])
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// The autoscaler: it taints the first replacement as soon as it
-	// registers, and lifts the taint 3 s later (it gave up removing it).
+	// The autoscaler marked the first replacement for deletion as soon as
+	// it registered, and lifts the mark 3 s later (it gave up removing it).
+	s.world.mu.Lock()
+	s.world.marked[first] = []corev1.Taint{{Key: "ToBeDeletedByClusterAutoscaler", Value: "1700000000", Effect: corev1.TaintEffectNoSchedule}}
+	s.world.mu.Unlock()
 	lifted := make(chan time.Time, 1)
 	go func() {
-		var taintedAt time.Time
+		var seenAt time.Time
 		for ctx.Err() == nil {
 			time.Sleep(50 * time.Millisecond)
 			n, err := s.admin.CoreV1().Nodes().Get(ctx, first, metav1.GetOptions{})
 			if err != nil {
 				continue
 			}
-			has := false
-			for _, tt := range n.Spec.Taints {
-				has = has || tt.Key == "ToBeDeletedByClusterAutoscaler"
+			if seenAt.IsZero() {
+				seenAt = time.Now()
 			}
-			switch {
-			case taintedAt.IsZero() && !has:
-				n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Value: "1700000000", Effect: corev1.TaintEffectNoSchedule})
-				if _, err := s.admin.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil {
-					taintedAt = time.Now()
-				} else if !apierrors.IsConflict(err) {
-					t.Errorf("tainting %s: %v", first, err)
-					return
+			if time.Since(seenAt) < 3*time.Second {
+				continue
+			}
+			var keep []corev1.Taint
+			for _, tt := range n.Spec.Taints {
+				if tt.Key != "ToBeDeletedByClusterAutoscaler" {
+					keep = append(keep, tt)
 				}
-			case !taintedAt.IsZero() && has && time.Since(taintedAt) > 3*time.Second:
-				var keep []corev1.Taint
-				for _, tt := range n.Spec.Taints {
-					if tt.Key != "ToBeDeletedByClusterAutoscaler" {
-						keep = append(keep, tt)
-					}
-				}
-				n.Spec.Taints = keep
-				if _, err := s.admin.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil {
-					lifted <- time.Now()
-					return
-				} else if !apierrors.IsConflict(err) {
-					t.Errorf("untainting %s: %v", first, err)
-					return
-				}
+			}
+			n.Spec.Taints = keep
+			if _, err := s.admin.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err == nil {
+				lifted <- time.Now()
+				return
+			} else if !apierrors.IsConflict(err) {
+				t.Errorf("untainting %s: %v", first, err)
+				return
 			}
 		}
 	}()
@@ -101,7 +95,7 @@ func TestRolloutSurgeWithinMax(t *testing.T) {
 	for _, want := range []string{
 		"     surge limited to 1: the group's max is 4 nodes per MIG",
 		"rollout: gpu-t4/us-central1-a: surge limited to 1 by the group's max of 4 nodes (target size 3)",
-		"the autoscaler v1.35.2 adds no node anywhere: each batch holds every scale-up",
+		"the autoscaler " + s.src.Cluster.AutoscalerImageTag() + " adds no node anywhere: each batch holds every scale-up",
 	} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q", want)

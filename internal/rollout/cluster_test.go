@@ -52,7 +52,10 @@ type world struct {
 	mu      sync.Mutex
 	stopped map[string]bool // nodes whose VM is gone
 	dead    map[string]bool // VMs that never register (a boot that fails)
-	podSeq  int
+	// marked are taints a node has from its registration on, beyond its
+	// JoinConfiguration's (put there by someone else before anyone looks).
+	marked map[string][]corev1.Taint
+	podSeq int
 }
 
 // register creates the Node of a VM as its kubelet does at join: name,
@@ -80,6 +83,9 @@ func (w *world) register(ctx context.Context, g *model.NodeGroup, zone, instance
 	for _, t := range j.Taints {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
+	w.mu.Lock()
+	n.Spec.Taints = append(n.Spec.Taints, w.marked[instance]...)
+	w.mu.Unlock()
 	created, err := w.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	if err != nil {
 		return err

@@ -156,7 +156,7 @@ func newSetupWith(t *testing.T, pdbMax int, extra map[string]string, autoscalerS
 		t.Fatal(err)
 	}
 	s.admin = kubernetes.NewForConfigOrDie(cfg)
-	s.world = &world{t: t, kube: s.admin, compute: s.compute, src: s.src, group: gpu, ns: "shop", app: "web", replicas: 3, scripts: scripts, stopped: map[string]bool{}, dead: map[string]bool{}}
+	s.world = &world{t: t, kube: s.admin, compute: s.compute, src: s.src, group: gpu, ns: "shop", app: "web", replicas: 3, scripts: scripts, stopped: map[string]bool{}, dead: map[string]bool{}, marked: map[string][]corev1.Taint{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if _, err := s.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
