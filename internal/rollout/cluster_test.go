@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -151,6 +152,17 @@ func (w *world) step(ctx context.Context, groups map[string]*model.NodeGroup) er
 			if _, err := w.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 				return err
 			}
+		}
+		// The node lifecycle controller: a Ready node loses the not-ready
+		// taint the API server put on it at registration
+		// (TaintNodesByCondition).
+		if ready(&n) && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
+			n := n.DeepCopy()
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+			if _, err := w.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+			continue
 		}
 		// The taint remover: a Ready node of a group with a startup taint
 		// loses it (the GPUs validated).
