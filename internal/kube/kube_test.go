@@ -377,8 +377,9 @@ func TestSameRequestsAsClientset(t *testing.T) {
 			want: func(r result) bool { return isStatus(r, apierrors.IsNotFound) },
 		},
 		{
-			name:  "delete a pod",
-			setup: func() { f.pod("free", map[string]string{"app": "batch"}) },
+			// shop/free is the pod the eviction above left terminating: both
+			// delete that pod, of one uid.
+			name: "delete a pod",
 			typed: func() result {
 				uid := podUID(f, "free")
 				return resultOf(nil, typed.CoreV1().Pods("shop").Delete(ctx, "free", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}))

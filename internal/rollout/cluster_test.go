@@ -91,13 +91,20 @@ func (w *world) register(ctx context.Context, g *model.NodeGroup, zone, instance
 	if err != nil {
 		return err
 	}
+	return w.reportReady(ctx, g, created)
+}
+
+// reportReady reports the node Ready, as its kubelet's status loop does
+// (step calls it again for a registered node without a status: an update
+// that lost a race with someone else's patch).
+func (w *world) reportReady(ctx context.Context, g *model.NodeGroup, created *corev1.Node) error {
 	created.Status = corev1.NodeStatus{
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
 		Capacity:   corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")},
 		NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v" + w.src.Cluster.NodeVersion(g)},
 	}
 	created.Status.Allocatable = created.Status.Capacity
-	_, err = w.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	_, err := w.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	return err
 }
 
@@ -146,6 +153,12 @@ func (w *world) step(ctx context.Context, groups map[string]*model.NodeGroup) er
 		}
 	}
 	for _, n := range nodes.Items {
+		if g := groups[n.Labels[model.GroupLabel]]; g != nil && inMIG[n.Name] && len(n.Status.Conditions) == 0 {
+			if err := w.reportReady(ctx, g, n.DeepCopy()); err != nil {
+				return err
+			}
+			continue
+		}
 		if !inMIG[n.Name] && ready(&n) {
 			n := n.DeepCopy()
 			n.Status.Conditions[0].Status, n.Status.Conditions[0].Reason = corev1.ConditionUnknown, "NodeStatusUnknown"
