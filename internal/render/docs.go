@@ -94,6 +94,9 @@ func Provenance(src *model.Source, paths []string) []Edge {
 		}
 		if g.Cloud() {
 			add(o, layout.Day0DocsPath) // the quota; the autoscaler's group, its MIGs
+			if _, family, ok := model.ImageFamily(g.Image); ok {
+				add(o, layout.ImageBuildPath(family)) // its image family's version and GPUs
+			}
 		}
 		add(o, layout.DocsPath)
 	}
