@@ -143,8 +143,17 @@ func wrappedBase64(text string) [][2]int {
 		for s < e && strings.IndexByte(" \t\"'#/*", text[s]) >= 0 {
 			s++
 		}
-		for e > s && strings.IndexByte(" \t\r\"',\\n", text[e-1]) >= 0 {
-			e--
+		// Trailing blanks, quotes, commas and an escaped newline ("\n"
+		// as two characters, in a JSON or YAML string); never a single
+		// 'n' or '\', which a base64 line may end in.
+		for e > s {
+			if strings.IndexByte(" \t\r\"',", text[e-1]) >= 0 {
+				e--
+			} else if e-s >= 2 && text[e-2:e] == `\n` {
+				e -= 2
+			} else {
+				break
+			}
 		}
 		body := strings.TrimRight(text[s:e], "=")
 		ok := len(body) >= 4 && !strings.ContainsFunc(body, func(r rune) bool { return r >= utf8.RuneSelf || !isBase64(byte(r)) })

@@ -137,9 +137,10 @@ func TestCLI(t *testing.T) {
 	// collector, the node CSR approver, and the join-token renewer: the
 	// token is in Secret Manager), two for the autoscaler, six Terraform
 	// files (main, variables, outputs, versions, iam, join-secret), two
-	// docs (nodegroups, day0), the on-prem providerID script; and the
-	// record of what gen wrote (.nodegen-manifest.json).
-	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+16+1; got != want {
+	// docs (nodegroups, day0), the on-prem providerID script, a build
+	// script per image family (a CPU one and a GPU one); and the record
+	// of what gen wrote (.nodegen-manifest.json).
+	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+16+2+1; got != want {
 		t.Errorf("gen added %d files, want %d\n%s", got, want, stdout.String())
 	}
 	if code := run("gen", "--source", dir, "--out", out); code != 0 || stdout.Len() != 0 {
