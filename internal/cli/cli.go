@@ -84,7 +84,7 @@ cluster under out/<cluster>/):
 
   gce/<group>/          kube-env and startup-script.sh (the kubeadm join) of each cloud group
   terraform/            the module: main.tf, variables.tf, outputs.tf, versions.tf, iam.tf,
-                        join-secret.tf, network.tf, nodegroup-<group>.tf,
+                        join-secret.tf, network.tf, vpn.tf (a VPN), nodegroup-<group>.tf,
                         eastwest-gateway-lb.tf (a mesh)
   terraform/root/       main.tf: the root module that applies it (provider, module block)
   images/<family>/      build.sh, the node image of each image family the groups boot from
@@ -92,6 +92,11 @@ cluster under out/<cluster>/):
                         taint-remover.yaml, gpu-operator-values.yaml
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml
   onprem/               set-provider-id.sh
+  onprem/vpn/<gateway>/ a VPN's on-prem gateway: swanctl.conf, frr.conf, and
+                        onprem/vpn/<gateway>/conf.d/ <tunnel>.conf,
+                        onprem/vpn/<gateway>/strongswan.conf.d/ nodegen.conf,
+                        onprem/vpn/<gateway>/systemd-network/ vpn-<tunnel>.netdev,
+                        vpn-<tunnel>.network
   docs/                 day0.md, nodegroups.md, mesh.md (a mesh), fleet.md (a fleet, in out/docs/)
   istio/                a mesh's base-values.yaml, istiod-values.yaml,
                         eastwest-gateway-values.yaml, namespace.yaml, mesh.yaml

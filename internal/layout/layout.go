@@ -65,6 +65,9 @@ const (
 	// TerraformNetworkPath holds the firewall rules and the egress of
 	// cluster.gcp.network.
 	TerraformNetworkPath = TerraformDir + "/network.tf"
+	// TerraformVPNPath holds the HA VPN of cluster.gcp.network.vpn: its
+	// gateways, tunnels, Cloud Router and BGP sessions.
+	TerraformVPNPath = TerraformDir + "/vpn.tf"
 	// TerraformRootDir is the root module that calls the module: the
 	// provider, the module block and a commented backend.
 	TerraformRootDir      = TerraformDir + "/root"
@@ -88,6 +91,26 @@ const (
 	// of the cluster's Terraform module.
 	MeshLBPath = TerraformDir + "/eastwest-gateway-lb.tf"
 )
+
+// OnpremVPNDir holds the files of each on-prem VPN gateway host, one
+// directory per gateway (cluster.gcp.network.vpn.peerGateways).
+const OnpremVPNDir = "onprem/vpn"
+
+// The files of an on-prem VPN gateway host, relative to its directory
+// (OnpremVPNGatewayDir): strongSwan's swanctl.conf and one connection file
+// per tunnel, charon's settings, FRR's configuration, and per tunnel the
+// XFRM interface as systemd-networkd files.
+const (
+	SwanctlConfFile      = "swanctl.conf"
+	SwanctlConnDir       = "conf.d"
+	StrongswanConfFile   = "strongswan.conf.d/nodegen.conf"
+	FRRConfFile          = "frr.conf"
+	SystemdNetworkDir    = "systemd-network"
+	OnpremVPNInstallFile = "install.sh"
+)
+
+// OnpremVPNGatewayDir is the directory of an on-prem VPN gateway's files.
+func OnpremVPNGatewayDir(gateway string) string { return OnpremVPNDir + "/" + gateway }
 
 // KubeEnvPath is the path of a group's kube-env value.
 func KubeEnvPath(group string) string { return "gce/" + group + "/kube-env" }

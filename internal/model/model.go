@@ -132,6 +132,10 @@ type GCPNetwork struct {
 	OnpremRanges []string `json:"onpremRanges"`
 	CNIPorts     []string `json:"cniPorts,omitempty"`
 	Egress       string   `json:"egress"`
+	// SubnetworkRange is the subnetwork's primary IPv4 range, "" unset.
+	SubnetworkRange string `json:"subnetworkRange,omitempty"`
+	// VPN is the HA VPN to the on-prem side, nil when the source has none.
+	VPN *VPN `json:"vpn,omitempty"`
 }
 
 // Egress choices of GCPNetwork.Egress.

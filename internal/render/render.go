@@ -45,6 +45,7 @@ var stages = []stage{
 	file(layout.AutoscalerPatchPath, AutoscalerPatch),
 	file(layout.OnpremProviderIDPath, OnpremProviderIDScript),
 	terraform.Terraform,
+	OnpremVPN,
 	Images,
 	Day0Docs,
 	Docs,

@@ -43,7 +43,8 @@ type tfSchemaBlock struct {
 var (
 	providerOnce    sync.Once
 	providerSchemas map[string]tfSchemaBlock
-	providerConfig  tfSchemaBlock // the provider block's own schema
+	dataSchemas     map[string]tfSchemaBlock // the data sources' schemas
+	providerConfig  tfSchemaBlock            // the provider block's own schema
 	providerErr     error
 )
 
@@ -70,6 +71,9 @@ func googleResources(t *testing.T) map[string]tfSchemaBlock {
 				ResourceSchemas map[string]struct {
 					Block tfSchemaBlock `json:"block"`
 				} `json:"resource_schemas"`
+				DataSourceSchemas map[string]struct {
+					Block tfSchemaBlock `json:"block"`
+				} `json:"data_source_schemas"`
 			} `json:"provider_schemas"`
 		}
 		if providerErr = json.NewDecoder(z).Decode(&doc); providerErr != nil {
@@ -84,6 +88,10 @@ func googleResources(t *testing.T) map[string]tfSchemaBlock {
 		providerSchemas = map[string]tfSchemaBlock{}
 		for name, r := range p.ResourceSchemas {
 			providerSchemas[name] = r.Block
+		}
+		dataSchemas = map[string]tfSchemaBlock{}
+		for name, r := range p.DataSourceSchemas {
+			dataSchemas[name] = r.Block
 		}
 	})
 	if providerErr != nil {
@@ -184,14 +192,14 @@ func checkProviderSchema(t *testing.T, files layout.Files) []string {
 			if b.Type != "resource" && b.Type != "data" {
 				continue
 			}
-			if b.Type == "data" {
-				errs = append(errs, fmt.Sprintf("%s: data source %v: not checked, add its schema", p, b.Labels))
-				continue
-			}
 			where := fmt.Sprintf("%s: %s.%s", p, b.Labels[0], b.Labels[1])
 			s, ok := schemas[b.Labels[0]]
+			if b.Type == "data" {
+				where = fmt.Sprintf("%s: data.%s.%s", p, b.Labels[0], b.Labels[1])
+				s, ok = dataSchemas[b.Labels[0]]
+			}
 			if !ok {
-				errs = append(errs, where+": no such resource type in the provider")
+				errs = append(errs, where+": no such "+b.Type+" type in the provider")
 				continue
 			}
 			errs = append(errs, checkBlock(where, b.Body, s, true)...)

@@ -63,6 +63,13 @@ func Terraform(src *model.Source, files layout.Files) error {
 			return err
 		}
 		files[layout.TerraformNetworkPath] = nw
+		vpn, err := terraformVPN(src, header(src.Name))
+		if err != nil {
+			return err
+		}
+		if vpn != nil {
+			files[layout.TerraformVPNPath] = vpn
+		}
 		files[layout.TerraformRootMainPath] = terraformRoot(src, header(src.Name))
 	}
 	cloud := src.CloudGroups()

@@ -22,7 +22,8 @@ import (
 // (two clusters in a mesh) with gen and returns every file gen wrote as a
 // kind: the path under out/ with a fleet's cluster directory taken off and
 // a group's name written <group> (gce/<group>/kube-env,
-// terraform/nodegroup-<group>.tf), each with one path it stands for.
+// terraform/nodegroup-<group>.tf), an on-prem VPN gateway's <gateway> and
+// a tunnel's <tunnel>, each with one path it stands for.
 func renderedKinds(t *testing.T) map[string]string {
 	t.Helper()
 	t.Setenv("NODEGEN_CACHE_DIR", t.TempDir())
@@ -69,6 +70,8 @@ func renderedKinds(t *testing.T) map[string]string {
 					kind = rest
 				}
 			}
+			kind = vpnGatewayPath.ReplaceAllString(kind, "${1}<gateway>/")
+			kind = tunnelName.ReplaceAllString(kind, "<tunnel>")
 			kinds[kind] = rel
 			return nil
 		})
@@ -78,6 +81,14 @@ func renderedKinds(t *testing.T) map[string]string {
 	}
 	return kinds
 }
+
+// vpnGatewayPath matches the directory of an on-prem VPN gateway's
+// files, and tunnelName a tunnel's name in them: a kind writes them
+// <gateway> and <tunnel>.
+var (
+	vpnGatewayPath = regexp.MustCompile(`^(` + regexp.QuoteMeta(layout.OnpremVPNDir) + `/)[^/]+/`)
+	tunnelName     = regexp.MustCompile(`tunnel[0-9]+`)
+)
 
 // familyPath matches the build script of an image family, in a cluster's
 // tree (its first group) or in out/.

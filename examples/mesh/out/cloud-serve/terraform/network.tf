@@ -10,7 +10,7 @@ resource "google_compute_firewall" "from_onprem" {
   description             = "the on-prem control plane and nodes to the kubelet and the CNI of the cloud nodes of cluster cloud-serve"
   network                 = var.network
   direction               = "INGRESS"
-  source_ranges           = ["10.20.0.0/16"]
+  source_ranges           = ["10.20.0.0/24"]
   target_service_accounts = [local.nodes_service_account_email, local.autoscaler_service_account_email]
 
   allow {

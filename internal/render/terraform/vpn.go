@@ -1,0 +1,161 @@
+package terraform
+
+import (
+	"fmt"
+
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// Terraform resource and data source types of the HA VPN nodegen renders
+// from cluster.gcp.network.vpn.
+const (
+	TFHAVPNGateway       = "google_compute_ha_vpn_gateway"
+	TFExternalVPNGateway = "google_compute_external_vpn_gateway"
+	TFVPNTunnel          = "google_compute_vpn_tunnel"
+	TFRouterInterface    = "google_compute_router_interface"
+	TFRouterPeer         = "google_compute_router_peer"
+	TFSecretVersion      = "google_secret_manager_secret_version"
+)
+
+// VPNGatewayName, VPNPeerName, VPNRouterName and VPNTunnelName are the GCE
+// names of the HA VPN's resources: the HA VPN gateway, the external VPN
+// gateway that stands for the on-prem gateways, the Cloud Router, and
+// tunnel i (its router interface and BGP peer share its name).
+func VPNGatewayName(c *model.Cluster) string { return c.Name + "-vpn" }
+func VPNPeerName(c *model.Cluster) string    { return c.Name + "-onprem" }
+func VPNRouterName(c *model.Cluster) string  { return c.Name + "-vpn" }
+func VPNTunnelName(c *model.Cluster, i int) string {
+	return c.Name + "-" + model.TunnelName(i)
+}
+
+// VPNAddressesOutput is the output that lists the HA VPN gateway's
+// interface addresses, which the source's haVpnAddresses take.
+const VPNAddressesOutput = "vpn_interface_addresses"
+
+// terraformVPN renders vpn.tf: the HA VPN gateway, the external VPN
+// gateway of the on-prem gateways, the Cloud Router with its custom
+// advertisements, and per tunnel the tunnel (its pre-shared key read from
+// Secret Manager), the router interface and the BGP peer. It renders
+// nothing without cluster.gcp.network.vpn.
+func terraformVPN(src *model.Source, header string) ([]byte, error) {
+	c := &src.Cluster
+	n := c.GCP.Network
+	if n == nil || n.VPN == nil {
+		return nil, nil
+	}
+	v := n.VPN
+	project := hclCall("coalesce", hclRef("var", "subnetwork_project"), hclRef("local", "project"))
+	w := &hclText{b: make([]byte, 0, 4096)}
+	w.comment(fmt.Sprintf("The HA VPN between the on-prem side and the cloud nodes of cluster %s", c.Name),
+		"(cluster.gcp.network.vpn; docs/vpn.md): two tunnels, one from each interface",
+		"of the HA VPN gateway, and a BGP session over each between the Cloud Router",
+		"and the on-prem gateways (out/onprem/vpn/). Both sessions are active.")
+	w.open("resource", TFHAVPNGateway, "vpn")
+	w.attr("project", project)
+	w.attr("region", hclRef("local", "region"))
+	w.attr("name", hclString(VPNGatewayName(c)))
+	w.attr("network", hclRef("var", "network"))
+	w.close()
+
+	w.blank()
+	w.comment("The on-prem gateways, as Cloud VPN sees them.")
+	w.open("resource", TFExternalVPNGateway, "onprem")
+	w.attr("project", project)
+	w.attr("name", hclString(VPNPeerName(c)))
+	w.attr("description", hclString(fmt.Sprintf("the on-prem VPN gateways of cluster %s", c.Name)))
+	w.attr("redundancy_type", hclString(v.RedundancyType()))
+	for i, g := range v.PeerGateways {
+		w.blank()
+		w.comment(g.Name)
+		w.open("interface")
+		w.attr("id", hclInt(int64(i)))
+		w.attr("ip_address", hclString(g.Address))
+		w.close()
+	}
+	w.close()
+
+	w.blank()
+	w.comment("The Cloud Router of the VPN's BGP sessions, apart from the Cloud NAT's: it",
+		"advertises only the prefixes the source lists (custom mode).")
+	w.open("resource", TFRouter, "vpn")
+	w.attr("project", project)
+	w.attr("region", hclRef("local", "region"))
+	w.attr("name", hclString(VPNRouterName(c)))
+	w.attr("network", hclRef("var", "network"))
+	w.blank()
+	w.open("bgp")
+	w.attr("asn", hclInt(v.CloudRouterASN))
+	w.attr("advertise_mode", hclString("CUSTOM"))
+	w.attr("keepalive_interval", hclInt(int64(v.BGPKeepaliveInterval)))
+	for _, p := range v.CloudPrefixes(n) {
+		w.blank()
+		w.open("advertised_ip_ranges")
+		w.attr("range", hclString(p))
+		w.close()
+	}
+	w.close()
+	w.close()
+
+	for i := range v.Tunnels {
+		t := &v.Tunnels[i]
+		name := model.TunnelName(i)
+		cloudAddr, onpremAddr, _ := t.InsideAddresses()
+		gw := v.PeerGatewayOf(i)
+
+		w.blank()
+		w.comment(fmt.Sprintf("%s: HA VPN interface %d to %s. Its pre-shared key is read from", name, i, v.PeerGateways[gw].Name),
+			"Secret Manager and kept in the Terraform state (docs/vpn.md).")
+		w.open("data", TFSecretVersion, name)
+		w.attr("project", hclRef("local", "project"))
+		w.attr("secret", hclString(t.SharedSecret.Secret))
+		w.attr("version", hclString(t.SharedSecret.Version))
+		w.close()
+		w.blank()
+		w.open("resource", TFVPNTunnel, name)
+		w.attr("project", project)
+		w.attr("region", hclRef("local", "region"))
+		w.attr("name", hclString(VPNTunnelName(c, i)))
+		w.attr("vpn_gateway", hclRef(TFHAVPNGateway, "vpn", "id"))
+		w.attr("vpn_gateway_interface", hclInt(int64(i)))
+		w.attr("peer_external_gateway", hclRef(TFExternalVPNGateway, "onprem", "id"))
+		w.attr("peer_external_gateway_interface", hclInt(int64(gw)))
+		w.attr("router", hclRef(TFRouter, "vpn", "id"))
+		w.attr("ike_version", "2")
+		w.attr("shared_secret", hclRef("data", TFSecretVersion, name, "secret_data"))
+		w.close()
+		w.blank()
+		w.open("resource", TFRouterInterface, name)
+		w.attr("project", project)
+		w.attr("region", hclRef("local", "region"))
+		w.attr("name", hclString(VPNTunnelName(c, i)))
+		w.attr("router", hclRef(TFRouter, "vpn", "name"))
+		w.attr("ip_range", hclString(fmt.Sprintf("%s/30", cloudAddr)))
+		w.attr("vpn_tunnel", hclRef(TFVPNTunnel, name, "name"))
+		w.close()
+		w.blank()
+		w.open("resource", TFRouterPeer, name)
+		w.attr("project", project)
+		w.attr("region", hclRef("local", "region"))
+		w.attr("name", hclString(VPNTunnelName(c, i)))
+		w.attr("router", hclRef(TFRouter, "vpn", "name"))
+		w.attr("interface", hclRef(TFRouterInterface, name, "name"))
+		w.attr("ip_address", hclString(cloudAddr.String()))
+		w.attr("peer_ip_address", hclString(onpremAddr.String()))
+		w.attr("peer_asn", hclInt(v.OnpremASN))
+		w.attr("advertised_route_priority", hclInt(int64(t.AdvertisedRoutePriority)))
+		w.blank()
+		w.comment("Cloud Router runs no BFD on HA VPN tunnels: the BGP hold time",
+			fmt.Sprintf("(%ds, three keepalives) detects a silent tunnel loss.", v.BGPHoldTime()))
+		w.open("bfd")
+		w.attr("session_initialization_mode", hclString("DISABLED"))
+		w.close()
+		w.close()
+	}
+
+	w.blank()
+	w.open("output", VPNAddressesOutput)
+	w.attr("description", hclString("The HA VPN gateway's public addresses, by interface: cluster.gcp.network.vpn.haVpnAddresses, which the on-prem gateways' files need."))
+	w.attr("value", fmt.Sprintf("%s.vpn.vpn_interfaces[*].ip_address", TFHAVPNGateway))
+	w.close()
+	return w.file(header)
+}

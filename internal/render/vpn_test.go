@@ -1,0 +1,343 @@
+package render_test
+
+import (
+	"bufio"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/render/terraform"
+)
+
+// vpnCUE is a cluster.gcp.network (networkCUE's) with an HA VPN to one or
+// two on-prem gateways, the HA VPN gateway's addresses declared or not.
+func vpnCUE(gateways int, addresses bool) string {
+	gws := `{name: "gw-a", address: "192.0.2.10"}`
+	if gateways == 2 {
+		gws += `, {name: "gw-b", address: "192.0.2.11"}`
+	}
+	ha := ""
+	if addresses {
+		ha = `haVpnAddresses: ["198.51.100.20", "198.51.100.21"]`
+	}
+	return networkCUE("cloud-nat", `"udp/4789"`) + `
+	gcp: network: subnetworkRange: "10.128.0.0/20"
+	gcp: network: vpn: {
+		cloudRouterASN: 64514
+		onpremASN:      4200000001
+		peerGateways: [` + gws + `]
+		` + ha + `
+		tunnels: [
+			{insideRange: "169.254.10.0/30", sharedSecret: secret: "psk-0"},
+			{insideRange: "169.254.11.4/30", sharedSecret: {secret: "psk-1", version: "3"}, advertisedRoutePriority: 200},
+		]
+		bgpKeepaliveInterval: 30
+	}`
+}
+
+// TestVPNMatchesProviderSchema: vpn.tf, with one peer gateway and two,
+// holds to the provider's schema (the secret's data source included), and
+// the check catches a wrong attribute in each resource type it uses.
+func TestVPNMatchesProviderSchema(t *testing.T) {
+	for _, gws := range []int{1, 2} {
+		_, files := srcSpec{Cluster: vpnCUE(gws, false)}.mustRender(t)
+		if _, ok := files[layout.TerraformVPNPath]; !ok {
+			t.Fatalf("%d gateways: no %s", gws, layout.TerraformVPNPath)
+		}
+		for _, e := range checkProviderSchema(t, files) {
+			t.Errorf("%d gateways: %s", gws, e)
+		}
+		if u := parseLBModule(t, files).unresolved(); len(u) > 0 {
+			t.Errorf("%d gateways: references to nothing in the module: %v", gws, u)
+		}
+	}
+	_, files := srcSpec{Cluster: vpnCUE(2, false)}.mustRender(t)
+	for _, c := range []struct{ old, new string }{
+		{"redundancy_type", "redundancy"},
+		{"  vpn_gateway_interface ", "  vpn_interface "},
+		{"keepalive_interval", "keep_alive_interval"},
+		{"advertised_route_priority", "route_priority"},
+		{"session_initialization_mode", "session_mode"},
+		{"  ip_range ", "  ip_cidr_range "},
+		{`  secret  = "psk-0"`, `  secret_id = "psk-0"`},
+		{"ike_version                     = 2", `ike_version                     = "two"`},
+	} {
+		broken := maps.Clone(files)
+		broken[layout.TerraformVPNPath] = []byte(strings.Replace(string(files[layout.TerraformVPNPath]), c.old, c.new, 1))
+		if string(broken[layout.TerraformVPNPath]) == string(files[layout.TerraformVPNPath]) {
+			t.Fatalf("%q not in vpn.tf", c.old)
+		}
+		if len(checkProviderSchema(t, broken)) == 0 {
+			t.Errorf("replacing %q by %q in vpn.tf passes the schema check", c.old, c.new)
+		}
+	}
+}
+
+// TestVPNOnlyWithVPN: without cluster.gcp.network.vpn there is no vpn.tf
+// and no on-prem VPN file; with it but without the HA VPN gateway's
+// addresses there is vpn.tf and still no on-prem file.
+func TestVPNOnlyWithVPN(t *testing.T) {
+	onprem := func(files layout.Files) []string {
+		var out []string
+		for _, p := range files.Paths() {
+			if strings.HasPrefix(p, layout.OnpremVPNDir+"/") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	_, files := srcSpec{Cluster: networkCUE("cloud-nat", "")}.mustRender(t)
+	if _, ok := files[layout.TerraformVPNPath]; ok {
+		t.Errorf("%s rendered without a vpn", layout.TerraformVPNPath)
+	}
+	if p := onprem(files); p != nil {
+		t.Errorf("on-prem VPN files without a vpn: %v", p)
+	}
+	_, files = srcSpec{Cluster: vpnCUE(1, false)}.mustRender(t)
+	if _, ok := files[layout.TerraformVPNPath]; !ok {
+		t.Errorf("no %s", layout.TerraformVPNPath)
+	}
+	if p := onprem(files); p != nil {
+		t.Errorf("on-prem VPN files without the HA VPN gateway's addresses: %v", p)
+	}
+}
+
+// tfTunnel is what vpn.tf says of a tunnel: its HA VPN interface, the
+// external gateway's interface it ends on, the Cloud Router's interface
+// range and its BGP peer.
+type tfTunnel struct {
+	vpnIface, peerIface   int64
+	ipRange, cloud, peer  string
+	peerASN, priority     int64
+	secret, secretVersion string
+}
+
+func tfVPN(t *testing.T, files layout.Files) (asn int64, keepalive int64, ranges []string, peers map[int64]string, tunnels map[string]*tfTunnel) {
+	t.Helper()
+	b := parseTF(t, files, layout.TerraformVPNPath)
+	tunnels = map[string]*tfTunnel{}
+	get := func(name string) *tfTunnel {
+		if tunnels[name] == nil {
+			tunnels[name] = &tfTunnel{}
+		}
+		return tunnels[name]
+	}
+	num := func(b *hclsyntax.Body, name string) int64 {
+		n, _ := constValue(t, b, name).AsBigFloat().Int64()
+		return n
+	}
+	peers = map[int64]string{}
+	for _, r := range blocksOf(b, "resource", terraform.TFExternalVPNGateway) {
+		for _, i := range blocksOf(r.Body, "interface") {
+			peers[num(i.Body, "id")] = constValue(t, i.Body, "ip_address").AsString()
+		}
+	}
+	for _, r := range blocksOf(b, "resource", terraform.TFRouter) {
+		for _, bgp := range blocksOf(r.Body, "bgp") {
+			asn, keepalive = num(bgp.Body, "asn"), num(bgp.Body, "keepalive_interval")
+			for _, a := range blocksOf(bgp.Body, "advertised_ip_ranges") {
+				ranges = append(ranges, constValue(t, a.Body, "range").AsString())
+			}
+		}
+	}
+	for _, r := range blocksOf(b, "resource", terraform.TFVPNTunnel) {
+		tt := get(r.Labels[1])
+		tt.vpnIface, tt.peerIface = num(r.Body, "vpn_gateway_interface"), num(r.Body, "peer_external_gateway_interface")
+	}
+	for _, r := range blocksOf(b, "data", terraform.TFSecretVersion) {
+		tt := get(r.Labels[1])
+		tt.secret, tt.secretVersion = constValue(t, r.Body, "secret").AsString(), constValue(t, r.Body, "version").AsString()
+	}
+	for _, r := range blocksOf(b, "resource", terraform.TFRouterInterface) {
+		get(r.Labels[1]).ipRange = constValue(t, r.Body, "ip_range").AsString()
+	}
+	for _, r := range blocksOf(b, "resource", terraform.TFRouterPeer) {
+		tt := get(r.Labels[1])
+		tt.cloud, tt.peer = constValue(t, r.Body, "ip_address").AsString(), constValue(t, r.Body, "peer_ip_address").AsString()
+		tt.peerASN, tt.priority = num(r.Body, "peer_asn"), num(r.Body, "advertised_route_priority")
+	}
+	return asn, keepalive, ranges, peers, tunnels
+}
+
+// iniValues reads the Key=Value lines of a systemd unit file's section.
+func iniValues(t *testing.T, src []byte, section string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	cur := ""
+	sc := bufio.NewScanner(strings.NewReader(string(src)))
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		switch {
+		case l == "" || l[0] == '#' || l[0] == ';':
+		case l[0] == '[':
+			cur = strings.Trim(l, "[]")
+		case cur == section:
+			k, v, ok := strings.Cut(l, "=")
+			if !ok {
+				t.Fatalf("line %q is not Key=Value", l)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// swanctlSettings reads a strongSwan settings file (strongswan.conf(5):
+// sections "name {" ... "}", "key = value" lines, '#' comments) into its
+// keys by dotted path; includes are listed as "include" entries.
+func swanctlSettings(t *testing.T, src []byte) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	var path []string
+	n := 0
+	for _, l := range strings.Split(string(src), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || l[0] == '#':
+		case strings.HasPrefix(l, "include "):
+			out[fmt.Sprintf("include.%d", n)] = strings.TrimPrefix(l, "include ")
+			n++
+		case strings.HasSuffix(l, "{"):
+			path = append(path, strings.TrimSpace(strings.TrimSuffix(l, "{")))
+		case l == "}":
+			if len(path) == 0 {
+				t.Fatalf("unbalanced }")
+			}
+			path = path[:len(path)-1]
+		default:
+			k, v, ok := strings.Cut(l, "=")
+			if !ok {
+				t.Fatalf("line %q is neither a section nor a setting", l)
+			}
+			out[strings.Join(append(slices.Clone(path), strings.TrimSpace(k)), ".")] = strings.TrimSpace(v)
+		}
+	}
+	if len(path) != 0 {
+		t.Fatalf("sections left open: %v", path)
+	}
+	return out
+}
+
+// TestVPNBothEndsAgree reads both ends as rendered, vpn.tf with Terraform's
+// parser and each on-prem gateway's files, and checks that they describe
+// the same tunnels: per tunnel the on-prem gateway Cloud VPN expects is
+// the one whose files hold it, the remote address is the HA VPN
+// interface's, the XFRM interface's ID is strongSwan's if_id, its address
+// is the Cloud Router's BGP peer address in the Cloud Router interface's
+// /30, FRR's neighbor is the Cloud Router's address with its ASN and
+// keepalive, and each side accepts what the other advertises.
+func TestVPNBothEndsAgree(t *testing.T) {
+	for _, gws := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d gateways", gws), func(t *testing.T) {
+			_, files := srcSpec{Cluster: vpnCUE(gws, true)}.mustRender(t)
+			asn, keepalive, ranges, peers, tunnels := tfVPN(t, files)
+			if len(tunnels) != 2 {
+				t.Fatalf("%d tunnels in vpn.tf, want 2", len(tunnels))
+			}
+			if slices.Sort(ranges); !slices.Equal(ranges, []string{"10.128.0.0/20"}) {
+				t.Errorf("the Cloud Router advertises %v, want the subnetwork's range", ranges)
+			}
+			haAddr := []string{"198.51.100.20", "198.51.100.21"}
+			gwName := map[string]string{"192.0.2.10": "gw-a", "192.0.2.11": "gw-b"}
+			seen := map[string]bool{}
+			for name, tt := range tunnels {
+				if want := fmt.Sprintf("tunnel%d", tt.vpnIface); name != want {
+					t.Errorf("%s leaves from HA VPN interface %d", name, tt.vpnIface)
+				}
+				gwAddr := peers[tt.peerIface]
+				gw := gwName[gwAddr]
+				if gw == "" {
+					t.Fatalf("%s ends on external interface %d (%q), no declared gateway", name, tt.peerIface, gwAddr)
+				}
+				dir := layout.OnpremVPNGatewayDir(gw) + "/"
+				conn, ok := files[dir+layout.SwanctlConnDir+"/"+name+".conf"]
+				if !ok {
+					t.Fatalf("%s ends on %s, whose files have no connection %s", name, gw, name)
+				}
+				seen[name] = true
+				s := swanctlSettings(t, conn)
+				c := "connections." + name
+				for k, want := range map[string]string{
+					c + ".version":                         "2",
+					c + ".remote_addrs":                    haAddr[tt.vpnIface],
+					c + ".remote.id":                       haAddr[tt.vpnIface],
+					c + ".local.id":                        gwAddr,
+					c + ".local.auth":                      "psk",
+					c + ".remote.auth":                     "psk",
+					c + ".children." + name + ".local_ts":  "0.0.0.0/0",
+					c + ".children." + name + ".remote_ts": "0.0.0.0/0",
+				} {
+					if s[k] != want {
+						t.Errorf("%s: %s = %q, want %q", name, k, s[k], want)
+					}
+				}
+				ifID := s[c+".children."+name+".if_id_in"]
+				if ifID == "" || s[c+".children."+name+".if_id_out"] != ifID {
+					t.Errorf("%s: if_id_in %q, if_id_out %q: want one ID both ways", name, ifID, s[c+".children."+name+".if_id_out"])
+				}
+				var netdev, network map[string]string
+				var ifname string
+				for _, p := range files.Paths() {
+					if strings.HasPrefix(p, dir+layout.SystemdNetworkDir+"/") && strings.HasSuffix(p, ".netdev") {
+						if x := iniValues(t, files[p], "Xfrm"); x["InterfaceId"] == ifID {
+							netdev, ifname = x, iniValues(t, files[p], "NetDev")["Name"]
+							network = iniValues(t, files[strings.TrimSuffix(p, ".netdev")+".network"], "Network")
+							if m := iniValues(t, files[strings.TrimSuffix(p, ".netdev")+".network"], "Match"); m["Name"] != ifname {
+								t.Errorf("%s: the .network matches %q, the .netdev names %q", name, m["Name"], ifname)
+							}
+						}
+					}
+				}
+				if netdev == nil {
+					t.Fatalf("%s: no XFRM interface with InterfaceId=%s in %s", name, ifID, dir)
+				}
+				if len(ifname) > 15 || netdev["Independent"] != "yes" {
+					t.Errorf("%s: interface %q (over 15 characters, or not independent: %q)", name, ifname, netdev["Independent"])
+				}
+				if want := tt.peer + "/30"; network["Address"] != want {
+					t.Errorf("%s: %s has address %q, the Cloud Router's peer is %s", name, ifname, network["Address"], want)
+				}
+				if tt.ipRange != tt.cloud+"/30" {
+					t.Errorf("%s: router interface %s, BGP peer's own address %s", name, tt.ipRange, tt.cloud)
+				}
+				frr := string(files[dir+layout.FRRConfFile])
+				for _, l := range []string{
+					fmt.Sprintf("router bgp %d\n", tt.peerASN),
+					fmt.Sprintf(" neighbor %s remote-as %d\n", tt.cloud, asn),
+					fmt.Sprintf(" neighbor %s timers %d %d\n", tt.cloud, keepalive, 3*keepalive),
+					fmt.Sprintf("  neighbor %s route-map nodegen-from-cloud in\n", tt.cloud),
+					fmt.Sprintf("  neighbor %s route-map nodegen-to-cloud out\n", tt.cloud),
+					"ip prefix-list nodegen-cloud seq 5 permit 10.128.0.0/20\n",
+					"ip prefix-list nodegen-onprem seq 5 permit 10.20.0.0/16\n",
+					"ip prefix-list nodegen-onprem seq 10 permit 192.168.7.0/24\n",
+					"  network 10.20.0.0/16\n",
+					"  network 192.168.7.0/24\n",
+				} {
+					if !strings.Contains(frr, l) {
+						t.Errorf("%s: %s's frr.conf lacks %q", name, gw, l)
+					}
+				}
+				top := swanctlSettings(t, files[dir+layout.SwanctlConfFile])
+				if top["include.0"] != "conf.d/*.conf" || top["include.1"] != "secrets.d/*.conf" {
+					t.Errorf("%s: swanctl.conf includes %v", gw, top)
+				}
+			}
+			if len(seen) != 2 {
+				t.Errorf("the on-prem files hold %v", seen)
+			}
+			if tunnels["tunnel1"].secret != "psk-1" || tunnels["tunnel1"].secretVersion != "3" || tunnels["tunnel1"].priority != 200 {
+				t.Errorf("tunnel1: %+v", tunnels["tunnel1"])
+			}
+			for _, p := range files.Paths() {
+				if strings.Contains(p, "secrets.d") {
+					t.Errorf("%s rendered: the keys stay out of out/", p)
+				}
+			}
+		})
+	}
+}
