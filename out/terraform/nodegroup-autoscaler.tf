@@ -63,6 +63,18 @@ resource "google_compute_instance_group_manager" "autoscaler_us_central1_a" {
     most_disruptive_allowed_action = "NONE"
   }
 
+  # Terraform never deletes the MIG, whose VMs would go undrained, not
+  # even once its zone or group left the source: nodegen rollout drains
+  # and deletes its nodes, then the MIG. The policy is read from the state.
+  deletion_policy = var.mig_deletion_policy
+
+  # target_size is the initial size (max); nodegen rollout's surge
+  # raises it for a batch, which an apply must not undo: rollout says
+  # when the MIG's size differs from the source's.
+  lifecycle {
+    ignore_changes = [target_size]
+  }
+
   # The MIG recreates a VM whose kubelet stops answering its health
   # endpoint, once the VM had its maxNodeProvisionTime to boot and join.
   auto_healing_policies {
@@ -90,6 +102,18 @@ resource "google_compute_instance_group_manager" "autoscaler_us_central1_b" {
     type                           = "OPPORTUNISTIC"
     minimal_action                 = "NONE"
     most_disruptive_allowed_action = "NONE"
+  }
+
+  # Terraform never deletes the MIG, whose VMs would go undrained, not
+  # even once its zone or group left the source: nodegen rollout drains
+  # and deletes its nodes, then the MIG. The policy is read from the state.
+  deletion_policy = var.mig_deletion_policy
+
+  # target_size is the initial size (max); nodegen rollout's surge
+  # raises it for a batch, which an apply must not undo: rollout says
+  # when the MIG's size differs from the source's.
+  lifecycle {
+    ignore_changes = [target_size]
   }
 
   # The MIG recreates a VM whose kubelet stops answering its health

@@ -30,9 +30,23 @@ func TFName(parts ...string) string {
 }
 
 // TerraformProviderConstraint is the google provider version constraint:
-// 5.0 is the first major release with the self_link_unique attribute and
-// the labels model nodegen relies on.
-const TerraformProviderConstraint = ">= 5.0"
+// 7.45.0 is the release whose schema the tests check the module against,
+// deletion_policy of google_compute_instance_group_manager included (5.0
+// is the first major release with the self_link_unique attribute and the
+// labels model nodegen relies on).
+const TerraformProviderConstraint = ">= 7.45.0"
+
+// MIGDeletionPolicyVariable is the module variable every MIG's
+// deletion_policy reads, PREVENT by default: with it in the state,
+// "When a 'terraform destroy' or 'terraform apply' would delete the
+// instance, the command will fail" (hashicorp/google v7.45.0 provider
+// schema, google_compute_instance_group_manager deletion_policy), also
+// once the resource block left the configuration, unlike Terraform's
+// lifecycle prevent_destroy.
+const (
+	MIGDeletionPolicyVariable = "mig_deletion_policy"
+	MIGDeletionPolicyPrevent  = "PREVENT"
+)
 
 // DefaultServiceAccountScopes are the scopes the node VMs get unless the
 // module user sets service_account_scopes: Google recommends cloud-platform
@@ -259,6 +273,7 @@ func terraformVariables(src *model.Source, header string) []byte {
 	null := cty.NullVal(cty.String)
 	scopes := strs(DefaultServiceAccountScopes)
 	empty := cty.ListValEmpty(cty.String)
+	prevent := cty.StringVal(MIGDeletionPolicyPrevent)
 	saDoc := map[string]string{
 		model.RoleNodes:      "Email of an existing service account for the nodes (every cloud node group but the autoscaler's); null creates one.",
 		model.RoleAutoscaler: "Email of an existing service account for the Cluster Autoscaler's node; null creates one. Use another account than the nodes'.",
@@ -274,6 +289,7 @@ func terraformVariables(src *model.Source, header string) []byte {
 		{name: ServiceAccountVariable(model.RoleAutoscaler), typ: str, def: &null, doc: saDoc[model.RoleAutoscaler]},
 		{name: "service_account_scopes", typ: listStr, def: &scopes, doc: "OAuth scopes of the node VMs' service account; grant permissions with IAM roles instead of narrowing scopes."},
 		{name: "network_tags", typ: listStr, def: &empty, doc: "Network tags of the node VMs, for firewall rules (e.g. the ones that let the VPN reach the kubelet)."},
+		{name: MIGDeletionPolicyVariable, typ: str, def: &prevent, notNull: true, doc: "deletion_policy of every MIG: PREVENT, terraform apply refuses to delete a MIG (nodegen rollout drains and deletes one whose zone or group left the source); DELETE only to tear the module down: apply with it, then destroy."},
 	}
 	f := hclwrite.NewEmptyFile()
 	body := f.Body()
@@ -443,13 +459,23 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 		w.blank()
 		updatePolicy(w)
 
+		w.blank()
+		w.comment("Terraform never deletes the MIG, whose VMs would go undrained, not",
+			"even once its zone or group left the source: nodegen rollout drains",
+			"and deletes its nodes, then the MIG. The policy is read from the state.")
+		w.attr("deletion_policy", hclRef("var", MIGDeletionPolicyVariable))
+
+		w.blank()
 		if g.Autoscaled() {
-			w.blank()
 			w.comment("target_size is the initial size (min); the autoscaler owns it afterwards.")
-			w.open("lifecycle")
-			w.attr("ignore_changes", hclList("target_size"))
-			w.close()
+		} else {
+			w.comment("target_size is the initial size (max); nodegen rollout's surge",
+				"raises it for a batch, which an apply must not undo: rollout says",
+				"when the MIG's size differs from the source's.")
 		}
+		w.open("lifecycle")
+		w.attr("ignore_changes", hclList("target_size"))
+		w.close()
 		autohealingPolicy(w, c, g)
 		w.close()
 	}

@@ -74,6 +74,11 @@ resource "google_compute_instance_group_manager" "gpu_burst_us_central1_a" {
     most_disruptive_allowed_action = "NONE"
   }
 
+  # Terraform never deletes the MIG, whose VMs would go undrained, not
+  # even once its zone or group left the source: nodegen rollout drains
+  # and deletes its nodes, then the MIG. The policy is read from the state.
+  deletion_policy = var.mig_deletion_policy
+
   # target_size is the initial size (min); the autoscaler owns it afterwards.
   lifecycle {
     ignore_changes = [target_size]
@@ -100,6 +105,11 @@ resource "google_compute_instance_group_manager" "gpu_burst_us_central1_b" {
     minimal_action                 = "NONE"
     most_disruptive_allowed_action = "NONE"
   }
+
+  # Terraform never deletes the MIG, whose VMs would go undrained, not
+  # even once its zone or group left the source: nodegen rollout drains
+  # and deletes its nodes, then the MIG. The policy is read from the state.
+  deletion_policy = var.mig_deletion_policy
 
   # target_size is the initial size (min); the autoscaler owns it afterwards.
   lifecycle {

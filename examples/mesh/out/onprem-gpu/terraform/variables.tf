@@ -40,3 +40,10 @@ variable "network_tags" {
   type        = list(string)
   default     = []
 }
+
+variable "mig_deletion_policy" {
+  description = "deletion_policy of every MIG: PREVENT, terraform apply refuses to delete a MIG (nodegen rollout drains and deletes one whose zone or group left the source); DELETE only to tear the module down: apply with it, then destroy."
+  type        = string
+  default     = "PREVENT"
+  nullable    = false
+}
