@@ -20,7 +20,7 @@ const ComputeScope = "https://www.googleapis.com/auth/compute"
 
 // Compute is a client of the few Compute Engine API v1 methods a rollout
 // calls: instanceGroupManagers get, listManagedInstances, createInstances
-// and deleteInstances, instanceTemplates and regionInstanceTemplates get,
+// and deleteInstances, delete (of a MIG it emptied), instanceTemplates and regionInstanceTemplates get,
 // and zoneOperations wait. It speaks the API's REST wire format (JSON with
 // the field names of the v1 discovery document, long-running Operations);
 // HTTP carries the credentials (an oauth2 client).
@@ -240,6 +240,16 @@ func (c *Compute) DeleteInstances(ctx context.Context, project, zone, mig string
 	}
 	var op operation
 	if err := c.do(ctx, http.MethodPost, c.migPath(project, zone, mig)+"/deleteInstances", body, &op); err != nil {
+		return err
+	}
+	return c.wait(ctx, project, zone, &op)
+}
+
+// DeleteMIG deletes a zonal MIG (and the instances it still has: the
+// rollout calls it only on a MIG it emptied) and waits for the operation.
+func (c *Compute) DeleteMIG(ctx context.Context, project, zone, mig string) error {
+	var op operation
+	if err := c.do(ctx, http.MethodDelete, c.migPath(project, zone, mig), nil, &op); err != nil {
 		return err
 	}
 	return c.wait(ctx, project, zone, &op)

@@ -21,7 +21,7 @@ import (
 // fakeCompute serves, on loopback, the Compute Engine API v1 methods a
 // rollout calls, with the real API's paths and JSON field names:
 // instanceGroupManagers get, listManagedInstances (paginated),
-// createInstances and deleteInstances (each an Operation that is RUNNING
+// createInstances and deleteInstances, delete (each an Operation that is RUNNING
 // until zoneOperations.wait is called), regionInstanceTemplates get; and
 // the OAuth token endpoint a service account's key is exchanged at. It
 // refuses a call without the token it issued, a createInstances of a name
@@ -38,8 +38,10 @@ type fakeCompute struct {
 	templates map[string]map[string]string
 	created   []string // instance names, in order
 	deleted   []string
-	ops       int
-	failures  map[string]int // MIG method → how many of its next calls answer 503
+	// deletedMIGs are the MIGs deleted (zone/name), in order.
+	deletedMIGs []string
+	ops         int
+	failures    map[string]int // MIG method → how many of its next calls answer 503
 }
 
 type fakeMIG struct {
@@ -180,6 +182,14 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 			"instanceTemplate": f.templateURL(m.Template),
 			"versions":         []map[string]string{{"name": "v", "instanceTemplate": f.templateURL(m.Template)}},
 			"status":           map[string]any{"isStable": true}})
+	case len(rest) == 0 && r.Method == http.MethodDelete:
+		// instanceGroupManagers.delete: the MIG goes with its instances.
+		for name := range m.Instances {
+			f.deleted = append(f.deleted, name)
+		}
+		delete(f.migs, m.Zone+"/"+m.Name)
+		f.deletedMIGs = append(f.deletedMIGs, m.Zone+"/"+m.Name)
+		op()
 	case len(rest) == 1 && rest[0] == "listManagedInstances" && r.Method == http.MethodPost:
 		names := sortedKeys(m.Instances)
 		start := 0

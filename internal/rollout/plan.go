@@ -58,8 +58,27 @@ type Plan struct {
 	UpcomingNodeFreeze bool   `json:"upcomingNodeFreeze"`
 	AutoscalerTag      string `json:"autoscalerTag"`
 	// PodsRead: the plan read the stale nodes' pods (AddPods).
-	PodsRead bool        `json:"podsRead"`
-	Groups   []GroupPlan `json:"groups"`
+	PodsRead bool `json:"podsRead"`
+	// Leaving are the MIGs of nodes the source no longer has (a zone
+	// removed from a group, a group removed or renamed): their nodes are
+	// drained and deleted, and the empty MIGs deleted, before anything
+	// else, so that terraform apply can go on (the MIGs' deletion_policy
+	// makes it refuse to delete one while its state holds it).
+	Leaving []LeavingMIG `json:"leaving"`
+	Groups  []GroupPlan  `json:"groups"`
+}
+
+// LeavingMIG is a zonal MIG that is no longer in the source, with the
+// nodes of it the cluster still has.
+type LeavingMIG struct {
+	Group string `json:"group"`
+	Zone  string `json:"zone"`
+	Name  string `json:"name"`
+	// Why says what left the source: the zone, or the group.
+	Why string `json:"why"`
+	// Excluded: cluster.rollout.exclude names the group; it is left alone.
+	Excluded bool        `json:"excluded,omitempty"`
+	Nodes    []StaleNode `json:"nodes"`
 }
 
 // AddPods reads what the drain of each stale node would hold back and
@@ -78,6 +97,14 @@ func (p *Plan) AddPods(pods []corev1.Pod, o DrainOptions) {
 				sort.Slice(ps, func(a, b int) bool { return ps[a].Namespace+"/"+ps[a].Name < ps[b].Namespace+"/"+ps[b].Name })
 				_, s.Held, s.JobPods = evictable(ps, o)
 			}
+		}
+	}
+	for i := range p.Leaving {
+		for k := range p.Leaving[i].Nodes {
+			s := &p.Leaving[i].Nodes[k]
+			ps := byNode[s.Name]
+			sort.Slice(ps, func(a, b int) bool { return ps[a].Namespace+"/"+ps[a].Name < ps[b].Namespace+"/"+ps[b].Name })
+			_, s.Held, s.JobPods = evictable(ps, o)
 		}
 	}
 }
@@ -157,6 +184,7 @@ func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Pl
 		p.UpcomingNodeFreeze = rel.UpcomingNodeBlocks
 	}
 	byMIG := map[string][]*corev1.Node{}
+	leaving := map[string]*LeavingMIG{}
 	sorted := slices.Clone(nodes)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for i := range sorted {
@@ -167,7 +195,18 @@ func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Pl
 		}
 		if g := src.GroupOfInstance(ref); g != nil {
 			byMIG[g.Name+"/"+ref.Zone] = append(byMIG[g.Name+"/"+ref.Zone], n)
+			continue
 		}
+		if l := leavingMIG(src, n, ref); l != nil {
+			k := l.Group + "/" + l.Zone
+			if leaving[k] == nil {
+				leaving[k] = l
+			}
+			leaving[k].Nodes = append(leaving[k].Nodes, StaleNode{Name: n.Name, Revision: n.Labels[model.RevisionLabel], Draining: n.Annotations[DrainingAnnotation] != ""})
+		}
+	}
+	for _, k := range model.SortedKeys(leaving) {
+		p.Leaving = append(p.Leaving, *leaving[k])
 	}
 	for _, g := range src.RolloutOrder() {
 		gp := GroupPlan{Group: g.Name, Kind: g.Kind, Revision: revs[g.Name], Excluded: slices.Contains(src.Cluster.Rollout.Exclude, g.Name)}
@@ -201,6 +240,41 @@ func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Pl
 		p.Groups = append(p.Groups, gp)
 	}
 	return p
+}
+
+// LeavingRevision is the value of DrainingAnnotation on a node the
+// rollout drains because its MIG left the source.
+const LeavingRevision = "leaving"
+
+// leavingMIG finds the MIG, no longer in the source, of a node of a GCE
+// instance: in the cluster's project, labelled with a group
+// (model.GroupLabel) that is no longer a cloud group of the source or no
+// longer has the instance's zone, and named as that group's MIGs name
+// their instances (the cluster's name, the group's, '-' and four
+// characters). nil for any other node.
+func leavingMIG(src *model.Source, n *corev1.Node, ref model.GCERef) *LeavingMIG {
+	cl := &src.Cluster
+	name := n.Labels[model.GroupLabel]
+	if name == "" || ref.Project != cl.GCP.Project {
+		return nil
+	}
+	old := &model.NodeGroup{Name: name}
+	if rest, ok := strings.CutPrefix(ref.Name, cl.BaseInstanceName(old)+"-"); !ok || len(rest) != 4 {
+		return nil
+	}
+	l := &LeavingMIG{Group: name, Zone: ref.Zone, Name: cl.MIGName(old, ref.Zone), Nodes: []StaleNode{}}
+	switch g := src.NodeGroups[name]; {
+	case g == nil:
+		l.Why = "group " + name + " is no longer in the source"
+	case !g.Cloud():
+		l.Why = "group " + name + " is no longer a cloud group"
+	case !slices.Contains(g.Zones, ref.Zone):
+		l.Why = "zone " + ref.Zone + " is no longer in " + name + "'s zones"
+	default:
+		return nil
+	}
+	l.Excluded = slices.Contains(cl.Rollout.Exclude, name)
+	return l
 }
 
 // changes says, in a person's terms, what replacing the stale node n

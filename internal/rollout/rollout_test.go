@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -90,6 +91,21 @@ func newSetup(t *testing.T, pdbMax int, extra map[string]string) *setup {
 // group changes too (a label), and its MIG in the first zone holds one
 // node made before the change: a stale group the rollout takes last.
 func newSetupWith(t *testing.T, pdbMax int, extra map[string]string, autoscalerStale bool) *setup {
+	return newSetupOf(t, pdbMax, extra, autoscalerStale, false)
+}
+
+// gpuZones and gpuZoneA are gpu-t4's zones in the tests' source, and the
+// same without the second zone.
+const (
+	gpuZones = `zones: ["us-central1-a", "us-central1-b"]`
+	gpuZoneA = `zones: ["us-central1-a"]`
+)
+
+// newSetupOf is newSetupWith; with zoneRemoved the source's change is
+// instead gpu-t4's second zone removed (its label stays): gpu-t4 has one
+// node in the first zone and two, s.oldNodes, in the second, which its
+// MIG there still holds (terraform apply did not delete it).
+func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerStale, zoneRemoved bool) *setup {
 	cp := testcp.Start(t)
 	s := &setup{cp: cp}
 	oldSrc, oldFiles := load(t, testsrc.Copy(t, extra))
@@ -98,6 +114,12 @@ func newSetupWith(t *testing.T, pdbMax int, extra map[string]string, autoscalerS
 		t.Fatal(err)
 	}
 	edits := map[string]string{"gpu-t4.cue": strings.Replace(string(b), oldPool, newPool, 1)}
+	if zoneRemoved {
+		if !strings.Contains(string(b), gpuZones) {
+			t.Fatalf("gpu-t4.cue lacks %s", gpuZones)
+		}
+		edits["gpu-t4.cue"] = strings.Replace(string(b), gpuZones, gpuZoneA, 1)
+	}
 	if autoscalerStale {
 		b, err := os.ReadFile(filepath.Join(testsrc.Dir(), "autoscaler.cue"))
 		if err != nil {
@@ -112,7 +134,11 @@ func newSetupWith(t *testing.T, pdbMax int, extra map[string]string, autoscalerS
 	var files layout.Files
 	s.src, files = load(t, s.dir)
 	s.old, s.cur = revisionsOf(t, oldSrc, oldFiles), revisionsOf(t, s.src, files)
-	if s.old["gpu-t4"] == s.cur["gpu-t4"] || s.old["cpu-burst"] != s.cur["cpu-burst"] || (s.old["autoscaler"] == s.cur["autoscaler"]) == autoscalerStale {
+	if zoneRemoved {
+		if !maps.Equal(s.old, s.cur) {
+			t.Fatalf("removing a zone should change no revision: %v → %v", s.old, s.cur)
+		}
+	} else if s.old["gpu-t4"] == s.cur["gpu-t4"] || s.old["cpu-burst"] != s.cur["cpu-burst"] || (s.old["autoscaler"] == s.cur["autoscaler"]) == autoscalerStale {
 		t.Fatalf("the label change should change gpu-t4's revision (and the autoscaler's: %v) alone: %v → %v", autoscalerStale, s.old, s.cur)
 	}
 
@@ -136,13 +162,21 @@ func newSetupWith(t *testing.T, pdbMax int, extra map[string]string, autoscalerS
 		}
 	}
 	gpu, cpu := groups["gpu-t4"], groups["cpu-burst"]
-	s.oldNodes = []string{cl.BaseInstanceName(gpu) + "-old1", cl.BaseInstanceName(gpu) + "-old2", cl.BaseInstanceName(gpu) + "-old3"}
-	a, bz := gpu.Zones[0], gpu.Zones[1]
-	m := s.compute.addMIG(a, cl.MIGName(gpu, a), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-old", s.oldNodes...)
-	s.compute.addMIG(bz, cl.MIGName(gpu, bz), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-new")
+	a, bz := oldSrc.NodeGroups["gpu-t4"].Zones[0], oldSrc.NodeGroups["gpu-t4"].Zones[1]
+	if zoneRemoved {
+		// The world plays the VMs of every MIG of before, the removed
+		// zone's included.
+		groups["gpu-t4"] = oldSrc.NodeGroups["gpu-t4"]
+		s.oldNodes = []string{cl.BaseInstanceName(gpu) + "-gb01", cl.BaseInstanceName(gpu) + "-gb02"}
+		s.compute.addMIG(a, cl.MIGName(gpu, a), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-new", cl.BaseInstanceName(gpu)+"-ga01")
+		s.compute.addMIG(bz, cl.MIGName(gpu, bz), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-old", s.oldNodes...)
+	} else {
+		s.oldNodes = []string{cl.BaseInstanceName(gpu) + "-old1", cl.BaseInstanceName(gpu) + "-old2", cl.BaseInstanceName(gpu) + "-old3"}
+		s.compute.addMIG(a, cl.MIGName(gpu, a), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-old", s.oldNodes...)
+		s.compute.addMIG(bz, cl.MIGName(gpu, bz), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-new")
+	}
 	s.compute.addMIG(a, cl.MIGName(cpu, a), cl.BaseInstanceName(cpu), cl.Name+"-cpu-burst-new", cl.BaseInstanceName(cpu)+"-cur1")
 	s.compute.addMIG(bz, cl.MIGName(cpu, bz), cl.BaseInstanceName(cpu), cl.Name+"-cpu-burst-new")
-	_ = m
 	settled := 4
 	if autoscalerStale {
 		as := groups["autoscaler"]
@@ -177,7 +211,9 @@ func newSetupWith(t *testing.T, pdbMax int, extra map[string]string, autoscalerS
 	// MIG now makes new ones from the new.
 	go s.world.run(ctx, groups)
 	s.waitSettled(t, settled)
-	s.compute.setTemplate(a, cl.MIGName(gpu, a), cl.Name+"-gpu-t4-new")
+	if !zoneRemoved {
+		s.compute.setTemplate(a, cl.MIGName(gpu, a), cl.Name+"-gpu-t4-new")
+	}
 	if autoscalerStale {
 		s.compute.setTemplate(a, cl.MIGName(groups["autoscaler"], a), cl.Name+"-autoscaler-new")
 	}

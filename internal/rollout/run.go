@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -84,6 +85,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		r.Progress.Step("finishing what an earlier run left: %v", err)
 		blocked.Groups = append(blocked.Groups, BlockedGroup{Group: "what an earlier run left", Err: err})
+	}
+	if err := r.runLeavingAll(ctx, drainTimeout, blocked); err != nil {
+		return err
 	}
 	for _, g := range r.Src.RolloutOrder() {
 		if slices.Contains(pol.Exclude, g.Name) {
@@ -344,7 +348,7 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 	if err := r.Compute.DeleteInstances(ctx, project, zone, mig, del); err != nil {
 		return err
 	}
-	if err := r.waitGone(ctx, g, zone, del); err != nil {
+	if err := r.waitGone(ctx, where, zone, mig, del); err != nil {
 		return err
 	}
 	for _, s := range batch {
@@ -751,10 +755,10 @@ func (r *Runner) budgets(ctx context.Context, p *corev1.Pod) string {
 // waitGone waits until the deleted instances have left the MIG, then
 // deletes their Node objects (a VM that no longer exists keeps its Node
 // otherwise, without a cloud controller manager).
-func (r *Runner) waitGone(ctx context.Context, g *model.NodeGroup, zone string, del []string) error {
+func (r *Runner) waitGone(ctx context.Context, where, zone, mig string, del []string) error {
 	cl := &r.Src.Cluster
 	for {
-		instances, err := r.Compute.ListManagedInstances(ctx, cl.GCP.Project, zone, cl.MIGName(g, zone))
+		instances, err := r.Compute.ListManagedInstances(ctx, cl.GCP.Project, zone, mig)
 		if err != nil {
 			return err
 		}
@@ -767,7 +771,7 @@ func (r *Runner) waitGone(ctx context.Context, g *model.NodeGroup, zone string, 
 		if left == 0 {
 			break
 		}
-		r.Progress.Wait("%s/%s: waiting for the MIG to delete %d instances", g.Name, zone, left)
+		r.Progress.Wait("%s: waiting for the MIG to delete %d instances", where, left)
 		if err := sleep(ctx, r.poll()); err != nil {
 			return err
 		}
@@ -777,7 +781,7 @@ func (r *Runner) waitGone(ctx context.Context, g *model.NodeGroup, zone string, 
 		if err := r.Kube.DeleteNode(ctx, name); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting the Node of %s: %w", name, err)
 		}
-		r.Progress.Step("%s/%s: %s deleted", g.Name, zone, name)
+		r.Progress.Step("%s: %s deleted", where, name)
 	}
 	return nil
 }
@@ -872,7 +876,7 @@ func (r *Runner) undoSurge(ctx context.Context, g *model.NodeGroup, zone string,
 	if err := r.Compute.DeleteInstances(ctx, project, zone, mig, del); err != nil {
 		return fmt.Errorf("removing the unused replacements %s (the next run tries again): %w", strings.Join(del, ", "), err)
 	}
-	return r.waitGone(ctx, g, zone, del)
+	return r.waitGone(ctx, g.Name+"/"+zone, zone, mig, del)
 }
 
 // resume finishes, before anything else, what an earlier run left on nodes
@@ -906,6 +910,9 @@ func (r *Runner) resume(ctx context.Context) error {
 			continue
 		}
 		excluded := slices.Contains(r.Src.Cluster.Rollout.Exclude, g.Name)
+		if !excluded && !slices.Contains(g.Zones, n.Labels[model.ZoneLabel]) {
+			continue // its zone left the source: runLeaving finishes it
+		}
 		switch {
 		case n.Annotations[UndoAnnotation] != "":
 			k := mig{g.Name, n.Labels[model.ZoneLabel]}
@@ -931,4 +938,147 @@ func (r *Runner) resume(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// runLeavingAll drains and deletes, before any group is rolled, the nodes
+// of the MIGs that left the source (Plan.Leaving), and deletes those MIGs
+// once empty; a MIG that cannot be finished is added to blocked and the
+// others go on. Only an interruption (ctx) returns an error.
+func (r *Runner) runLeavingAll(ctx context.Context, drainTimeout time.Duration, blocked *BlockedError) error {
+	nodes, err := r.Kube.ListNodes(ctx, metav1.ListOptions{})
+	if err != nil {
+		blocked.Groups = append(blocked.Groups, BlockedGroup{Group: "the MIGs no longer in the source", Err: fmt.Errorf("listing nodes: %w", err)})
+		return nil
+	}
+	for _, l := range MakePlan(r.Src, r.Revisions, nodes.Items).Leaving {
+		if l.Excluded {
+			r.Progress.Step("%s/%s: %s, but the group is excluded (cluster.rollout.exclude): its %d nodes are left alone", l.Group, l.Zone, l.Why, len(l.Nodes))
+			continue
+		}
+		if err := r.runLeaving(ctx, l, drainTimeout); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			r.Progress.Step("%s/%s: blocked, going on with the others: %v", l.Group, l.Zone, err)
+			blocked.Groups = append(blocked.Groups, BlockedGroup{Group: l.Group, Zone: l.Zone, Err: err})
+		}
+	}
+	return nil
+}
+
+// runLeaving empties a MIG that left the source: each of its nodes, one
+// at a time, is cordoned, drained as a stale node is (budgets respected,
+// held pods never evicted) and deleted through the MIG (deleteInstances,
+// which lowers its target size); then its instances that never became
+// nodes are deleted the same way, and the empty MIG is deleted, so that
+// terraform apply, which refuses to delete a MIG (deletion_policy
+// "PREVENT"), finds it gone. No replacement is made: the pods go where
+// the scheduler and the autoscaler put them.
+func (r *Runner) runLeaving(ctx context.Context, l LeavingMIG, drainTimeout time.Duration) error {
+	cl := &r.Src.Cluster
+	project, where := cl.GCP.Project, l.Group+"/"+l.Zone
+	r.Progress.Step("%s: %s: draining and deleting its %d %s, then MIG %s", where, l.Why, len(l.Nodes), plural(len(l.Nodes), "node", "nodes"), l.Name)
+	instances, err := r.Compute.ListManagedInstances(ctx, project, l.Zone, l.Name)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
+		instances, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	inMIG := func(name string) bool {
+		return slices.ContainsFunc(instances, func(mi ManagedInstance) bool { return mi.Name() == name })
+	}
+	nodes := slices.Clone(l.Nodes)
+	// Nodes a rollout began to drain go first.
+	slices.SortStableFunc(nodes, func(a, b StaleNode) int {
+		switch {
+		case a.Draining == b.Draining:
+			return 0
+		case a.Draining:
+			return -1
+		}
+		return 1
+	})
+	for _, s := range nodes {
+		if !inMIG(s.Name) {
+			if s.Draining {
+				// Drained and deleted by a run that stopped before it
+				// deleted the Node.
+				if err := r.Kube.DeleteNode(ctx, s.Name); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("deleting the Node of %s: %w", s.Name, err)
+				}
+				r.Progress.Step("%s: %s deleted (its VM was already deleted)", where, s.Name)
+				continue
+			}
+			return fmt.Errorf("%w: %s: node %s is not an instance of MIG %s: drain it (kubectl drain) and delete its VM yourself; nothing was changed", ErrStopped, where, s.Name, l.Name)
+		}
+		list, err := r.Kube.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.Name).String()})
+		if err != nil {
+			return fmt.Errorf("listing the pods of %s: %w", s.Name, err)
+		}
+		if _, held, _ := evictable(list.Items, r.Drain); len(held) > 0 {
+			return fmt.Errorf("%w: %s: %s holds pods the rollout does not evict: %s; it was not drained", ErrStopped, where, s.Name, heldText(held))
+		}
+		if err := r.cordon(ctx, s.Name, LeavingRevision); err != nil {
+			return err
+		}
+		r.Progress.Step("%s: cordoned %s; draining it", where, s.Name)
+		if err := r.drain(ctx, s.Name, drainTimeout); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			return errors.Join(err, r.uncordon(ctx, s.Name))
+		}
+		r.Progress.Step("%s: drained %s; deleting it through MIG %s", where, s.Name, l.Name)
+		if err := r.Compute.DeleteInstances(ctx, project, l.Zone, l.Name, []string{s.Name}); err != nil {
+			return err
+		}
+		if err := r.waitGone(ctx, where, l.Zone, l.Name, []string{s.Name}); err != nil {
+			return err
+		}
+	}
+	if instances == nil {
+		r.Progress.Step("%s: MIG %s is already gone", where, l.Name)
+		return nil
+	}
+	return r.deleteEmptyMIG(ctx, where, l.Zone, l.Name)
+}
+
+// deleteEmptyMIG deletes, through the MIG, the instances left in a MIG
+// that left the source once its nodes are gone (VMs that never
+// registered: nothing runs on them), then the MIG.
+func (r *Runner) deleteEmptyMIG(ctx context.Context, where, zone, mig string) error {
+	project := r.Src.Cluster.GCP.Project
+	instances, err := r.Compute.ListManagedInstances(ctx, project, zone, mig)
+	if err != nil {
+		return err
+	}
+	var left []string
+	for _, mi := range instances {
+		left = append(left, mi.Name())
+	}
+	if len(left) > 0 {
+		nodes, err := r.Kube.ListNodes(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("listing nodes: %w", err)
+		}
+		for _, n := range nodes.Items {
+			if slices.Contains(left, n.Name) {
+				return fmt.Errorf("%w: %s: MIG %s still has node %s, which the rollout did not drain: drain it (kubectl drain), then run the rollout again", ErrStopped, where, mig, n.Name)
+			}
+		}
+		r.Progress.Step("%s: deleting %s through MIG %s (never registered as nodes)", where, strings.Join(left, ", "), mig)
+		if err := r.Compute.DeleteInstances(ctx, project, zone, mig, left); err != nil {
+			return err
+		}
+		if err := r.waitGone(ctx, where, zone, mig, left); err != nil {
+			return err
+		}
+	}
+	if err := r.Compute.DeleteMIG(ctx, project, zone, mig); err != nil {
+		return fmt.Errorf("deleting the empty MIG %s: %w", mig, err)
+	}
+	r.Progress.Step("%s: MIG %s is empty and deleted; terraform apply may go on", where, mig)
+	return nil
 }

@@ -32,7 +32,36 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 	if !p.PodsRead {
 		b.WriteString("pods not read (--nodes): the pods a drain would hold back are not listed\n")
 	}
-	total, held, atMax := 0, 0, 0
+	total, held, atMax, leaving := 0, 0, 0, 0
+	if len(p.Leaving) > 0 {
+		b.WriteString("\nleaving the source, first: their nodes drained and deleted through their MIG, then the empty MIG deleted (terraform apply refuses to delete a MIG: its deletion_policy is PREVENT)\n")
+	}
+	for _, l := range p.Leaving {
+		fmt.Fprintf(&b, "   %s (MIG %s): %s\n", l.Zone, l.Name, l.Why)
+		if l.Excluded {
+			fmt.Fprintf(&b, "     excluded by cluster.rollout.exclude, left alone (%d %s)\n", len(l.Nodes), plural(len(l.Nodes), "node", "nodes"))
+			continue
+		}
+		leaving += len(l.Nodes)
+		var parts []string
+		for _, s := range l.Nodes {
+			part := s.Name
+			if s.Draining {
+				part += " (already cordoned: resumed)"
+			}
+			parts = append(parts, part)
+		}
+		fmt.Fprintf(&b, "     drain and delete, one at a time, no replacement: %s\n", strings.Join(parts, ", "))
+		for _, s := range l.Nodes {
+			if len(s.Held) > 0 {
+				held++
+				fmt.Fprintf(&b, "       %s is not drained: it holds pods not evicted without a flag: %s\n", s.Name, heldText(s.Held))
+			}
+			if len(s.JobPods) > 0 {
+				fmt.Fprintf(&b, "       %s: Job pods evicted, each a failure against its Job's backoffLimit unless the Job's podFailurePolicy ignores DisruptionTarget: %s\n", s.Name, strings.Join(s.JobPods, ", "))
+			}
+		}
+	}
 	for i, g := range p.Groups {
 		kind := g.Kind
 		if g.Group == autoscalerGroup {
@@ -96,14 +125,21 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 			}
 		}
 	}
-	if total == 0 {
+	if total == 0 && leaving == 0 {
 		b.WriteString("\nnothing to do: every cloud node is at its group's revision\n")
 	} else {
-		fmt.Fprintf(&b, "\n%d stale %s to replace; run again with --yes to carry it out\n", total, plural(total, "node", "nodes"))
+		b.WriteString("\n")
+		if leaving > 0 {
+			fmt.Fprintf(&b, "%d %s leaving the source to drain and delete\n", leaving, plural(leaving, "node", "nodes"))
+		}
+		if total > 0 {
+			fmt.Fprintf(&b, "%d stale %s to replace; ", total, plural(total, "node", "nodes"))
+		}
+		b.WriteString("run again with --yes to carry it out\n")
 		if atMax > 0 {
 			fmt.Fprintf(&b, "%d %s at the group's max: the rollout skips them, reports them and goes on\n", atMax, plural(atMax, "MIG is", "MIGs are"))
 		}
-		if p.UpcomingNodeFreeze {
+		if p.UpcomingNodeFreeze && total > 0 {
 			fmt.Fprintf(&b, "while a surge's replacement is upcoming (until it registers, then until it is ready), the autoscaler %s adds no node anywhere: each batch holds every scale-up (docs/rollout.md)\n", p.AutoscalerTag)
 		}
 		if held > 0 {

@@ -1,0 +1,125 @@
+package rollout_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodegen/nodegen/internal/cli"
+)
+
+// A zone removed from a group: its nodes are in the rollout's plan, and
+// --yes cordons and drains each (the PodDisruptionBudget respected: never
+// more than one pod unavailable), deletes it through its MIG, and deletes
+// the emptied MIG, which terraform apply refuses to delete (the MIGs'
+// deletion_policy). No replacement is made; the rest is untouched.
+func TestRolloutDrainsRemovedZone(t *testing.T) {
+	s := newSetupOf(t, 1, nil, false, true)
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
+	cl := &s.src.Cluster
+	gpu := s.src.NodeGroups["gpu-t4"]
+	mig := cl.MIGName(gpu, "us-central1-b")
+
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(s.args(), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("plan: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("plan:\n%s", stdout.String())
+	for _, want := range []string{
+		"leaving the source, first",
+		"us-central1-b (MIG " + mig + "): zone us-central1-b is no longer in gpu-t4's zones",
+		"drain and delete, one at a time, no replacement: " + strings.Join(s.oldNodes, ", "),
+		"2 nodes leaving the source to drain and delete",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the plan lacks %q", want)
+		}
+	}
+	if created, deleted := s.compute.record(); len(created)+len(deleted) > 0 {
+		t.Fatalf("the plan changed the MIGs: created %v, deleted %v", created, deleted)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("rollout exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("rollout:\n%s", stdout.String())
+	created, deleted := s.compute.record()
+	if len(created) > 0 {
+		t.Errorf("created %v: a removed zone's nodes get no replacement", created)
+	}
+	if !slices.Equal(deleted, s.oldNodes) {
+		t.Errorf("deleted %v, want the removed zone's nodes, each once: %v", deleted, s.oldNodes)
+	}
+	s.compute.mu.Lock()
+	deletedMIGs := slices.Clone(s.compute.deletedMIGs)
+	s.compute.mu.Unlock()
+	if !slices.Equal(deletedMIGs, []string{"us-central1-b/" + mig}) {
+		t.Errorf("deleted MIGs %v, want the removed zone's alone, once emptied", deletedMIGs)
+	}
+	for _, want := range []string{"drained " + s.oldNodes[0], "drained " + s.oldNodes[1], "MIG " + mig + " is empty and deleted", "rollout done"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	// Each node was drained before its VM went: its pods were evicted
+	// while it was cordoned.
+	if i, j := strings.Index(stdout.String(), "drained "+s.oldNodes[0]), strings.Index(stdout.String(), s.oldNodes[0]+" deleted"); i < 0 || j < i {
+		t.Errorf("%s was not drained before it was deleted", s.oldNodes[0])
+	}
+	ctx := context.Background()
+	nodes, err := s.admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if slices.Contains(s.oldNodes, n.Name) {
+			t.Errorf("the Node of deleted VM %s is still there", n.Name)
+		}
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s left cordoned", n.Name)
+		}
+	}
+	if len(nodes.Items) != 2 {
+		t.Errorf("%d nodes, want 2 (gpu-t4's in us-central1-a, cpu-burst's)", len(nodes.Items))
+	}
+	pods, err := s.admin.CoreV1().Pods("shop").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if slices.Contains(s.oldNodes, p.Spec.NodeName) {
+			t.Errorf("pod %s still on %s", p.Name, p.Spec.NodeName)
+		}
+	}
+	worstPods, _, forced, cordons, events := s.obs.report()
+	t.Logf("observed %d events: at worst %d of 3 pods unavailable; cordons %v", events, worstPods, cordons)
+	if worstPods > 1 {
+		t.Errorf("%d pods were unavailable at once: the budget allows 1", worstPods)
+	}
+	if worstPods < 1 {
+		t.Errorf("no pod was ever unavailable: the drains evicted nothing")
+	}
+	if len(forced) > 0 {
+		t.Errorf("pods deleted without a graceful deletion first: %v", forced)
+	}
+	for _, n := range s.oldNodes {
+		if cordons[n] != 1 {
+			t.Errorf("node %s cordoned %d times, want once", n, cordons[n])
+		}
+	}
+
+	// Run again: nothing left to do.
+	stdout.Reset()
+	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("second rollout exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "nothing to do") || strings.Contains(stdout.String(), "leaving the source") {
+		t.Errorf("second run:\n%s", stdout.String())
+	}
+}
