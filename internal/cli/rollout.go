@@ -45,6 +45,12 @@ that a PodDisruptionBudget blocks for cluster.rollout.drainTimeout stops it
 with the node schedulable again and nothing deleted (onDrainTimeout "stop",
 the default), or deletes the pods still refused (onDrainTimeout "force").
 
+Before any group, it drains, one at a time and as above, the nodes of MIGs
+the source no longer has (a zone removed from a group, a group removed or
+renamed), deletes them through their MIG, then deletes the emptied MIG:
+terraform apply refuses to delete a MIG (its deletion_policy is PREVENT),
+so run this first, then terraform apply.
+
 As kubectl drain, a drain leaves DaemonSet and mirror pods, and does not
 evict pods that declare no controller (--force does), pods with emptyDir
 volumes (--delete-emptydir-data does), or pods annotated
