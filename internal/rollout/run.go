@@ -185,6 +185,7 @@ func (r *Runner) runMIG(ctx context.Context, g *model.NodeGroup, zone string, dr
 			} else {
 				r.Progress.Step("%s: up to date (revision %s), untouched", where, rev)
 			}
+			r.checkStaticSize(ctx, g, zone)
 			return nil
 		}
 		if !checked {
@@ -201,6 +202,29 @@ func (r *Runner) runMIG(ctx context.Context, g *model.NodeGroup, zone string, dr
 			return err
 		}
 	}
+}
+
+// checkStaticSize says when a gce-static MIG's target size is not its
+// group's size. Terraform sets it when it creates the MIG and ignores it
+// afterwards (a surge raises it for a batch, and an apply then must not
+// shrink it: the MIG would delete any VM, an undrained one too), so a
+// changed size is carried out by hand. It only says so: an error reading
+// the MIG is left to the steps that need it.
+func (r *Runner) checkStaticSize(ctx context.Context, g *model.NodeGroup, zone string) {
+	if g.Autoscaled() {
+		return
+	}
+	cl := &r.Src.Cluster
+	mig := cl.MIGName(g, zone)
+	m, err := r.Compute.GetMIG(ctx, cl.GCP.Project, zone, mig)
+	if err != nil || m.TargetSize == g.Max {
+		return
+	}
+	how := fmt.Sprintf("grow it with gcloud compute instance-groups managed resize %s --zone %s --size %d", mig, zone, g.Max)
+	if m.TargetSize > g.Max {
+		how = fmt.Sprintf("shrink it by draining a node (kubectl drain) and deleting it through the MIG (gcloud compute instance-groups managed delete-instances %s --zone %s --instances NAME), not by a resize, which deletes any VM", mig, zone)
+	}
+	r.Progress.Step("%s/%s: MIG %s has target size %d, the group's size is %d: Terraform sets a gce-static MIG's size only when it creates it; %s", g.Name, zone, mig, m.TargetSize, g.Max, how)
 }
 
 // pickBatch takes the next batch of stale nodes: up to cluster.rollout.surge
