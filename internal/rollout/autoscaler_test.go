@@ -19,7 +19,6 @@ import (
 // cordoned until the taint is gone.
 func TestRolloutWaitsOutAutoscalerDeletionTaint(t *testing.T) {
 	s := newSetup(t, 1, nil)
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
 	cl := &s.src.Cluster
 	gpu := s.src.NodeGroups["gpu-t4"]
 	first := rolloutReplacement(cl, gpu, s.oldNodes[0], s.cur["gpu-t4"])
@@ -86,7 +85,6 @@ func TestRolloutWaitsOutAutoscalerDeletionTaint(t *testing.T) {
 // replacement; the plan says so.
 func TestRolloutSurgeWithinMax(t *testing.T) {
 	s := newSetup(t, 1, map[string]string{"rollout.cue": "cluster: rollout: surge: 3\n"})
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
 	var stdout, stderr bytes.Buffer
 	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("rollout exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())

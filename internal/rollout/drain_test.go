@@ -55,7 +55,6 @@ func (s *setup) rsOwner() *metav1.OwnerReference {
 // touching anything; with the flags the rollout evicts them and finishes.
 func TestRolloutHoldsUnsafePods(t *testing.T) {
 	s := newSetup(t, 1, nil)
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
 	ctx := context.Background()
 	old1 := s.oldNodes[0]
 	s.extraPod(t, "naked", old1, nil, nil, false)
@@ -149,7 +148,6 @@ func TestRolloutHoldsUnsafePods(t *testing.T) {
 // period, and the rollout finishes.
 func TestRolloutForcesAfterDrainTimeout(t *testing.T) {
 	s := newSetup(t, 0, map[string]string{"rollout.cue": "cluster: rollout: {drainTimeout: \"30s\", onDrainTimeout: \"force\"}\n"})
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
 	ctx := context.Background()
 	// Deleting pods is the one right "force" adds.
 	if _, err := s.admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "nodegen-rollout-force"},

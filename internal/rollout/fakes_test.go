@@ -52,7 +52,7 @@ type fakeMIG struct {
 }
 
 func newFakeCompute(t *testing.T, project, region string) *fakeCompute {
-	f := &fakeCompute{t: t, project: project, region: region, token: "ya29.fake-" + strconv.Itoa(os.Getpid()),
+	f := &fakeCompute{t: t, project: project, region: region, token: fakeToken(),
 		migs: map[string]*fakeMIG{}, templates: map[string]map[string]string{}, failures: map[string]int{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -270,29 +270,59 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// credentials writes a service-account key whose token_uri is the fake's
-// token endpoint, for Application Default Credentials
+// fakeToken is the access token every fake of the process issues and
+// accepts, so that one service-account key (sharedCredentials) serves
+// every test's fake.
+func fakeToken() string { return "ya29.fake-" + strconv.Itoa(os.Getpid()) }
+
+// writeCredentials writes, into dir, a service-account key whose
+// token_uri is tokenURI, for Application Default Credentials
 // (GOOGLE_APPLICATION_CREDENTIALS), and returns its path.
-func (f *fakeCompute) credentials(t *testing.T) string {
+func writeCredentials(dir, project, tokenURI string) (string, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	b, _ := json.Marshal(map[string]string{
-		"type": "service_account", "project_id": f.project, "private_key_id": "k1",
+		"type": "service_account", "project_id": project, "private_key_id": "k1",
 		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
-		"client_email": "rollout@" + f.project + ".iam.gserviceaccount.com", "client_id": "1",
-		"token_uri": f.srv.URL + "/token",
+		"client_email": "rollout@" + project + ".iam.gserviceaccount.com", "client_id": "1",
+		"token_uri": tokenURI,
 	})
-	p := filepath.Join(t.TempDir(), "sa.json")
+	p := filepath.Join(dir, "sa.json")
 	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return p
+	return p, nil
+}
+
+// sharedCredentials is the service-account key TestMain puts in
+// GOOGLE_APPLICATION_CREDENTIALS for the whole test binary: its token
+// endpoint is a fake's of its own, whose token every test's fake accepts.
+// One key for all lets the tests run in parallel (t.Setenv cannot).
+var sharedCredentials string
+
+// startTokenServer serves the OAuth token endpoint of sharedCredentials
+// until stop is called.
+func startTokenServer() (creds string, stop func(), err error) {
+	f := &fakeCompute{project: "nodegen-tests", token: fakeToken(), migs: map[string]*fakeMIG{}, templates: map[string]map[string]string{}, failures: map[string]int{}}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	dir, err := os.MkdirTemp("", "nodegen-rollout-creds-")
+	if err != nil {
+		f.srv.Close()
+		return "", nil, err
+	}
+	stop = func() { f.srv.Close(); os.RemoveAll(dir) }
+	creds, err = writeCredentials(dir, f.project, f.srv.URL+"/token")
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	return creds, stop, nil
 }
 
 // largest is the most instances the MIG ever held.

@@ -19,7 +19,6 @@ import (
 // deletion_policy). No replacement is made; the rest is untouched.
 func TestRolloutDrainsRemovedZone(t *testing.T) {
 	s := newSetupOf(t, 1, nil, false, true)
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
 	cl := &s.src.Cluster
 	gpu := s.src.NodeGroups["gpu-t4"]
 	mig := cl.MIGName(gpu, "us-central1-b")

@@ -57,7 +57,6 @@ func (s *setup) writeSource(t *testing.T, file, content string) {
 // group excluded.
 func TestRolloutAdminCordonAndUndoRetried(t *testing.T) {
 	s := newSetup(t, 0, map[string]string{"rollout.cue": "cluster: rollout: drainTimeout: \"30s\"\n"})
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
 	ctx := context.Background()
 	old1 := s.oldNodes[0]
 	n, err := s.admin.CoreV1().Nodes().Get(ctx, old1, metav1.GetOptions{})
@@ -161,7 +160,6 @@ func TestRolloutRevertAfterStoppedDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.writeSource(t, "gpu-t4.cue", string(b))
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
 	var stdout, stderr bytes.Buffer
 	code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr)
 	t.Logf("after the revert: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -181,7 +179,6 @@ func TestRolloutRevertAfterStoppedDrain(t *testing.T) {
 // batch gives up waiting for it; nothing is drained.
 func TestRolloutRemovesNeverReadyReplacement(t *testing.T) {
 	s := newSetup(t, 1, nil)
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
 	cl := &s.src.Cluster
 	gpu := s.src.NodeGroups["gpu-t4"]
 	a := gpu.Zones[0]

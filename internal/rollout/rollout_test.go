@@ -106,6 +106,10 @@ const (
 // node in the first zone and two, s.oldNodes, in the second, which its
 // MIG there still holds (terraform apply did not delete it).
 func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerStale, zoneRemoved bool) *setup {
+	// Each test has its own control plane and fake Compute API, and
+	// mostly waits (drain timeouts, polls): they run side by side
+	// (TestMain).
+	t.Parallel()
 	cp := testcp.Start(t)
 	s := &setup{cp: cp}
 	oldSrc, oldFiles := load(t, testsrc.Copy(t, extra))
@@ -144,7 +148,7 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 
 	cl := &s.src.Cluster
 	s.compute = newFakeCompute(t, cl.GCP.Project, cl.GCP.Region)
-	s.creds = s.compute.credentials(t)
+	s.creds = sharedCredentials
 	scripts := map[string]string{}
 	groups := map[string]*model.NodeGroup{}
 	names := []string{"gpu-t4", "cpu-burst"}
@@ -370,7 +374,6 @@ func (s *setup) checkDone(t *testing.T) {
 // and leaves the up-to-date group alone.
 func TestRolloutReplacesWithinBudget(t *testing.T) {
 	s := newSetup(t, 1, nil)
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
 	var stdout, stderr bytes.Buffer
 	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("rollout exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -407,7 +410,6 @@ func TestRolloutReplacesWithinBudget(t *testing.T) {
 // with a message naming it, and leaves the cluster as it was.
 func TestRolloutBlockedByBudget(t *testing.T) {
 	s := newSetup(t, 0, map[string]string{"rollout.cue": "cluster: rollout: drainTimeout: \"30s\"\n"})
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", s.creds)
 	ctx := context.Background()
 	before, _ := s.admin.CoreV1().Pods("shop").List(ctx, metav1.ListOptions{})
 	var stdout, stderr bytes.Buffer
