@@ -41,6 +41,22 @@ func (c *checker) network() {
 			}
 		}
 	}
+	var subnet netip.Prefix
+	subnetOK := false
+	if n.SubnetworkRange != "" {
+		pr, err := netip.ParsePrefix(n.SubnetworkRange)
+		switch {
+		case err != nil:
+			c.at(join(p, "subnetworkRange"), "%q is not a CIDR: %v", n.SubnetworkRange, err)
+		case pr.Masked() != pr:
+			c.at(join(p, "subnetworkRange"), "%s has host bits set: a subnetwork's range is its network address, %s", n.SubnetworkRange, pr.Masked())
+		default:
+			subnet, subnetOK = pr, true
+		}
+	}
+	if n.VPN != nil {
+		c.vpn(n, subnet, subnetOK)
+	}
 	for i, cp := range n.CNIPorts {
 		_, ports, _ := strings.Cut(cp, "/")
 		lo, hi, isRange := strings.Cut(ports, "-")

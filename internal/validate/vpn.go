@@ -1,0 +1,318 @@
+package validate
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"cuelang.org/go/cue"
+
+	"github.com/nodegen/nodegen/internal/model"
+)
+
+// linkLocal is the range of the tunnels' BGP addresses: Cloud Router's
+// interfaces on HA VPN tunnels take an address of RFC 3927's link-local
+// range (google_compute_router_interface's ip_range), and the metadata
+// server's address is one of it.
+var (
+	linkLocal      = netip.MustParsePrefix("169.254.0.0/16")
+	metadataServer = netip.MustParseAddr("169.254.169.254")
+)
+
+// vpnProposalRoles are the algorithms vet accepts in the source's
+// proposals, in strongSwan's names (strongSwan's docs, "IKEv2 cipher
+// suites"), by role: the entries of Cloud VPN's supported IKE ciphers page
+// (https://cloud.google.com/network-connectivity/docs/vpn/concepts/supported-ike-ciphers,
+// and its cipher changes page, which lists the IKEv2 DH and PRF orders)
+// for IKEv2 phase 1 and phase 2, less those below 112 bits of security or
+// built on MD5 and SHA-1 (3DES, HMAC-MD5, HMAC-SHA1, the PRFs on them,
+// MODP 1024 and 1536 and the RFC 5114 groups), which that page still
+// lists for old peers and vet refuses as weak.
+var vpnProposalRoles = map[string]string{
+	"aes128": "encryption", "aes192": "encryption", "aes256": "encryption",
+	"aes128gcm16": "aead", "aes192gcm16": "aead", "aes256gcm16": "aead",
+	"sha256": "integrity", "sha384": "integrity", "sha512": "integrity",
+	"prfsha256": "prf", "prfsha384": "prf", "prfsha512": "prf",
+	"modp2048": "dh", "modp3072": "dh", "modp4096": "dh", "modp6144": "dh", "modp8192": "dh",
+	"ecp256": "dh", "ecp384": "dh", "ecp521": "dh", "curve25519": "dh",
+}
+
+// vpnWeak are algorithms Cloud VPN accepts and vet refuses as weak, with
+// the reason.
+var vpnWeak = map[string]string{
+	"3des": "3DES has a 64-bit block", "md5": "HMAC-MD5", "sha1": "HMAC-SHA1",
+	"prfmd5": "a PRF on MD5", "prfsha1": "a PRF on SHA-1", "prfaesxcbc": "PRF-AES128-XCBC (128-bit, legacy)",
+	"prfaescmac": "PRF-AES128-CMAC (128-bit, legacy)", "aesxcbc": "AES-XCBC-96", "aescmac": "AES-CMAC-96",
+	"modp1024": "MODP 1024 (group 2)", "modp1536": "MODP 1536 (group 5)",
+	"modp1024s160": "the RFC 5114 group 22, which Cloud VPN dropped",
+	"modp2048s224": "the RFC 5114 group 23", "modp2048s256": "the RFC 5114 group 24",
+}
+
+// vpnProposal checks one proposal, IKE (phase 1) or ESP (phase 2), and
+// returns what is wrong with it ("" when nothing): every algorithm one
+// vet accepts, exactly one per role (Google's advice: one cipher per
+// role, so that both ends always select the same), an AEAD cipher without
+// integrity, a CBC cipher with one, IKE's PRF where strongSwan needs it
+// (with an AEAD cipher), no PRF in ESP, IKE's DH group and at most one for
+// ESP's PFS.
+func vpnProposal(p string, ike bool) string {
+	count := map[string]int{}
+	for _, a := range strings.Split(p, "-") {
+		role, ok := vpnProposalRoles[a]
+		if !ok {
+			if why, weak := vpnWeak[a]; weak {
+				return fmt.Sprintf("%q is weak (%s): vet accepts %s", a, why, vpnAccepted(ike))
+			}
+			return fmt.Sprintf("%q is not an algorithm Cloud VPN supports for IKEv2 (in strongSwan's name): vet accepts %s", a, vpnAccepted(ike))
+		}
+		count[role]++
+	}
+	enc := count["encryption"] + count["aead"]
+	switch {
+	case enc != 1:
+		return fmt.Sprintf("%d encryption algorithms: give one (Google advises one algorithm per role, so that both ends select the same)", enc)
+	case count["integrity"] > 1 || count["prf"] > 1 || count["dh"] > 1:
+		return "more than one algorithm for a role: give one (Google advises one algorithm per role, so that both ends select the same)"
+	case count["aead"] == 1 && count["integrity"] == 1:
+		return "an AES-GCM cipher authenticates itself: drop the integrity algorithm"
+	case count["encryption"] == 1 && count["integrity"] == 0:
+		return "an AES-CBC cipher needs an integrity algorithm (sha256, sha384 or sha512)"
+	case ike && count["aead"] == 1 && count["prf"] == 0:
+		return "an AES-GCM cipher in IKE needs a PRF (prfsha256, prfsha384 or prfsha512)"
+	case ike && count["dh"] == 0:
+		return "IKE needs a Diffie-Hellman group"
+	case !ike && count["prf"] > 0:
+		return "ESP has no PRF: drop it"
+	}
+	return ""
+}
+
+func vpnAccepted(ike bool) string {
+	enc := "aes128, aes192, aes256 (with sha256, sha384 or sha512) or aes128gcm16, aes192gcm16, aes256gcm16"
+	dh := "modp2048, modp3072, modp4096, modp6144, modp8192, ecp256, ecp384, ecp521, curve25519"
+	if ike {
+		return enc + "; prfsha256, prfsha384, prfsha512; " + dh
+	}
+	return enc + "; for PFS " + dh
+}
+
+// privateASN reports whether asn is a private ASN (RFC 6996), the ones
+// Cloud Router takes without owning a public one.
+func privateASN(asn int64) bool {
+	return asn >= 64512 && asn <= 65534 || asn >= 4200000000 && asn <= 4294967294
+}
+
+// vpn checks cluster.gcp.network.vpn: the topology the 99.99% SLA needs,
+// the tunnels' link-local ranges, the ASNs, the proposals, the BGP timers,
+// and that each side advertises what the other must reach, and nothing of
+// the other's.
+func (c *checker) vpn(n *model.GCPNetwork, subnet netip.Prefix, subnetOK bool) {
+	v := n.VPN
+	p := sel("cluster", "gcp", "network", "vpn")
+	if n.SubnetworkRange == "" {
+		c.atKey(p, "a vpn needs cluster.gcp.network.subnetworkRange, the subnetwork's primary range: the Cloud Router advertises it to the on-prem side and vet checks what the cloud side advertises against it")
+	}
+
+	// The topology.
+	switch len(v.PeerGateways) {
+	case 1, 2:
+	default:
+		c.at(join(p, "peerGateways"), "%d peer gateway(s): HA VPN's topologies take one on-prem gateway (both tunnels on it) or two (one tunnel each)", len(v.PeerGateways))
+	}
+	if len(v.Tunnels) != 2 {
+		c.at(join(p, "tunnels"), "%d tunnel(s): the 99.99%% topology needs two, one from each of the HA VPN gateway's interfaces (tunnels[0] from interface 0, tunnels[1] from interface 1)", len(v.Tunnels))
+	}
+	names := map[string]int{}
+	addrs := map[netip.Addr]cue.Selector{}
+	for i, g := range v.PeerGateways {
+		if j, ok := names[g.Name]; ok {
+			c.at(join(p, "peerGateways", i, "name"), "peer gateway %q is also peerGateways[%d]: each gateway has its own directory of files", g.Name, j)
+		}
+		names[g.Name] = i
+		if a, ok := c.publicAddress(join(p, "peerGateways", i, "address"), g.Address, "an on-prem gateway's address"); ok {
+			if _, dup := addrs[a]; dup {
+				c.at(join(p, "peerGateways", i, "address"), "%s is the address of another peer gateway: two gateways need two addresses (one gateway has one entry)", a)
+			}
+			addrs[a] = cue.Index(i)
+		}
+	}
+	if v.HAVPNAddresses != nil {
+		if len(v.HAVPNAddresses) != 2 {
+			c.at(join(p, "haVpnAddresses"), "%d address(es): the HA VPN gateway has two interfaces, write the two addresses of terraform output %s", len(v.HAVPNAddresses), "vpn_interface_addresses")
+		}
+		seen := map[netip.Addr]bool{}
+		for i, s := range v.HAVPNAddresses {
+			a, ok := c.publicAddress(join(p, "haVpnAddresses", i), s, "an HA VPN interface's address")
+			if !ok {
+				continue
+			}
+			if seen[a] {
+				c.at(join(p, "haVpnAddresses", i), "%s is the address of the other interface too: each interface has its own", a)
+			}
+			if _, peer := addrs[a]; peer {
+				c.at(join(p, "haVpnAddresses", i), "%s is an on-prem gateway's address: a tunnel's two ends differ", a)
+			}
+			seen[a] = true
+		}
+	}
+
+	// The tunnels' link-local ranges.
+	var ranges []netip.Prefix
+	for i, t := range v.Tunnels {
+		tp := join(p, "tunnels", i, "insideRange")
+		r, err := netip.ParsePrefix(t.InsideRange)
+		switch {
+		case err != nil:
+			c.at(tp, "%q is not a CIDR: %v", t.InsideRange, err)
+			continue
+		case r.Bits() != 30:
+			c.at(tp, "%s is a /%d: a tunnel's inside range is a /30 (the Cloud Router takes its first usable address, the on-prem gateway the second)", r, r.Bits())
+			continue
+		case r.Masked() != r:
+			c.at(tp, "%s has host bits set: the /30 is %s", r, r.Masked())
+			continue
+		case !linkLocal.Contains(r.Addr()):
+			c.at(tp, "%s is outside 169.254.0.0/16: Cloud Router's BGP addresses on a VPN tunnel are link-local", r)
+			continue
+		case r.Contains(metadataServer):
+			c.at(tp, "%s holds 169.254.169.254, the metadata server's address, which every VM reaches on its own interface", r)
+			continue
+		}
+		for j, o := range ranges {
+			if o == r {
+				c.at(tp, "%s is also tunnels[%d]'s inside range: each tunnel's BGP session needs its own addresses", r, j)
+			}
+		}
+		ranges = append(ranges, r)
+	}
+
+	// The ASNs.
+	for _, a := range []struct {
+		field string
+		asn   int64
+	}{{"cloudRouterASN", v.CloudRouterASN}, {"onpremASN", v.OnpremASN}} {
+		if !privateASN(a.asn) {
+			c.at(join(p, a.field), "%d is not a private ASN: use one of 64512-65534 or 4200000000-4294967294 (RFC 6996)", a.asn)
+		}
+	}
+	if v.CloudRouterASN == v.OnpremASN {
+		c.at(join(p, "onpremASN"), "%d is cloudRouterASN too: the sessions are eBGP, each side has its own ASN", v.OnpremASN)
+	}
+
+	// The proposals and timers.
+	if why := vpnProposal(v.IKEProposal, true); why != "" {
+		c.at(join(p, "ikeProposal"), "%q: %s", v.IKEProposal, why)
+	}
+	if why := vpnProposal(v.ESPProposal, false); why != "" {
+		c.at(join(p, "espProposal"), "%q: %s", v.ESPProposal, why)
+	}
+	if k := v.BGPKeepaliveInterval; k < 20 || k > 60 {
+		c.at(join(p, "bgpKeepaliveInterval"), "%d: Cloud Router's BGP keepalive interval is 20 to 60 seconds", k)
+	}
+	for i, t := range v.Tunnels {
+		if r := t.AdvertisedRoutePriority; r < 0 || r > 65535 {
+			c.at(join(p, "tunnels", i, "advertisedRoutePriority"), "%d: a route priority is 0 to 65535", r)
+		}
+	}
+	if d := v.TunnelLossToleration.Duration(); d < 2*time.Minute {
+		c.at(join(p, "tunnelLossToleration"), "%s is shorter than 2m: the pods it applies to would be evicted during a two-minute loss of both tunnels, which docs/vpn.md's runbook expects them to survive", v.TunnelLossToleration)
+	}
+
+	c.vpnPrefixes(n, subnet, subnetOK)
+}
+
+// publicAddress parses an address that must be a public IPv4 address (an
+// IKE peer across the internet) and reports it at path otherwise.
+func (c *checker) publicAddress(path []cue.Selector, s, what string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(s)
+	switch {
+	case err != nil || !a.Is4():
+		c.at(path, "%q is not an IPv4 address", s)
+		return netip.Addr{}, false
+	case a.IsPrivate() || !a.IsGlobalUnicast():
+		c.at(path, "%s is not a public address: %s is where the tunnels cross the internet", a, what)
+		return netip.Addr{}, false
+	}
+	return a, true
+}
+
+// vpnPrefixes checks what each side advertises: the on-prem side covers
+// the control plane's address and every on-prem range the cloud nodes
+// reach, the cloud side the subnetwork's range, and no prefix of one side
+// overlaps one of the other's (either side would send the other's
+// traffic back to it).
+func (c *checker) vpnPrefixes(n *model.GCPNetwork, subnet netip.Prefix, subnetOK bool) {
+	v := n.VPN
+	p := sel("cluster", "gcp", "network", "vpn", "advertise")
+	parse := func(list []string, path []cue.Selector) ([]netip.Prefix, bool) {
+		var out []netip.Prefix
+		ok := true
+		for i, s := range list {
+			pr, err := netip.ParsePrefix(s)
+			switch {
+			case err != nil:
+				c.at(join(path, i), "%q is not a CIDR: %v", s, err)
+				ok = false
+			case pr.Masked() != pr:
+				c.at(join(path, i), "%s has host bits set: the prefix is %s", s, pr.Masked())
+				ok = false
+			default:
+				out = append(out, pr)
+			}
+		}
+		return out, ok
+	}
+	covers := func(list []netip.Prefix, r netip.Prefix) bool {
+		return slices.ContainsFunc(list, func(p netip.Prefix) bool { return p.Bits() <= r.Bits() && p.Contains(r.Addr()) })
+	}
+
+	var onprem []netip.Prefix
+	onpremPath := sel("cluster", "gcp", "network", "onpremRanges")
+	ok := true
+	if v.Advertise.Onprem != nil {
+		onpremPath = join(p, "onprem")
+		if onprem, ok = parse(v.Advertise.Onprem, onpremPath); ok {
+			var missing []string
+			for _, s := range n.OnpremRanges {
+				if r, err := netip.ParsePrefix(s); err == nil && !covers(onprem, r.Masked()) {
+					missing = append(missing, s)
+				}
+			}
+			if host, _, err := net.SplitHostPort(c.src.Cluster.ControlPlaneEndpoint); err == nil {
+				if a, err := netip.ParseAddr(host); err == nil && !covers(onprem, netip.PrefixFrom(a, 32)) {
+					missing = append(missing, fmt.Sprintf("the control plane %s", a))
+				}
+			}
+			if len(missing) > 0 {
+				c.at(onpremPath, "the on-prem gateways would not advertise %s: the cloud nodes reach the control plane and the on-prem nodes only through what the on-prem side advertises; add it", strings.Join(missing, ", "))
+			}
+		}
+	} else {
+		onprem, ok = parse(n.OnpremRanges, onpremPath)
+	}
+
+	var cloud []netip.Prefix
+	cloudPath := sel("cluster", "gcp", "network", "subnetworkRange")
+	cok := subnetOK
+	if v.Advertise.Cloud != nil {
+		cloudPath = join(p, "cloud")
+		if cloud, cok = parse(v.Advertise.Cloud, cloudPath); cok && subnetOK && !covers(cloud, subnet) {
+			c.at(cloudPath, "the Cloud Router would not advertise the subnetwork's range %s: the on-prem side reaches the cloud nodes only through what it advertises; add it", subnet)
+		}
+	} else if subnetOK {
+		cloud = []netip.Prefix{subnet}
+	}
+	if !ok || !cok {
+		return
+	}
+	for _, o := range onprem {
+		for _, cl := range cloud {
+			if o.Overlaps(cl) {
+				c.at(cloudPath, "%s (cloud side) overlaps %s (on-prem side, %s): the two sides' prefixes must be disjoint, or each would route the other's addresses back into the tunnel", cl, o, c.path(onpremPath))
+			}
+		}
+	}
+}
