@@ -122,3 +122,57 @@ func TestRolloutDrainsRemovedZone(t *testing.T) {
 		t.Errorf("second run:\n%s", stdout.String())
 	}
 }
+
+// A budget that allows no disruption blocks the drain of a removed zone's
+// node: after drainTimeout the node is schedulable again without the
+// rollout's marks, nothing is deleted, the MIG stays (terraform apply
+// still refuses to delete it), the other groups are rolled, and the
+// rollout exits 1 naming the zone.
+func TestRolloutRemovedZoneBlockedByBudget(t *testing.T) {
+	s := newSetupOf(t, 0, map[string]string{"rollout.cue": "cluster: rollout: drainTimeout: \"30s\"\n"}, false, true)
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr)
+	t.Logf("rollout: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	if code != cli.ExitFindings {
+		t.Errorf("exit %d, want %d", code, cli.ExitFindings)
+	}
+	for _, want := range []string{
+		"gpu-t4 (us-central1-b): the drain of " + s.oldNodes[0] + " did not finish in 30s",
+		"PodDisruptionBudget shop/web allows 0 disruptions",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	for _, want := range []string{"rollout: gpu-t4/us-central1-b: blocked, going on with the others", "rollout: autoscaler/us-central1-b: up to date"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if created, deleted := s.compute.record(); len(created)+len(deleted) > 0 {
+		t.Errorf("created %v, deleted %v: a blocked drain deletes nothing", created, deleted)
+	}
+	s.compute.mu.Lock()
+	deletedMIGs := slices.Clone(s.compute.deletedMIGs)
+	s.compute.mu.Unlock()
+	if len(deletedMIGs) > 0 {
+		t.Errorf("deleted MIGs %v", deletedMIGs)
+	}
+	nodes, err := s.admin.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s left cordoned", n.Name)
+		}
+		for _, k := range []string{"nodegen.dev/rollout-draining", "nodegen.dev/rollout-cordoned", "nodegen.dev/rollout-scale-down-disabled", "cluster-autoscaler.kubernetes.io/scale-down-disabled"} {
+			if _, has := n.Annotations[k]; has {
+				t.Errorf("node %s keeps %s", n.Name, k)
+			}
+		}
+	}
+	if len(nodes.Items) != 4 {
+		t.Errorf("%d nodes, want the 4 of before", len(nodes.Items))
+	}
+}
