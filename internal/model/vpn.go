@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"net/netip"
+	"time"
 )
 
 // VPN is the HA VPN between the on-prem side and the cloud nodes' network
@@ -132,4 +133,14 @@ func (t *VPNTunnel) InsideAddresses() (cloud, onprem netip.Addr, ok bool) {
 	base := p.Masked().Addr()
 	cloud = base.Next()
 	return cloud, cloud.Next(), true
+}
+
+// TunnelLossToleration is how long the pods nodegen renders for the cloud
+// nodes tolerate their node being unreachable or not ready: the VPN's
+// tunnelLossToleration, 0 without a VPN (Kubernetes' default applies).
+func (c *Cluster) TunnelLossToleration() time.Duration {
+	if n := c.GCP.Network; n != nil && n.VPN != nil {
+		return n.VPN.TunnelLossToleration.Duration()
+	}
+	return 0
 }

@@ -228,6 +228,7 @@ func nodeCSRApproverDeployment(src *model.Source, home *model.NodeGroup, groups 
 		Container:  "approver",
 		Script:     "node-csr-approver.sh",
 		Env:        NodeCSRApproverEnv(src, groups),
+		TunnelLoss: TunnelLossTolerations(&src.Cluster),
 		Home:       home,
 		ObjectMeta: meta,
 	}.object(src.Cluster.TaintRemover.Image).Spec.JobTemplate.Spec.Template

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"time"
+
 	"bytes"
 	"fmt"
 	"strconv"
@@ -85,6 +87,27 @@ func TaintRemoverObjects(src *model.Source) []runtime.Object {
 
 // TaintRemoverDaemonSetName is the name of a group's taint-remover DaemonSet.
 func TaintRemoverDaemonSetName(g *model.NodeGroup) string { return TaintRemoverName + "-" + g.Name }
+
+// TunnelLossTolerations are the tolerations of the node lifecycle
+// controller's NoExecute taints node.kubernetes.io/unreachable and
+// node.kubernetes.io/not-ready for the cluster's tunnelLossToleration,
+// which the pods nodegen renders for the cloud nodes carry: without them
+// the API server's DefaultTolerationSeconds admission gives them 300s
+// (kubernetes/kubernetes v1.35.0,
+// plugin/pkg/admission/defaulttolerationseconds/admission.go). nil
+// without a VPN.
+func TunnelLossTolerations(c *model.Cluster) []corev1.Toleration {
+	d := c.TunnelLossToleration()
+	if d == 0 {
+		return nil
+	}
+	secs := int64(d / time.Second)
+	out := make([]corev1.Toleration, 0, 2)
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		out = append(out, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs})
+	}
+	return out
+}
 
 // Tolerations returns tolerations that tolerate exactly the given taints.
 func Tolerations(taints []model.Taint) []corev1.Toleration {

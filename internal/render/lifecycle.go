@@ -130,6 +130,7 @@ func nodeLifecycleCronJob(src *model.Source, home *model.NodeGroup, grace int64,
 		FailedHistory:     3,
 		BackoffLimit:      0,
 		ActiveDeadline:    NodeLifecycleActiveDeadline,
+		TunnelLoss:        TunnelLossTolerations(&src.Cluster),
 		Home:              home,
 		ObjectMeta:        meta,
 	}.object(src.Cluster.TaintRemover.Image)

@@ -137,6 +137,7 @@ func joinTokenRenewerCronJob(src *model.Source, r model.Renewal, schedule string
 		ActiveDeadline:    600,
 		LabelJobTemplate:  true,
 		TmpInMemory:       true, // the token passes through files here: memory, not the node's disk
+		TunnelLoss:        TunnelLossTolerations(&src.Cluster),
 		Home:              home,
 		ObjectMeta:        meta,
 	}.object(src.Cluster.TaintRemover.Image)

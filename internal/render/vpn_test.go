@@ -9,7 +9,14 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render/terraform"
 )
@@ -339,5 +346,79 @@ func TestVPNBothEndsAgree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// podTolerationsOnCloudNodes decodes the manifests nodegen renders for pods on
+// the autoscaler's (cloud) node, strictly into their API types, and the
+// autoscaler chart's tolerations value, and returns each one's
+// tolerations by where they come from.
+func podTolerationsOnCloudNodes(t *testing.T, files layout.Files) map[string][]corev1.Toleration {
+	t.Helper()
+	out := map[string][]corev1.Toleration{}
+	for _, p := range []string{layout.NodeCSRApproverPath, layout.JoinTokenRenewerPath, layout.NodeLifecyclePath} {
+		objs, err := k8sdecode.Objects(files[p])
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, o := range objs {
+			switch o := o.(type) {
+			case *appsv1.Deployment:
+				out[p+" "+o.Name] = o.Spec.Template.Spec.Tolerations
+			case *batchv1.CronJob:
+				out[p+" "+o.Name] = o.Spec.JobTemplate.Spec.Template.Spec.Tolerations
+			}
+		}
+	}
+	var values struct {
+		Tolerations []corev1.Toleration `json:"tolerations"`
+	}
+	// The chart's values hold more than tolerations: only they are read.
+	if err := sigsyaml.Unmarshal(files[layout.AutoscalerValuesPath], &values); err != nil {
+		t.Fatalf("%s: %v", layout.AutoscalerValuesPath, err)
+	}
+	out[layout.AutoscalerValuesPath] = values.Tolerations
+	if len(out) != 4 {
+		t.Fatalf("found the pods of %v, want the approver, the renewer, the node collector and the autoscaler", slices.Sorted(maps.Keys(out)))
+	}
+	return out
+}
+
+// TestTunnelLossTolerations: with a VPN, every pod nodegen renders for the
+// cloud nodes tolerates the node lifecycle controller's NoExecute taints
+// of an unreachable or not-ready node for tunnelLossToleration, as the
+// scheduler's helpers match tolerations; without one, none declares them
+// (the API server's 300s default applies).
+func TestTunnelLossTolerations(t *testing.T) {
+	taints := []corev1.Taint{
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute},
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute},
+	}
+	for _, c := range []struct {
+		name, cue string
+		want      int64 // seconds; 0: no toleration
+	}{
+		{"default", vpnCUE(1, true), 600},
+		{"set", vpnCUE(2, true) + "\ngcp: network: vpn: tunnelLossToleration: \"15m30s\"", 930},
+		{"no vpn", networkCUE("cloud-nat", ""), 0},
+	} {
+		_, files := srcSpec{Cluster: c.cue}.mustRender(t)
+		for where, tols := range podTolerationsOnCloudNodes(t, files) {
+			for _, taint := range taints {
+				var match []corev1.Toleration
+				for _, tol := range tols {
+					if corev1helpers.TolerationsTolerateTaint(klog.Background(), []corev1.Toleration{tol}, &taint, false) {
+						match = append(match, tol)
+					}
+				}
+				switch {
+				case c.want == 0 && len(match) > 0:
+					t.Errorf("%s: %s tolerates %s without a VPN: %v", c.name, where, taint.Key, match)
+				case c.want == 0:
+				case len(match) != 1 || match[0].TolerationSeconds == nil || *match[0].TolerationSeconds != c.want:
+					t.Errorf("%s: %s tolerates %s with %v, want one toleration of %ds", c.name, where, taint.Key, match, c.want)
+				}
+			}
+		}
 	}
 }
