@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 )
@@ -20,7 +21,8 @@ const ComputeScope = "https://www.googleapis.com/auth/compute"
 
 // Compute is a client of the few Compute Engine API v1 methods a rollout
 // calls: instanceGroupManagers get, listManagedInstances, createInstances
-// and deleteInstances, delete (of a MIG it emptied), instanceTemplates and regionInstanceTemplates get,
+// and deleteInstances, aggregatedList and delete (of a MIG it emptied),
+// instanceTemplates and regionInstanceTemplates get,
 // and zoneOperations wait. It speaks the API's REST wire format (JSON with
 // the field names of the v1 discovery document, long-running Operations);
 // HTTP carries the credentials (an oauth2 client).
@@ -243,6 +245,48 @@ func (c *Compute) DeleteInstances(ctx context.Context, project, zone, mig string
 		return err
 	}
 	return c.wait(ctx, project, zone, &op)
+}
+
+// ZonalMIG is a zonal MIG of instanceGroupManagers.aggregatedList.
+type ZonalMIG struct {
+	Zone string
+	MIG
+}
+
+// ListMIGs lists the zonal MIGs of a project, every zone and page
+// (instanceGroupManagers.aggregatedList; regional MIGs are left out).
+func (c *Compute) ListMIGs(ctx context.Context, project string) ([]ZonalMIG, error) {
+	var all []ZonalMIG
+	token := ""
+	for {
+		ref := "projects/" + url.PathEscape(project) + "/aggregated/instanceGroupManagers"
+		if token != "" {
+			ref += "?pageToken=" + url.QueryEscape(token)
+		}
+		var page struct {
+			Items map[string]struct {
+				InstanceGroupManagers []MIG `json:"instanceGroupManagers"`
+			} `json:"items"`
+			NextPageToken string `json:"nextPageToken"`
+		}
+		if err := c.do(ctx, http.MethodGet, ref, nil, &page); err != nil {
+			return nil, err
+		}
+		for scope, list := range page.Items {
+			zone, ok := strings.CutPrefix(scope, "zones/")
+			if !ok {
+				continue
+			}
+			for _, m := range list.InstanceGroupManagers {
+				all = append(all, ZonalMIG{Zone: zone, MIG: m})
+			}
+		}
+		if page.NextPageToken == "" {
+			sort.Slice(all, func(i, j int) bool { return all[i].Zone+"/"+all[i].Name < all[j].Zone+"/"+all[j].Name })
+			return all, nil
+		}
+		token = page.NextPageToken
+	}
 }
 
 // DeleteMIG deletes a zonal MIG (and the instances it still has: the

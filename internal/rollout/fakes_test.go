@@ -21,7 +21,8 @@ import (
 // fakeCompute serves, on loopback, the Compute Engine API v1 methods a
 // rollout calls, with the real API's paths and JSON field names:
 // instanceGroupManagers get, listManagedInstances (paginated),
-// createInstances and deleteInstances, delete (each an Operation that is RUNNING
+// aggregatedList (paginated), createInstances and deleteInstances,
+// delete (each an Operation that is RUNNING
 // until zoneOperations.wait is called), regionInstanceTemplates get; and
 // the OAuth token endpoint a service account's key is exchanged at. It
 // refuses a call without the token it issued, a createInstances of a name
@@ -159,6 +160,35 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 		f.reply(w, map[string]any{"name": parts[3], "properties": map[string]any{"metadata": map[string]any{"items": items}}})
 	case len(parts) == 5 && parts[0] == "zones" && parts[2] == "operations" && parts[4] == "wait" && r.Method == http.MethodPost:
 		f.reply(w, map[string]any{"name": parts[3], "zone": parts[1], "status": "DONE"})
+	case len(parts) == 2 && parts[0] == "aggregated" && parts[1] == "instanceGroupManagers" && r.Method == http.MethodGet:
+		// instanceGroupManagers.aggregatedList, one zone a page (so that
+		// pages are read), and a region's empty scope as the API has.
+		var zones []string
+		for _, m := range f.migs {
+			if !slices.Contains(zones, m.Zone) {
+				zones = append(zones, m.Zone)
+			}
+		}
+		slices.Sort(zones)
+		start := 0
+		if tok := r.URL.Query().Get("pageToken"); tok != "" {
+			start, _ = strconv.Atoi(tok)
+		}
+		items := map[string]any{"regions/" + f.region: map[string]any{"warning": map[string]string{"code": "NO_RESULTS_ON_PAGE"}}}
+		if start < len(zones) {
+			var list []map[string]any
+			for _, k := range sortedKeys(f.migs) {
+				if m := f.migs[k]; m.Zone == zones[start] {
+					list = append(list, map[string]any{"name": m.Name, "baseInstanceName": m.Base, "targetSize": len(m.Instances), "instanceTemplate": f.templateURL(m.Template)})
+				}
+			}
+			items["zones/"+zones[start]] = map[string]any{"instanceGroupManagers": list}
+		}
+		page := map[string]any{"items": items}
+		if start+1 < len(zones) {
+			page["nextPageToken"] = strconv.Itoa(start + 1)
+		}
+		f.reply(w, page)
 	case len(parts) >= 4 && parts[0] == "zones" && parts[2] == "instanceGroupManagers":
 		m, ok := f.migs[parts[1]+"/"+parts[3]]
 		if !ok {

@@ -58,10 +58,14 @@ func TestRolloutDrainsRemovedZone(t *testing.T) {
 	s.compute.mu.Lock()
 	deletedMIGs := slices.Clone(s.compute.deletedMIGs)
 	s.compute.mu.Unlock()
-	if !slices.Equal(deletedMIGs, []string{"us-central1-b/" + mig}) {
-		t.Errorf("deleted MIGs %v, want the removed zone's alone, once emptied", deletedMIGs)
+	// gpu-t4's once emptied; cpu-burst's, which had no node, too; not the
+	// empty MIGs that are not the cluster's.
+	cpuMIG := cl.MIGName(s.src.NodeGroups["cpu-burst"], "us-central1-b")
+	if !slices.Equal(deletedMIGs, []string{"us-central1-b/" + mig, "us-central1-b/" + cpuMIG}) {
+		t.Errorf("deleted MIGs %v, want the removed zone's of gpu-t4, once emptied, then cpu-burst's", deletedMIGs)
 	}
-	for _, want := range []string{"drained " + s.oldNodes[0], "drained " + s.oldNodes[1], "MIG " + mig + " is empty and deleted", "rollout done"} {
+	for _, want := range []string{"drained " + s.oldNodes[0], "drained " + s.oldNodes[1], "MIG " + mig + " is empty and deleted",
+		"cpu-burst/us-central1-b: zone us-central1-b is no longer in cpu-burst's zones: MIG " + cpuMIG + " has no node; deleting it", "rollout done"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -155,8 +159,8 @@ func TestRolloutRemovedZoneBlockedByBudget(t *testing.T) {
 	s.compute.mu.Lock()
 	deletedMIGs := slices.Clone(s.compute.deletedMIGs)
 	s.compute.mu.Unlock()
-	if len(deletedMIGs) > 0 {
-		t.Errorf("deleted MIGs %v", deletedMIGs)
+	if want := []string{"us-central1-b/" + s.src.Cluster.MIGName(s.src.NodeGroups["cpu-burst"], "us-central1-b")}; !slices.Equal(deletedMIGs, want) {
+		t.Errorf("deleted MIGs %v, want %v alone (cpu-burst's, which had no node)", deletedMIGs, want)
 	}
 	nodes, err := s.admin.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {

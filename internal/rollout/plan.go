@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
@@ -275,6 +276,25 @@ func leavingMIG(src *model.Source, n *corev1.Node, ref model.GCERef) *LeavingMIG
 	}
 	l.Excluded = slices.Contains(cl.Rollout.Exclude, name)
 	return l
+}
+
+// LeavingMIGOf says whether a zonal MIG of the project is one of the
+// cluster's that left the source: named as the cluster names a group's MIG
+// (the cluster's name, the group's, the zone), its base instance name the
+// cluster's and the group's, and the group no longer a cloud group of the
+// source or no longer in that zone. nil otherwise.
+func LeavingMIGOf(src *model.Source, m ZonalMIG) *LeavingMIG {
+	cl := &src.Cluster
+	name, ok := strings.CutPrefix(m.BaseInstanceName, cl.Name+"-")
+	if !ok || name == "" {
+		return nil
+	}
+	old := &model.NodeGroup{Name: name}
+	if m.Name != cl.MIGName(old, m.Zone) {
+		return nil
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{model.GroupLabel: name}}}
+	return leavingMIG(src, n, model.GCERef{Project: cl.GCP.Project, Zone: m.Zone, Name: cl.BaseInstanceName(old) + "-0000"})
 }
 
 // changes says, in a person's terms, what replacing the stale node n

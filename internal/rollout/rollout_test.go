@@ -123,6 +123,15 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 			t.Fatalf("gpu-t4.cue lacks %s", gpuZones)
 		}
 		edits["gpu-t4.cue"] = strings.Replace(string(b), gpuZones, gpuZoneA, 1)
+		// cpu-burst loses its second zone too, whose MIG has no node.
+		cb, err := os.ReadFile(filepath.Join(testsrc.Dir(), "cpu-burst.cue"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(cb), gpuZones) {
+			t.Fatalf("cpu-burst.cue lacks %s", gpuZones)
+		}
+		edits["cpu-burst.cue"] = strings.Replace(string(cb), gpuZones, gpuZoneA, 1)
 	}
 	if autoscalerStale {
 		b, err := os.ReadFile(filepath.Join(testsrc.Dir(), "autoscaler.cue"))
@@ -181,6 +190,14 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 	}
 	s.compute.addMIG(a, cl.MIGName(cpu, a), cl.BaseInstanceName(cpu), cl.Name+"-cpu-burst-new", cl.BaseInstanceName(cpu)+"-cur1")
 	s.compute.addMIG(bz, cl.MIGName(cpu, bz), cl.BaseInstanceName(cpu), cl.Name+"-cpu-burst-new")
+	if zoneRemoved {
+		groups["cpu-burst"] = oldSrc.NodeGroups["cpu-burst"]
+		// Empty MIGs in the removed zone that are not the cluster's own:
+		// another cluster's, and one named like the cluster's whose base
+		// instance name is not.
+		s.compute.addMIG(bz, "other-cpu-burst-"+bz, "other-cpu-burst", cl.Name+"-cpu-burst-new")
+		s.compute.addMIG(bz, cl.Name+"-legacy-"+bz, "legacy", cl.Name+"-cpu-burst-new")
+	}
 	settled := 4
 	if autoscalerStale {
 		as := groups["autoscaler"]

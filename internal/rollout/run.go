@@ -974,7 +974,9 @@ func (r *Runner) runLeavingAll(ctx context.Context, drainTimeout time.Duration, 
 		blocked.Groups = append(blocked.Groups, BlockedGroup{Group: "the MIGs no longer in the source", Err: fmt.Errorf("listing nodes: %w", err)})
 		return nil
 	}
+	done := map[string]bool{}
 	for _, l := range MakePlan(r.Src, r.Revisions, nodes.Items).Leaving {
+		done[l.Zone+"/"+l.Name] = true
 		if l.Excluded {
 			r.Progress.Step("%s/%s: %s, but the group is excluded (cluster.rollout.exclude): its %d nodes are left alone", l.Group, l.Zone, l.Why, len(l.Nodes))
 			continue
@@ -984,6 +986,31 @@ func (r *Runner) runLeavingAll(ctx context.Context, drainTimeout time.Duration, 
 				return err
 			}
 			r.Progress.Step("%s/%s: blocked, going on with the others: %v", l.Group, l.Zone, err)
+			blocked.Groups = append(blocked.Groups, BlockedGroup{Group: l.Group, Zone: l.Zone, Err: err})
+		}
+	}
+	// The cluster's MIGs that left the source with no node: an autoscaled
+	// group's at size 0, or one a stopped run emptied but did not delete.
+	migs, err := r.Compute.ListMIGs(ctx, r.Src.Cluster.GCP.Project)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		blocked.Groups = append(blocked.Groups, BlockedGroup{Group: "the MIGs no longer in the source", Err: fmt.Errorf("listing the project's MIGs: %w", err)})
+		return nil
+	}
+	for _, m := range migs {
+		l := LeavingMIGOf(r.Src, m)
+		if l == nil || done[m.Zone+"/"+m.Name] || l.Excluded {
+			continue
+		}
+		where := l.Group + "/" + l.Zone
+		r.Progress.Step("%s: %s: MIG %s has no node; deleting it", where, l.Why, m.Name)
+		if err := r.deleteEmptyMIG(ctx, where, m.Zone, m.Name); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			r.Progress.Step("%s: blocked, going on with the others: %v", where, err)
 			blocked.Groups = append(blocked.Groups, BlockedGroup{Group: l.Group, Zone: l.Zone, Err: err})
 		}
 	}
