@@ -1,0 +1,788 @@
+//go:build linux
+
+// Package vpnlab runs both ends of the site-to-site VPN with real
+// software, each end in a network namespace of its own: strongSwan's
+// charon (loaded with swanctl) for the IPsec tunnels and FRR's zebra,
+// bgpd and bfdd for BGP and BFD over them. Behind each gateway sits a host
+// of the side's LAN; the gateways meet over a veth pair that stands in for
+// the internet. Nothing outside the test's own namespaces is contacted.
+//
+// The kernel of a test machine may lack ESP, XFRM interfaces and VTI
+// (containers and microVMs often do), so charon runs with strongSwan's
+// kernel-libipsec plugin: ESP in user space, UDP-encapsulated, delivered
+// through a TUN device per charon. A route-based tunnel then needs a
+// device of its own, so each tunnel of a side gets its own charon: the
+// charon of tunnel i listens on ports 500+10000·i and 4500+10000·i, and
+// nftables maps those to 500 and 4500 on the wire, so each peer sees the
+// standard ports. Each TUN device is renamed to the interface name the
+// side's rendered configuration routes over and given the tunnel's inside
+// address, as an XFRM interface would be.
+package vpnlab
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnvRequire, "1", makes missing tools fail the tests instead of skipping
+// them (CI sets it).
+const EnvRequire = "NODEGEN_REQUIRE_VPNLAB"
+
+// Tools the lab runs, from Debian's strongswan-charon, strongswan-swanctl,
+// libcharon-extra-plugins (kernel-libipsec), frr, iproute2 and nftables.
+var (
+	charonBin = "/usr/lib/ipsec/charon"
+	libipsec  = "/usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so"
+	frrDir    = "/usr/lib/frr"
+)
+
+// Require skips the test unless the machine can run the lab, or fails it
+// when EnvRequire is "1".
+func Require(t testing.TB) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	for _, tool := range []string{"ip", "nft", "swanctl", "vtysh"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	for _, f := range []string{charonBin, libipsec, filepath.Join(frrDir, "zebra"), filepath.Join(frrDir, "bgpd"), filepath.Join(frrDir, "bfdd")} {
+		if _, err := os.Stat(f); err != nil {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("vpnlab needs %s (apt-get install strongswan-charon strongswan-swanctl libcharon-extra-plugins frr iproute2 nftables)", strings.Join(missing, ", "))
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// Tunnel is one end of one IPsec tunnel.
+type Tunnel struct {
+	// Conn is the connection's name in Swanctl.
+	Conn string
+	// IfName is the interface the side's routing configuration uses for
+	// the tunnel.
+	IfName string
+	// Inside is this end's inside address with the link's prefix length.
+	Inside netip.Prefix
+	// Local and Remote are the public addresses of this end and the peer.
+	Local, Remote netip.Addr
+	// Swanctl is a swanctl.conf holding this tunnel's connection and its
+	// pre-shared key, and nothing else.
+	Swanctl []byte
+}
+
+// Side is one end of the VPN: a gateway with its tunnels and its routing,
+// and a host on its LAN.
+type Side struct {
+	// Name is short ([a-z]{1,4}): it names the side's namespaces.
+	Name    string
+	Tunnels []Tunnel
+	// Charon holds settings added to each charon's strongswan.conf.
+	Charon []byte
+	// FRR is the gateway's frr.conf, applied with vtysh.
+	FRR []byte
+	// Gateway is the gateway's LAN address with the LAN's prefix length;
+	// Host is the host's address on that LAN.
+	Gateway netip.Prefix
+	Host    netip.Addr
+}
+
+// Lab is a running VPN.
+type Lab struct {
+	t     testing.TB
+	dir   string
+	id    string
+	sides [2]*side
+
+	mu   sync.Mutex
+	cuts map[int]bool
+}
+
+type side struct {
+	Side
+	gw, host string // namespace names
+	charons  []*charon
+	frrDir   string
+	procs    []*exec.Cmd
+}
+
+type charon struct {
+	dir  string
+	vici string
+	tun  string // the TUN device's name as made
+}
+
+var idSeq struct {
+	sync.Mutex
+	n int
+}
+
+// tunnelTimeout bounds the wait for the CHILD_SAs at start.
+const tunnelTimeout = 30 * time.Second
+
+// Start builds the namespaces, starts charon for each tunnel, loads the
+// connections, waits for every CHILD_SA, then starts FRR and applies its
+// configuration; it does not wait for BGP (see WaitUp).
+// Everything is removed when the test ends.
+func Start(t testing.TB, a, b Side) *Lab {
+	t.Helper()
+	idSeq.Lock()
+	idSeq.n++
+	id := fmt.Sprintf("nv%d%d", os.Getpid()%10000, idSeq.n)
+	idSeq.Unlock()
+	l := &Lab{t: t, dir: t.TempDir(), id: id, cuts: map[int]bool{}}
+	for i, s := range []Side{a, b} {
+		if len(s.Tunnels) == 0 || len(s.Tunnels) > 4 {
+			t.Fatalf("vpnlab: side %q has %d tunnels (1 to 4)", s.Name, len(s.Tunnels))
+		}
+		l.sides[i] = &side{Side: s, gw: id + "-" + s.Name + "-gw", host: id + "-" + s.Name + "-h"}
+	}
+	t.Cleanup(l.stop)
+	l.network()
+	for _, s := range l.sides {
+		l.startCharons(s)
+	}
+	// The second side (the responder, as Cloud VPN is) first.
+	for _, s := range []*side{l.sides[1], l.sides[0]} {
+		for i, c := range s.charons {
+			f := filepath.Join(c.dir, "swanctl", "swanctl.conf")
+			l.write(f, s.Tunnels[i].Swanctl)
+			l.run(s.gw, "swanctl", "--load-all", "--file", f, "--uri", c.vici)
+		}
+	}
+	if err := l.waitInstalled(tunnelTimeout); err != nil {
+		l.t.Fatalf("vpnlab: %v", err)
+	}
+	for _, s := range l.sides {
+		l.tunnelDevices(s)
+	}
+	for _, s := range l.sides {
+		l.startFRR(s)
+	}
+	return l
+}
+
+// network creates the namespaces, the wire between the gateways, the
+// LANs and the port maps of the charons past the first.
+func (l *Lab) network() {
+	a, b := l.sides[0], l.sides[1]
+	for _, s := range l.sides {
+		for _, ns := range []string{s.gw, s.host} {
+			l.run("", "ip", "netns", "add", ns)
+			l.run(ns, "ip", "link", "set", "lo", "up")
+		}
+		l.run(s.gw, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	}
+	l.run("", "ip", "link", "add", "wan", "netns", a.gw, "type", "veth", "peer", "name", "wan", "netns", b.gw)
+	for _, s := range l.sides {
+		l.run(s.gw, "ip", "link", "set", "wan", "up")
+		seen := map[netip.Addr]bool{}
+		for _, tn := range s.Tunnels {
+			if !seen[tn.Local] {
+				seen[tn.Local] = true
+				l.run(s.gw, "ip", "addr", "add", tn.Local.String()+"/32", "dev", "wan")
+			}
+		}
+		routed := map[netip.Addr]bool{}
+		for _, tn := range s.Tunnels {
+			if !routed[tn.Remote] {
+				routed[tn.Remote] = true
+				l.run(s.gw, "ip", "route", "add", tn.Remote.String()+"/32", "dev", "wan")
+			}
+		}
+		l.run("", "ip", "link", "add", "lan", "netns", s.gw, "type", "veth", "peer", "name", "lan", "netns", s.host)
+		l.run(s.gw, "ip", "addr", "add", s.Gateway.String(), "dev", "lan")
+		l.run(s.gw, "ip", "link", "set", "lan", "up")
+		l.run(s.host, "ip", "addr", "add", netip.PrefixFrom(s.Host, s.Gateway.Bits()).String(), "dev", "lan")
+		l.run(s.host, "ip", "link", "set", "lan", "up")
+		l.run(s.host, "ip", "route", "add", "default", "via", s.Gateway.Addr().String())
+
+		var nft strings.Builder
+		nft.WriteString("table ip vpnlab_ports {\n\tchain pre {\n\t\ttype nat hook prerouting priority dstnat;\n")
+		for i, tn := range s.Tunnels[1:] {
+			off := 10000 * (i + 1)
+			fmt.Fprintf(&nft, "\t\tip saddr %s ip daddr %s udp dport 500 dnat to :%d\n", tn.Remote, tn.Local, 500+off)
+			fmt.Fprintf(&nft, "\t\tip saddr %s ip daddr %s udp dport 4500 dnat to :%d\n", tn.Remote, tn.Local, 4500+off)
+		}
+		nft.WriteString("\t}\n\tchain post {\n\t\ttype nat hook postrouting priority srcnat;\n")
+		for i, tn := range s.Tunnels[1:] {
+			off := 10000 * (i + 1)
+			fmt.Fprintf(&nft, "\t\tip saddr %s ip daddr %s udp sport %d snat to :500\n", tn.Local, tn.Remote, 500+off)
+			fmt.Fprintf(&nft, "\t\tip saddr %s ip daddr %s udp sport %d snat to :4500\n", tn.Local, tn.Remote, 4500+off)
+		}
+		nft.WriteString("\t}\n}\n")
+		f := filepath.Join(l.dir, s.Name+"-ports.nft")
+		l.write(f, []byte(nft.String()))
+		l.run(s.gw, "nft", "-f", f)
+	}
+}
+
+var tunLine = regexp.MustCompile(`created TUN device: (\S+)`)
+
+// startCharons starts one charon per tunnel, one after the other, and
+// notes the TUN device each made.
+func (l *Lab) startCharons(s *side) {
+	for i := range s.Tunnels {
+		dir := filepath.Join(l.dir, fmt.Sprintf("%s-charon%d", s.Name, i))
+		for _, d := range []string{"x509", "x509ca", "x509ocsp", "private", "rsa", "ecdsa", "pkcs8", "pkcs12", "pubkey", "x509aa", "x509ac", "x509crl"} {
+			if err := os.MkdirAll(filepath.Join(dir, "swanctl", d), 0o700); err != nil {
+				l.t.Fatal(err)
+			}
+		}
+		c := &charon{dir: dir, vici: "unix://" + filepath.Join(dir, "charon.vici")}
+		conf := fmt.Sprintf(`charon {
+	load = random nonce openssl kdf aes sha1 sha2 hmac gcm gmp pem pkcs1 x509 pubkey kernel-libipsec kernel-netlink socket-default vici updown
+	port = %d
+	port_nat_t = %d
+	install_virtual_ip = no
+	filelog {
+		stderr {
+			default = 1
+		}
+	}
+	plugins {
+		vici {
+			socket = %s
+		}
+	}
+}
+`, 500+10000*i, 4500+10000*i, c.vici)
+		if len(s.Charon) > 0 {
+			extra := filepath.Join(dir, "extra.conf")
+			l.write(extra, s.Charon)
+			conf += "include " + extra + "\n"
+		}
+		confFile := filepath.Join(dir, "strongswan.conf")
+		l.write(confFile, []byte(conf))
+		logFile := filepath.Join(dir, "charon.log")
+		// charon keeps its pid file in /run: a private /run per charon.
+		cmd := l.daemon(s.gw, logFile, []string{"STRONGSWAN_CONF=" + confFile},
+			"unshare", "-m", "sh", "-c", "mount -t tmpfs tmpfs /run && exec "+charonBin)
+		s.procs = append(s.procs, cmd)
+		c.tun = l.waitLog(logFile, tunLine, 10*time.Second)
+		s.charons = append(s.charons, c)
+	}
+}
+
+// tunnelDevices gives each tunnel's TUN device the interface name and
+// inside address the side's configuration expects. kernel-libipsec
+// installs a CHILD_SA's route through its device by the name it made the
+// device with, so this runs once the CHILD_SAs are installed.
+func (l *Lab) tunnelDevices(s *side) {
+	for i, tn := range s.Tunnels {
+		tun := s.charons[i].tun
+		l.run(s.gw, "ip", "link", "set", tun, "down")
+		l.run(s.gw, "ip", "link", "set", tun, "name", tn.IfName)
+		l.run(s.gw, "ip", "addr", "add", tn.Inside.String(), "dev", tn.IfName)
+		l.run(s.gw, "ip", "link", "set", tn.IfName, "up")
+	}
+	// kernel-libipsec routes each traffic selector into its TUN device
+	// through table 220; routing is FRR's here, as it is with XFRM
+	// interfaces.
+	for l.try(s.gw, "ip", "rule", "del", "table", "220") == nil {
+	}
+}
+
+// startFRR starts zebra, bfdd and bgpd in the gateway's namespace and
+// applies the side's frr.conf.
+func (l *Lab) startFRR(s *side) {
+	// The daemons run as Debian's frr user, which must reach their
+	// folder: one of its own, outside the test's private temporary one.
+	dir, err := os.MkdirTemp("", "vpnlab-frr-")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { os.RemoveAll(dir) })
+	l.run("", "chown", "frr:frr", dir)
+	logs := filepath.Join(l.dir, s.Name+"-frr")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		l.t.Fatal(err)
+	}
+	s.frrDir = dir
+	for _, d := range []string{"zebra", "bfdd", "bgpd"} {
+		cmd := l.daemon(s.gw, filepath.Join(logs, d+".log"), nil, filepath.Join(frrDir, d),
+			"-f", "/dev/null", "-i", filepath.Join(dir, d+".pid"), "-z", filepath.Join(dir, "zserv.api"),
+			"--vty_socket", dir, "-P", "0", "--log", "stdout")
+		s.procs = append(s.procs, cmd)
+		l.waitFile(filepath.Join(dir, d+".vty"), 10*time.Second)
+	}
+	conf := filepath.Join(logs, "frr.conf")
+	l.write(conf, s.FRR)
+	out := l.run(s.gw, "vtysh", "--vty_socket", dir, "-f", conf)
+	if bytes.Contains(out, []byte("% ")) {
+		l.t.Fatalf("vpnlab: side %s: vtysh refused lines of frr.conf:\n%s", s.Name, out)
+	}
+}
+
+// daemon starts a long-running process in namespace ns, its output in
+// logFile; it is killed when the lab stops.
+func (l *Lab) daemon(ns, logFile string, env []string, name string, args ...string) *exec.Cmd {
+	l.t.Helper()
+	f, err := os.Create(logFile)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		l.t.Fatal(err)
+	}
+	f.Close()
+	return cmd
+}
+
+func (l *Lab) stop() {
+	for _, s := range l.sides {
+		if s == nil {
+			continue
+		}
+		for i := len(s.procs) - 1; i >= 0; i-- {
+			p := s.procs[i]
+			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+			_ = p.Wait()
+		}
+	}
+	if l.t.Failed() {
+		l.dumpLogs()
+	}
+	for _, s := range l.sides {
+		if s == nil {
+			continue
+		}
+		_ = exec.Command("ip", "netns", "del", s.gw).Run()
+		_ = exec.Command("ip", "netns", "del", s.host).Run()
+	}
+}
+
+// dumpLogs prints the tail of every daemon's log, for a failed test.
+func (l *Lab) dumpLogs() {
+	logs, _ := filepath.Glob(filepath.Join(l.dir, "*", "*.log"))
+	for _, f := range logs {
+		b, _ := os.ReadFile(f)
+		if len(b) > 4000 {
+			b = b[len(b)-4000:]
+		}
+		l.t.Logf("%s:\n%s", strings.TrimPrefix(f, l.dir+"/"), b)
+	}
+}
+
+func (l *Lab) write(f string, b []byte) {
+	l.t.Helper()
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// run runs a command, in namespace ns unless ns is "", and fails the test
+// if it fails.
+func (l *Lab) run(ns string, name string, args ...string) []byte {
+	l.t.Helper()
+	out, err := l.output(ns, name, args...)
+	if err != nil {
+		l.t.Fatalf("vpnlab: %s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func (l *Lab) try(ns string, name string, args ...string) error {
+	_, err := l.output(ns, name, args...)
+	return err
+}
+
+func (l *Lab) output(ns string, name string, args ...string) ([]byte, error) {
+	if ns != "" {
+		args = append([]string{"netns", "exec", ns, name}, args...)
+		name = "ip"
+	}
+	return exec.Command(name, args...).CombinedOutput()
+}
+
+func (l *Lab) waitLog(f string, re *regexp.Regexp, d time.Duration) string {
+	l.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		b, _ := os.ReadFile(f)
+		if m := re.FindSubmatch(b); m != nil {
+			return string(m[1])
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("vpnlab: %s: no %q within %s:\n%s", f, re, d, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (l *Lab) waitFile(f string, d time.Duration) {
+	l.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := os.Stat(f); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("vpnlab: %s not there within %s", f, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// State is what a side's daemons report.
+type State struct {
+	// Installed names the connections whose CHILD_SA is installed.
+	Installed []string
+	// Established names the BGP neighbours in state Established.
+	Established []string
+}
+
+// State reads side i's tunnels and BGP sessions (0 is the first side
+// given to Start).
+func (l *Lab) State(i int) State {
+	s := l.sides[i]
+	var st State
+	for j, c := range s.charons {
+		out, err := l.output(s.gw, "swanctl", "--list-sas", "--uri", c.vici)
+		if err == nil && bytes.Contains(out, []byte(", INSTALLED, ")) {
+			st.Installed = append(st.Installed, s.Tunnels[j].Conn)
+		}
+	}
+	out, err := l.output(s.gw, "vtysh", "--vty_socket", s.frrDir, "-c", "show bgp summary json")
+	if err != nil {
+		l.t.Logf("vpnlab: show bgp summary json: %v\n%s", err, out)
+	} else {
+		var sum struct {
+			IPv4 struct {
+				Peers map[string]struct {
+					State string `json:"state"`
+				} `json:"peers"`
+			} `json:"ipv4Unicast"`
+		}
+		if err := json.Unmarshal(out, &sum); err != nil {
+			l.t.Logf("vpnlab: show bgp summary json: %v\n%s", err, out)
+		} else {
+			for p, v := range sum.IPv4.Peers {
+				if v.State == "Established" {
+					st.Established = append(st.Established, p)
+				}
+			}
+		}
+	}
+	return st
+}
+
+// waitInstalled waits until every tunnel of both sides has its CHILD_SA.
+func (l *Lab) waitInstalled(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var missing []string
+		for _, s := range l.sides {
+			for j, c := range s.charons {
+				out, err := l.output(s.gw, "swanctl", "--list-sas", "--uri", c.vici)
+				if err != nil || !bytes.Contains(out, []byte(", INSTALLED, ")) {
+					missing = append(missing, s.Name+"/"+s.Tunnels[j].Conn)
+				}
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no CHILD_SA after %s for %s", timeout, strings.Join(missing, ", "))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// WaitUp waits until every tunnel of both sides is installed and every
+// BGP neighbour of both sides is established, or returns what is not
+// after timeout.
+func (l *Lab) WaitUp(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var missing []string
+		for i, s := range l.sides {
+			st := l.State(i)
+			if len(st.Installed) < len(s.Tunnels) {
+				missing = append(missing, fmt.Sprintf("%s: tunnels installed %v of %d", s.Name, st.Installed, len(s.Tunnels)))
+			}
+			if len(st.Established) < len(s.Tunnels) {
+				missing = append(missing, fmt.Sprintf("%s: BGP established %v of %d neighbours", s.Name, st.Established, len(s.Tunnels)))
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not up after %s: %s", timeout, strings.Join(missing, "; "))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// RouteDevs returns the interfaces of side i's gateway's route to prefix,
+// none when it has no route.
+func (l *Lab) RouteDevs(i int, prefix netip.Prefix) []string {
+	out, err := l.output(l.sides[i].gw, "ip", "-j", "route", "show", "exact", prefix.String())
+	if err != nil {
+		l.t.Fatalf("vpnlab: ip route show: %v\n%s", err, out)
+	}
+	var routes []struct {
+		Dev      string `json:"dev"`
+		Nexthops []struct {
+			Dev string `json:"dev"`
+		} `json:"nexthops"`
+	}
+	if err := json.Unmarshal(out, &routes); err != nil {
+		l.t.Fatalf("vpnlab: ip -j route: %v\n%s", err, out)
+	}
+	var devs []string
+	for _, r := range routes {
+		if r.Dev != "" {
+			devs = append(devs, r.Dev)
+		}
+		for _, n := range r.Nexthops {
+			devs = append(devs, n.Dev)
+		}
+	}
+	return devs
+}
+
+// WaitRoutes waits until side i's gateway routes prefix through n
+// interfaces.
+func (l *Lab) WaitRoutes(i int, prefix netip.Prefix, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		devs := l.RouteDevs(i, prefix)
+		if len(devs) == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s routes %s through %v after %s, want %d interfaces", l.sides[i].Name, prefix, devs, timeout, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// PathOf returns the interface side i's gateway forwards a packet from
+// its host to dst through.
+func (l *Lab) PathOf(i int, dst netip.Addr) string {
+	s := l.sides[i]
+	out, err := l.output(s.gw, "ip", "-j", "route", "get", dst.String(), "from", s.Host.String(), "iif", "lan")
+	if err != nil {
+		l.t.Fatalf("vpnlab: ip route get: %v\n%s", err, out)
+	}
+	var r []struct {
+		Dev string `json:"dev"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(r) == 0 {
+		l.t.Fatalf("vpnlab: ip -j route get: %v\n%s", err, out)
+	}
+	return r[0].Dev
+}
+
+// Cut drops every packet of tunnel j of the first side, both ways, on
+// the wire (the peers see a dead path, as a lost link or a failed ISP).
+func (l *Lab) Cut(j int) { l.setCut(j, true) }
+
+// Restore undoes Cut.
+func (l *Lab) Restore(j int) { l.setCut(j, false) }
+
+func (l *Lab) setCut(j int, on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cuts[j] = on
+	s := l.sides[0]
+	var nft strings.Builder
+	nft.WriteString("table inet vpnlab_cut\ndelete table inet vpnlab_cut\ntable inet vpnlab_cut {\n")
+	nft.WriteString("\tchain in {\n\t\ttype filter hook prerouting priority raw;\n")
+	for k, tn := range s.Tunnels {
+		if l.cuts[k] {
+			fmt.Fprintf(&nft, "\t\tip saddr %s ip daddr %s drop\n", tn.Remote, tn.Local)
+		}
+	}
+	nft.WriteString("\t}\n\tchain out {\n\t\ttype filter hook output priority raw;\n")
+	for k, tn := range s.Tunnels {
+		if l.cuts[k] {
+			fmt.Fprintf(&nft, "\t\tip saddr %s ip daddr %s drop\n", tn.Local, tn.Remote)
+		}
+	}
+	nft.WriteString("\t}\n}\n")
+	f := filepath.Join(l.dir, "cut.nft")
+	l.write(f, []byte(nft.String()))
+	l.run(s.gw, "nft", "-f", f)
+}
+
+// Probe sends a UDP datagram every interval from the host behind the
+// second side to the host behind the first, which echoes it, and records
+// when each echo came back.
+type Probe struct {
+	mu      sync.Mutex
+	replies []time.Time
+	sent    int
+	done    chan struct{}
+	wg      sync.WaitGroup
+	conns   []net.PacketConn
+}
+
+// StartProbe starts a probe at the given interval; Stop ends it.
+func (l *Lab) StartProbe(interval time.Duration) *Probe {
+	l.t.Helper()
+	first, second := l.sides[0], l.sides[1]
+	echo := l.listenUDP(first.host, netip.AddrPortFrom(first.Host, 0))
+	client := l.listenUDP(second.host, netip.AddrPortFrom(second.Host, 0))
+	p := &Probe{done: make(chan struct{}), conns: []net.PacketConn{echo, client}}
+	dst := echo.LocalAddr()
+	p.wg.Add(3)
+	go func() { // echo
+		defer p.wg.Done()
+		buf := make([]byte, 64)
+		for {
+			n, from, err := echo.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = echo.WriteTo(buf[:n], from)
+		}
+	}()
+	go func() { // replies
+		defer p.wg.Done()
+		buf := make([]byte, 64)
+		for {
+			_, _, err := client.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.replies = append(p.replies, time.Now())
+			p.mu.Unlock()
+		}
+	}()
+	go func() { // sender
+		defer p.wg.Done()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for seq := 0; ; seq++ {
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+			}
+			_, _ = client.WriteTo([]byte(fmt.Sprint(seq)), dst)
+			p.mu.Lock()
+			p.sent++
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// Replies returns how many echoes came back and the longest time without
+// one since from (measured up to now).
+func (p *Probe) Replies(from time.Time) (n int, longestGap time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := from
+	for _, r := range p.replies {
+		if r.Before(from) {
+			continue
+		}
+		n++
+		if g := r.Sub(last); g > longestGap {
+			longestGap = g
+		}
+		last = r
+	}
+	if g := time.Since(last); g > longestGap {
+		longestGap = g
+	}
+	return n, longestGap
+}
+
+// Stop ends the probe.
+func (p *Probe) Stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	close(p.done)
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.wg.Wait()
+}
+
+// listenUDP opens a UDP socket at addr inside namespace ns; the socket
+// keeps its namespace after the thread leaves it.
+func (l *Lab) listenUDP(ns string, addr netip.AddrPort) net.PacketConn {
+	l.t.Helper()
+	var (
+		conn net.PacketConn
+		err  error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		// The thread is left in the namespace and so never unlocked: Go
+		// ends a locked thread when its goroutine returns.
+		var fd int
+		fd, err = unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		defer unix.Close(fd)
+		if err = unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			return
+		}
+		conn, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr))
+	}()
+	<-done
+	if err != nil {
+		l.t.Fatalf("vpnlab: listen in %s: %v", ns, err)
+	}
+	return conn
+}
+
+// Log returns side i's gateway's daemon logs' lines that match re, for
+// the test's report.
+func (l *Lab) Log(i int, re *regexp.Regexp) []string {
+	var lines []string
+	logs, _ := filepath.Glob(filepath.Join(l.dir, l.sides[i].Name+"-*", "*.log"))
+	for _, f := range logs {
+		b, _ := os.ReadFile(f)
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if re.MatchString(sc.Text()) {
+				lines = append(lines, sc.Text())
+			}
+		}
+	}
+	return lines
+}
