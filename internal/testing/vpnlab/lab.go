@@ -119,8 +119,9 @@ type Lab struct {
 	id    string
 	sides [2]*side
 
-	mu   sync.Mutex
-	cuts map[int]bool
+	mu     sync.Mutex
+	cuts   map[int]bool
+	exited []exit
 }
 
 type side struct {
@@ -143,13 +144,23 @@ var idSeq struct {
 }
 
 // tunnelTimeout bounds the wait for the CHILD_SAs at start.
-const tunnelTimeout = 30 * time.Second
+const tunnelTimeout = 20 * time.Second
 
 // Start builds the namespaces, starts charon for each tunnel, loads the
 // connections, waits for every CHILD_SA, then starts FRR and applies its
 // configuration; it does not wait for BGP (see WaitUp).
 // Everything is removed when the test ends.
 func Start(t testing.TB, a, b Side) *Lab {
+	t.Helper()
+	l, err := TryStart(t, a, b)
+	if err != nil {
+		t.Fatalf("vpnlab: %v", err)
+	}
+	return l
+}
+
+// TryStart is Start, returning the error when a tunnel does not come up.
+func TryStart(t testing.TB, a, b Side) (*Lab, error) {
 	t.Helper()
 	idSeq.Lock()
 	idSeq.n++
@@ -176,7 +187,7 @@ func Start(t testing.TB, a, b Side) *Lab {
 		}
 	}
 	if err := l.waitInstalled(tunnelTimeout); err != nil {
-		l.t.Fatalf("vpnlab: %v", err)
+		return l, err
 	}
 	for _, s := range l.sides {
 		l.tunnelDevices(s)
@@ -184,7 +195,7 @@ func Start(t testing.TB, a, b Side) *Lab {
 	for _, s := range l.sides {
 		l.startFRR(s)
 	}
-	return l
+	return l, nil
 }
 
 // network creates the namespaces, the wire between the gateways, the
@@ -256,13 +267,14 @@ func (l *Lab) startCharons(s *side) {
 		}
 		c := &charon{dir: dir, vici: "unix://" + filepath.Join(dir, "charon.vici")}
 		conf := fmt.Sprintf(`charon {
-	load = random nonce openssl kdf aes sha1 sha2 hmac gcm gmp pem pkcs1 x509 pubkey kernel-libipsec kernel-netlink socket-default vici updown
+	load = random nonce kdf aes sha1 sha2 hmac gcm gmp pem pkcs1 x509 pubkey kernel-libipsec kernel-netlink socket-default vici updown
 	port = %d
 	port_nat_t = %d
 	install_virtual_ip = no
 	filelog {
 		stderr {
 			default = 1
+			time_format = %%H:%%M:%%S
 		}
 	}
 	plugins {
@@ -355,7 +367,37 @@ func (l *Lab) daemon(ns, logFile string, env []string, name string, args ...stri
 		l.t.Fatal(err)
 	}
 	f.Close()
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.exited = append(l.exited, exit{name: filepath.Base(filepath.Dir(logFile)) + "/" + filepath.Base(name), done: done, cmd: cmd})
+	l.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
 	return cmd
+}
+
+type exit struct {
+	name string
+	done chan struct{}
+	cmd  *exec.Cmd
+}
+
+// Exited names the daemons that are no longer running, with how they
+// ended.
+func (l *Lab) Exited() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.exited {
+		select {
+		case <-e.done:
+			out = append(out, fmt.Sprintf("%s (%s)", e.name, e.cmd.ProcessState))
+		default:
+		}
+	}
+	return out
 }
 
 func (l *Lab) stop() {
@@ -364,13 +406,17 @@ func (l *Lab) stop() {
 			continue
 		}
 		for i := len(s.procs) - 1; i >= 0; i-- {
-			p := s.procs[i]
-			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
-			_ = p.Wait()
+			_ = syscall.Kill(-s.procs[i].Process.Pid, syscall.SIGKILL)
 		}
 	}
 	if l.t.Failed() {
+		if dead := l.Exited(); len(dead) > 0 {
+			l.t.Logf("vpnlab: daemons that had exited: %s", strings.Join(dead, ", "))
+		}
 		l.dumpLogs()
+	}
+	for _, e := range l.exited {
+		<-e.done
 	}
 	for _, s := range l.sides {
 		if s == nil {

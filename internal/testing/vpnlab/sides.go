@@ -1,0 +1,245 @@
+package vpnlab
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Cloud VPN's IKEv2 algorithms in strongSwan's keywords, from Google's
+// "Supported IKE ciphers" page
+// (https://cloud.google.com/network-connectivity/docs/vpn/concepts/supported-ike-ciphers)
+// and its cipher-order change page
+// (https://cloud.google.com/network-connectivity/docs/vpn/deprecations/cipher-changes),
+// which drops DH group 22. The stand-in for Cloud VPN accepts exactly
+// these: an on-prem proposal outside them fails in the lab as it would
+// against Cloud VPN.
+var (
+	cloudVPNAEAD      = []string{"aes128gcm16", "aes192gcm16", "aes256gcm16", "aes128gcm12", "aes192gcm12", "aes256gcm12", "aes128gcm8", "aes192gcm8", "aes256gcm8"}
+	cloudVPNCipher    = []string{"aes128", "aes192", "aes256", "3des"}
+	cloudVPNIntegrity = []string{"sha256", "sha384", "sha512", "sha1", "md5", "aesxcbc", "aescmac"}
+	cloudVPNPRF       = []string{"prfsha256", "prfsha384", "prfsha512", "prfsha1", "prfaesxcbc", "prfaescmac", "prfmd5"}
+	cloudVPNDH        = []string{"curve25519", "ecp256", "ecp384", "ecp521", "modp3072", "modp4096", "modp6144", "modp8192", "modp2048", "modp2048s224", "modp2048s256", "modp1536", "modp1024"}
+)
+
+func cloudVPNProposals(esp bool) string {
+	join := func(parts ...[]string) string {
+		var all []string
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return strings.Join(all, "-")
+	}
+	if esp {
+		// Phase 2: with a PFS group, or without one.
+		return join(cloudVPNAEAD, cloudVPNDH) + "," + join(cloudVPNCipher, cloudVPNIntegrity, cloudVPNDH) + "," +
+			join(cloudVPNAEAD) + "," + join(cloudVPNCipher, cloudVPNIntegrity)
+	}
+	return join(cloudVPNAEAD, cloudVPNPRF, cloudVPNDH) + "," + join(cloudVPNCipher, cloudVPNIntegrity, cloudVPNPRF, cloudVPNDH)
+}
+
+// CloudSide is the stand-in for Cloud VPN and the Cloud Router, built
+// from the rendered Terraform's values: one tunnel per HA VPN interface,
+// at the address Google gave that interface (addrs, by interface), which
+// answers the on-prem gateway's IKE with any supported algorithm, and a
+// BGP speaker with the router's ASN and keepalive that advertises its
+// custom ranges to each peer with the peer's MED and uses every path it
+// learns (as the VPC does with equal priorities). psk gives each tunnel's
+// pre-shared key from its Secret Manager secret's name. The Cloud Router
+// runs no BFD on HA VPN tunnels, and neither does the stand-in.
+func CloudSide(v CloudVPN, addrs []netip.Addr, psk func(secret string) string, gateway netip.Prefix, host netip.Addr) (Side, error) {
+	s := Side{Name: "cl", Gateway: gateway, Host: host}
+	if v.AdvertiseMode != "CUSTOM" {
+		return s, fmt.Errorf("the Cloud Router advertises in %s mode: the stand-in knows only custom ranges", v.AdvertiseMode)
+	}
+	var frr strings.Builder
+	frr.WriteString("frr defaults traditional\n!\n")
+	for _, t := range v.Tunnels {
+		fmt.Fprintf(&frr, "route-map med-%d permit 10\n set metric %d\nexit\n!\n", t.Interface, t.Priority)
+	}
+	fmt.Fprintf(&frr, "router bgp %d\n no bgp ebgp-requires-policy\n no bgp network import-check\n", v.ASN)
+	for i, t := range v.Tunnels {
+		if t.Interface < 0 || int(t.Interface) >= len(addrs) {
+			return s, fmt.Errorf("%s: HA VPN interface %d has no address", t.Resource, t.Interface)
+		}
+		if t.IKEVersion != 2 {
+			return s, fmt.Errorf("%s: IKE version %d; the stand-in speaks IKEv2", t.Resource, t.IKEVersion)
+		}
+		if i == 0 {
+			fmt.Fprintf(&frr, " bgp router-id %s\n", t.Inside.Addr())
+		}
+		local := addrs[t.Interface]
+		name := fmt.Sprintf("gcp%d", t.Interface)
+		s.Tunnels = append(s.Tunnels, Tunnel{
+			Conn: name, IfName: name, Inside: t.Inside, Local: local, Remote: t.PeerAddress,
+			Swanctl: []byte(fmt.Sprintf(`connections {
+	%[1]s {
+		version = 2
+		local_addrs = %[2]s
+		remote_addrs = %[3]s
+		proposals = %[4]s
+		mobike = no
+		local {
+			auth = psk
+			id = %[2]s
+		}
+		remote {
+			auth = psk
+			id = %[3]s
+		}
+		children {
+			%[1]s {
+				local_ts = 0.0.0.0/0
+				remote_ts = 0.0.0.0/0
+				esp_proposals = %[5]s
+				start_action = none
+			}
+		}
+	}
+}
+secrets {
+	ike-%[1]s {
+		id = %[3]s
+		secret = %[6]q
+	}
+}
+`, name, local, t.PeerAddress, cloudVPNProposals(false), cloudVPNProposals(true), psk(t.Secret))),
+		})
+		fmt.Fprintf(&frr, " neighbor %s remote-as %d\n neighbor %s timers %d %d\n", t.PeerInside, t.PeerASN, t.PeerInside, v.Keepalive, 3*v.Keepalive)
+	}
+	frr.WriteString(" address-family ipv4 unicast\n")
+	for _, p := range v.Advertised {
+		fmt.Fprintf(&frr, "  network %s\n", p)
+	}
+	fmt.Fprintf(&frr, "  maximum-paths %d\n", len(v.Tunnels))
+	for _, t := range v.Tunnels {
+		fmt.Fprintf(&frr, "  neighbor %s route-map med-%d out\n", t.PeerInside, t.Interface)
+	}
+	frr.WriteString(" exit-address-family\nexit\n")
+	s.FRR = []byte(frr.String())
+	return s, nil
+}
+
+var (
+	swanRemote = regexp.MustCompile(`(?m)^\s*remote_addrs\s*=\s*(\S+)\s*$`)
+	swanLocal  = regexp.MustCompile(`(?ms)^\s*local\s*\{[^}]*?^\s*id\s*=\s*(\S+)\s*$`)
+	swanIfID   = regexp.MustCompile(`(?m)^\s*if_id_out\s*=\s*(\d+)\s*$`)
+	swanConn   = regexp.MustCompile(`(?m)^connections\s*\{\s*\n\s*([A-Za-z0-9_-]+)\s*\{`)
+)
+
+// OnpremSide is an on-prem gateway as its rendered folder
+// (out/onprem/vpn/<gateway>/) configures it: a charon per conf.d/ file,
+// loaded with that file as written plus its pre-shared key in the form
+// docs/vpn.md writes to secrets.d/ (psk gives the key of a tunnel by its
+// connection's name); each tunnel's interface and inside address from
+// the systemd-networkd files whose InterfaceId is the connection's
+// if_id; strongswan.conf.d/ added to charon's settings; frr.conf as
+// written.
+func OnpremSide(dir string, psk func(conn string) string, gateway netip.Prefix, host netip.Addr) (Side, error) {
+	s := Side{Name: "op", Gateway: gateway, Host: host}
+	var err error
+	if s.FRR, err = os.ReadFile(filepath.Join(dir, "frr.conf")); err != nil {
+		return s, err
+	}
+	extra, _ := filepath.Glob(filepath.Join(dir, "strongswan.conf.d", "*.conf"))
+	sort.Strings(extra)
+	for _, f := range extra {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return s, err
+		}
+		s.Charon = append(s.Charon, b...)
+	}
+	// systemd-networkd: InterfaceId → name, name → address.
+	ifByID := map[string]string{}
+	addrByName := map[string]netip.Prefix{}
+	units, _ := filepath.Glob(filepath.Join(dir, "systemd-network", "*"))
+	for _, f := range units {
+		kv, err := iniValues(f)
+		if err != nil {
+			return s, err
+		}
+		switch filepath.Ext(f) {
+		case ".netdev":
+			if kv["NetDev.Kind"] != "xfrm" {
+				return s, fmt.Errorf("%s: Kind=%s, want xfrm", f, kv["NetDev.Kind"])
+			}
+			ifByID[kv["Xfrm.InterfaceId"]] = kv["NetDev.Name"]
+		case ".network":
+			p, err := netip.ParsePrefix(kv["Network.Address"])
+			if err != nil {
+				return s, fmt.Errorf("%s: Address: %w", f, err)
+			}
+			addrByName[kv["Match.Name"]] = p
+		}
+	}
+	confs, _ := filepath.Glob(filepath.Join(dir, "conf.d", "*.conf"))
+	sort.Strings(confs)
+	if len(confs) == 0 {
+		return s, fmt.Errorf("%s: no conf.d/*.conf", dir)
+	}
+	for _, f := range confs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return s, err
+		}
+		conn, remote, local, ifid := swanConn.FindSubmatch(b), swanRemote.FindSubmatch(b), swanLocal.FindSubmatch(b), swanIfID.FindSubmatch(b)
+		if conn == nil || remote == nil || local == nil || ifid == nil {
+			return s, fmt.Errorf("%s: no connection with remote_addrs, a local id and if_id_out", f)
+		}
+		name := string(conn[1])
+		ra, err := netip.ParseAddr(string(remote[1]))
+		if err != nil {
+			return s, fmt.Errorf("%s: remote_addrs: %w", f, err)
+		}
+		la, err := netip.ParseAddr(string(local[1]))
+		if err != nil {
+			return s, fmt.Errorf("%s: local id: %w", f, err)
+		}
+		ifName, ok := ifByID[string(ifid[1])]
+		if !ok {
+			return s, fmt.Errorf("%s: if_id %s: no systemd-network .netdev with that InterfaceId", f, ifid[1])
+		}
+		inside, ok := addrByName[ifName]
+		if !ok {
+			return s, fmt.Errorf("%s: interface %s: no systemd-network .network with its Address", f, ifName)
+		}
+		sw := append(append([]byte{}, b...), fmt.Sprintf("secrets {\n\tike-%s {\n\t\tid = %s\n\t\tsecret = %q\n\t}\n}\n", name, ra, psk(name))...)
+		s.Tunnels = append(s.Tunnels, Tunnel{Conn: name, IfName: ifName, Inside: inside, Local: la, Remote: ra, Swanctl: sw})
+	}
+	return s, nil
+}
+
+// iniValues reads a systemd unit file into "Section.Key" → value (the
+// last one wins).
+func iniValues(f string) (map[string]string, error) {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return nil, err
+	}
+	kv := map[string]string{}
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section = line[1 : len(line)-1]
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				return nil, fmt.Errorf("%s:%s: not key=value", f, strconv.Itoa(n))
+			}
+			kv[section+"."+strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return kv, sc.Err()
+}
