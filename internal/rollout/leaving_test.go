@@ -3,9 +3,11 @@ package rollout_test
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -178,5 +180,62 @@ func TestRolloutRemovedZoneBlockedByBudget(t *testing.T) {
 	}
 	if len(nodes.Items) != 4 {
 		t.Errorf("%d nodes, want the 4 of before", len(nodes.Items))
+	}
+}
+
+// Killed with SIGKILL at a random step (twice) while it empties a removed
+// zone, and run again, the real binary finishes: each node of the zone
+// drained and deleted once, each MIG that left the source deleted once,
+// no node left cordoned, the budget never exceeded.
+func TestRolloutRemovedZoneKilledAndResumed(t *testing.T) {
+	bin := nodegenBinary(t)
+	s := newSetupOf(t, 1, nil, false, true)
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	t.Logf("seed %d", seed)
+	for i := 0; i < 2; i++ {
+		k := 1 + rng.IntN(8)
+		killed, out := s.runBinary(t, bin, k)
+		t.Logf("run %d, SIGKILL after step %d (killed: %v):\n%s", i+1, k, killed, out)
+	}
+	_, out := s.runBinary(t, bin, 0)
+	t.Logf("last run:\n%s", out)
+	if !strings.Contains(out, "rollout done") {
+		t.Errorf("the last run did not finish")
+	}
+	created, deleted := s.compute.record()
+	slices.Sort(deleted)
+	if len(created) > 0 || !slices.Equal(deleted, s.oldNodes) {
+		t.Errorf("created %v, deleted %v: want nothing created, each of %v deleted once", created, deleted, s.oldNodes)
+	}
+	cl := &s.src.Cluster
+	s.compute.mu.Lock()
+	deletedMIGs := slices.Clone(s.compute.deletedMIGs)
+	s.compute.mu.Unlock()
+	slices.Sort(deletedMIGs)
+	if want := []string{"us-central1-b/" + cl.MIGName(s.src.NodeGroups["cpu-burst"], "us-central1-b"), "us-central1-b/" + cl.MIGName(s.src.NodeGroups["gpu-t4"], "us-central1-b")}; !slices.Equal(deletedMIGs, want) {
+		t.Errorf("deleted MIGs %v, want %v, each once", deletedMIGs, want)
+	}
+	nodes, err := s.admin.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if slices.Contains(s.oldNodes, n.Name) || n.Spec.Unschedulable {
+			t.Errorf("node %s: still there or cordoned (unschedulable %v)", n.Name, n.Spec.Unschedulable)
+		}
+	}
+	if len(nodes.Items) != 2 {
+		t.Errorf("%d nodes, want 2", len(nodes.Items))
+	}
+	time.Sleep(300 * time.Millisecond) // the last watch events
+	worstPods, _, forced, cordons, _ := s.obs.report()
+	if worstPods > 1 || len(forced) > 0 {
+		t.Errorf("at worst %d pods unavailable (the budget allows 1); forced %v", worstPods, forced)
+	}
+	for n, c := range cordons {
+		if c > 1 {
+			t.Errorf("node %s cordoned %d times", n, c)
+		}
 	}
 }

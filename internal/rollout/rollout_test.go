@@ -507,41 +507,7 @@ func TestRolloutKilledAndResumed(t *testing.T) {
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	t.Logf("seed %d", seed)
-	run := func(killAfter int) (killed bool, out string) {
-		cmd := exec.Command(bin, s.args("--yes")...)
-		cmd.Env = append(os.Environ(), "GOOGLE_APPLICATION_CREDENTIALS="+s.creds)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var lines []string
-		sc := bufio.NewScanner(stdout)
-		steps := 0
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			if strings.HasPrefix(sc.Text(), "rollout: ") {
-				steps++
-				if killAfter > 0 && steps == killAfter {
-					if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-						t.Fatal(err)
-					}
-					killed = true
-					break
-				}
-			}
-		}
-		err = cmd.Wait()
-		out = strings.Join(lines, "\n")
-		if !killed && err != nil {
-			t.Fatalf("rollout: %v\n%s\nstderr:\n%s", err, out, stderr.String())
-		}
-		return killed, out
-	}
+	run := func(killAfter int) (bool, string) { return s.runBinary(t, bin, killAfter) }
 	for i := 0; i < 2; i++ {
 		k := 3 + rng.IntN(20)
 		killed, out := run(k)
@@ -553,4 +519,44 @@ func TestRolloutKilledAndResumed(t *testing.T) {
 		t.Errorf("the last run did not finish")
 	}
 	s.checkDone(t)
+}
+
+// runBinary runs the nodegen binary's rollout --yes against the setup,
+// killed with SIGKILL after its killAfter-th progress step (0: never),
+// and returns whether it was killed and its output. A run not killed
+// must succeed.
+func (s *setup) runBinary(t *testing.T, bin string, killAfter int) (killed bool, out string) {
+	cmd := exec.Command(bin, s.args("--yes")...)
+	cmd.Env = append(os.Environ(), "GOOGLE_APPLICATION_CREDENTIALS="+s.creds)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(stdout)
+	steps := 0
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.HasPrefix(sc.Text(), "rollout: ") {
+			steps++
+			if killAfter > 0 && steps == killAfter {
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				killed = true
+				break
+			}
+		}
+	}
+	err = cmd.Wait()
+	out = strings.Join(lines, "\n")
+	if !killed && err != nil {
+		t.Fatalf("rollout: %v\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	return killed, out
 }
