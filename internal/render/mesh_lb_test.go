@@ -61,8 +61,8 @@ func parseLBModule(t *testing.T, files layout.Files) *lbModule {
 			switch b.Type {
 			case "resource":
 				m.resources[b.Labels[0]+"."+b.Labels[1]] = b.Body
-			case "data":
-				m.resources["data."+b.Labels[0]+"."+b.Labels[1]] = b.Body
+			case "data", "ephemeral":
+				m.resources[b.Type+"."+b.Labels[0]+"."+b.Labels[1]] = b.Body
 			case "locals":
 				for n, a := range b.Body.Attributes {
 					m.locals[n] = a.Expr
@@ -94,8 +94,8 @@ func (m *lbModule) unresolved() []string {
 					out = append(out, "local."+n)
 				}
 			case "path", "each", "count", "self":
-			case "data":
-				if k := "data." + attrName(tr, 1) + "." + attrName(tr, 2); m.resources[k] == nil {
+			case "data", "ephemeral":
+				if k := root + "." + attrName(tr, 1) + "." + attrName(tr, 2); m.resources[k] == nil {
 					out = append(out, k)
 				}
 			default:

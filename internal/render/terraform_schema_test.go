@@ -44,6 +44,7 @@ var (
 	providerOnce    sync.Once
 	providerSchemas map[string]tfSchemaBlock
 	dataSchemas     map[string]tfSchemaBlock // the data sources' schemas
+	ephemeralSchema map[string]tfSchemaBlock // the ephemeral resources' schemas
 	providerConfig  tfSchemaBlock            // the provider block's own schema
 	providerErr     error
 )
@@ -74,6 +75,9 @@ func googleResources(t *testing.T) map[string]tfSchemaBlock {
 				DataSourceSchemas map[string]struct {
 					Block tfSchemaBlock `json:"block"`
 				} `json:"data_source_schemas"`
+				EphemeralResourceSchemas map[string]struct {
+					Block tfSchemaBlock `json:"block"`
+				} `json:"ephemeral_resource_schemas"`
 			} `json:"provider_schemas"`
 		}
 		if providerErr = json.NewDecoder(z).Decode(&doc); providerErr != nil {
@@ -92,6 +96,10 @@ func googleResources(t *testing.T) map[string]tfSchemaBlock {
 		dataSchemas = map[string]tfSchemaBlock{}
 		for name, r := range p.DataSourceSchemas {
 			dataSchemas[name] = r.Block
+		}
+		ephemeralSchema = map[string]tfSchemaBlock{}
+		for name, r := range p.EphemeralResourceSchemas {
+			ephemeralSchema[name] = r.Block
 		}
 	})
 	if providerErr != nil {
@@ -189,14 +197,18 @@ func checkProviderSchema(t *testing.T, files layout.Files) []string {
 			t.Fatalf("%s: %s", p, diags.Error())
 		}
 		for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-			if b.Type != "resource" && b.Type != "data" {
+			if b.Type != "resource" && b.Type != "data" && b.Type != "ephemeral" {
 				continue
 			}
 			where := fmt.Sprintf("%s: %s.%s", p, b.Labels[0], b.Labels[1])
 			s, ok := schemas[b.Labels[0]]
-			if b.Type == "data" {
+			switch b.Type {
+			case "data":
 				where = fmt.Sprintf("%s: data.%s.%s", p, b.Labels[0], b.Labels[1])
 				s, ok = dataSchemas[b.Labels[0]]
+			case "ephemeral":
+				where = fmt.Sprintf("%s: ephemeral.%s.%s", p, b.Labels[0], b.Labels[1])
+				s, ok = ephemeralSchema[b.Labels[0]]
 			}
 			if !ok {
 				errs = append(errs, where+": no such "+b.Type+" type in the provider")

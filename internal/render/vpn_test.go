@@ -71,7 +71,10 @@ func TestVPNMatchesProviderSchema(t *testing.T) {
 		{"advertised_route_priority", "route_priority"},
 		{"session_initialization_mode", "session_mode"},
 		{"  ip_range ", "  ip_cidr_range "},
-		{`  secret  = "psk-0"`, `  secret_id = "psk-0"`},
+		{`  secret            = "psk-0"`, `  secret_id         = "psk-0"`},
+		{"shared_secret_wo ", "shared_secret_write_only "},
+		{"fetch_secret_data = false", `fetch_secret_data = "no"`},
+		{"  version = data.", "  versions = data."},
 		{"ike_version                     = 2", `ike_version                     = "two"`},
 	} {
 		broken := maps.Clone(files)

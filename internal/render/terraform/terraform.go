@@ -36,6 +36,10 @@ func TFName(parts ...string) string {
 // labels model nodegen relies on).
 const TerraformProviderConstraint = ">= 7.45.0"
 
+// TerraformVPNVersionConstraint is the Terraform release a module with a
+// VPN needs: write-only arguments (shared_secret_wo), from 1.11.
+const TerraformVPNVersionConstraint = ">= 1.11"
+
 // MIGDeletionPolicyVariable is the module variable every MIG's
 // deletion_policy reads, PREVENT by default: with it in the state,
 // "When a 'terraform destroy' or 'terraform apply' would delete the
@@ -64,7 +68,7 @@ func Terraform(src *model.Source, files layout.Files) error {
 		return err
 	}
 	files[layout.TerraformMainPath] = main
-	files[layout.TerraformVersionsPath] = terraformVersions(header(src.Name))
+	files[layout.TerraformVersionsPath] = terraformVersions(src, header(src.Name))
 	files[layout.TerraformVariablesPath] = terraformVariables(src, header(src.Name))
 	files[layout.TerraformOutputsPath] = terraformOutputs(src, header(src.Name))
 	files[layout.TerraformIAMPath] = terraformIAM(src, header(src.Name))
@@ -178,9 +182,14 @@ func terraformMain(src *model.Source, header string) ([]byte, error) {
 	return hclFile(header, f), nil
 }
 
-func terraformVersions(header string) []byte {
+func terraformVersions(src *model.Source, header string) []byte {
 	f := hclwrite.NewEmptyFile()
 	tf := f.Body().AppendNewBlock("terraform", nil).Body()
+	if n := src.Cluster.GCP.Network; n != nil && n.VPN != nil {
+		// vpn.tf's pre-shared keys: an ephemeral resource (Terraform 1.10)
+		// into write-only arguments (Terraform 1.11).
+		tf.SetAttributeValue("required_version", cty.StringVal(TerraformVPNVersionConstraint))
+	}
 	rp := tf.AppendNewBlock("required_providers", nil).Body()
 	rp.SetAttributeValue("google", cty.ObjectVal(map[string]cty.Value{
 		"source":  cty.StringVal("hashicorp/google"),

@@ -104,11 +104,20 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 
 		w.blank()
 		w.comment(fmt.Sprintf("%s: HA VPN interface %d to %s. Its pre-shared key is read from", name, i, v.PeerGateways[gw].Name),
-			"Secret Manager and kept in the Terraform state (docs/vpn.md).")
+			"Secret Manager by an ephemeral resource into write-only arguments: it is in",
+			"neither the plan nor the state. The data source reads the version's number",
+			"only (no payload), so that a new version of the secret updates the tunnel.")
 		w.open("data", TFSecretVersion, name)
 		w.attr("project", hclRef("local", "project"))
 		w.attr("secret", hclString(t.SharedSecret.Secret))
 		w.attr("version", hclString(t.SharedSecret.Version))
+		w.attr("fetch_secret_data", "false")
+		w.close()
+		w.blank()
+		w.open("ephemeral", TFSecretVersion, name)
+		w.attr("project", hclRef("local", "project"))
+		w.attr("secret", hclString(t.SharedSecret.Secret))
+		w.attr("version", hclRef("data", TFSecretVersion, name, "version"))
 		w.close()
 		w.blank()
 		w.open("resource", TFVPNTunnel, name)
@@ -121,7 +130,8 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 		w.attr("peer_external_gateway_interface", hclInt(int64(gw)))
 		w.attr("router", hclRef(TFRouter, "vpn", "id"))
 		w.attr("ike_version", "2")
-		w.attr("shared_secret", hclRef("data", TFSecretVersion, name, "secret_data"))
+		w.attr("shared_secret_wo", hclRef("ephemeral", TFSecretVersion, name, "secret_data"))
+		w.attr("shared_secret_wo_version", hclRef("data", TFSecretVersion, name, "version"))
 		w.close()
 		w.blank()
 		w.open("resource", TFRouterInterface, name)

@@ -45,11 +45,20 @@ resource "google_compute_router" "vpn" {
 }
 
 # tunnel0: HA VPN interface 0 to dc1-vpn. Its pre-shared key is read from
-# Secret Manager and kept in the Terraform state (docs/vpn.md).
+# Secret Manager by an ephemeral resource into write-only arguments: it is in
+# neither the plan nor the state. The data source reads the version's number
+# only (no payload), so that a new version of the secret updates the tunnel.
 data "google_secret_manager_secret_version" "tunnel0" {
+  project           = local.project
+  secret            = "cloud-serve-vpn-tunnel0"
+  version           = "latest"
+  fetch_secret_data = false
+}
+
+ephemeral "google_secret_manager_secret_version" "tunnel0" {
   project = local.project
   secret  = "cloud-serve-vpn-tunnel0"
-  version = "latest"
+  version = data.google_secret_manager_secret_version.tunnel0.version
 }
 
 resource "google_compute_vpn_tunnel" "tunnel0" {
@@ -62,7 +71,8 @@ resource "google_compute_vpn_tunnel" "tunnel0" {
   peer_external_gateway_interface = 0
   router                          = google_compute_router.vpn.id
   ike_version                     = 2
-  shared_secret                   = data.google_secret_manager_secret_version.tunnel0.secret_data
+  shared_secret_wo                = ephemeral.google_secret_manager_secret_version.tunnel0.secret_data
+  shared_secret_wo_version        = data.google_secret_manager_secret_version.tunnel0.version
 }
 
 resource "google_compute_router_interface" "tunnel0" {
@@ -93,11 +103,20 @@ resource "google_compute_router_peer" "tunnel0" {
 }
 
 # tunnel1: HA VPN interface 1 to dc1-vpn. Its pre-shared key is read from
-# Secret Manager and kept in the Terraform state (docs/vpn.md).
+# Secret Manager by an ephemeral resource into write-only arguments: it is in
+# neither the plan nor the state. The data source reads the version's number
+# only (no payload), so that a new version of the secret updates the tunnel.
 data "google_secret_manager_secret_version" "tunnel1" {
+  project           = local.project
+  secret            = "cloud-serve-vpn-tunnel1"
+  version           = "latest"
+  fetch_secret_data = false
+}
+
+ephemeral "google_secret_manager_secret_version" "tunnel1" {
   project = local.project
   secret  = "cloud-serve-vpn-tunnel1"
-  version = "latest"
+  version = data.google_secret_manager_secret_version.tunnel1.version
 }
 
 resource "google_compute_vpn_tunnel" "tunnel1" {
@@ -110,7 +129,8 @@ resource "google_compute_vpn_tunnel" "tunnel1" {
   peer_external_gateway_interface = 0
   router                          = google_compute_router.vpn.id
   ike_version                     = 2
-  shared_secret                   = data.google_secret_manager_secret_version.tunnel1.secret_data
+  shared_secret_wo                = ephemeral.google_secret_manager_secret_version.tunnel1.secret_data
+  shared_secret_wo_version        = data.google_secret_manager_secret_version.tunnel1.version
 }
 
 resource "google_compute_router_interface" "tunnel1" {
