@@ -48,7 +48,7 @@ the default), or deletes the pods still refused (onDrainTimeout "force").
 Before any group, it drains, one at a time and as above, the nodes of MIGs
 the source no longer has (a zone removed from a group, a group removed or
 renamed), deletes them through their MIG, then deletes the emptied MIG,
-and any MIG of the cluster that left the source with no node:
+and any MIG of the cluster that left the source with no instance:
 terraform apply refuses to delete a MIG (its deletion_policy is PREVENT),
 so run this first, then terraform apply.
 

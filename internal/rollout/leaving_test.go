@@ -67,7 +67,9 @@ func TestRolloutDrainsRemovedZone(t *testing.T) {
 		t.Errorf("deleted MIGs %v, want the removed zone's of gpu-t4, once emptied, then cpu-burst's", deletedMIGs)
 	}
 	for _, want := range []string{"drained " + s.oldNodes[0], "drained " + s.oldNodes[1], "MIG " + mig + " is empty and deleted",
-		"cpu-burst/us-central1-b: zone us-central1-b is no longer in cpu-burst's zones: MIG " + cpuMIG + " has no node; deleting it", "rollout done"} {
+		"cpu-burst/us-central1-b: zone us-central1-b is no longer in cpu-burst's zones: MIG " + cpuMIG + " has no instance; deleting it",
+		"zone us-central1-d is no longer in spot-gpu-t4's zones, but MIG hybrid-ai-spot-gpu-t4-us-central1-d has instances that are no node of this cluster (hybrid-ai-spot-gpu-t4-xc01): left alone",
+		"rollout done"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}

@@ -197,6 +197,14 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 		// instance name is not.
 		s.compute.addMIG(bz, "other-cpu-burst-"+bz, "other-cpu-burst", cl.Name+"-cpu-burst-new")
 		s.compute.addMIG(bz, cl.Name+"-legacy-"+bz, "legacy", cl.Name+"-cpu-burst-new")
+		// A MIG named as the cluster's would be for a zone spot-gpu-t4
+		// does not have, holding a VM that is no node of the cluster
+		// (the world plays no VM of spot-gpu-t4).
+		spot := s.src.NodeGroups["spot-gpu-t4"]
+		if slices.Contains(spot.Zones, "us-central1-d") {
+			t.Fatal("spot-gpu-t4 has us-central1-d")
+		}
+		s.compute.addMIG("us-central1-d", cl.MIGName(spot, "us-central1-d"), cl.BaseInstanceName(spot), cl.Name+"-cpu-burst-new", cl.BaseInstanceName(spot)+"-xc01")
 	}
 	settled := 4
 	if autoscalerStale {

@@ -1005,14 +1005,32 @@ func (r *Runner) runLeavingAll(ctx context.Context, drainTimeout time.Duration, 
 			continue
 		}
 		where := l.Group + "/" + l.Zone
-		r.Progress.Step("%s: %s: MIG %s has no node; deleting it", where, l.Why, m.Name)
-		if err := r.deleteEmptyMIG(ctx, where, m.Zone, m.Name); err != nil {
+		// Only a MIG without any instance is deleted here: instances that
+		// are no node of this cluster may be another's whose names
+		// happen to match.
+		instances, err := r.Compute.ListManagedInstances(ctx, r.Src.Cluster.GCP.Project, m.Zone, m.Name)
+		if err == nil && len(instances) > 0 {
+			var names []string
+			for _, mi := range instances {
+				names = append(names, mi.Name())
+			}
+			r.Progress.Step("%s: %s, but MIG %s has instances that are no node of this cluster (%s): left alone; delete them and the MIG yourself once you know what they are", where, l.Why, m.Name, strings.Join(names, ", "))
+			continue
+		}
+		if err == nil {
+			r.Progress.Step("%s: %s: MIG %s has no instance; deleting it", where, l.Why, m.Name)
+			err = r.Compute.DeleteMIG(ctx, r.Src.Cluster.GCP.Project, m.Zone, m.Name)
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return err
 			}
+			err = fmt.Errorf("deleting the empty MIG %s: %w", m.Name, err)
 			r.Progress.Step("%s: blocked, going on with the others: %v", where, err)
 			blocked.Groups = append(blocked.Groups, BlockedGroup{Group: l.Group, Zone: l.Zone, Err: err})
+			continue
 		}
+		r.Progress.Step("%s: MIG %s deleted; terraform apply may go on", where, m.Name)
 	}
 	return nil
 }
