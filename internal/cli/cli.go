@@ -92,7 +92,7 @@ cluster under out/<cluster>/):
                         taint-remover.yaml, gpu-operator-values.yaml
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml
   onprem/               set-provider-id.sh
-  onprem/vpn/<gateway>/ a VPN's on-prem gateway: swanctl.conf, frr.conf, and
+  onprem/vpn/<gateway>/ a VPN's on-prem gateway: install.sh, swanctl.conf, frr.conf, and
                         onprem/vpn/<gateway>/conf.d/ <tunnel>.conf,
                         onprem/vpn/<gateway>/strongswan.conf.d/ nodegen.conf,
                         onprem/vpn/<gateway>/systemd-network/ vpn-<tunnel>.netdev,

@@ -44,6 +44,7 @@ func OnpremVPN(src *model.Source, files layout.Files) error {
 		}
 		files[dir+layout.StrongswanConfFile] = charonConf(header)
 		files[dir+layout.FRRConfFile] = frrConf(src, g, tunnels, header)
+		files[dir+layout.OnpremVPNInstallFile] = vpnInstallScript(src, g, tunnels)
 	}
 	return nil
 }
@@ -204,5 +205,81 @@ func frrConf(src *model.Source, g int, tunnels []int, header string) []byte {
 		fmt.Fprintf(&b, "  neighbor %s route-map %s out\n", cloudAddr, frrToCloud)
 	}
 	b.WriteString(" exit-address-family\nexit\n!\n")
+	return []byte(b.String())
+}
+
+// vpnInstallScript is the gateway's install.sh: it copies the files of its
+// directory where the services read them, writes each tunnel's
+// pre-shared key from Secret Manager into swanctl's secrets.d (as
+// hexadecimal, so that no byte of the key needs quoting; readable by root
+// only), turns on FRR's bgpd and (re)starts the services. With ROOT set it
+// installs into that directory and starts nothing.
+func vpnInstallScript(src *model.Source, g int, tunnels []int) []byte {
+	v := src.Cluster.GCP.Network.VPN
+	gw := v.PeerGateways[g]
+	var b strings.Builder
+	b.WriteString("#!/usr/bin/env bash\n")
+	b.WriteString(layout.HashHeader(src.Name))
+	fmt.Fprintf(&b, `#
+# Installs the on-prem VPN gateway %[1]s of cluster %[2]s from this
+# directory (docs/vpn.md): run it as root on the gateway, with gcloud
+# allowed to read the tunnels' secrets in project %[3]s. It writes each
+# tunnel's pre-shared key into /etc/swanctl/secrets.d/ (root only), then
+# reloads systemd-networkd and restarts FRR and strongSwan. With ROOT set,
+# it installs into that directory instead of / and starts nothing.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=${ROOT:-}
+project=%[3]s
+
+for cmd in gcloud od install sed; do
+  if ! command -v "$cmd" >/dev/null; then
+    echo "install.sh: $cmd is missing" >&2
+    exit 1
+  fi
+done
+
+install -d -m 0755 "$root/etc/systemd/network" "$root/etc/strongswan.d" "$root/etc/swanctl/conf.d" "$root/etc/frr"
+install -d -m 0700 "$root/etc/swanctl/secrets.d"
+install -m 0644 "$here"/systemd-network/* "$root/etc/systemd/network/"
+install -m 0644 "$here/strongswan.conf.d/nodegen.conf" "$root/etc/strongswan.d/nodegen.conf"
+install -m 0644 "$here/swanctl.conf" "$root/etc/swanctl/swanctl.conf"
+install -m 0644 "$here"/conf.d/*.conf "$root/etc/swanctl/conf.d/"
+
+# write_secret TUNNEL SECRET VERSION LOCAL_ID REMOTE_ID
+write_secret() {
+  local hex file="$root/etc/swanctl/secrets.d/$1.conf"
+  hex=$(gcloud secrets versions access "$3" --secret="$2" --project="$project" | od -An -v -tx1 | tr -d ' \n')
+  if [[ -z $hex ]]; then
+    echo "install.sh: secret $2 (version $3) is empty" >&2
+    exit 1
+  fi
+  (
+    umask 077
+    printf 'secrets {\n  ike-%%s {\n    id-local = %%s\n    id-remote = %%s\n    secret = 0x%%s\n  }\n}\n' "$1" "$4" "$5" "$hex" >"$file.tmp"
+  )
+  mv "$file.tmp" "$file"
+}
+`, gw.Name, src.Cluster.Name, src.Cluster.GCP.Project)
+	for _, i := range tunnels {
+		t := &v.Tunnels[i]
+		fmt.Fprintf(&b, "write_secret %s %s %s %s %s\n", model.TunnelName(i), t.SharedSecret.Secret, t.SharedSecret.Version, gw.Address, v.HAVPNAddresses[i])
+	}
+	b.WriteString(`
+install -m 0640 "$here/frr.conf" "$root/etc/frr/frr.conf"
+if [[ -f $root/etc/frr/daemons ]]; then
+  sed -i 's/^bgpd=no$/bgpd=yes/' "$root/etc/frr/daemons"
+fi
+
+if [[ -n $root ]]; then
+  exit 0
+fi
+chown frr:frr /etc/frr/frr.conf
+networkctl reload
+systemctl restart frr
+systemctl restart strongswan
+swanctl --load-all
+`)
 	return []byte(b.String())
 }

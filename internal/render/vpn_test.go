@@ -4,6 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"maps"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -422,6 +427,141 @@ func TestTunnelLossTolerations(t *testing.T) {
 					t.Errorf("%s: %s tolerates %s with %v, want one toleration of %ds", c.name, where, taint.Key, match, c.want)
 				}
 			}
+		}
+	}
+}
+
+// TestVPNInstallScript runs each gateway's install.sh under bash into a
+// scratch root, with a gcloud on PATH that answers for the tunnels'
+// secrets only: every file lands where the services read it, each
+// tunnel's key is written (as hexadecimal, byte for byte, readable by root
+// only) with the IDs of both ends, FRR's bgpd is turned on, nothing is
+// started; a secret that reads empty stops it. The scripts also pass
+// bash -n and shellcheck (when installed).
+func TestVPNInstallScript(t *testing.T) {
+	for _, gws := range []int{1, 2} {
+		_, files := srcSpec{Cluster: vpnCUE(gws, true)}.mustRender(t)
+		for g, gw := range []string{"gw-a", "gw-b"}[:gws] {
+			t.Run(fmt.Sprintf("%d gateways, %s", gws, gw), func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "gw")
+				prefix := layout.OnpremVPNGatewayDir(gw) + "/"
+				for _, p := range files.Paths() {
+					if rel, ok := strings.CutPrefix(p, prefix); ok {
+						if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+							t.Fatal(err)
+						}
+						if err := os.WriteFile(filepath.Join(dir, rel), files[p], 0o644); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				script := filepath.Join(dir, layout.OnpremVPNInstallFile)
+				if out, err := exec.Command("bash", "-n", script).CombinedOutput(); err != nil {
+					t.Fatalf("bash -n: %v\n%s", err, out)
+				}
+				if _, err := exec.LookPath("shellcheck"); err == nil {
+					if out, err := exec.Command("shellcheck", "--shell=bash", "--severity=style", script).CombinedOutput(); err != nil {
+						t.Errorf("shellcheck: %v\n%s", err, out)
+					}
+				}
+				bin := t.TempDir()
+				// psk-0's key holds bytes a quoted string could not: a quote, a
+				// backslash, a newline.
+				gcloud := `#!/bin/bash
+[[ "$1 $2 $3" == "secrets versions access" && "$6" == "--project=acme-hybrid-ai" ]] || { echo "unexpected: $*" >&2; exit 2; }
+case "$4 $5" in
+"latest --secret=psk-0") printf 'k"e\\y\n0' ;;
+"3 --secret=psk-1") printf 'key-1' ;;
+"latest --secret=empty") ;;
+*) echo "no such secret version: $4 $5" >&2; exit 1 ;;
+esac
+`
+				if err := os.WriteFile(filepath.Join(bin, "gcloud"), []byte(gcloud), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				root := t.TempDir()
+				if err := os.MkdirAll(filepath.Join(root, "etc/frr"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, "etc/frr/daemons"), []byte("zebra=yes\nbgpd=no\nospfd=no\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cmd := exec.Command("bash", script)
+				cmd.Env = append(os.Environ(), "ROOT="+root, "PATH="+bin+":"+os.Getenv("PATH"))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("install.sh: %v\n%s", err, out)
+				}
+				for _, p := range files.Paths() {
+					rel, ok := strings.CutPrefix(p, prefix)
+					if !ok || rel == layout.OnpremVPNInstallFile {
+						continue
+					}
+					dst := map[string]string{
+						layout.SwanctlConfFile:    "etc/swanctl/swanctl.conf",
+						layout.StrongswanConfFile: "etc/strongswan.d/nodegen.conf",
+						layout.FRRConfFile:        "etc/frr/frr.conf",
+					}[rel]
+					switch {
+					case strings.HasPrefix(rel, layout.SwanctlConnDir+"/"):
+						dst = "etc/swanctl/conf.d/" + path.Base(rel)
+					case strings.HasPrefix(rel, layout.SystemdNetworkDir+"/"):
+						dst = "etc/systemd/network/" + path.Base(rel)
+					}
+					got, err := os.ReadFile(filepath.Join(root, dst))
+					if err != nil || string(got) != string(files[p]) {
+						t.Errorf("%s is not installed as /%s: %v", rel, dst, err)
+					}
+				}
+				keys := map[string]string{"tunnel0": fmt.Sprintf("%x", "k\"e\\y\n0"), "tunnel1": fmt.Sprintf("%x", "key-1")}
+				remote := []string{"198.51.100.20", "198.51.100.21"}
+				local := []string{"192.0.2.10", "192.0.2.11"}[g]
+				var want []string
+				for i, name := range []string{"tunnel0", "tunnel1"} {
+					if gws == 2 && i != g {
+						continue
+					}
+					want = append(want, name+".conf")
+					f := filepath.Join(root, "etc/swanctl/secrets.d", name+".conf")
+					fi, err := os.Stat(f)
+					if err != nil {
+						t.Fatalf("%s's key: %v", name, err)
+					}
+					if fi.Mode().Perm() != 0o600 {
+						t.Errorf("%s's key file has mode %v, want 0600", name, fi.Mode().Perm())
+					}
+					raw, _ := os.ReadFile(f)
+					s := swanctlSettings(t, raw)
+					for k, v := range map[string]string{"secret": "0x" + keys[name], "id-local": local, "id-remote": remote[i]} {
+						if got := s["secrets.ike-"+name+"."+k]; got != v {
+							t.Errorf("%s's secrets.ike-%s.%s = %q, want %q", name, name, k, got, v)
+						}
+					}
+				}
+				ents, _ := os.ReadDir(filepath.Join(root, "etc/swanctl/secrets.d"))
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				if !slices.Equal(names, want) {
+					t.Errorf("secrets.d holds %v, want %v", names, want)
+				}
+				if d, _ := os.ReadFile(filepath.Join(root, "etc/frr/daemons")); string(d) != "zebra=yes\nbgpd=yes\nospfd=no\n" {
+					t.Errorf("/etc/frr/daemons is %q", d)
+				}
+
+				// A secret without a payload stops the install.
+				b, _ := os.ReadFile(script)
+				b = regexp.MustCompile(`(?m)^(write_secret \S+) \S+ \S+`).ReplaceAll(b, []byte("$1 empty latest"))
+				if err := os.WriteFile(script, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cmd = exec.Command("bash", script)
+				cmd.Env = append(os.Environ(), "ROOT="+t.TempDir(), "PATH="+bin+":"+os.Getenv("PATH"))
+				out, err := cmd.CombinedOutput()
+				if err == nil || !strings.Contains(string(out), "install.sh: secret empty (version latest) is empty") {
+					t.Errorf("install.sh with an empty secret: %v\n%s", err, out)
+				}
+			})
 		}
 	}
 }
