@@ -28,13 +28,27 @@
 # again. Decisions go through the approval subresource with the CSR's
 # resourceVersion, so a CSR that changed meanwhile is read again.
 #
+# After each pass over the CSRs, it gives each Node whose name is an instance
+# name of one of INSTANCE_GROUPS the label VERIFIED_LABEL=<group> once the
+# Compute API showed its VM: the Node's providerID is
+# gce://PROJECT/<zone>/<name> for one of the group's zones, and instance
+# <name> there is RUNNING and was created by that zone's MIG. A kubelet
+# cannot set that label on itself (NodeRestriction refuses every
+# node-restriction.kubernetes.io/ label to a kubelet), so the placements and
+# policies that select on it rest on this check, not on what a node says of
+# itself. A Node that fails the check is tried again after RECHECK_SECONDS.
+# A Node carrying the label with another value than the group its name
+# belongs to (a group renamed or removed, a mistake) loses it.
+#
 # Runs in the nodegen-node-csr-approver Deployment on the autoscaler's node,
 # with kubectl (in-cluster ServiceAccount, or KUBECONFIG) and curl.
 #
 # Environment:
 #   PROJECT                GCP project of the MIGs
 #   CLOUD_BOOTSTRAP_GROUP  the cloud join token's bootstrap group
-#   INSTANCE_GROUPS        one line per node group: "<base> <max-age-seconds> <zone>..."
+#   INSTANCE_GROUPS        one line per node group: "<base> <group> <max-age-seconds> <zone>..."
+#   VERIFIED_LABEL         the label the checked Nodes get (node-restriction.kubernetes.io/...)
+#   RECHECK_SECONDS        seconds before a Node that failed the check is checked again (60)
 #   POLL_SECONDS           seconds between passes (2)
 #   ONCE                   1: one pass, then exit (0, or 1 if something could not be read)
 #   METADATA_URL           metadata server (http://169.254.169.254/computeMetadata/v1)
@@ -44,6 +58,8 @@ set -euo pipefail
 : "${PROJECT:?PROJECT is required}"
 : "${CLOUD_BOOTSTRAP_GROUP:?CLOUD_BOOTSTRAP_GROUP is required}"
 : "${INSTANCE_GROUPS:?INSTANCE_GROUPS is required}"
+: "${VERIFIED_LABEL:?VERIFIED_LABEL is required}"
+RECHECK_SECONDS="${RECHECK_SECONDS:-60}"
 POLL_SECONDS="${POLL_SECONDS:-2}"
 ONCE="${ONCE:-0}"
 METADATA_URL="${METADATA_URL:-http://169.254.169.254/computeMetadata/v1}"
@@ -64,17 +80,20 @@ summary() {
 	printf '%s' "${s##*$'\n'}"
 }
 
-# The node groups: base instance name -> max age, and -> zones.
-declare -A MAX_AGE=() ZONES=()
-while read -r base age zones; do
+# The node groups: base instance name -> group, -> max age, and -> zones.
+declare -A GROUP=() MAX_AGE=() ZONES=()
+while read -r base group age zones; do
 	[[ -n "${base}" ]] || continue
-	if [[ ! "${base}" =~ ${NAME_RE} || ! "${age}" =~ ^[0-9]+$ || -z "${zones}" ]]; then
-		log "INSTANCE_GROUPS: bad line ${base@Q} ${age@Q} ${zones@Q}"
+	if [[ ! "${base}" =~ ${NAME_RE} || ! "${group}" =~ ${NAME_RE} || ! "${age}" =~ ^[0-9]+$ || -z "${zones}" ]]; then
+		log "INSTANCE_GROUPS: bad line ${base@Q} ${group@Q} ${age@Q} ${zones@Q}"
 		exit 2
 	fi
+	GROUP["${base}"]="${group}"
 	MAX_AGE["${base}"]="${age}"
 	ZONES["${base}"]="${zones}"
 done <<<"${INSTANCE_GROUPS}"
+# When a Node that failed the label check may be checked again.
+declare -A RECHECK_AT=()
 
 TOKEN=""
 TOKEN_AT=0
@@ -211,7 +230,7 @@ check_instance() {
 		esac
 		status="$(field status)"
 		created="$(field creationTimestamp)"
-		by="$(grep -oE '"key"[[:space:]]*:[[:space:]]*"created-by"[[:space:]]*,[[:space:]]*"value"[[:space:]]*:[[:space:]]*"[^"]*"' "${WORK}/instance" | head -n 1 | sed -E 's/.*"([^"]*)"$/\1/')"
+		by="$(created_by)"
 		if [[ "$(field name)" != "${name}" ]]; then
 			log "CSR ${csr}: the Compute API's instance ${zone}/${name} names another instance; left pending"
 			return 1
@@ -309,12 +328,98 @@ pass() {
 	return "${rc}"
 }
 
+# created_by prints the created-by metadata value of the instance in
+# WORK/instance.
+created_by() {
+	grep -oE '"key"[[:space:]]*:[[:space:]]*"created-by"[[:space:]]*,[[:space:]]*"value"[[:space:]]*:[[:space:]]*"[^"]*"' "${WORK}/instance" | head -n 1 | sed -E 's/.*"([^"]*)"$/\1/'
+}
+
+# verify_node NAME BASE PROVIDER_ID succeeds when Node NAME is instance NAME
+# of MIG BASE-<zone>: its providerID names one of the group's zones, and
+# the Compute API has the instance there, RUNNING, created by that MIG.
+# Status 1: it is not; 2: the Compute API could not be read.
+verify_node() {
+	local name="$1" base="$2" pid="$3" zone="" z code by
+	local -a zones
+	read -ra zones <<<"${ZONES[${base}]}"
+	for z in "${zones[@]}"; do
+		[[ "${pid}" != "gce://${PROJECT}/${z}/${name}" ]] || zone="${z}"
+	done
+	if [[ -z "${zone}" ]]; then
+		log "node ${name}: providerID ${pid:-none} is not gce://${PROJECT}/<one of ${ZONES[${base}]}>/${name}; not labelled"
+		return 1
+	fi
+	token || return 2
+	code="$(instance_status "${zone}" "${name}")"
+	if [[ "${code}" != 200 ]]; then
+		log "node ${name}: the Compute API answered ${code} for instance ${zone}/${name}; not labelled"
+		[[ "${code}" != 401 ]] || TOKEN=""
+		[[ "${code}" == 404 ]] && return 1
+		return 2
+	fi
+	by="$(created_by)"
+	if [[ "$(field name)" != "${name}" || "$(field status)" != RUNNING || "${by}" != */zones/"${zone}/instanceGroupManagers/${base}-${zone}" ]]; then
+		log "node ${name}: instance ${zone}/${name} is $(field status), created by ${by:-none}, not a RUNNING instance of MIG ${base}-${zone}; not labelled"
+		return 1
+	fi
+}
+
+# label_nodes gives VERIFIED_LABEL to every Node verify_node proves an
+# instance of a group's MIG, and takes it from every Node whose name is
+# not an instance name of the group it names.
+label_nodes() {
+	local sep=$'\x1f' rc=0 line name pid have want base out v
+	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.'"${VERIFIED_LABEL//./\\.}"'}{"\x1f"}{"\n"}{end}'
+	if ! kubectl get nodes --request-timeout=20s -o "jsonpath=${fmt}" >"${WORK}/nodes" 2>"${WORK}/err"; then
+		log "cannot list the nodes: $(summary "$(cat "${WORK}/err")")"
+		return 1
+	fi
+	local -a f
+	while IFS= read -r line; do
+		[[ -n "${line}" ]] || continue
+		IFS="${sep}" read -ra f <<<"${line}"
+		name="${f[0]}" pid="${f[1]-}" have="${f[2]-}" want="" base=""
+		if [[ "${name}" =~ ${NAME_RE} ]] && base="$(group_of "${name}")"; then
+			want="${GROUP[${base}]}"
+		fi
+		if [[ -n "${have}" && "${have}" != "${want}" ]]; then
+			if out="$(kubectl label node "${name}" "${VERIFIED_LABEL}-" --request-timeout=20s 2>&1 >/dev/null)"; then
+				log "node ${name}: removed ${VERIFIED_LABEL}=${have}: its name is an instance name of ${want:-no group}"
+			else
+				log "node ${name}: removing ${VERIFIED_LABEL} failed: $(summary "${out}")"
+				rc=1
+			fi
+			continue
+		fi
+		[[ -z "${have}" && -n "${want}" ]] || continue
+		((EPOCHSECONDS >= ${RECHECK_AT["${name}"]:-0})) || continue
+		v=0
+		verify_node "${name}" "${base}" "${pid}" || v=$?
+		if ((v != 0)); then
+			RECHECK_AT["${name}"]=$((EPOCHSECONDS + RECHECK_SECONDS))
+			((v == 1)) || rc=1
+			continue
+		fi
+		if out="$(kubectl label node "${name}" "${VERIFIED_LABEL}=${want}" --request-timeout=20s 2>&1 >/dev/null)"; then
+			log "node ${name}: labelled ${VERIFIED_LABEL}=${want}: instance ${pid#gce://} is RUNNING, created by its MIG"
+			unset 'RECHECK_AT[${name}]'
+		else
+			log "node ${name}: labelling failed: $(summary "${out}")"
+			rc=1
+		fi
+	done <"${WORK}/nodes"
+	return "${rc}"
+}
+
 log "deciding kubelet client CSRs of ${CLOUD_BOOTSTRAP_GROUP} for the instances of ${!MAX_AGE[*]} in project ${PROJECT}"
 if [[ "${ONCE}" == 1 ]]; then
-	pass
-	exit
+	rc=0
+	pass || rc=1
+	label_nodes || rc=1
+	exit "${rc}"
 fi
 while true; do
 	pass || true
+	label_nodes || true
 	sleep "${POLL_SECONDS}"
 done

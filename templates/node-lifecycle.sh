@@ -8,9 +8,11 @@
 # this cluster needs, for nodegen's cloud groups only.
 #
 # One pass over the Nodes (the CronJob runs it every minute). A Node is
-# considered only if it carries the identity label of one of NODE_GROUPS and the
-# providerID gce://PROJECT/<zone>/<its own name>; every other Node (on-prem
-# nodes, other providers, other projects, unlabelled VMs) is skipped unread.
+# considered only if it carries the verified group label (GROUP_LABEL, set by
+# the node CSR approver once it checked the VM; no kubelet can set it) of one
+# of NODE_GROUPS and the providerID gce://PROJECT/<zone>/<its own name>; every
+# other Node (on-prem nodes, other providers, other projects, VMs the
+# approver has not labelled) is skipped unread.
 # A considered Node is deleted only when
 #   - its Ready condition is not True (a Node without one, a registration
 #     in flight, only once it was created more than GRACE_SECONDS ago), and
@@ -40,7 +42,7 @@ set -euo pipefail
 : "${GRACE_SECONDS:?GRACE_SECONDS is required}"
 METADATA_URL="${METADATA_URL:-http://169.254.169.254/computeMetadata/v1}"
 COMPUTE_URL="${COMPUTE_URL:-https://compute.googleapis.com/compute/v1}"
-readonly GROUP_LABEL=nodegen.dev/node-group
+readonly GROUP_LABEL=node-restriction.kubernetes.io/nodegen-node-group
 readonly ZONE_RE='^[a-z]+-[a-z]+[0-9]+-[a-z]$'
 readonly NAME_RE='^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$'
 WORK="$(mktemp -d)"
@@ -107,7 +109,7 @@ main() {
 	# group Ready-status Ready-lastTransitionTime creationTimestamp, each
 	# field ended by a 0x1f (unit separator), which no field can hold.
 	local sep=$'\x1f'
-	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.metadata.uid}{"\x1f"}{.metadata.resourceVersion}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.nodegen\.dev/node-group}{"\x1f"}{.status.conditions[?(@.type=="Ready")].status}{"\x1f"}{.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\x1f"}{.metadata.creationTimestamp}{"\x1f"}{"\n"}{end}'
+	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.metadata.uid}{"\x1f"}{.metadata.resourceVersion}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.node-restriction\.kubernetes\.io/nodegen-node-group}{"\x1f"}{.status.conditions[?(@.type=="Ready")].status}{"\x1f"}{.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\x1f"}{.metadata.creationTimestamp}{"\x1f"}{"\n"}{end}'
 	if ! nodes="$(kubectl get nodes --request-timeout=15s -l "${GROUP_LABEL} in (${NODE_GROUPS})" -o "jsonpath=${fmt}" 2>"${WORK}/err")"; then
 		log "cannot list the nodes: $(summary "$(cat "${WORK}/err")")"
 		return 1

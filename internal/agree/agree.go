@@ -71,6 +71,14 @@ func CheckTemplate(cl *model.Cluster, g *model.NodeGroup, tmpl *kubeenv.Template
 			nodeLabels[k] = v
 		}
 	}
+	// The approver sets these once it checked the VM; the join must not
+	// (NodeRestriction refuses a kubelet registering with them).
+	for k, v := range model.VerifiedLabels(g) {
+		if _, ok := nodeLabels[k]; ok {
+			fail("the join sets label %s, which NodeRestriction refuses to a kubelet: the node would not register", k)
+		}
+		nodeLabels[k] = v
+	}
 	if !maps.Equal(tmpl.Labels, nodeLabels) {
 		fail("labels differ: kube-env %v, join %v", tmpl.Labels, nodeLabels)
 	}

@@ -211,17 +211,30 @@ func KubeletSelfLabels(g *NodeGroup) map[string]string {
 	}
 }
 
+// VerifiedLabels are the labels a cloud group's Nodes get after they
+// registered, from a party that checked the VM (VerifiedGroupLabel, set
+// by the node CSR approver), never from the join or the kubelet.
+func VerifiedLabels(g *NodeGroup) map[string]string {
+	return map[string]string{VerifiedGroupLabel: g.Name}
+}
+
 // TemplateLabels are the labels kube-env's node_labels declares for a
 // cloud group: NodeLabels (which the join also registers) plus
-// KubeletSelfLabels (which the kubelet sets itself), so that the
+// KubeletSelfLabels (which the kubelet sets itself) plus VerifiedLabels
+// (which the approver sets once it checked the VM), so that the
 // autoscaler's template node carries every label a real node of the group
-// has from its registration and a pod may select.
+// has once it is in service and a pod may select. kube-env is read by the
+// autoscaler alone: the join script never passes these labels to the
+// kubelet.
 func (g *NodeGroup) TemplateLabels() map[string]string {
-	out := make(map[string]string, len(g.NodeLabels)+2)
+	out := make(map[string]string, len(g.NodeLabels)+3)
 	for k, v := range g.NodeLabels {
 		out[k] = v
 	}
 	for k, v := range KubeletSelfLabels(g) {
+		out[k] = v
+	}
+	for k, v := range VerifiedLabels(g) {
 		out[k] = v
 	}
 	return out

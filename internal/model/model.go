@@ -20,6 +20,19 @@ const (
 const (
 	// GroupLabel is the node-group identity label nodegen puts on every node.
 	GroupLabel = "nodegen.dev/node-group"
+	// VerifiedGroupLabel is the node-group label a kubelet cannot set on
+	// its own Node: NodeRestriction refuses a kubelet every label under
+	// node-restriction.kubernetes.io/, at registration and on update, and
+	// its removal (kubernetes/kubernetes v1.37.2,
+	// plugin/pkg/admission/noderestriction/admission.go admitNode,
+	// getForbiddenLabels). The node CSR approver sets it on a cloud Node
+	// once the Compute API showed the Node's VM is an instance of the
+	// group's MIG (the autoscaler's first node gets it from the admin on
+	// day 0). Every placement and policy nodegen renders for cloud groups
+	// selects on it, never on GroupLabel, which any kubelet may set on
+	// itself. The join never sets it: kubeadm join with it in
+	// --node-labels would fail at the kubelet's registration.
+	VerifiedGroupLabel = "node-restriction.kubernetes.io/nodegen-node-group"
 	// GPULabel is the Cluster Autoscaler's GCE GPU label.
 	GPULabel = "cloud.google.com/gke-accelerator"
 	// ZoneLabel, RegionLabel and InstanceTypeLabel are set by the join script

@@ -85,14 +85,16 @@ func NodeCSRApproverScript() []byte {
 }
 
 // InstanceGroupsEnv is the approver's INSTANCE_GROUPS: one line per cloud
-// group, "<base instance name> <maxNodeProvisionTime in seconds> <zone>...".
-// A VM older than its group's maxNodeProvisionTime is no fresh VM: the
-// autoscaler deletes one that has not registered by then.
+// group, "<base instance name> <group> <maxNodeProvisionTime in seconds>
+// <zone>...". A VM older than its group's maxNodeProvisionTime is no fresh
+// VM: the autoscaler deletes one that has not registered by then. The
+// group is the value of model.VerifiedGroupLabel the approver gives the
+// group's Nodes.
 func InstanceGroupsEnv(src *model.Source) string {
 	var lines []string
 	for _, g := range src.CloudGroups() {
 		d := src.Cluster.MaxNodeProvisionTime(g)
-		lines = append(lines, src.Cluster.BaseInstanceName(g)+" "+strconv.FormatInt(int64(d/time.Second), 10)+" "+strings.Join(g.Zones, " "))
+		lines = append(lines, src.Cluster.BaseInstanceName(g)+" "+g.Name+" "+strconv.FormatInt(int64(d/time.Second), 10)+" "+strings.Join(g.Zones, " "))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -191,7 +193,9 @@ func nodeCSRApproverRBAC(labels map[string]string) []runtime.Object {
 				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
 				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{KubeletClientSigner}, Verbs: []string{"approve"}},
-				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+				// list and patch: the verified group label (the policy
+				// lets it change nothing else of a Node).
+				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "patch"}},
 			},
 		},
 		&rbacv1.ClusterRoleBinding{
@@ -214,6 +218,7 @@ func NodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
 		{Name: "PROJECT", Value: src.Cluster.GCP.Project},
 		{Name: "CLOUD_BOOTSTRAP_GROUP", Value: CloudBootstrapGroup},
 		{Name: "INSTANCE_GROUPS", Value: groups},
+		{Name: "VERIFIED_LABEL", Value: model.VerifiedGroupLabel},
 		{Name: "POLL_SECONDS", Value: strconv.Itoa(NodeCSRApproverPoll)},
 		{Name: "HOME", Value: "/tmp"},
 	}
@@ -341,7 +346,7 @@ func nodeCSRApproverPolicy(src *model.Source, meta metav1.ObjectMeta) *admission
 				Name:       "node-csr-approver",
 				Expression: "request.userInfo.username == " + strconv.Quote(NodeCSRApproverUser()),
 			}},
-			Variables:   append(approverDecisionVariables(), csrNodeNameVariables()...),
+			Variables:   append(append(approverDecisionVariables(), csrNodeNameVariables()...), approverNodeVariables(src)...),
 			Validations: approverValidations(src),
 		},
 	}
@@ -414,6 +419,35 @@ func csrNodeNameVariables() []admissionv1.Variable {
 	}
 }
 
+// approverNodeVariables are the policy's CEL variables about an update of
+// a Node: the labels before and after, the verified group label's new
+// value, the Node's providerID, the group whose instance name the Node's
+// name is (InstanceNamePattern, per group; "" for none) and the providerIDs
+// an instance of that name has in the group's zones.
+func approverNodeVariables(src *model.Source) []admissionv1.Variable {
+	group, pids := `""`, `[]`
+	groups := src.CloudGroups()
+	for i := len(groups) - 1; i >= 0; i-- {
+		g := groups[i]
+		match := `request.name.matches(` + strconv.Quote("^"+regexp.QuoteMeta(src.Cluster.BaseInstanceName(g))+"-[a-z0-9]{4}$") + `)`
+		group = match + ` ? ` + strconv.Quote(g.Name) + ` : (` + group + `)`
+		var ids []string
+		for _, z := range g.Zones {
+			ids = append(ids, strconv.Quote("gce://"+src.Cluster.GCP.Project+"/"+z+"/")+` + request.name`)
+		}
+		pids = match + ` ? [` + strings.Join(ids, ", ") + `] : (` + pids + `)`
+	}
+	return []admissionv1.Variable{
+		{Name: "nodeUpdate", Expression: `request.operation == "UPDATE" && request.resource.group == "" && request.resource.resource == "nodes" && request.?subResource.orValue("") == ""`},
+		{Name: "oldLabels", Expression: `variables.nodeUpdate ? oldObject.metadata.?labels.orValue({}) : {}`},
+		{Name: "newLabels", Expression: `variables.nodeUpdate ? object.metadata.?labels.orValue({}) : {}`},
+		{Name: "verified", Expression: `variables.newLabels[?` + strconv.Quote(model.VerifiedGroupLabel) + `].orValue("")`},
+		{Name: "providerID", Expression: `variables.nodeUpdate ? oldObject.spec.?providerID.orValue("") : ""`},
+		{Name: "nameGroup", Expression: group},
+		{Name: "nameProviderIDs", Expression: pids},
+	}
+}
+
 // approverValidations are the policy's rules on the approver's requests:
 // only CSR approvals, for the kubelet client signer, of CloudBootstrapGroup's
 // undecided CSRs, approving only bootstrap-token requests for an instance
@@ -426,10 +460,24 @@ func approverValidations(src *model.Source) []admissionv1.Validation {
 	onApproval := func(e string) string { return "!variables.approval || (" + e + ")" }
 	onApprove := func(e string) string { return `variables.decision != "Approved" || (` + e + ")" }
 	name := `request.name`
+	onNode := func(e string) string { return "!variables.nodeUpdate || (" + e + ")" }
+	key := strconv.Quote(model.VerifiedGroupLabel)
+	var spec []string
+	for _, f := range append([]string{"taints"}, NodeSpecFieldsKept...) {
+		spec = append(spec, celSame("spec.?"+f))
+	}
 	return []admissionv1.Validation{
-		rule(`variables.approval`,
-			`"the node CSR approver may only decide certificate signing requests (update certificatesigningrequests/approval), not " + request.operation + " " + request.resource.resource + `+
-				`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
+		rule(`variables.approval || variables.nodeUpdate`,
+			`"the node CSR approver may only decide certificate signing requests (update certificatesigningrequests/approval) and set `+model.VerifiedGroupLabel+` on nodes (update nodes), not " + `+
+				`request.operation + " " + request.resource.resource + (request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
+		rule(onNode(`variables.oldLabels.all(k, k == `+key+` || (k in variables.newLabels && variables.newLabels[k] == variables.oldLabels[k])) && `+
+			`variables.newLabels.all(k, k == `+key+` || k in variables.oldLabels) && `+
+			celSame(`metadata.?annotations.orValue({})`)+` && `+celSame(`metadata.?finalizers.orValue([])`)+` && `+celSame(`metadata.?ownerReferences.orValue([])`)+` && `+
+			strings.Join(spec, " && ")),
+			`"the node CSR approver may change only the label `+model.VerifiedGroupLabel+` of node " + `+name),
+		rule(onNode(`variables.verified == "" || (variables.verified == variables.nameGroup && variables.providerID in variables.nameProviderIDs)`),
+			`"node " + `+name+` + " may carry `+model.VerifiedGroupLabel+`=" + (variables.nameGroup == "" ? "<nothing: its name is no instance name of the cluster's MIGs>" : `+
+				`variables.nameGroup + " only, with a providerID of " + variables.nameProviderIDs.join(" or ")) + ", not " + variables.verified + " with providerID " + variables.providerID`),
 		rule(onApproval(`object.spec.signerName == "`+KubeletClientSigner+`"`),
 			`"the node CSR approver may only decide CSRs for the signer `+KubeletClientSigner+`, not " + object.spec.signerName`),
 		rule(onApproval(`oldObject.spec.?groups.orValue([]).exists(g, g == "`+CloudBootstrapGroup+`")`),

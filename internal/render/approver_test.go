@@ -62,7 +62,7 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 		t.Fatal("no Deployment or no policy")
 	}
 	pod := dep.Spec.Template.Spec
-	if pod.NodeSelector[model.GroupLabel] != home.Name || len(pod.NodeSelector) != 1 {
+	if pod.NodeSelector[model.VerifiedGroupLabel] != home.Name || len(pod.NodeSelector) != 1 {
 		t.Errorf("the approver's nodeSelector is %v, want the autoscaler's group %s", pod.NodeSelector, home.Name)
 	}
 	if *dep.Spec.Replicas != 1 || dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || pod.RestartPolicy != corev1.RestartPolicyAlways {
@@ -82,7 +82,7 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 	}
 	for i, g := range src.CloudGroups() {
 		f := strings.Fields(lines[i])
-		if f[0] != src.Cluster.BaseInstanceName(g) || !slices.Equal(f[2:], g.Zones) {
+		if f[0] != src.Cluster.BaseInstanceName(g) || f[1] != g.Name || !slices.Equal(f[3:], g.Zones) {
 			t.Errorf("INSTANCE_GROUPS line %q for group %s", lines[i], g.Name)
 		}
 	}
@@ -96,7 +96,12 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 		if slices.Contains(r.Resources, "signers") && !equalRule(r, approve) {
 			t.Errorf("the approver's ClusterRole has signer rule %v", r)
 		}
-		if slices.ContainsFunc(r.Verbs, func(v string) bool { return v == "*" || v == "create" || v == "delete" || v == "patch" }) {
+		// patch on nodes only: the verified group label, which the policy
+		// holds it to.
+		patchesNodes := slices.Equal(r.Resources, []string{"nodes"}) && slices.Equal(r.Verbs, []string{"get", "list", "patch"})
+		if slices.ContainsFunc(r.Verbs, func(v string) bool {
+			return v == "*" || v == "create" || v == "delete" || (v == "patch" && !patchesNodes)
+		}) {
 			t.Errorf("the approver's ClusterRole grants %v", r)
 		}
 	}

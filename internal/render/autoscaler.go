@@ -101,8 +101,8 @@ func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 	var tolerations []corev1.Toleration
 	replicas := 1
 	if g, ok := src.NodeGroups[c.Autoscaler.NodeGroup]; ok {
-		nodeSelector = map[string]string{model.GroupLabel: g.Name}
-		tolerations = append(Tolerations(g.Taints), TunnelLossTolerations(c)...)
+		nodeSelector = map[string]string{model.VerifiedGroupLabel: g.Name}
+		tolerations = Tolerations(g.Taints)
 		replicas = AutoscalerReplicas(g)
 	}
 	values := map[string]any{

@@ -28,11 +28,8 @@ type scriptCronJob struct {
 	ActiveDeadline    int64 // seconds
 	LabelJobTemplate  bool  // the Jobs carry the pods' app label too
 	TmpInMemory       bool  // /tmp on tmpfs: what passes through it is secret
-	// TunnelLoss are the tolerations of an unreachable or not-ready node
-	// (TunnelLossTolerations), after the home group's own.
-	TunnelLoss []corev1.Toleration
-	Home       *model.NodeGroup
-	ObjectMeta metav1.ObjectMeta
+	Home              *model.NodeGroup
+	ObjectMeta        metav1.ObjectMeta
 }
 
 func (c scriptCronJob) object(image string) *batchv1.CronJob {
@@ -49,8 +46,8 @@ func (c scriptCronJob) object(image string) *batchv1.CronJob {
 				Spec: corev1.PodSpec{
 					ServiceAccountName: c.Name,
 					RestartPolicy:      corev1.RestartPolicyNever,
-					NodeSelector:       map[string]string{model.GroupLabel: c.Home.Name},
-					Tolerations:        append(Tolerations(c.Home.JoinTaints()), c.TunnelLoss...),
+					NodeSelector:       map[string]string{model.VerifiedGroupLabel: c.Home.Name},
+					Tolerations:        Tolerations(c.Home.JoinTaints()),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   &yes,
 						RunAsUser:      &nobody,

@@ -144,7 +144,7 @@ func taintRemoverDaemonSet(image string, g *model.NodeGroup, common map[string]s
 				Spec: corev1.PodSpec{
 					ServiceAccountName: TaintRemoverName,
 					PriorityClassName:  "system-node-critical",
-					NodeSelector:       map[string]string{model.GroupLabel: g.Name},
+					NodeSelector:       map[string]string{model.VerifiedGroupLabel: g.Name},
 					Tolerations:        Tolerations(g.JoinTaints()),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   &yes,

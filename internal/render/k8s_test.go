@@ -49,7 +49,7 @@ func exampleNodes(t *testing.T) (*model.Source, layout.Files, map[string][]*core
 	for _, g := range src.Groups() {
 		if g.Cloud() {
 			for _, z := range g.Zones {
-				nodes[g.Name] = append(nodes[g.Name], scripttest.JoinNode(t, src, files, g, z))
+				nodes[g.Name] = append(nodes[g.Name], scripttest.InServiceNode(t, src, files, g, z))
 			}
 		}
 	}

@@ -138,7 +138,8 @@ func nodeLifecycleCronJob(src *model.Source, home *model.NodeGroup, grace int64,
 
 // nodeLifecyclePolicy holds the collector's ServiceAccount to deleting,
 // with a pod-bound token (one that names its pod's node), Nodes that carry
-// the identity label of one of the source's cloud groups and the providerID
+// the verified group label (model.VerifiedGroupLabel, which no kubelet can
+// set) of one of the source's cloud groups and the providerID
 // gce://<project>/<zone>/<the node's name>, and whose one Ready condition
 // is False or Unknown (not Ready: a Ready Node's kubelet is alive, whatever
 // the Compute API says). Every other request that
@@ -171,7 +172,7 @@ func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Ob
 			rule(`!variables.delete || variables.boundNode.size() > 0`,
 				`"the node garbage collector may delete a node only with a pod-bound token that names its node (`+NodeNameExtra+`); this request has none"`),
 			rule(`!variables.delete || variables.group in variables.cloudGroups`,
-				`"node " + request.name + " is in no nodegen cloud node group (`+model.GroupLabel+`=" + variables.group + ")"`),
+				`"node " + request.name + " is in no nodegen cloud node group (`+model.VerifiedGroupLabel+`=" + variables.group + ")"`),
 			rule(`!variables.delete || (variables.providerID.startsWith(`+prefix+`) && variables.providerID.endsWith("/" + request.name))`,
 				`"node " + request.name + " has providerID " + variables.providerID + ", not " + `+prefix+` + "<zone>/" + request.name`),
 			rule(`!variables.delete || variables.ready in ["False", "Unknown"]`,

@@ -118,7 +118,7 @@ func TestNodeLifecycleManifest(t *testing.T) {
 		if !g.Cloud() {
 			continue
 		}
-		node := scripttest.JoinNode(t, src, files, g, g.Zones[0])
+		node := scripttest.InServiceNode(t, src, files, g, g.Zones[0])
 		ok, why := schedulable(spec, node)
 		if g.Name == "ca" && !ok {
 			t.Errorf("the collector cannot run on the autoscaler's node: %s", why)
@@ -164,7 +164,7 @@ func TestNodeLifecycleManifest(t *testing.T) {
 	for _, v := range vap.Spec.Validations {
 		all.WriteString(v.Expression)
 	}
-	if !strings.Contains(all.String(), `startsWith("gce://lc-project-1/")`) || !strings.Contains(vars["group"], model.GroupLabel) {
-		t.Errorf("validations %s / group %s do not check the project's providerID and the group label", all.String(), vars["group"])
+	if !strings.Contains(all.String(), `startsWith("gce://lc-project-1/")`) || !strings.Contains(vars["group"], `"`+model.VerifiedGroupLabel+`"`) {
+		t.Errorf("validations %s / group %s do not check the project's providerID and the verified group label", all.String(), vars["group"])
 	}
 }

@@ -24,7 +24,7 @@ func TaintRemoverUser() string {
 }
 
 // StartupTaintsCEL is a CEL map literal from each GPU group's name (the
-// value of its nodes' model.GroupLabel) to its startup taint, a map with
+// value of its nodes' model.VerifiedGroupLabel) to its startup taint, a map with
 // the keys key, value and effect, in group order. Every string is a
 // Kubernetes label value, taint key, taint value or effect, quoted with
 // strconv.Quote, so the literal is also valid JSON.
@@ -52,7 +52,7 @@ var NodeSpecFieldsKept = []string{"configSource", "externalID", "podCIDR", "podC
 // status update is denied by the first rule alone with its own message.
 const (
 	celUpdate          = `request.operation == "UPDATE" && request.?subResource.orValue("") == ""`
-	celGroup           = `oldObject.metadata.?labels[?"` + model.GroupLabel + `"].orValue("")`
+	celGroup           = `oldObject.metadata.?labels[?"` + model.VerifiedGroupLabel + `"].orValue("")`
 	celStartupTaint    = `variables.startupTaints[?variables.group].orValue({})`
 	celStartupTaintKey = `variables.startupTaint[?"key"].orValue("")`
 	celBoundNode       = `request.userInfo.?extra[?"` + NodeNameExtra + `"].orValue([])`
@@ -93,7 +93,7 @@ func taintRemoverValidations() []admissionv1.Validation {
 		rule(`variables.boundNode.all(n, n == request.name)`,
 			`"the taint remover of node " + variables.boundNode.join(", ") + " may not change node " + request.name`),
 		rule(onUpdate(`variables.startupTaintKey != ""`),
-			`"node " + request.name + " is in no GPU node group with a startup taint (`+model.GroupLabel+`=" + variables.group + ")"`),
+			`"node " + request.name + " is in no GPU node group with a startup taint (`+model.VerifiedGroupLabel+`=" + variables.group + ")"`),
 		rule(onUpdate(`variables.newTaints.filter(t, t.key != variables.startupTaintKey) == variables.oldTaints.filter(t, t.key != variables.startupTaintKey) && `+
 			`(`+celRemoved+` || `+celAdded+`)`),
 			`"the taint remover may only remove the taint " + variables.startupTaintKey + " from node " + request.name + `+
@@ -112,7 +112,7 @@ func taintRemoverValidations() []admissionv1.Validation {
 // taintRemoverPolicy returns a ValidatingAdmissionPolicy and its binding
 // that hold the taint remover's ServiceAccount to its one job, whatever
 // RBAC grants it: it may change a Node only by removing the startup-taint
-// key of the node's group (looked up by model.GroupLabel), or by adding
+// key of the node's group (looked up by model.VerifiedGroupLabel), or by adding
 // exactly that startup taint (key, value, effect) to a node that has no
 // taint with its key (a node re-registered under a reused name, or
 // rebooted), leaving every other taint, the labels, annotations,

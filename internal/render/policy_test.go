@@ -74,7 +74,7 @@ func TestPolicyKeysMatchDaemonSets(t *testing.T) {
 			}
 			taint[field] = c.Env[i].Value
 		}
-		want[ds.Spec.Template.Spec.NodeSelector[model.GroupLabel]] = taint
+		want[ds.Spec.Template.Spec.NodeSelector[model.VerifiedGroupLabel]] = taint
 	}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("policy keys %v, DaemonSets remove %v", keys, want)

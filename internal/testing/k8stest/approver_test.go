@@ -428,7 +428,7 @@ func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
 			c := createCSR(t, joiner, csrRequest(t, "renew-work-ok09"), render.KubeletClientSigner)
 			_, stderr, err := kubectl(t, e.sa, "", "delete", "csr", c)
 			return stderr, err
-		}, "may only decide certificate signing requests (update certificatesigningrequests/approval), not DELETE certificatesigningrequests"},
+		}, "may only decide certificate signing requests (update certificatesigningrequests/approval) and set " + model.VerifiedGroupLabel + " on nodes (update nodes), not DELETE certificatesigningrequests"},
 		{"CreateSecret", func() (string, error) {
 			_, stderr, err := kubectl(t, e.sa, "", "create", "secret", "generic", "x", "-n", "default", "--from-literal=k=v")
 			return stderr, err
@@ -442,7 +442,44 @@ func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
 			e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"victim"}}`)
 			_, stderr, err := kubectl(t, e.sa, "", "label", "node", "victim", "x=y")
 			return stderr, err
-		}, "not UPDATE nodes"},
+		}, "may change only the label " + model.VerifiedGroupLabel + " of node victim"},
+		{"DeleteNode", func() (string, error) {
+			e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"victim-2"}}`)
+			_, stderr, err := kubectl(t, e.sa, "", "delete", "node", "victim-2")
+			return stderr, err
+		}, "not DELETE nodes"},
+		// The verified group label: only the group the name is an
+		// instance name of, on a Node whose providerID is that instance's.
+		{"LabelInstance", func() (string, error) {
+			return labelAs(t, e, e.sa, "renew-work-lb01", gceID(e, "us-central1-a", "renew-work-lb01"), model.VerifiedGroupLabel+"=work")
+		}, ""},
+		{"LabelAutoscalerInstance", func() (string, error) {
+			return labelAs(t, e, e.sa, "renew-ca-lb02", gceID(e, "us-central1-a", "renew-ca-lb02"), model.VerifiedGroupLabel+"=ca")
+		}, ""},
+		{"LabelAsAnotherGroup", func() (string, error) {
+			return labelAs(t, e, e.sa, "renew-work-lb03", gceID(e, "us-central1-a", "renew-work-lb03"), model.VerifiedGroupLabel+"=ca")
+		}, "node renew-work-lb03 may carry " + model.VerifiedGroupLabel + "=work only"},
+		{"LabelOnPremName", func() (string, error) {
+			return labelAs(t, e, e.sa, "onprem-gpu-3", gceID(e, "us-central1-a", "onprem-gpu-3"), model.VerifiedGroupLabel+"=work")
+		}, "its name is no instance name of the cluster's MIGs"},
+		{"LabelOtherZone", func() (string, error) {
+			return labelAs(t, e, e.sa, "renew-work-lb04", gceID(e, "europe-west1-b", "renew-work-lb04"), model.VerifiedGroupLabel+"=work")
+		}, "with a providerID of gce://renew-project/us-central1-a/renew-work-lb04"},
+		{"LabelNoProviderID", func() (string, error) {
+			return labelAs(t, e, e.sa, "renew-work-lb05", "", model.VerifiedGroupLabel+"=work")
+		}, "with a providerID of gce://renew-project/us-central1-a/renew-work-lb05"},
+		{"LabelAndAnother", func() (string, error) {
+			return labelAs(t, e, e.sa, "renew-work-lb06", gceID(e, "us-central1-a", "renew-work-lb06"), model.VerifiedGroupLabel+"=work", "example.com/x=y")
+		}, "may change only the label " + model.VerifiedGroupLabel + " of node renew-work-lb06"},
+		{"ChangeGroupLabel", func() (string, error) {
+			return labelAs(t, e, e.sa, "renew-work-lb07", gceID(e, "us-central1-a", "renew-work-lb07"), model.GroupLabel+"=ca")
+		}, "may change only the label " + model.VerifiedGroupLabel + " of node renew-work-lb07"},
+		{"TaintWhileLabelling", func() (string, error) {
+			e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"renew-work-lb08"},"spec":{"providerID":"`+gceID(e, "us-central1-a", "renew-work-lb08")+`"}}`)
+			_, stderr, err := kubectl(t, e.sa, "", "patch", "node", "renew-work-lb08", "--type=merge", "-p",
+				`{"metadata":{"labels":{"`+model.VerifiedGroupLabel+`":"work"}},"spec":{"unschedulable":true}}`)
+			return stderr, err
+		}, "may change only the label " + model.VerifiedGroupLabel + " of node renew-work-lb08"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -457,6 +494,25 @@ func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
 			}
 		})
 	}
+}
+
+// gceID is the providerID of instance name in zone of the test's project.
+func gceID(e *approverEnv, zone, name string) string {
+	return "gce://" + e.src.Cluster.GCP.Project + "/" + zone + "/" + name
+}
+
+// labelAs creates, as the admin, Node name with providerID (none if
+// empty), then labels it as u with kubectl label's pairs.
+func labelAs(t *testing.T, e *approverEnv, u *testcp.User, name, providerID string, pairs ...string) (string, error) {
+	t.Helper()
+	node := map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name}}
+	if providerID != "" {
+		node["spec"] = map[string]any{"providerID": providerID}
+	}
+	b, _ := json.Marshal(node)
+	e.renewer.adminCreate(t, string(b))
+	_, stderr, err := kubectl(t, u, "", append([]string{"label", "node", name}, pairs...)...)
+	return stderr, err
 }
 
 // testScript runs the approver's script under bash against the fake
@@ -596,6 +652,59 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	}
 	if d := decision(e.csr(t, onprem)); d.Type != certificatesv1.CertificateApproved || d.Reason == render.CSRReasonDenied {
 		t.Errorf("the on-prem CSR: %+v", d)
+	}
+
+	// The verified group label: the fresh VM's kubelet registers its Node
+	// (it cannot set the label itself), and the approver labels it once
+	// Compute shows the instance; it labels the autoscaler's instance too,
+	// and no Node it cannot match to a RUNNING instance of the group's MIG
+	// in the zone its providerID names; it takes the label from a Node
+	// whose name is no instance name of the group the label names.
+	f.set(zone, "renew-work-pz01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+	kubelet := e.cp.Node(t, "renew-work-ab12")
+	node := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"renew-work-ab12","labels":{"` + model.GroupLabel + `":"work"}},"spec":{"providerID":"` + gceID(e, zone, "renew-work-ab12") + `"}}`
+	if _, stderr, err := kubectl(t, kubelet, strings.Replace(node, `"work"}`, `"work","`+model.VerifiedGroupLabel+`":"work"}`, 1), "create", "-f", "-"); err == nil ||
+		!strings.Contains(stderr, "is not allowed to set the following labels: "+model.VerifiedGroupLabel) {
+		t.Errorf("the kubelet registering with %s: %v %s; want NodeRestriction's refusal", model.VerifiedGroupLabel, err, stderr)
+	}
+	if _, stderr, err := kubectl(t, kubelet, node, "create", "-f", "-"); err != nil {
+		t.Fatalf("the kubelet registering its Node: %v %s", err, stderr)
+	}
+	unverified := map[string]string{
+		"renew-work-xm01": gceID(e, zone, "renew-work-xm01"),            // another MIG's VM
+		"renew-work-tm01": gceID(e, zone, "renew-work-tm01"),            // STOPPING
+		"renew-work-gn01": gceID(e, zone, "renew-work-gn01"),            // no instance
+		"renew-work-pz01": gceID(e, "us-central1-b", "renew-work-pz01"), // a zone the group is not in
+		"renew-work-np01": "",                                           // no providerID
+	}
+	for name, pid := range unverified {
+		n := map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name}}
+		if pid != "" {
+			n["spec"] = map[string]any{"providerID": pid}
+		}
+		b, _ := json.Marshal(n)
+		e.renewer.adminCreate(t, string(b))
+	}
+	e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"renew-ca-a1b2"},"spec":{"providerID":"`+gceID(e, zone, "renew-ca-a1b2")+`"}}`)
+	e.renewer.admin(t, "label", "node", "onprem-gpu-1", model.VerifiedGroupLabel+"=work")
+	label := func(name string) string {
+		out, _, err := kubectl(t, e.cp.Admin(), "", "get", "node", name, "-o", "jsonpath={.metadata.labels."+strings.ReplaceAll(model.VerifiedGroupLabel, ".", `\.`)+"}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	eventually(t, 30*time.Second, "the approver labelling the checked Nodes and unlabelling the on-prem one", func() string {
+		if a, c, o := label("renew-work-ab12"), label("renew-ca-a1b2"), label("onprem-gpu-1"); a != "work" || c != "ca" || o != "" {
+			return fmt.Sprintf("renew-work-ab12 %q, renew-ca-a1b2 %q, onprem-gpu-1 %q", a, c, o)
+		}
+		return ""
+	})
+	time.Sleep(3 * time.Second) // more passes
+	for name := range unverified {
+		if l := label(name); l != "" {
+			t.Errorf("the approver labelled %s %s=%s", name, model.VerifiedGroupLabel, l)
+		}
 	}
 	if strings.Contains(logs.String(), "ya29.") || strings.Contains(logs.String(), joiner.Token) {
 		t.Error("the approver logged a token")

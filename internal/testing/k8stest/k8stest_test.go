@@ -38,8 +38,9 @@ import (
 //     group) applied over it, as after adding a group; the policy is then
 //     enforced with both groups.
 //  3. LifecycleApply: the same for the node garbage collector.
-//  4. Remover, Policy and Lifecycle (the collector and its policy), in
-//     parallel, each on Nodes of its own.
+//  4. Steering (a burst node's kubelet relabelling itself), Remover,
+//     Policy and Lifecycle (the collector and its policy), in parallel,
+//     each on Nodes of its own.
 func TestAPIServer(t *testing.T) {
 	cp := testcp.StartWith(t, testcp.Options{Production: true})
 	e := newEnv(t, cp)
@@ -50,6 +51,7 @@ func TestAPIServer(t *testing.T) {
 		return // the rest needs the objects on the server
 	}
 	t.Run("Live", func(t *testing.T) {
+		t.Run("Steering", func(t *testing.T) { t.Parallel(); e.testSteering(t) })
 		t.Run("Remover", func(t *testing.T) { t.Parallel(); e.testRemover(t) })
 		t.Run("Policy", func(t *testing.T) { t.Parallel(); e.testPolicy(t) })
 		t.Run("Lifecycle", func(t *testing.T) { t.Parallel(); e.testLifecycle(t) })
@@ -82,7 +84,8 @@ type env struct {
 	src   *model.Source // the test source: the example plus gpu-l4
 	files layout.Files  // its rendering
 	// joined holds, per group name, the Node its startup script registers
-	// (in its first zone), as scripttest.JoinNode returns it.
+	// (in its first zone) once the node CSR approver labelled it, as
+	// scripttest.InServiceNode returns it.
 	joined map[string]*corev1.Node
 	seq    atomic.Int64
 
@@ -131,7 +134,7 @@ func newEnv(t *testing.T, cp *testcp.ControlPlane) *env {
 	}
 	for _, g := range e.src.Groups() {
 		if g.Cloud() {
-			e.joined[g.Name] = scripttest.JoinNode(t, e.src, e.files, g, g.Zones[0])
+			e.joined[g.Name] = scripttest.InServiceNode(t, e.src, e.files, g, g.Zones[0])
 		}
 	}
 	return e
@@ -174,9 +177,9 @@ func (e *env) admin(t *testing.T, stdin string, args ...string) string {
 }
 
 // newNode creates a Node of group g the way the kubelet registers it from
-// the JoinConfiguration its startup script writes: that Node's labels,
-// taints and providerID, under a fresh name (hostname label and providerID
-// follow). It checks that the server added only the not-ready taint
+// the JoinConfiguration its startup script writes, with the verified group
+// label the node CSR approver then adds: that Node's labels, taints and
+// providerID, under a fresh name (hostname label and providerID follow). It checks that the server added only the not-ready taint
 // (TaintNodesByCondition), and returns the name.
 func (e *env) newNode(t *testing.T, group string) string {
 	t.Helper()

@@ -364,30 +364,35 @@ func (e *env) testCollector(t *testing.T) {
 		{name: "ChangedWhileAsked", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: long, vm: 404, changed: true, asked: true,
 			log: "node NODE: deleting failed (kept; the next run looks again)"},
 		{name: "OnPremWithoutProviderID", node: func() string {
-			return e.rawNode(t, "onprem-a100", map[string]string{"nodegen.dev/node-group": "onprem-gpu"}, nil)
+			return e.rawNode(t, "onprem-a100", map[string]string{model.VerifiedGroupLabel: "onprem-gpu"}, nil)
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "OnPremNoLabel", node: func() string { return e.rawNode(t, "onprem-x", nil, nil) }, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "OtherProject", node: func() string {
-			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, gce("other-project-1"))
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"}, gce("other-project-1"))
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "ProjectPrefixOnly", node: func() string {
-			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, gce(project+"x"))
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"}, gce(project+"x"))
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "NonGCEProviderID", node: func() string {
-			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"},
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"},
 				func(n string) string { return "kwok://" + n })
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "ProviderIDOfAnotherName", node: func() string {
-			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"},
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"},
 				func(string) string { return gce(project)(e.src.Cluster.Name + "-gpu-t4-elsewhere") })
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "CloudVMWithoutGroupLabel", node: func() string { return e.rawNode(t, "rogue-vm", nil, gce(project)) },
 			ready: corev1.ConditionUnknown, ago: long, vm: 404},
+		// Only the group label a kubelet may set on itself: the approver has
+		// not checked the VM, so the collector does not consider the Node.
+		{name: "KubeletGroupLabelOnly", node: func() string {
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{model.GroupLabel: "gpu-t4"}, gce(project))
+		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "RemovedGroup", node: func() string {
-			return e.rawNode(t, e.src.Cluster.Name+"-l4-old", map[string]string{"nodegen.dev/node-group": "l4-old"}, gce(project))
+			return e.rawNode(t, e.src.Cluster.Name+"-l4-old", map[string]string{model.VerifiedGroupLabel: "l4-old"}, gce(project))
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "OnPremUnmanagedProviderID", node: func() string {
-			return e.rawNode(t, "onprem-c", map[string]string{"nodegen.dev/node-group": "onprem-gpu"}, model.UnmanagedProviderID)
+			return e.rawNode(t, "onprem-c", map[string]string{model.VerifiedGroupLabel: "onprem-gpu"}, model.UnmanagedProviderID)
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "ControlPlaneUnmanagedProviderID", node: func() string {
 			return e.rawNode(t, "cp", map[string]string{"node-role.kubernetes.io/control-plane": ""}, model.UnmanagedProviderID)
@@ -395,10 +400,10 @@ func (e *env) testCollector(t *testing.T) {
 		// Labelled as a cloud group's and named like its VMs, but with the
 		// on-prem providerID: not in the project, never considered.
 		{name: "CloudLabelUnmanagedProviderID", node: func() string {
-			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, model.UnmanagedProviderID)
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"}, model.UnmanagedProviderID)
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 		{name: "OnPremGroupLabelWithGCEProviderID", node: func() string {
-			return e.rawNode(t, "onprem-b", map[string]string{"nodegen.dev/node-group": "onprem-gpu"}, gce(project))
+			return e.rawNode(t, "onprem-b", map[string]string{model.VerifiedGroupLabel: "onprem-gpu"}, gce(project))
 		}, ready: corev1.ConditionUnknown, ago: long, vm: 404},
 	}
 	type built struct {
@@ -562,7 +567,7 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 	plain := e.cp.ServiceAccount(t, render.NodeLifecycleNamespace, render.NodeLifecycleName)
 	broad := e.cp.Impersonate(t, render.NodeLifecycleUser(), broadGroup, "system:authenticated")
 	groupMsg := func(g string) string {
-		return "node NODE is in no nodegen cloud node group (nodegen.dev/node-group=" + g + ")"
+		return "node NODE is in no nodegen cloud node group (" + model.VerifiedGroupLabel + "=" + g + ")"
 	}
 	idMsg := func(pid string) string {
 		return "node NODE has providerID " + pid + ", not gce://" + project + "/<zone>/NODE"
@@ -586,27 +591,31 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 		{name: "DeleteCloudNodeWithoutNodeClaim", node: func() string { return e.newNode(t, "gpu-t4") }, as: plain, args: []string{"delete", "node", "NODE"},
 			policy: "the node garbage collector may delete a node only with a pod-bound token that names its node (" + render.NodeNameExtra + "); this request has none"},
 		{name: "DeleteOnPremNode", node: func() string {
-			return e.rawNode(t, "onprem-a100", map[string]string{"nodegen.dev/node-group": "onprem-gpu"}, nil)
+			return e.rawNode(t, "onprem-a100", map[string]string{model.VerifiedGroupLabel: "onprem-gpu"}, nil)
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("onprem-gpu")},
 		{name: "DeleteUnlabelledNode", node: func() string { return e.rawNode(t, "cp", nil, nil) }, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("")},
+		// The group label the kubelet sets on itself is not what the policy reads.
+		{name: "DeleteKubeletLabelledCloudNode", node: func() string {
+			return e.rawNode(t, "t4", map[string]string{model.GroupLabel: "gpu-t4"}, gce(project))
+		}, ready: corev1.ConditionUnknown, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("")},
 		{name: "DeleteUnlabelledCloudVM", node: func() string { return e.rawNode(t, "rogue-vm", nil, gce(project)) }, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("")},
 		{name: "DeleteRemovedGroupsNode", node: func() string {
-			return e.rawNode(t, "l4-old", map[string]string{"nodegen.dev/node-group": "l4-old"}, gce(project))
+			return e.rawNode(t, "l4-old", map[string]string{model.VerifiedGroupLabel: "l4-old"}, gce(project))
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("l4-old")},
 		{name: "DeleteCloudLabelledUnmanagedProviderID", node: func() string {
-			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, model.UnmanagedProviderID)
+			return e.rawNode(t, e.src.Cluster.Name+"-gpu-t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"}, model.UnmanagedProviderID)
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("PID")},
 		{name: "DeleteOtherProjectsVM", node: func() string {
-			return e.rawNode(t, "t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, gce("other-project-1"))
+			return e.rawNode(t, "t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"}, gce("other-project-1"))
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("PID")},
 		{name: "DeleteNonGCENode", node: func() string {
-			return e.rawNode(t, "t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, func(n string) string { return "kwok://" + n })
+			return e.rawNode(t, "t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"}, func(n string) string { return "kwok://" + n })
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("PID")},
 		{name: "DeleteGroupNodeWithoutProviderID", node: func() string {
-			return e.rawNode(t, "t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, nil)
+			return e.rawNode(t, "t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"}, nil)
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("")},
 		{name: "DeleteProviderIDOfAnotherName", node: func() string {
-			return e.rawNode(t, "t4", map[string]string{"nodegen.dev/node-group": "gpu-t4"}, func(string) string { return gce(project)("someone-else") })
+			return e.rawNode(t, "t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"}, func(string) string { return gce(project)("someone-else") })
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("PID")},
 		{name: "Label", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, args: []string{"label", "node", "NODE", "example.com/x=y"}, rbac: "patch"},
 		{name: "BroadenedRBACLabel", node: func() string { return e.newNode(t, "gpu-t4") }, as: broad, args: []string{"label", "node", "NODE", "example.com/x=y"},

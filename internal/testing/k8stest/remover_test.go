@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
@@ -79,7 +80,7 @@ func (e *env) testApply(t *testing.T) {
 	e.daemonSets = map[string]*appsv1.DaemonSet{}
 	for i := range list.Items {
 		ds := &list.Items[i]
-		e.daemonSets[ds.Spec.Template.Spec.NodeSelector["nodegen.dev/node-group"]] = ds
+		e.daemonSets[ds.Spec.Template.Spec.NodeSelector[model.VerifiedGroupLabel]] = ds
 	}
 	for _, g := range e.src.GPUGroups() {
 		if e.daemonSets[g.Name] == nil {

@@ -55,3 +55,15 @@ func JoinNode(t testing.TB, src *model.Source, files layout.Files, g *model.Node
 	node.Spec.ProviderID, _ = cfg.ExtraArg("provider-id")
 	return node
 }
+
+// InServiceNode is JoinNode's Node once the node CSR approver has checked
+// its VM and labelled it: the join's Node plus model.VerifiedLabels, the
+// labels nodegen's placements and policies select on.
+func InServiceNode(t testing.TB, src *model.Source, files layout.Files, g *model.NodeGroup, zone string) *corev1.Node {
+	t.Helper()
+	n := JoinNode(t, src, files, g, zone)
+	for k, v := range model.VerifiedLabels(g) {
+		n.Labels[k] = v
+	}
+	return n
+}

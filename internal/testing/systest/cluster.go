@@ -265,6 +265,18 @@ func (c *Cluster) join(inst *gcefake.Instance) error {
 		return err
 	}
 	c.Logf("node %s registered (group %s, providerID %s)", n.Name, g.Name, n.Spec.ProviderID)
+	// The node CSR approver's part: once it matched the Node to its MIG's
+	// instance, it adds the verified group labels, which the kubelet
+	// cannot set (kube-env declares them for the autoscaler's template).
+	if err := c.patchNode(n.Name, func(n *corev1.Node) bool {
+		for k, v := range model.VerifiedLabels(g) {
+			n.Labels[k] = v
+		}
+		return true
+	}, false); err != nil {
+		return err
+	}
+	c.Logf("node %s labelled %v, as the approver does", n.Name, model.VerifiedLabels(g))
 	if gpus.IsZero() {
 		return nil
 	}

@@ -559,7 +559,7 @@ func TestHarness(t *testing.T) {
 	for _, tt := range g.Taints {
 		tol = append(tol, tt.Key)
 	}
-	c.Create(Pod("fits", resources("100m", 0), map[string]string{model.GroupLabel: g.Name}, tol...), Pod("nowhere", resources("500", 0), nil))
+	c.Create(Pod("fits", resources("100m", 0), map[string]string{model.VerifiedGroupLabel: g.Name}, tol...), Pod("nowhere", resources("500", 0), nil))
 	if !Eventually(20*time.Second, func() bool {
 		return strings.HasPrefix(c.NodeOf("default", "fits"), c.Source.Cluster.BaseInstanceName(g))
 	}) {
