@@ -15,10 +15,13 @@ const JoinTokenMargin = 30 * time.Minute
 // renewer: only a token in Secret Manager is renewed.
 func (c *Cluster) HasJoinTokenRenewer() bool { return c.JoinToken.SecretManager != nil }
 
-// HasNodeCSRApprover reports whether the cluster gets the cloud join
-// path's CSR approver: with the renewer, whose tokens are in
-// CloudBootstrapGroup.
-func (c *Cluster) HasNodeCSRApprover() bool { return c.HasJoinTokenRenewer() }
+// HasNodeCSRApprover reports whether the cluster gets the node CSR
+// approver: every cluster does, as it gives the cloud nodes the verified
+// group label (VerifiedGroupLabel) that nodegen's placements and policies
+// select on. It decides CSRs only with the renewer, whose tokens are in
+// the cloud join group: a project-metadata token is kubeadm's, whose CSRs
+// kube-controller-manager approves itself.
+func (c *Cluster) HasNodeCSRApprover() bool { return true }
 
 // Renewal is how the join-token renewer keeps the token fresh.
 type Renewal struct {

@@ -47,6 +47,10 @@ const (
 	Day0ListCSRsEnd     = "<!-- /nodegen:list-node-csrs -->"
 	Day0ApproveCSRBegin = "<!-- nodegen:approve-node-csr -->"
 	Day0ApproveCSREnd   = "<!-- /nodegen:approve-node-csr -->"
+	// Around the command that gives the autoscaler's nodes the verified
+	// group label.
+	Day0LabelNodesBegin = "<!-- nodegen:label-autoscaler-nodes -->"
+	Day0LabelNodesEnd   = "<!-- /nodegen:label-autoscaler-nodes -->"
 )
 
 // Day0NodeCSRVar is the shell variable the day-0 approval reads the name
@@ -125,6 +129,22 @@ func Day0ListCSRsCommand(src *model.Source) string {
 	b.WriteString("  while read -r csr user groups request; do\n")
 	b.WriteString("    printf '%s %s %s %s\\n' \"${csr}\" \"${user}\" \"${groups}\" \"$(base64 -d <<<\"${request}\" | openssl req -noout -subject)\"\n")
 	b.WriteString("  done")
+	return b.String()
+}
+
+// Day0LabelNodesCommand gives the Node of each VM of the autoscaler
+// group's MIGs, as the Compute API lists them, the verified group label
+// (model.VerifiedGroupLabel): the approver sets it on every later node,
+// but it runs on these, so the admin sets it there (the kubelet cannot).
+func Day0LabelNodesCommand(src *model.Source) string {
+	c := &src.Cluster
+	ca := src.NodeGroups[c.Autoscaler.NodeGroup]
+	var b strings.Builder
+	b.WriteString("for vm in $(\n")
+	for _, z := range ca.Zones {
+		fmt.Fprintf(&b, "  gcloud compute instance-groups managed list-instances %s --zone=%s --project=%s --format='value(name)'\n", c.MIGName(ca, z), z, c.GCP.Project)
+	}
+	fmt.Fprintf(&b, "); do\n  kubectl label node \"${vm}\" %s=%s --overwrite\ndone", model.VerifiedGroupLabel, ca.Name)
 	return b.String()
 }
 
@@ -298,6 +318,9 @@ func (d *day0Doc) firstToken() (int, error) {
 	sel := model.GroupLabel + "=" + ca.Name
 	d.p("\nWait for the autoscaler's node to register, then to be Ready:\n\n```sh\nuntil kubectl get nodes -l %s -o name | grep -q .; do sleep 10; done\nkubectl wait --for=condition=Ready node -l %s --timeout=10m\n```\n",
 		sel, sel)
+	d.p("\nThe autoscaler, the node CSR approver, the node garbage collector and the join-token renewer select `%s=%s`, not `%s`: a kubelet may set `%s` on its own Node, but NodeRestriction refuses it every label under `node-restriction.kubernetes.io/`. The approver gives that label to every later cloud node once the Compute API showed its VM is an instance of its group's MIG; it runs on this node, so give it to the autoscaler's nodes yourself, to the Nodes of the VMs the Compute API lists in the group's MIGs:\n\n",
+		model.VerifiedGroupLabel, ca.Name, model.GroupLabel, model.GroupLabel)
+	d.p("%s\n```sh\n%s\n```\n%s\n", Day0LabelNodesBegin, Day0LabelNodesCommand(src), Day0LabelNodesEnd)
 
 	return tokenStep, nil
 }
@@ -343,7 +366,7 @@ func (d *day0Doc) manifests() {
 	for _, p := range Day0Manifests(src) {
 		// The node CSR approver's file was applied with the first token
 		// (the cloud join path: cloud nodes need it to join).
-		if p == layout.NodeCSRApproverPath {
+		if p == layout.NodeCSRApproverPath && d.sm != nil {
 			continue
 		}
 		d.p("kubectl apply -f %s%s\n", out, p)
@@ -401,7 +424,7 @@ func (d *day0Doc) lapsed(tokenStep, renewStep int) error {
 		return err
 	}
 	d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
-	d.p("Each join attempt reads the newest version again, so the VM asks for a certificate with this token within its deadline (%s after it booted): list and approve its request as in step %d; if it already gave up, restart it as there. Then run the renewer once as in step %d, and find why it lapsed (`kubectl -n %s get cronjob %s`, its failed Jobs).\n",
+	d.p("Each join attempt reads the newest version again, so the VM asks for a certificate with this token within its deadline (%s after it booted): list and approve its request, and label its Node once it is Ready, as in step %d; if it already gave up, restart it as there. Then run the renewer once as in step %d, and find why it lapsed (`kubectl -n %s get cronjob %s`, its failed Jobs).\n",
 		model.FormatDuration(deadline), tokenStep, renewStep, JoinTokenRenewerNamespace, JoinTokenRenewerName)
 	return nil
 }

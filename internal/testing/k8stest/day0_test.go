@@ -21,6 +21,7 @@ import (
 	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
@@ -204,6 +205,10 @@ func TestDayZero(t *testing.T) {
 	if len(list) != 1 || len(approve) != 1 {
 		t.Fatalf("%s: want the commands that list and approve node CSRs once each; got %q and %q", layout.Day0DocsPath, list, approve)
 	}
+	label := markedCommands(t, doc, render.Day0LabelNodesBegin, render.Day0LabelNodesEnd)
+	if len(label) != 1 {
+		t.Fatalf("%s: want the command that labels the autoscaler's nodes once; got %q", layout.Day0DocsPath, label)
+	}
 	ca := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
 	joinScript := filepath.Join(t.TempDir(), "startup-script.sh")
 	if err := os.WriteFile(joinScript, files[layout.StartupScriptPath(ca.Name)], 0o755); err != nil {
@@ -316,6 +321,9 @@ func TestDayZero(t *testing.T) {
 	if !strings.Contains(r.log, "HTTP 404: the secret has no version yet") {
 		t.Errorf("the VM's log does not say why it waited:\n%s", r.log)
 	}
+	// Its kubelet registers its Node, which it cannot give the verified
+	// group label; the person gives it with the docs' command.
+	registerAndLabel(t, cp, person, label[0], ca, firstVM)
 
 	// 4. The renewer's first run: a token of its own as the newest
 	// version; the first stays enabled (superseded only now).
@@ -353,6 +361,7 @@ func TestDayZero(t *testing.T) {
 	approveVM(t, secondVM)
 	r = second.wait(t)
 	r.joined(t, recovery)
+	registerAndLabel(t, cp, person, label[0], ca, secondVM)
 	if !strings.Contains(r.log, "the join token changed since the last attempt") {
 		t.Errorf("the replacement VM's log does not say it took the new token:\n%s", r.log)
 	}
@@ -370,6 +379,28 @@ func TestDayZero(t *testing.T) {
 	}
 	e.acceptedSoon(t, "the renewer's new token", string(versions[len(versions)-1].Payload), render.BootstrapTokenGroup)
 	e.noKubeadmTokens(t)
+}
+
+// registerAndLabel creates VM vm's Node of group g as its kubelet does
+// (the join's group label, no verified label), checks that the kubelet
+// may not add the verified group label, runs the docs' label command as
+// the person, and checks that the Node then carries it.
+func registerAndLabel(t *testing.T, cp *testcp.ControlPlane, person func(*testing.T, string, ...string) string, command string, g *model.NodeGroup, vm string) {
+	t.Helper()
+	kubelet := cp.Node(t, vm)
+	node := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"` + vm + `","labels":{"` + model.GroupLabel + `":"` + g.Name + `"}}}`
+	if _, stderr, err := kubectl(t, kubelet, node, "create", "-f", "-"); err != nil {
+		t.Fatalf("the kubelet registering Node %s: %v %s", vm, err, stderr)
+	}
+	if _, stderr, err := kubectl(t, kubelet, "", "label", "node", vm, model.VerifiedGroupLabel+"="+g.Name); err == nil ||
+		!strings.Contains(stderr, "is not allowed to modify labels: "+model.VerifiedGroupLabel) {
+		t.Errorf("the kubelet labelling itself %s: %v %s; want NodeRestriction's refusal", model.VerifiedGroupLabel, err, stderr)
+	}
+	person(t, command)
+	out, _, err := kubectl(t, cp.Admin(), "", "get", "node", vm, "-o", "jsonpath={.metadata.labels."+strings.ReplaceAll(model.VerifiedGroupLabel, ".", `\.`)+"}")
+	if err != nil || out != g.Name {
+		t.Errorf("after the docs' label command, Node %s has %s=%q (%v), want %s", vm, model.VerifiedGroupLabel, out, err, g.Name)
+	}
 }
 
 // notAutoApproved fails the test if a CSR for a control-plane node's name
