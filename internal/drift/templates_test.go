@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodecheck"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -35,8 +36,8 @@ func setMetadata(tm *drift.InstanceTemplate, key string, value []byte) {
 }
 
 // The recorded template whose kube-env lost the GPU taint: that is a
-// kube-env finding, and so are the kubelet's beta os and arch labels, which
-// kube-env declares since it was recorded.
+// kube-env finding, and so are the kubelet's beta os and arch labels and
+// the verified group label, which kube-env declares since it was recorded.
 func TestTemplateLostTaint(t *testing.T) {
 	src, files := testsrc.Example(t)
 	ts := readFixtureTemplate(t, "template-gpu-t4-lost-taint.json")
@@ -53,9 +54,10 @@ func TestTemplateLostTaint(t *testing.T) {
 			kubeEnv = append(kubeEnv, f)
 		}
 	}
-	if len(kubeEnv) != 3 || kubeEnv[0].Message != "kube-env: label beta.kubernetes.io/arch missing (want amd64)" ||
+	if len(kubeEnv) != 4 || kubeEnv[0].Message != "kube-env: label beta.kubernetes.io/arch missing (want amd64)" ||
 		kubeEnv[1].Message != "kube-env: label beta.kubernetes.io/os missing (want linux)" ||
-		kubeEnv[2].Message != "kube-env: taint nvidia.com/gpu=present:NoSchedule missing" || kubeEnv[2].Want != "nvidia.com/gpu=present:NoSchedule" {
+		kubeEnv[2].Message != "kube-env: label "+model.VerifiedGroupLabel+" missing (want gpu-t4)" ||
+		kubeEnv[3].Message != "kube-env: taint nvidia.com/gpu=present:NoSchedule missing" || kubeEnv[3].Want != "nvidia.com/gpu=present:NoSchedule" {
 		t.Errorf("kube-env findings %+v", kubeEnv)
 	}
 }
