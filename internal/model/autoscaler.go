@@ -211,6 +211,17 @@ func KubeletSelfLabels(g *NodeGroup) map[string]string {
 	}
 }
 
+// SelectorLabel is the label key a placement selects g's nodes with:
+// VerifiedGroupLabel for a cloud group (the node CSR approver sets it once
+// it checked the VM), GroupLabel for an on-prem group, whose servers no
+// party checks before they join.
+func (g *NodeGroup) SelectorLabel() string {
+	if g.Cloud() {
+		return VerifiedGroupLabel
+	}
+	return GroupLabel
+}
+
 // VerifiedLabels are the labels a cloud group's Nodes get after they
 // registered, from a party that checked the VM (VerifiedGroupLabel, set
 // by the node CSR approver), never from the join or the kubelet.

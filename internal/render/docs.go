@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -23,11 +24,12 @@ type Placement struct {
 	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
 }
 
-// PodPlacement selects the group by its identity label and tolerates its
+// PodPlacement selects the group by its identity label (the verified one
+// for a cloud group: model.NodeGroup.SelectorLabel) and tolerates its
 // taints, but not its startup taint: a pod must wait until the node is
 // ready for it.
 func PodPlacement(g *model.NodeGroup) Placement {
-	p := Placement{NodeSelector: map[string]string{model.GroupLabel: g.Name}}
+	p := Placement{NodeSelector: map[string]string{g.SelectorLabel(): g.Name}}
 	if len(g.Taints) > 0 {
 		p.Tolerations = Tolerations(g.Taints)
 	}
@@ -289,9 +291,15 @@ func (d *docWriter) table() {
 		if len(g.Zones) > 0 {
 			zones = strings.Join(g.Zones, "<br>")
 		}
+		// A cloud node also carries the verified group label, from the
+		// node CSR approver once it checked the VM.
+		labels := maps.Clone(g.NodeLabels)
+		if g.Cloud() {
+			maps.Copy(labels, model.VerifiedLabels(g))
+		}
 		d.p("| [%s](#%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			g.Name, g.Name, g.Kind, zones, orDash(mdCell(g.MachineType)), gpuOf(g), sizeOf(g), totalOf(g),
-			labelList(g.NodeLabels), taintList(g.Taints), startup)
+			labelList(labels), taintList(g.Taints), startup)
 	}
 	d.p("\nColumns, as the schema documents the fields:\n\n")
 	for _, c := range []struct {
@@ -395,7 +403,7 @@ func (d *docWriter) sequence(g *model.NodeGroup) {
 	for _, z := range g.Zones {
 		migs = append(migs, c.MIGName(g, z))
 	}
-	sel := model.GroupLabel + "=" + g.Name
+	sel := g.SelectorLabel() + "=" + g.Name
 	gpus := gpuOf(g)
 	d.p("\n### GPU scale-up\n\n```mermaid\nsequenceDiagram\n")
 	lines := []string{

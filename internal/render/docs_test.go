@@ -65,6 +65,7 @@ func nodeOf(src *model.Source, g *model.NodeGroup, withStartupTaint bool) *corev
 	labels["kubernetes.io/os"] = "linux"
 	labels["kubernetes.io/arch"] = "amd64"
 	if g.Cloud() {
+		maps.Copy(labels, model.VerifiedLabels(g)) // the approver's, once it checked the VM
 		labels[model.ZoneLabel] = g.Zones[0]
 		labels[model.RegionLabel] = gce.ZoneRegion(g.Zones[0])
 		labels[model.InstanceTypeLabel] = g.MachineType

@@ -154,14 +154,14 @@ func InjectionPath(cluster, network string) string {
 }
 
 // EastWestGatewayPlacement is the placement of the east-west gateway's pods:
-// the node group's identity label, and tolerations for exactly that
+// the node group's identity label (model.NodeGroup.SelectorLabel), and tolerations for exactly that
 // group's taints.
 func EastWestGatewayPlacement(src *model.Source, gw *model.EastWestGateway) (map[string]string, []corev1.Toleration, error) {
 	g := src.NodeGroups[gw.NodeGroup]
 	if g == nil {
 		return nil, nil, fmt.Errorf("east-west gateway node group %q is not a node group of cluster %q", gw.NodeGroup, src.Cluster.Name)
 	}
-	return map[string]string{model.GroupLabel: g.Name}, Tolerations(g.Taints), nil
+	return map[string]string{g.SelectorLabel(): g.Name}, Tolerations(g.Taints), nil
 }
 
 // EastWestGatewayLabels are the gateway's labels: the selector labels the

@@ -259,7 +259,10 @@ func checkGateway(t *testing.T, r rendered, mc *model.MeshCluster) {
 	for _, g := range r.src.Groups() {
 		node := &corev1.Node{}
 		node.Name = g.Name + "-0"
-		node.Labels = g.NodeLabels
+		node.Labels = maps.Clone(g.NodeLabels)
+		if g.Cloud() {
+			maps.Copy(node.Labels, model.VerifiedLabels(g)) // the approver's, once it checked the VM
+		}
 		for _, tn := range g.Taints {
 			node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: tn.Key, Value: tn.Value, Effect: corev1.TaintEffect(tn.Effect)})
 		}
