@@ -79,46 +79,44 @@ func checkCondition(t *testing.T, src *model.Source, expr string) {
 	}
 }
 
-// TestAutoscalerConditionFallback: a source with too many groups for a
-// per-group condition gets the cluster's prefix per zone, which still
-// refuses other clusters' and other zones' resources.
-func TestAutoscalerConditionFallback(t *testing.T) {
+// TestAutoscalerConditionLong: a source with too many groups for
+// terraform.ConditionCap still gets a condition naming each MIG, not one
+// on the cluster's name prefix, which would also grant a cluster named
+// "<cluster>-2" (vet refuses such a source: vet_iam_condition_prefix.txtar).
+func TestAutoscalerConditionLong(t *testing.T) {
 	src, _ := srcSpec{}.mustRender(t)
-	small := terraform.AutoscalerCondition(src)
 	big := *src
 	big.NodeGroups = map[string]*model.NodeGroup{}
 	for k, g := range src.NodeGroups {
 		big.NodeGroups[k] = g
 	}
 	tmpl := src.NodeGroups["gpu-t4"]
-	for i := range 200 {
+	for i := range 25 {
 		g := *tmpl
 		g.Name = "g" + strings.Repeat("x", 20) + string(rune('a'+i%26)) + string(rune('a'+i/26))
 		big.NodeGroups[g.Name] = &g
 	}
 	expr := terraform.AutoscalerCondition(&big)
-	if len(expr) >= len(small)*10 || expr == small {
-		t.Fatalf("no fallback: %d characters", len(expr))
+	if len(expr) <= terraform.ConditionCap {
+		t.Fatalf("the condition of 25 more groups is %d characters, not over the cap %d: the test no longer tests a long one", len(expr), terraform.ConditionCap)
 	}
 	c := &src.Cluster
 	p := "projects/" + c.GCP.Project
 	for _, n := range []string{
-		p + "/zones/us-central1-a/instanceGroupManagers/" + c.Name + "-gxx-us-central1-a",
+		p + "/zones/us-central1-a/instanceGroupManagers/" + c.MIGName(tmpl, "us-central1-a"),
 		p + "/zones/us-central1-b/instances/" + c.Name + "-gpu-t4-ab12",
-		p + "/global/instanceTemplates/" + c.Name + "-gpu-t4-1",
 	} {
 		if !evalCondition(t, expr, n) {
-			t.Errorf("the fallback refuses %s", n)
+			t.Errorf("the condition refuses %s", n)
 		}
 	}
 	for _, n := range []string{
-		"projects/other/zones/us-central1-a/instances/" + c.Name + "-gpu-t4-ab12",
-		p + "/zones/asia-east1-a/instances/" + c.Name + "-gpu-t4-ab12",
-		p + "/zones/us-central1-a/instances/other-gpu-t4-ab12",
-		p,
+		p + "/zones/us-central1-a/instanceGroupManagers/" + c.Name + "-2-gpu-t4-us-central1-a",
+		p + "/zones/us-central1-a/instances/" + c.Name + "-2-gpu-t4-ab12",
+		p + "/global/instanceTemplates/" + c.Name + "-2-gpu-t4-1",
 	} {
 		if evalCondition(t, expr, n) {
-			t.Errorf("the fallback grants %s", n)
+			t.Errorf("the condition grants %s, another cluster's", n)
 		}
 	}
 }

@@ -194,6 +194,7 @@ func (c *checker) cluster() {
 	}
 	c.autoscalerZones()
 	c.spotFallback()
+	c.iamCondition()
 }
 
 // CACertHashCommand prints the pin of a kubeadm cluster's CA, run on a

@@ -159,10 +159,13 @@ func autoscalerPermissions(scoped bool) []string {
 	return out
 }
 
-// conditionCap is the size above which AutoscalerCondition names the
-// cluster's prefix per zone instead of every group: a fleet of thousands
-// of groups would otherwise make a condition IAM refuses.
-const conditionCap = 8000
+// ConditionCap is the longest AutoscalerCondition nodegen renders, in
+// characters: vet refuses a source whose condition is longer (too many
+// groups or zones, or long names) rather than fall back to a shorter
+// condition on the cluster's name prefix, which would also match every
+// resource of a cluster whose name starts with this one's and "-"
+// (cluster "<name>-2" among them).
+const ConditionCap = 8000
 
 // AutoscalerCondition is the IAM condition (CEL) of the autoscaler's
 // scoped Compute binding: the resource is one of the source's autoscaled
@@ -172,10 +175,7 @@ const conditionCap = 8000
 // in the form of IAM's resource attributes for Compute Engine
 // (projects/<project>/zones/<zone>/instances/<name>,
 // .../instanceGroupManagers/<name>, projects/<project>/global/instanceTemplates/<name>).
-// Above conditionCap characters it falls back to the cluster's name
-// followed by "-" in each zone of its cloud groups: coarser (a MIG of
-// another cluster whose name starts with this cluster's name and "-"
-// would match), and still no resource outside the cluster's naming.
+// vet refuses a source for which it is longer than ConditionCap.
 func AutoscalerCondition(src *model.Source) string {
 	c := &src.Cluster
 	p := "projects/" + c.GCP.Project
@@ -200,18 +200,6 @@ func AutoscalerCondition(src *model.Source) string {
 			add(`resource.name.startsWith(` + strconv.Quote(p+"/global/instanceTemplates/"+c.TemplatePrefix(g)) + `)`)
 		}
 	}
-	expr := strings.Join(terms, " || ")
-	if len(expr) <= conditionCap {
-		return expr
-	}
-	terms, seen = nil, map[string]bool{}
-	for _, g := range src.CloudGroups() {
-		for _, z := range g.Zones {
-			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instanceGroupManagers/"+c.Name+"-") + `)`)
-			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instances/"+c.Name+"-") + `)`)
-		}
-	}
-	add(`resource.name.startsWith(` + strconv.Quote(p+"/global/instanceTemplates/"+c.Name+"-") + `)`)
 	return strings.Join(terms, " || ")
 }
 

@@ -1,0 +1,27 @@
+package validate
+
+import (
+	"github.com/nodegen/nodegen/internal/render/terraform"
+)
+
+// iamCondition refuses a source whose autoscaler IAM condition
+// (terraform.AutoscalerCondition: each autoscaled MIG by name, each cloud
+// group's instance prefix per zone, each autoscaled group's template
+// prefix) is longer than terraform.ConditionCap. A condition that fits by
+// naming only the cluster's prefix, "<cluster>-", per zone would also
+// grant the MIGs, instances and templates of every cluster of the project
+// whose name starts with it (cluster "<cluster>-2" among them), so nodegen
+// does not shorten it that way.
+func (c *checker) iamCondition() {
+	if len(c.src.CloudGroups()) == 0 {
+		return
+	}
+	n := len(terraform.AutoscalerCondition(c.src))
+	if n <= terraform.ConditionCap {
+		return
+	}
+	name := c.src.Cluster.Name
+	c.at(sel("cluster", "name"),
+		"the autoscaler's IAM condition, naming each of the cluster's %d autoscaled MIGs and each cloud group's instance and template prefix, is %d characters, over the %d nodegen renders; a condition on the prefix %q would fit but also grant the MIGs, instances and templates of any other cluster in project %s whose name starts with %q (e.g. %q): use fewer cloud groups or zones, or shorter group names",
+		len(c.src.AutoscaledMIGs()), n, terraform.ConditionCap, name+"-", c.src.Cluster.GCP.Project, name+"-", name+"-2")
+}
