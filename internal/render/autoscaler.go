@@ -102,7 +102,7 @@ func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 	replicas := 1
 	if g, ok := src.NodeGroups[c.Autoscaler.NodeGroup]; ok {
 		nodeSelector = map[string]string{model.VerifiedGroupLabel: g.Name}
-		tolerations = Tolerations(g.Taints)
+		tolerations = append(Tolerations(g.Taints), TunnelLossTolerations(c)...)
 		replicas = AutoscalerReplicas(g)
 	}
 	values := map[string]any{

@@ -28,8 +28,11 @@ type scriptCronJob struct {
 	ActiveDeadline    int64 // seconds
 	LabelJobTemplate  bool  // the Jobs carry the pods' app label too
 	TmpInMemory       bool  // /tmp on tmpfs: what passes through it is secret
-	Home              *model.NodeGroup
-	ObjectMeta        metav1.ObjectMeta
+	// TunnelLoss are the tolerations of an unreachable or not-ready node
+	// (TunnelLossTolerations), after the home group's own.
+	TunnelLoss []corev1.Toleration
+	Home       *model.NodeGroup
+	ObjectMeta metav1.ObjectMeta
 }
 
 func (c scriptCronJob) object(image string) *batchv1.CronJob {
@@ -47,7 +50,7 @@ func (c scriptCronJob) object(image string) *batchv1.CronJob {
 					ServiceAccountName: c.Name,
 					RestartPolicy:      corev1.RestartPolicyNever,
 					NodeSelector:       map[string]string{model.VerifiedGroupLabel: c.Home.Name},
-					Tolerations:        Tolerations(c.Home.JoinTaints()),
+					Tolerations:        append(Tolerations(c.Home.JoinTaints()), c.TunnelLoss...),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   &yes,
 						RunAsUser:      &nobody,
