@@ -105,8 +105,10 @@ func InstanceGroupsEnv(src *model.Source) string {
 // approvals, approve for the kubelet client signer only) and binding, the
 // ConfigMap with its script, its Deployment on the autoscaler's node, and
 // the ValidatingAdmissionPolicy and binding that hold its ServiceAccount
-// to deciding kubelet client CSRs of CloudBootstrapGroup and approving only
-// instance names of the source's MIGs, whatever RBAC grants it.
+// to deciding kubelet client CSRs of CloudBootstrapGroup, approving only
+// instance names of the source's MIGs, and setting or removing only the
+// verified group label of a Node (model.VerifiedGroupLabel), whatever RBAC
+// grants it.
 func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 	home := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
 	if home == nil {
@@ -319,7 +321,11 @@ func InstanceNamePattern(src *model.Source) string {
 // in the API server's CEL):
 // SEQUENCE, SEQUENCE (certificationRequestInfo), INTEGER 0, then the
 // subject Name, whose common-name attributes (OID 2.5.4.3) are counted
-// within the Name's own length. So bound to cluster-admin by mistake, the
+// within the Name's own length. The one other request it allows is an
+// update of a Node that changes nothing but model.VerifiedGroupLabel, whose
+// new value, if any, is the group whose instance name the Node's name is,
+// on a Node whose providerID names that instance in one of the group's
+// zones (approverNodeVariables). So bound to cluster-admin by mistake, the
 // ServiceAccount still approves nothing else and writes nothing else (the
 // API server does not run policies on policies and their bindings: such an
 // account can delete this one).

@@ -82,6 +82,11 @@ func TestNodeLifecycleManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The collector deletes only Nodes with the verified group label: with
+	// a project-metadata token too, the approver is there to set it.
+	if files[layout.NodeCSRApproverPath] == nil {
+		t.Errorf("a source with a project-metadata join token renders no %s: nothing would give its cloud Nodes %s", layout.NodeCSRApproverPath, model.VerifiedGroupLabel)
+	}
 	objs, err := k8sdecode.Objects(files[layout.NodeLifecyclePath])
 	if err != nil {
 		t.Fatal(err)
