@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -69,6 +70,19 @@ func TestVPNMatchesProviderSchema(t *testing.T) {
 		}
 	}
 	_, files := srcSpec{Cluster: vpnCUE(2, false)}.mustRender(t)
+	// The root module passes the HA VPN's addresses on, which the source's
+	// haVpnAddresses take: an output of the module.
+	root := parseTF(t, files, layout.TerraformRootMainPath)
+	out := blocksOf(root, "output", terraform.VPNAddressesOutput)
+	if len(out) != 1 {
+		t.Fatalf("the root module has %d outputs %s", len(out), terraform.VPNAddressesOutput)
+	}
+	if vs := out[0].Body.Attributes["value"].Expr.Variables(); len(vs) != 1 || vs[0].RootName() != "module" || attrNames(vs[0]) != "nodegroups."+terraform.VPNAddressesOutput {
+		t.Errorf("root output %s is not the module's", terraform.VPNAddressesOutput)
+	}
+	if len(blocksOf(parseTF(t, files, layout.TerraformVPNPath), "output", terraform.VPNAddressesOutput)) != 1 {
+		t.Errorf("the module has no output %s", terraform.VPNAddressesOutput)
+	}
 	for _, c := range []struct{ old, new string }{
 		{"redundancy_type", "redundancy"},
 		{"  vpn_gateway_interface ", "  vpn_interface "},
@@ -564,4 +578,13 @@ esac
 			})
 		}
 	}
+}
+
+// attrNames joins the attribute names of a traversal after its root.
+func attrNames(tr hcl.Traversal) string {
+	var names []string
+	for i := 1; i < len(tr); i++ {
+		names = append(names, attrName(tr, i))
+	}
+	return strings.Join(names, ".")
 }

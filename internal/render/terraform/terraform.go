@@ -268,7 +268,12 @@ func terraformRoot(src *model.Source, header string) []byte {
 		"Optional: service_account_scopes, network_tags, and",
 		"nodes_service_account_email and autoscaler_service_account_email",
 		"(bring your own accounts; by default the module creates them).")
-	for _, o := range []string{"instance_groups", "instance_templates"} {
+	outputs := []string{"instance_groups", "instance_templates"}
+	if n.VPN != nil {
+		// cluster.gcp.network.vpn.haVpnAddresses, after the first apply.
+		outputs = append(outputs, VPNAddressesOutput)
+	}
+	for _, o := range outputs {
 		body.AppendNewline()
 		ob := body.AppendNewBlock("output", []string{o}).Body()
 		ob.SetAttributeRaw("value", ref("module", "nodegroups", o))

@@ -41,3 +41,7 @@ output "instance_groups" {
 output "instance_templates" {
   value = module.nodegroups.instance_templates
 }
+
+output "vpn_interface_addresses" {
+  value = module.nodegroups.vpn_interface_addresses
+}
