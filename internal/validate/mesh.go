@@ -126,6 +126,7 @@ func MeshOf(f *model.Fleet, pos Positioner, broken func(cluster string) *source.
 		c.gatewayAddresses(f, name, base(name, "eastWestGateway"), ranges)
 		c.rendered(f, name, base(name, "eastWestGateway"))
 	}
+	c.meshOverVPN(f, broken)
 	return c.list.Sorted()
 }
 

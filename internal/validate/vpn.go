@@ -11,6 +11,7 @@ import (
 	"cuelang.org/go/cue"
 
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/source"
 )
 
 // linkLocal is the range of the tunnels' BGP addresses: Cloud Router's
@@ -315,4 +316,64 @@ func (c *checker) vpnPrefixes(n *model.GCPNetwork, subnet netip.Prefix, subnetOK
 			}
 		}
 	}
+}
+
+// meshOverVPN checks that the traffic a mesh's internal load balancer
+// admits from the on-prem side can reach it: an east-west gateway's load
+// balancer whose sourceRanges lie on the on-prem side of a cluster's VPN
+// is reached through that VPN, so that VPN's cloud side must advertise the
+// load balancer's address, or the on-prem side has no route to it.
+func (c *checker) meshOverVPN(f *model.Fleet, broken func(cluster string) *source.Broken) {
+	for _, name := range f.Mesh.Names() {
+		gw := &f.Mesh.Clusters[name].EastWestGateway
+		if gw.ReachedThrough == nil || gw.ReachedThrough.InternalLoadBalancer == nil {
+			continue
+		}
+		addr, err := netip.ParseAddr(gw.Address)
+		if err != nil {
+			continue
+		}
+		var from []netip.Prefix
+		for _, s := range gw.ReachedThrough.InternalLoadBalancer.SourceRanges {
+			if p, err := netip.ParsePrefix(s); err == nil {
+				from = append(from, p.Masked())
+			}
+		}
+		for _, src := range f.Clusters {
+			if b := broken(src.Cluster.Name); b == nil || b.Cluster {
+				continue
+			}
+			n := src.Cluster.GCP.Network
+			if n == nil || n.VPN == nil {
+				continue
+			}
+			onprem := prefixesOf(n.VPN.OnpremPrefixes(n))
+			if !slices.ContainsFunc(from, func(p netip.Prefix) bool {
+				return slices.ContainsFunc(onprem, p.Overlaps)
+			}) {
+				continue
+			}
+			cloud := prefixesOf(n.VPN.CloudPrefixes(n))
+			if slices.ContainsFunc(cloud, func(p netip.Prefix) bool { return p.Contains(addr) }) {
+				continue
+			}
+			p := sel("clusters", src.Cluster.Name, "cluster", "gcp", "network", "subnetworkRange")
+			if n.VPN.Advertise.Cloud != nil {
+				p = sel("clusters", src.Cluster.Name, "cluster", "gcp", "network", "vpn", "advertise", "cloud")
+			}
+			c.at(p, "the east-west gateway of %q is at %s, which the mesh's traffic from %s (its load balancer's sourceRanges) reaches through this VPN, but its Cloud Router does not advertise it: add a prefix that holds %s to vpn.advertise.cloud", name, addr, strings.Join(gw.ReachedThrough.InternalLoadBalancer.SourceRanges, ", "), addr)
+		}
+	}
+}
+
+// prefixesOf parses the CIDRs of list that parse (the others are reported
+// where they are written).
+func prefixesOf(list []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range list {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
 }
