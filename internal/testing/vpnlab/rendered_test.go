@@ -158,6 +158,7 @@ func TestRenderedVPN(t *testing.T) {
 		}
 	}
 
+	start := time.Now()
 	lab := vpnlab.Start(t, onprem, cloud)
 	if err := lab.WaitUp(60 * time.Second); err != nil {
 		t.Fatal(err)
@@ -171,6 +172,7 @@ func TestRenderedVPN(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Duration(envInt("VPNLAB_PAUSE")) * time.Second)
+	t.Logf("both tunnels up, BGP established, both sides routing over both: up after %s", time.Since(start).Round(100*time.Millisecond))
 	probe := lab.StartProbe(50 * time.Millisecond)
 	defer probe.Stop()
 	time.Sleep(time.Second)
