@@ -71,11 +71,16 @@ func TestRolloutWaitsOutAutoscalerDeletionTaint(t *testing.T) {
 	default:
 		t.Fatalf("the taint was never lifted")
 	}
+	// The order of the API server's watch events, not the clocks of two
+	// goroutines, says which came first.
+	time.Sleep(300 * time.Millisecond) // the last watch events
 	s.obs.mu.Lock()
-	cordoned := s.obs.cordonedAt[s.oldNodes[0]]
+	cordoned, cordonedOK := s.obs.cordonedSeq[s.oldNodes[0]]
+	untainted, untaintedOK := s.obs.untaintedSeq[first]
+	cordonedAt := s.obs.cordonedAt[s.oldNodes[0]]
 	s.obs.mu.Unlock()
-	if !cordoned.After(liftedAt) {
-		t.Errorf("%s was cordoned at %s, before the autoscaler's taint left its replacement %s at %s", s.oldNodes[0], cordoned.Format(time.StampMilli), first, liftedAt.Format(time.StampMilli))
+	if !cordonedOK || !untaintedOK || cordoned <= untainted {
+		t.Errorf("%s was cordoned at event %d (%v, %s), the autoscaler's taint left its replacement %s at event %d (%v, lifted %s): the cordon must come after", s.oldNodes[0], cordoned, cordonedOK, cordonedAt.Format(time.StampMilli), first, untainted, untaintedOK, liftedAt.Format(time.StampMilli))
 	}
 	s.checkDone(t)
 }

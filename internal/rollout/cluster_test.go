@@ -386,11 +386,15 @@ type observer struct {
 	nodes          map[string]*corev1.Node
 	cordons        map[string]int
 	cordonedAt     map[string]time.Time // first cordon
-	protected      map[string]bool      // seen with scale-down-disabled "true"
-	worstPods      int
-	worstNodes     int
-	events         int
-	forced         []string
+	// cordonedSeq and untaintedSeq are the events (in the watch's order,
+	// which is the API server's) at which a node was first cordoned, and
+	// first lost the autoscaler's ToBeDeletedByClusterAutoscaler taint.
+	cordonedSeq, untaintedSeq map[string]int
+	protected                 map[string]bool // seen with scale-down-disabled "true"
+	worstPods                 int
+	worstNodes                int
+	events                    int
+	forced                    []string
 }
 
 func (o *observer) watch(ctx context.Context) error {
@@ -451,6 +455,12 @@ func (o *observer) watch(ctx context.Context) error {
 					o.cordons[n.Name]++
 					if _, ok := o.cordonedAt[n.Name]; !ok {
 						o.cordonedAt[n.Name] = time.Now()
+						o.cordonedSeq[n.Name] = o.events
+					}
+				}
+				if prev := o.nodes[n.Name]; prev != nil && hasTaint(prev, "ToBeDeletedByClusterAutoscaler") && !hasTaint(n, "ToBeDeletedByClusterAutoscaler") {
+					if _, ok := o.untaintedSeq[n.Name]; !ok {
+						o.untaintedSeq[n.Name] = o.events
 					}
 				}
 				if n.Annotations["cluster-autoscaler.kubernetes.io/scale-down-disabled"] == "true" {
@@ -504,6 +514,10 @@ func (o *observer) report() (worstPods, worstNodes int, forced []string, cordons
 		c[k] = v
 	}
 	return o.worstPods, o.worstNodes, append([]string(nil), o.forced...), c, o.events
+}
+
+func hasTaint(n *corev1.Node, key string) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
 }
 
 func joinNames(m map[string]string) string { return strings.Join(sortedKeys(m), ",") }

@@ -232,7 +232,7 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 		t.Fatal(err)
 	}
 	s.obs = &observer{t: t, w: s.world, pods: map[string]*corev1.Pod{}, firstGrace: map[string]int64{}, nodes: map[string]*corev1.Node{}, cordons: map[string]int{},
-		cordonedAt: map[string]time.Time{}, protected: map[string]bool{}}
+		cordonedAt: map[string]time.Time{}, protected: map[string]bool{}, cordonedSeq: map[string]int{}, untaintedSeq: map[string]int{}}
 	if err := s.obs.watch(ctx); err != nil {
 		t.Fatal(err)
 	}
