@@ -118,7 +118,11 @@ func (w *world) run(ctx context.Context, groups map[string]*model.NodeGroup) {
 			return
 		case <-tick.C:
 		}
-		if err := w.step(ctx, groups); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) {
+		// A conflict, a race with a deletion, and the API server's own
+		// transient answers on a loaded machine (a timeout, 429, 503) are
+		// tried again at the next tick, as a controller would.
+		if err := w.step(ctx, groups); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) &&
+			!apierrors.IsServerTimeout(err) && !apierrors.IsTimeout(err) && !apierrors.IsTooManyRequests(err) && !apierrors.IsServiceUnavailable(err) {
 			w.t.Errorf("world: %v", err)
 			return
 		}

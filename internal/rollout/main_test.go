@@ -11,7 +11,7 @@ import (
 // given: the tests against the real API server spend most of their time
 // waiting (drain timeouts of 30 s, the vet minimum; polls), not on the
 // CPU, so more than go test's default of GOMAXPROCS run side by side.
-const parallelTests = 8
+const parallelTests = 4
 
 func TestMain(m *testing.M) {
 	flag.Parse()
