@@ -71,6 +71,9 @@ func TestTemplateNodeGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLabels[model.RevisionLabel] = rev
+	// The node CSR approver's, once Compute shows the VM is the group's;
+	// kube-env declares it so that the autoscaler's template node has it.
+	wantLabels[model.VerifiedGroupLabel] = g.Name
 	for k, v := range map[string]string{
 		"kubernetes.io/arch":               "amd64",
 		"kubernetes.io/os":                 "linux",
