@@ -210,10 +210,44 @@ group_of() {
 	return 1
 }
 
+# instance_config ZONE MIG NAME succeeds when MIG ZONE/MIG holds a
+# per-instance config for instance NAME (its own metadata, such as a
+# startup-script, or disks that a MIG applies to that one VM, which
+# nodegen never sets): status 1 when it holds none, 2 when the Compute API
+# could not be read. instanceGroupManagers.listPerInstanceConfigs is a POST
+# with an empty body, in pages of at most 500 items, each named after its
+# instance; it needs compute.instanceGroupManagers.get on the MIG.
+instance_config() {
+	local url code page="" n
+	for ((n = 0; n < 20; n++)); do
+		url="${COMPUTE_URL}/projects/${PROJECT}/zones/$1/instanceGroupManagers/$2/listPerInstanceConfigs"
+		[[ -z "${page}" ]] || url+="?pageToken=${page}"
+		code="$(printf 'header = "Authorization: Bearer %s"\n' "${TOKEN}" |
+			curl -sS --max-time 10 -K - -X POST -d '' -o "${WORK}/body" -w '%{http_code}' "${url}" 2>"${WORK}/err")" || code="000"
+		tr -d '\n' <"${WORK}/body" >"${WORK}/configs" 2>/dev/null || : >"${WORK}/configs"
+		if [[ "${code}" != 200 ]]; then
+			log "the Compute API answered ${code} for the per-instance configs of MIG $1/$2 ($(summary "$(head -c 300 "${WORK}/configs"; cat "${WORK}/err")"))"
+			[[ "${code}" != 401 ]] || TOKEN=""
+			return 2
+		fi
+		# Any "name" equal to the instance's counts, a metadata key included:
+		# a false match refuses a VM, never admits one.
+		grep -qE "\"name\"[[:space:]]*:[[:space:]]*\"$3\"" "${WORK}/configs" && return 0
+		page="$(grep -oE '"nextPageToken"[[:space:]]*:[[:space:]]*"[^"]*"' "${WORK}/configs" | head -n 1 | sed -E 's/.*:[[:space:]]*"([^"]*)"$/\1/')"
+		[[ -n "${page}" ]] || return 1
+		if [[ ! "${page}" =~ ^[A-Za-z0-9_=-]+$ ]]; then
+			log "the per-instance configs of MIG $1/$2: a nextPageToken of unexpected characters"
+			return 2
+		fi
+	done
+	log "the per-instance configs of MIG $1/$2: more than ${n} pages"
+	return 2
+}
+
 # check_instance CSR RV NAME BASE decides a CSR whose name passed the
 # cluster checks, against the Compute API. Status 1 leaves it pending.
 check_instance() {
-	local csr="$1" rv="$2" name="$3" base="$4" zone code status created by when age
+	local csr="$1" rv="$2" name="$3" base="$4" zone code status created by when age pic
 	local -a zones
 	read -ra zones <<<"${ZONES[${base}]}"
 	token || return 1
@@ -251,6 +285,16 @@ check_instance() {
 		if ((age > MAX_AGE[${base}])); then
 			deny "${csr}" "${rv}" "instance ${zone}/${name} was created ${age}s ago, more than ${MAX_AGE[${base}]}s: not a fresh VM"
 			return
+		fi
+		pic=0
+		instance_config "${zone}" "${base}-${zone}" "${name}" || pic=$?
+		if ((pic == 0)); then
+			deny "${csr}" "${rv}" "MIG ${base}-${zone} holds a per-instance config for ${name}: its VM may not run the group's template as is"
+			return
+		fi
+		if ((pic != 1)); then
+			log "CSR ${csr}: the per-instance configs of MIG ${base}-${zone} could not be read; left pending"
+			return 1
 		fi
 		decide "${csr}" "${rv}" Approved "${REASON_APPROVED}" \
 			"instance projects/${PROJECT}/zones/${zone}/instances/${name} is RUNNING, created ${age}s ago by MIG ${base}-${zone}"
@@ -336,8 +380,8 @@ created_by() {
 
 # verify_node NAME BASE PROVIDER_ID succeeds when Node NAME is instance NAME
 # of MIG BASE-<zone>: its providerID names one of the group's zones, and
-# the Compute API has the instance there, RUNNING, created by that MIG.
-# Status 1: it is not; 2: the Compute API could not be read.
+# the Compute API has the instance there, RUNNING, created by that MIG,
+# and the MIG holds no per-instance config for it. Status 1: it is not; 2: the Compute API could not be read.
 verify_node() {
 	local name="$1" base="$2" pid="$3" zone="" z code by
 	local -a zones
@@ -362,6 +406,13 @@ verify_node() {
 		log "node ${name}: instance ${zone}/${name} is $(field status), created by ${by:-none}, not a RUNNING instance of MIG ${base}-${zone}; not labelled"
 		return 1
 	fi
+	local pic=0
+	instance_config "${zone}" "${base}-${zone}" "${name}" || pic=$?
+	if ((pic == 0)); then
+		log "node ${name}: MIG ${base}-${zone} holds a per-instance config for it; not labelled"
+		return 1
+	fi
+	((pic == 1)) || return 2
 }
 
 # label_nodes gives VERIFIED_LABEL to every Node verify_node proves an

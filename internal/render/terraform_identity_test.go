@@ -114,7 +114,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 
 	// Project-level grants, by account.
 	projectRoles := map[string][]string{}
-	var computeBinding *tfResource
+	var computeBinding, approverBinding *tfResource
 	for _, r := range m.byType(terraform.TFProjectIAMMember) {
 		role := memberRole(t, r)
 		a := r.Body.Attributes["role"]
@@ -128,6 +128,9 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 				if len(blocks(r.Body, "condition")) != 0 {
 					t.Errorf("%s: the project reads have a condition, which would deny them", r.Name)
 				}
+			case slices.Equal(rs, []string{terraform.TFCustomRole + "." + terraform.TFApproverMIGRole + ".name"}):
+				projectRoles[role] = append(projectRoles[role], "custom:"+terraform.TFApproverMIGRole)
+				approverBinding = &r
 			default:
 				t.Errorf("%s: role %v", r.Name, rs)
 			}
@@ -141,7 +144,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	if want := []string{"roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[model.RoleNodes], want) {
 		t.Errorf("the nodes' account has project roles %v, want only %v", projectRoles[model.RoleNodes], want)
 	}
-	if want := []string{"custom:autoscaler", "custom:autoscaler_list", "roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[model.RoleAutoscaler], want) {
+	if want := []string{"custom:approver_mig_read", "custom:autoscaler", "custom:autoscaler_list", "roles/logging.logWriter", "roles/monitoring.metricWriter"}; !slices.Equal(projectRoles[model.RoleAutoscaler], want) {
 		t.Errorf("the autoscaler's account has project roles %v, want %v", projectRoles[model.RoleAutoscaler], want)
 	}
 	for _, r := range projectRoles[model.RoleNodes] {
@@ -167,8 +170,11 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 			}
 		}
 	}
-	if got := slices.Sorted(maps.Keys(perms)); !slices.Equal(got, []string{model.RoleAutoscaler, terraform.TFAutoscalerListRole, terraform.TFJoinSecretRenewerRole}) {
+	if got := slices.Sorted(maps.Keys(perms)); !slices.Equal(got, []string{terraform.TFApproverMIGRole, model.RoleAutoscaler, terraform.TFAutoscalerListRole, terraform.TFJoinSecretRenewerRole}) {
 		t.Fatalf("custom roles %v", got)
+	}
+	if !slices.Equal(perms[terraform.TFApproverMIGRole], []string{"compute.instanceGroupManagers.get"}) {
+		t.Errorf("the approver's MIG role grants %v, want only compute.instanceGroupManagers.get", perms[terraform.TFApproverMIGRole])
 	}
 	if !slices.Equal(perms[model.RoleAutoscaler], terraform.AutoscalerScopedPermissions()) {
 		t.Errorf("scoped role permissions %v, want %v", perms[model.RoleAutoscaler], terraform.AutoscalerScopedPermissions())
@@ -212,6 +218,27 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		t.Errorf("condition %q, want terraform.AutoscalerCondition", expr)
 	}
 	checkCondition(t, src, expr)
+
+	// The approver's MIG binding names exactly the MIGs of the cloud
+	// groups that are not autoscaled (here the autoscaler's own group).
+	if approverBinding == nil {
+		t.Fatal("no binding of the approver's MIG role")
+	}
+	conds = blocks(approverBinding.Body, "condition")
+	if len(conds) != 1 {
+		t.Fatalf("%s has %d condition blocks, want 1", approverBinding.Name, len(conds))
+	}
+	var wantMIGs []string
+	for _, g := range src.CloudGroups() {
+		if !g.Autoscaled() {
+			for _, z := range g.Zones {
+				wantMIGs = append(wantMIGs, `resource.name == "projects/`+src.Cluster.GCP.Project+`/zones/`+z+`/instanceGroupManagers/`+src.Cluster.MIGName(g, z)+`"`)
+			}
+		}
+	}
+	if got := m.str(t, *approverBinding, conds[0].Body, "expression"); len(wantMIGs) == 0 || got != strings.Join(wantMIGs, " || ") {
+		t.Errorf("the approver's MIG condition %q, want %q", got, strings.Join(wantMIGs, " || "))
+	}
 
 	// The join secret: created without a value; grants on it only.
 	if len(m.byType("google_secret_manager_secret_version")) != 0 {
@@ -343,7 +370,7 @@ func TestServiceAccountAndRoleIDs(t *testing.T) {
 		if id := terraform.CustomRoleID(cluster); !roleIDRE.MatchString(id) {
 			t.Errorf("CustomRoleID(%q) = %q", cluster, id)
 		}
-		for _, name := range []string{terraform.TFAutoscalerListRole, terraform.TFJoinSecretRenewerRole} {
+		for _, name := range []string{terraform.TFAutoscalerListRole, terraform.TFApproverMIGRole, terraform.TFJoinSecretRenewerRole} {
 			if id := terraform.CustomRoleIDFor(cluster, name); !roleIDRE.MatchString(id) {
 				t.Errorf("CustomRoleIDFor(%q, %q) = %q", cluster, name, id)
 			}

