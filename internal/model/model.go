@@ -133,6 +133,10 @@ type GCP struct {
 	// Network is the cloud nodes' VPC network, nil when the source leaves
 	// it to the Terraform module's variables.
 	Network *GCPNetwork `json:"network,omitempty"`
+	// IAMConditionByClusterPrefix lets the autoscaler's IAM condition fall
+	// back to the cluster's name prefix when naming every group is over
+	// the cap.
+	IAMConditionByClusterPrefix bool `json:"iamConditionByClusterPrefix,omitempty"`
 }
 
 // GCPNetwork is the VPC network of the cloud nodes and what nodegen renders

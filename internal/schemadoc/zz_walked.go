@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "4929689421063e09f5a09b35410ac2b2677ff40f948ec55533af43623b32b989",
+	Schema: "25bb899733d1741cab2924ef693b4f89ccca37b8c5a656642d6a7b29b3c0835b",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -56,6 +56,7 @@ var walked = Walked{
 			{Path: "cluster.gcp.network.vpn.advertise.onprem", Type: "[_, ...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"]", Optional: true, Doc: "What the on-prem gateways advertise (FRR's network lines). Defaults to onpremRanges; it must cover the control plane's address and every on-prem range."},
 			{Path: "cluster.gcp.network.vpn.advertise.cloud", Type: "[_, ...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"]", Optional: true, Doc: "What the Cloud Router advertises (custom mode). Defaults to [subnetworkRange]; it must cover subnetworkRange."},
 			{Path: "cluster.gcp.network.vpn.tunnelLossToleration", Type: "#Duration", Default: "\"10m\"", Doc: "How long a cloud node may be unreachable from the control plane (both tunnels lost) before the pods nodegen renders for cloud nodes are evicted: their tolerationSeconds for node.kubernetes.io/unreachable and not-ready (Kubernetes' default is 300s). At least 2m."},
+			{Path: "cluster.gcp.iamConditionByClusterPrefix", Type: "bool", Default: "false", Doc: "The autoscaler's IAM condition (out/terraform/iam.tf) names each autoscaled MIG and each cloud group's instance and template prefix. When that is over 8,000 characters (many groups, zones or long names), vet refuses the source, unless this is true: then the condition names the cluster's prefix \"<cluster name>-\" per zone, which also grants the MIGs, instances and templates of any cluster in the project whose name starts with it (\"<name>-2\"). Set it only where no such cluster exists or will."},
 			{Path: "cluster.autoscaler", Type: "#Autoscaler", Required: true, Doc: "The Cluster Autoscaler (GCE provider) settings."},
 			{Path: "cluster.autoscaler.nodeGroup", Type: "string", Required: true, Doc: "The node group the autoscaler runs on: a gce-static group of a fixed size, without GPUs, tainted so that nothing else lands there. It spans two zones or more (one MIG per zone, autohealed), and the chart runs two replicas on it under leader election, one per node."},
 			{Path: "cluster.autoscaler.singleZone", Type: "bool", Optional: true, Doc: "Set to true to run the autoscaler's group in one zone on purpose: a zone outage then stops all scaling. vet refuses a one-zone group without it."},

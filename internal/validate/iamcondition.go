@@ -17,11 +17,11 @@ func (c *checker) iamCondition() {
 		return
 	}
 	n := len(terraform.AutoscalerCondition(c.src))
-	if n <= terraform.ConditionCap {
+	if n <= terraform.ConditionCap || c.src.Cluster.GCP.IAMConditionByClusterPrefix {
 		return
 	}
 	name := c.src.Cluster.Name
 	c.at(sel("cluster", "name"),
-		"the autoscaler's IAM condition, naming each of the cluster's %d autoscaled MIGs and each cloud group's instance and template prefix, is %d characters, over the %d nodegen renders; a condition on the prefix %q would fit but also grant the MIGs, instances and templates of any other cluster in project %s whose name starts with %q (e.g. %q): use fewer cloud groups or zones, or shorter group names",
+		"the autoscaler's IAM condition, naming each of the cluster's %d autoscaled MIGs and each cloud group's instance and template prefix, is %d characters, over the %d nodegen renders; a condition on the prefix %q would fit but also grant the MIGs, instances and templates of any other cluster in project %s whose name starts with %q (e.g. %q): use fewer cloud groups or zones, or shorter group names, or, where no such cluster exists or will, set cluster.gcp.iamConditionByClusterPrefix: true",
 		len(c.src.AutoscaledMIGs()), n, terraform.ConditionCap, name+"-", c.src.Cluster.GCP.Project, name+"-", name+"-2")
 }

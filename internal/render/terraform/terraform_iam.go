@@ -175,7 +175,11 @@ const ConditionCap = 8000
 // in the form of IAM's resource attributes for Compute Engine
 // (projects/<project>/zones/<zone>/instances/<name>,
 // .../instanceGroupManagers/<name>, projects/<project>/global/instanceTemplates/<name>).
-// vet refuses a source for which it is longer than ConditionCap.
+// vet refuses a source for which it is longer than ConditionCap, unless
+// the source sets cluster.gcp.iamConditionByClusterPrefix: then it falls
+// back to the cluster's name followed by "-" in each zone of its cloud
+// groups, which also matches the resources of a cluster whose name starts
+// with this one's and "-".
 func AutoscalerCondition(src *model.Source) string {
 	c := &src.Cluster
 	p := "projects/" + c.GCP.Project
@@ -200,6 +204,18 @@ func AutoscalerCondition(src *model.Source) string {
 			add(`resource.name.startsWith(` + strconv.Quote(p+"/global/instanceTemplates/"+c.TemplatePrefix(g)) + `)`)
 		}
 	}
+	expr := strings.Join(terms, " || ")
+	if len(expr) <= ConditionCap || !c.GCP.IAMConditionByClusterPrefix {
+		return expr
+	}
+	terms, seen = nil, map[string]bool{}
+	for _, g := range src.CloudGroups() {
+		for _, z := range g.Zones {
+			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instanceGroupManagers/"+c.Name+"-") + `)`)
+			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instances/"+c.Name+"-") + `)`)
+		}
+	}
+	add(`resource.name.startsWith(` + strconv.Quote(p+"/global/instanceTemplates/"+c.Name+"-") + `)`)
 	return strings.Join(terms, " || ")
 }
 

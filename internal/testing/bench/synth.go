@@ -75,6 +75,10 @@ cluster: {
 	gcp: {
 		project: "acme-bench-fleet"
 		region:  "` + Region + `"
+		// Hundreds of groups: the autoscaler's IAM condition names the
+		// cluster's prefix (no other cluster of the project starts with
+		// "bench-").
+		iamConditionByClusterPrefix: true
 	}
 	autoscaler: {
 		nodeGroup:             "` + AutoscalerGroup + `"
