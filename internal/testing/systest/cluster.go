@@ -54,6 +54,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
+	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/testing/gcefake"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/verify"
@@ -105,14 +106,8 @@ func New(t testing.TB, dir string, opts Options) *Cluster {
 		t.Fatalf("rendering %s: %v", dir, err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	for _, p := range res.Files.Paths() {
-		f := filepath.Join(out, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, res.Files[p], 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := outdir.WriteWith(out, res.Files, outdir.Options{}); err != nil {
+		t.Fatalf("writing %s: %v", out, err)
 	}
 	src := res.Source.Fleet.Clusters[0]
 
