@@ -123,6 +123,7 @@ func Render(l *source.Loaded, opts Options) (*Result, error) {
 	for _, m := range members {
 		r.warnings = append(r.warnings, validate.Warnings(m.Source, m)...)
 	}
+	r.warnings = append(r.warnings, validate.MeshWarnings(l)...)
 	l.Release()
 	opts.Memory.budgetMemory()
 	// The clusters render and verify independently, in parallel (the

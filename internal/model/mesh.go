@@ -52,6 +52,10 @@ type Mesh struct {
 	// IstioVersion pins the Istio release (charts and istioctl) the
 	// install steps use; "" leaves it to the operator.
 	IstioVersion string `json:"istioVersion,omitempty"`
+	// AcceptUnknownIstioVersion turns vet's errors about IstioVersion (a
+	// release nodegen's table does not know, one not supported on a
+	// cluster's Kubernetes minor) into warnings.
+	AcceptUnknownIstioVersion bool `json:"acceptUnknownIstioVersion,omitempty"`
 	// Trust is where the mesh's root of trust comes from; nil when the
 	// source sets none.
 	Trust *MeshTrust `json:"trust,omitempty"`

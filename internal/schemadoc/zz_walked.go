@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "25bb899733d1741cab2924ef693b4f89ccca37b8c5a656642d6a7b29b3c0835b",
+	Schema: "b2985ff09630383877589a3f319628f43d0a9ffca2aac527a7205eb137efa71a",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -193,7 +193,8 @@ var walked = Walked{
 			{Path: "mesh.clusters.<key>.eastWestGateway.extraPorts[].listener.hosts", Type: "[_, ...string & !=\"\"]", Required: true, Doc: "The hosts the server exposes, e.g. \"*\" or \"results.example.com\"."},
 			{Path: "mesh.clusters.<key>.eastWestGateway.extraPorts[].listener.tlsMode", Type: "\"PASSTHROUGH\" | \"AUTO_PASSTHROUGH\" | \"ISTIO_MUTUAL\"", Optional: true, Doc: "With protocol TLS: the server's TLS mode."},
 			{Path: "mesh.clusters.<key>.eastWestGateway.extraPorts[].gateway", Type: "=~\"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$\"", Optional: true, Doc: "Or the operator's own Gateway (\"namespace/name\") that has a server on the port."},
-			{Path: "mesh.istioVersion", Type: "=~\"^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$\"", Optional: true, Doc: "The Istio release every cluster installs, e.g. \"1.28.1\": the install steps pin the charts' --version to it. Unset, the steps leave the version to the operator."},
+			{Path: "mesh.istioVersion", Type: "=~\"^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$\"", Optional: true, Doc: "The Istio release every cluster installs, e.g. \"1.30.3\": the install steps pin the charts' --version to it. It must be a release nodegen's table knows, supported on every cluster's Kubernetes minor (Istio's support status table; docs/mesh.md). Unset, the steps leave the version to the operator, who checks that table."},
+			{Path: "mesh.acceptUnknownIstioVersion", Type: "bool", Optional: true, Doc: "Set to true to use, on purpose, an istioVersion nodegen's table of Istio releases does not know (a newer release or patch) or one Istio does not support on a cluster's Kubernetes minor (its support status table). vet refuses both without it (a typo never ships), and only warns with it. See docs/mesh.md."},
 			{Path: "mesh.trust", Type: "struct", Optional: true, Doc: "Where the mesh's root of trust comes from; required for multi-primary, where every cluster's istiod signs workload certificates and all must chain to one root (in primary-remote one istiod signs for every cluster). Exactly one of:"},
 			{Path: "mesh.trust.pluginCA", Type: "{}", Optional: true, Doc: "Istio's plugin CA: each cluster's istiod signs with an intermediate CA of its own, made from the one mesh root and given to it in the istio-system Secret cacerts before istiod is installed. nodegen renders the steps and the Secret's keys, never a key."},
 			{Path: "mesh.trust.externalCA", Type: "struct", Optional: true, Doc: "An external CA that issues every cluster's workload certificates from one root (cert-manager's istio-csr, a CA behind Istio's external-CA API, ...): named here, installed by the operator before istiod, and named in the install steps as a prerequisite."},

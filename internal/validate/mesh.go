@@ -37,6 +37,8 @@ import (
 //     own (15021, 15443, 15012, 15017), no name used twice or one of the
 //     gateway's own port names; no target port one of the gateway pod's
 //     own listeners (those and 15090) or another extra port's;
+//   - istioVersion: a release nodegen's table knows, supported on every
+//     cluster's Kubernetes minor, unless acceptUnknownIstioVersion;
 //   - Service: annotation keys valid Kubernetes annotation keys;
 //     loadBalancerIP only with type LoadBalancer.
 //
@@ -118,6 +120,7 @@ func MeshOf(f *model.Fleet, pos Positioner, broken func(cluster string) *source.
 	}
 
 	c.trust(m)
+	c.istioRelease(f, false)
 	c.sharedAddresses(m)
 	ranges := declaredRanges(m)
 	for _, name := range m.Names() {
@@ -253,4 +256,84 @@ func orNone(names []string) string {
 		return "none"
 	}
 	return strings.Join(quoted(names), ", ")
+}
+
+// istioRelease judges mesh.istioVersion by nodegen's table of Istio
+// releases (model.IstioReleases): a version the table does not know, and
+// one whose line Istio does not support on a cluster's Kubernetes minor,
+// are errors unless mesh.acceptUnknownIstioVersion says the source means
+// it; then they are warnings (warnings selects which are reported).
+func (c *checker) istioRelease(f *model.Fleet, warnings bool) {
+	m := f.Mesh
+	if m.IstioVersion == "" {
+		return
+	}
+	at := sel("mesh", "istioVersion")
+	r, err := model.LookupIstioRelease(m.IstioVersion)
+	if err != nil {
+		if !warnings {
+			c.at(at, "%v", err)
+		}
+		return
+	}
+	accept := m.AcceptUnknownIstioVersion
+	if warnings != accept {
+		return
+	}
+	prefix, fix := "", "; set mesh.acceptUnknownIstioVersion: true to use it on purpose"
+	if accept {
+		prefix, fix = "warning: ", ""
+	}
+	if !r.Known {
+		msg := fmt.Sprintf("%snodegen's table of Istio releases (newest %s) does not know istioVersion %s", prefix, model.NewestIstioRelease(), m.IstioVersion)
+		if !accept {
+			msg += "; a typo, or a release nodegen has not read (docs/mesh.md lists those it knows)"
+		}
+		c.at(at, "%s%s", msg, fix)
+		if r.IstioMinor.Minor == 0 {
+			return // no line to judge the clusters' versions by
+		}
+	}
+	byMinor := map[int][]string{}
+	var minors []int
+	for _, name := range m.Names() {
+		src := f.Cluster(name)
+		if src == nil {
+			continue // Fleet reports it
+		}
+		v, err := model.ParseKubeVersion(src.Cluster.ControlPlane())
+		if err != nil || !v.Supported() || r.SupportsKubernetes(v.Minor) {
+			continue // an unsupported version has its own finding
+		}
+		if byMinor[v.Minor] == nil {
+			minors = append(minors, v.Minor)
+		}
+		byMinor[v.Minor] = append(byMinor[v.Minor], quote(name))
+	}
+	slices.Sort(minors)
+	for _, minor := range minors {
+		names := byMinor[minor]
+		which := "cluster " + names[0] + "'s control plane runs"
+		if len(names) > 1 {
+			which = "clusters " + strings.Join(names, ", ") + " run"
+		}
+		alt := "no Istio release nodegen knows is"
+		if rels := model.IstioReleasesFor(minor); len(rels) > 0 {
+			alt = "the releases supported there are " + strings.Join(rels, ", ") + ";"
+		}
+		c.at(at, "%sIstio 1.%d is supported on Kubernetes %s (Istio's support status table, istio.io docs/releases/supported-releases), and %s Kubernetes 1.%d: %s pick one%s",
+			prefix, r.Minor, r.KubernetesRange(), which, minor, alt, fix)
+	}
+}
+
+// MeshWarnings returns what is valid but risky in a valid source's mesh:
+// an istioVersion the source accepts although nodegen's table does not
+// know it or Istio does not support it on a cluster's Kubernetes minor.
+func MeshWarnings(l *source.Loaded) diag.List {
+	if l.Fleet == nil || l.Fleet.Single || l.Fleet.Mesh == nil || l.Broken.Mesh {
+		return nil
+	}
+	c := &checker{pos: l}
+	c.istioRelease(l.Fleet, true)
+	return c.list.Sorted()
 }

@@ -189,8 +189,8 @@ func TestMeshIstioVersion(t *testing.T) {
 	}
 }
 `
-	if got := meshFindings(t, map[string]string{"mesh.cue": meshHead + fmt.Sprintf(mesh, `"1.28.1"`)}); got != nil {
-		t.Errorf("istioVersion 1.28.1: %v", got)
+	if got := meshFindings(t, map[string]string{"mesh.cue": meshHead + fmt.Sprintf(mesh, `"1.30.3"`)}); got != nil {
+		t.Errorf("istioVersion 1.30.3: %v", got)
 	}
 	got := meshFindings(t, map[string]string{"mesh.cue": meshHead + fmt.Sprintf(mesh, `"latest"`)})
 	if len(got) != 1 || !strings.HasPrefix(got[0], "mesh.cue:3:16: mesh.istioVersion: ") {
