@@ -11,6 +11,8 @@ import (
 
 	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/k8sdecode"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
 	"github.com/nodegen/nodegen/internal/render"
@@ -354,7 +356,11 @@ func TestResourceReasonNumbers(t *testing.T) {
 func TestFreshNodePods(t *testing.T) {
 	src, files := testsrc.Example(t)
 	var removerCPU resource.Quantity
-	for _, o := range render.TaintRemoverObjects(src) {
+	objs, err := k8sdecode.Objects(files[layout.TaintRemoverPath])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
 		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == render.TaintRemoverDaemonSetName(src.NodeGroups["gpu-t4"]) {
 			removerCPU = ds.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
 		}

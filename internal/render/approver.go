@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/templates"
 )
 
 // The cloud join path: the renewer's tokens are in CloudBootstrapGroup,
@@ -72,16 +71,29 @@ const (
 
 // NodeCSRApproverUser is the user name of the approver's ServiceAccount.
 func NodeCSRApproverUser() string {
-	return "system:serviceaccount:" + NodeCSRApproverNamespace + ":" + NodeCSRApproverName
+	return scriptWorkload{Name: NodeCSRApproverName, Namespace: NodeCSRApproverNamespace}.user()
 }
 
-// NodeCSRApproverScript returns the script the approver runs.
-func NodeCSRApproverScript() []byte {
-	b, err := templates.FS.ReadFile("node-csr-approver.sh")
-	if err != nil {
-		panic(err) // embedded at build time
+// nodeCSRApprover is the approver's workload: a ClusterRole (read CSRs
+// and Nodes, update CSR approvals, approve for the kubelet client signer
+// only, patch Nodes) and the ValidatingAdmissionPolicy that holds its
+// ServiceAccount to deciding kubelet client CSRs of CloudBootstrapGroup,
+// approving only instance names of the source's MIGs, and setting or
+// removing only the verified group label of a Node
+// (nodeCSRApproverPolicy).
+func nodeCSRApprover(src *model.Source) scriptWorkload {
+	return scriptWorkload{
+		Name: NodeCSRApproverName, Namespace: NodeCSRApproverNamespace, Script: "node-csr-approver.sh", ClusterWide: true,
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
+			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{KubeletClientSigner}, Verbs: []string{"approve"}},
+			// list and patch: the verified group label (the policy
+			// lets it change nothing else of a Node).
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "patch"}},
+		},
+		Policy: nodeCSRApproverPolicy(src),
 	}
-	return b
 }
 
 // InstanceGroupsEnv is the approver's INSTANCE_GROUPS: one line per cloud
@@ -100,26 +112,20 @@ func InstanceGroupsEnv(src *model.Source) string {
 }
 
 // NodeCSRApproverObjects returns the cloud join path's objects: the
-// Roles, ClusterRole and bindings that let CloudBootstrapGroup join; the
-// approver's ServiceAccount, ClusterRole (read CSRs and Nodes, update CSR
-// approvals, approve for the kubelet client signer only) and binding, the
-// ConfigMap with its script, its Deployment on the autoscaler's node, and
-// the ValidatingAdmissionPolicy and binding that hold its ServiceAccount
-// to deciding kubelet client CSRs of CloudBootstrapGroup, approving only
-// instance names of the source's MIGs, and setting or removing only the
-// verified group label of a Node (model.VerifiedGroupLabel), whatever RBAC
-// grants it.
+// Roles, ClusterRole and bindings that let CloudBootstrapGroup join, then
+// the approver's (scriptWorkload.objects), with its Deployment on the
+// autoscaler's node.
 func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 	home := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
 	if home == nil {
 		return nil, fmt.Errorf("cluster.autoscaler.nodeGroup: no node group %q", src.Cluster.Autoscaler.NodeGroup)
 	}
-	groups := InstanceGroupsEnv(src)
-	labels := map[string]string{"app.kubernetes.io/name": NodeCSRApproverName, "app.kubernetes.io/managed-by": "nodegen"}
-	objs := append(cloudJoinRBAC(), nodeCSRApproverRBAC(labels)...)
-	objs = append(objs, nodeCSRApproverDeployment(src, home, groups, objectMeta(NodeCSRApproverName, NodeCSRApproverNamespace, labels)))
-	policyMeta := objectMeta(NodeCSRApproverName, "", labels)
-	return append(objs, nodeCSRApproverPolicy(src, policyMeta), denyBinding(policyMeta)), nil
+	w := nodeCSRApprover(src)
+	objs, err := w.objects(nodeCSRApproverDeployment(w, src, home))
+	if err != nil {
+		return nil, err
+	}
+	return append(cloudJoinRBAC(), objs...), nil
 }
 
 // objectMeta is the metadata of a nodegen object.
@@ -177,44 +183,8 @@ func cloudJoinRBAC() []runtime.Object {
 	}
 }
 
-// nodeCSRApproverRBAC are the approver's ServiceAccount, its ClusterRole
-// (read CSRs and Nodes, update CSR approvals, approve for the kubelet
-// client signer only) and binding, and the ConfigMap with its script.
-func nodeCSRApproverRBAC(labels map[string]string) []runtime.Object {
-	meta := objectMeta
-	rbac := "rbac.authorization.k8s.io/v1"
-	return []runtime.Object{
-		&corev1.ServiceAccount{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels),
-		},
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRole"},
-			ObjectMeta: meta(NodeCSRApproverName, "", labels),
-			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch"}},
-				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
-				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{KubeletClientSigner}, Verbs: []string{"approve"}},
-				// list and patch: the verified group label (the policy
-				// lets it change nothing else of a Node).
-				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "patch"}},
-			},
-		},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRoleBinding"},
-			ObjectMeta: meta(NodeCSRApproverName, "", labels),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: NodeCSRApproverName},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: NodeCSRApproverName, Namespace: NodeCSRApproverNamespace}},
-		},
-		&corev1.ConfigMap{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: meta(NodeCSRApproverName, NodeCSRApproverNamespace, labels),
-			Data:       map[string]string{"node-csr-approver.sh": string(NodeCSRApproverScript())},
-		},
-	}
-}
-
-// NodeCSRApproverEnv returns the approver container's environment, in order.
+// NodeCSRApproverEnv returns the approver container's environment, in
+// order (the pod adds HOME).
 func NodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
 	return []corev1.EnvVar{
 		{Name: "PROJECT", Value: src.Cluster.GCP.Project},
@@ -222,39 +192,20 @@ func NodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
 		{Name: "INSTANCE_GROUPS", Value: groups},
 		{Name: "VERIFIED_LABEL", Value: model.VerifiedGroupLabel},
 		{Name: "POLL_SECONDS", Value: strconv.Itoa(NodeCSRApproverPoll)},
-		{Name: "HOME", Value: "/tmp"},
 	}
 }
 
 // nodeCSRApproverDeployment runs the approver's loop on the autoscaler's
-// node (the one node whose pods reach the metadata server), in the pod
-// the script CronJobs get (scriptCronJob), restarted when it exits.
-func nodeCSRApproverDeployment(src *model.Source, home *model.NodeGroup, groups string, meta metav1.ObjectMeta) *appsv1.Deployment {
-	pod := scriptCronJob{
-		Name:       NodeCSRApproverName,
-		Container:  "approver",
-		Script:     "node-csr-approver.sh",
-		Env:        NodeCSRApproverEnv(src, groups),
-		TunnelLoss: TunnelLossTolerations(&src.Cluster),
-		Home:       home,
-		ObjectMeta: meta,
-	}.object(src.Cluster.TaintRemover.Image).Spec.JobTemplate.Spec.Template
-	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+// node (the one node whose pods reach the metadata server), restarted when
+// it exits.
+func nodeCSRApproverDeployment(w scriptWorkload, src *model.Source, home *model.NodeGroup) *appsv1.Deployment {
+	pod := w.pod(src.Cluster.TaintRemover.Image, "approver", home, NodeCSRApproverEnv(src, InstanceGroupsEnv(src)))
+	pod.TunnelLoss = TunnelLossTolerations(&src.Cluster)
 	// Joins wait on it: evicted last, like the autoscaler's chart does.
-	pod.Spec.PriorityClassName = "system-cluster-critical"
-	replicas := int32(1)
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: meta,
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			// Two approvers would decide a CSR twice; the second write
-			// fails on the resourceVersion, but Recreate keeps it at one.
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Selector: &metav1.LabelSelector{MatchLabels: pod.Labels},
-			Template: pod,
-		},
-	}
+	pod.PriorityClass = "system-cluster-critical"
+	// Two approvers would decide a CSR twice; the second write fails on
+	// the resourceVersion, but the Deployment's Recreate keeps it at one.
+	return w.deployment(pod)
 }
 
 // celPrintableASCII is the characters 32 to 126, in order: CEL turns a byte
@@ -329,32 +280,12 @@ func InstanceNamePattern(src *model.Source) string {
 // ServiceAccount still approves nothing else and writes nothing else (the
 // API server does not run policies on policies and their bindings: such an
 // account can delete this one).
-func nodeCSRApproverPolicy(src *model.Source, meta metav1.ObjectMeta) *admissionv1.ValidatingAdmissionPolicy {
-	fail := admissionv1.Fail
-	return &admissionv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: meta,
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{
-				ResourceRules: []admissionv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionv1.RuleWithOperations{
-						Operations: []admissionv1.OperationType{admissionv1.OperationAll},
-						Rule: admissionv1.Rule{
-							APIGroups:   []string{"*"},
-							APIVersions: []string{"*"},
-							Resources:   []string{"*/*"}, // every resource and subresource
-						},
-					},
-				}},
-			},
-			MatchConditions: []admissionv1.MatchCondition{{
-				Name:       "node-csr-approver",
-				Expression: "request.userInfo.username == " + strconv.Quote(NodeCSRApproverUser()),
-			}},
-			Variables:   append(append(approverDecisionVariables(), csrNodeNameVariables()...), approverNodeVariables(src)...),
-			Validations: approverValidations(src),
-		},
+func nodeCSRApproverPolicy(src *model.Source) admissionPolicy {
+	return admissionPolicy{
+		Condition:   "node-csr-approver",
+		Match:       everyResource,
+		Variables:   append(append(approverDecisionVariables(), csrNodeNameVariables()...), approverNodeVariables(src)...),
+		Validations: approverValidations(src),
 	}
 }
 
@@ -459,10 +390,7 @@ func approverNodeVariables(src *model.Source) []admissionv1.Variable {
 // undecided CSRs, approving only bootstrap-token requests for an instance
 // name of src's MIGs, with CSRReasonApproved.
 func approverValidations(src *model.Source) []admissionv1.Validation {
-	forbidden := metav1.StatusReasonForbidden
-	rule := func(expr, message string) admissionv1.Validation {
-		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
-	}
+	rule := denyUnless
 	onApproval := func(e string) string { return "!variables.approval || (" + e + ")" }
 	onApprove := func(e string) string { return `variables.decision != "Approved" || (` + e + ")" }
 	name := `request.name`

@@ -17,7 +17,7 @@ import (
 // Each is decided in the Go constants; this holds the script's copies
 // equal to them, read from the script's syntax tree.
 func TestApproverScriptFacts(t *testing.T) {
-	f, err := syntax.NewParser().Parse(bytes.NewReader(render.NodeCSRApproverScript()), "node-csr-approver.sh")
+	f, err := syntax.NewParser().Parse(bytes.NewReader(shippedScript(t, "node-csr-approver.sh")), "node-csr-approver.sh")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"strconv"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
@@ -19,7 +16,6 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/yamlout"
-	"github.com/nodegen/nodegen/templates"
 )
 
 // Taint remover names.
@@ -30,59 +26,27 @@ const (
 	ValidationsDir = "/run/nvidia/validations"
 )
 
-// TaintRemoverScript returns the script the taint remover runs.
-func TaintRemoverScript() []byte {
-	b, err := templates.FS.ReadFile("taint-remover.sh")
-	if err != nil {
-		panic(err) // embedded at build time
+// taintRemover is the taint remover's workload: a ClusterRole allowed
+// only to get and patch nodes, and the ValidatingAdmissionPolicy that
+// narrows what its ServiceAccount may do to a node down to removing that
+// node's startup taint (taintRemoverPolicy).
+func taintRemover(src *model.Source) scriptWorkload {
+	return scriptWorkload{
+		Name: TaintRemoverName, Namespace: TaintRemoverNamespace, Script: "taint-remover.sh", ClusterWide: true,
+		Rules:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}}},
+		Policy: taintRemoverPolicy(src),
 	}
-	return b
 }
 
-// TaintRemoverObjects returns the taint remover's objects: a ServiceAccount,
-// a ClusterRole allowed only to get and patch nodes, its binding, the
-// ConfigMap holding the script, one DaemonSet per GPU group, and the
-// ValidatingAdmissionPolicy and binding that narrow what the ServiceAccount
-// may do to a node down to removing that node's startup taint.
-func TaintRemoverObjects(src *model.Source) []runtime.Object {
-	labels := map[string]string{"app.kubernetes.io/name": TaintRemoverName, "app.kubernetes.io/managed-by": "nodegen"}
-	meta := func(name string, namespaced bool) metav1.ObjectMeta {
-		m := metav1.ObjectMeta{Name: name, Labels: labels}
-		if namespaced {
-			m.Namespace = TaintRemoverNamespace
-		}
-		return m
-	}
-	objs := []runtime.Object{
-		&corev1.ServiceAccount{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: meta(TaintRemoverName, true),
-		},
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: meta(TaintRemoverName, false),
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{""},
-				Resources: []string{"nodes"},
-				Verbs:     []string{"get", "patch"},
-			}},
-		},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-			ObjectMeta: meta(TaintRemoverName, false),
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: TaintRemoverName},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: TaintRemoverName, Namespace: TaintRemoverNamespace}},
-		},
-		&corev1.ConfigMap{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: meta(TaintRemoverName, true),
-			Data:       map[string]string{"taint-remover.sh": string(TaintRemoverScript())},
-		},
-	}
+// TaintRemoverObjects returns the taint remover's objects
+// (scriptWorkload.objects), with one DaemonSet per GPU group.
+func TaintRemoverObjects(src *model.Source) ([]runtime.Object, error) {
+	w := taintRemover(src)
+	var ds []runtime.Object
 	for _, g := range src.GPUGroups() {
-		objs = append(objs, taintRemoverDaemonSet(src.Cluster.TaintRemover.Image, g, labels))
+		ds = append(ds, w.daemonSet(TaintRemoverDaemonSetName(g), taintRemoverPod(w, src.Cluster.TaintRemover.Image, g)))
 	}
-	return append(objs, taintRemoverPolicy(src, meta(TaintRemoverName, false))...)
+	return w.objects(ds...)
 }
 
 // TaintRemoverDaemonSetName is the name of a group's taint-remover DaemonSet.
@@ -123,78 +87,31 @@ func Tolerations(taints []model.Taint) []corev1.Toleration {
 	return out
 }
 
-func taintRemoverDaemonSet(image string, g *model.NodeGroup, common map[string]string) *appsv1.DaemonSet {
-	name := TaintRemoverDaemonSetName(g)
-	podLabels := map[string]string{"app.kubernetes.io/name": TaintRemoverName, "app.kubernetes.io/instance": name}
-	labels := map[string]string{"app.kubernetes.io/instance": name}
-	for k, v := range common {
-		labels[k] = v
-	}
-	no, yes := false, true
-	nobody := int64(65534)
-	dirOrCreate := corev1.HostPathDirectoryOrCreate
-	mode := int32(0o555)
-	return &appsv1.DaemonSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: TaintRemoverNamespace, Labels: labels},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: podLabels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: TaintRemoverName,
-					PriorityClassName:  "system-node-critical",
-					NodeSelector:       map[string]string{model.VerifiedGroupLabel: g.Name},
-					Tolerations:        Tolerations(g.JoinTaints()),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   &yes,
-						RunAsUser:      &nobody,
-						RunAsGroup:     &nobody,
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					Containers: []corev1.Container{{
-						Name:    "taint-remover",
-						Image:   image,
-						Command: []string{"bash", "/nodegen/taint-remover.sh"},
-						Env: []corev1.EnvVar{
-							{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
-							{Name: "STARTUP_TAINT_KEY", Value: g.StartupTaint.Key},
-							{Name: "STARTUP_TAINT_VALUE", Value: g.StartupTaint.Value},
-							{Name: "STARTUP_TAINT_EFFECT", Value: g.StartupTaint.Effect},
-							{Name: "GPU_COUNT", Value: strconv.Itoa(g.AdvertisedGPUs())},
-							{Name: "VALIDATIONS_DIR", Value: ValidationsDir},
-							{Name: "HOME", Value: "/tmp"},
-						},
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
-							Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
-						},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: &no,
-							ReadOnlyRootFilesystem:   &yes,
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: "script", MountPath: "/nodegen", ReadOnly: true},
-							{Name: "validations", MountPath: ValidationsDir, ReadOnly: true},
-							{Name: "tmp", MountPath: "/tmp"},
-						},
-					}},
-					Volumes: []corev1.Volume{
-						{Name: "script", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: TaintRemoverName}, DefaultMode: &mode}}},
-						{Name: "validations", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: ValidationsDir, Type: &dirOrCreate}}},
-						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-					},
-				},
-			},
-		},
-	}
+// taintRemoverPod runs on each node of the GPU group g, tolerating its
+// taints (the startup taint included), and reads the GPU Operator's
+// validation status files.
+func taintRemoverPod(w scriptWorkload, image string, g *model.NodeGroup) hardenedPod {
+	pod := w.pod(image, "taint-remover", g, []corev1.EnvVar{
+		{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+		{Name: "STARTUP_TAINT_KEY", Value: g.StartupTaint.Key},
+		{Name: "STARTUP_TAINT_VALUE", Value: g.StartupTaint.Value},
+		{Name: "STARTUP_TAINT_EFFECT", Value: g.StartupTaint.Effect},
+		{Name: "GPU_COUNT", Value: strconv.Itoa(g.AdvertisedGPUs())},
+		{Name: "VALIDATIONS_DIR", Value: ValidationsDir},
+	})
+	pod.PriorityClass = "system-node-critical"
+	pod.MemoryLimit = "64Mi"
+	pod.HostDirs = []hostDir{{Volume: "validations", Path: ValidationsDir}}
+	return pod
 }
 
 // TaintRemover renders the taint remover's manifests.
 func TaintRemover(src *model.Source, header string) ([]byte, error) {
-	return MarshalObjects(header, TaintRemoverObjects(src))
+	objs, err := TaintRemoverObjects(src)
+	if err != nil {
+		return nil, err
+	}
+	return MarshalObjects(header, objs)
 }
 
 // MarshalObjects renders objects as a multi-document YAML stream, each

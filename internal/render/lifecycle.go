@@ -7,14 +7,11 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/templates"
 )
 
 // Node garbage collector names.
@@ -37,18 +34,7 @@ const (
 
 // NodeLifecycleUser is the user name the API server gives the collector's
 // ServiceAccount.
-func NodeLifecycleUser() string {
-	return "system:serviceaccount:" + NodeLifecycleNamespace + ":" + NodeLifecycleName
-}
-
-// NodeLifecycleScript returns the script the collector runs.
-func NodeLifecycleScript() []byte {
-	b, err := templates.FS.ReadFile("node-lifecycle.sh")
-	if err != nil {
-		panic(err) // embedded at build time
-	}
-	return b
-}
+func NodeLifecycleUser() string { return nodeLifecycle(nil).user() }
 
 // NotReadyGraceSeconds returns cluster.nodeLifecycle.notReadyGracePeriod in
 // whole seconds.
@@ -60,12 +46,26 @@ func NotReadyGraceSeconds(src *model.Source) (int64, error) {
 	return int64(d / time.Second), nil
 }
 
-// NodeLifecycleObjects returns the node garbage collector's objects: a
-// ServiceAccount, a ClusterRole allowed only to get, list and delete nodes,
-// its binding, the ConfigMap holding the script, the CronJob that runs it
-// on the autoscaler's node, and the ValidatingAdmissionPolicy and binding
-// that narrow what the ServiceAccount may delete down to Nodes of the
-// source's cloud groups with a providerID in the source's project.
+// nodeLifecycle is the node garbage collector's workload: a ClusterRole
+// allowed only to get, list and delete nodes, and the
+// ValidatingAdmissionPolicy that narrows what its ServiceAccount may
+// delete down to Nodes of the source's cloud groups with a providerID in
+// the source's project (nodeLifecyclePolicy). Its user name alone needs
+// no source (src nil).
+func nodeLifecycle(src *model.Source) scriptWorkload {
+	w := scriptWorkload{
+		Name: NodeLifecycleName, Namespace: NodeLifecycleNamespace, Script: "node-lifecycle.sh", ClusterWide: true,
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "delete"}}},
+	}
+	if src != nil {
+		w.Policy = nodeLifecyclePolicy(src)
+	}
+	return w
+}
+
+// NodeLifecycleObjects returns the node garbage collector's objects
+// (scriptWorkload.objects), with the CronJob that runs it every minute on
+// the autoscaler's node.
 func NodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
 	grace, err := NotReadyGraceSeconds(src)
 	if err != nil {
@@ -75,65 +75,21 @@ func NodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
 	if home == nil {
 		return nil, fmt.Errorf("cluster.autoscaler.nodeGroup: no node group %q", src.Cluster.Autoscaler.NodeGroup)
 	}
-	labels := map[string]string{"app.kubernetes.io/name": NodeLifecycleName, "app.kubernetes.io/managed-by": "nodegen"}
-	meta := func(namespaced bool) metav1.ObjectMeta {
-		m := metav1.ObjectMeta{Name: NodeLifecycleName, Labels: labels}
-		if namespaced {
-			m.Namespace = NodeLifecycleNamespace
-		}
-		return m
-	}
-	objs := []runtime.Object{
-		&corev1.ServiceAccount{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: meta(true),
-		},
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: meta(false),
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{""},
-				Resources: []string{"nodes"},
-				Verbs:     []string{"get", "list", "delete"},
-			}},
-		},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-			ObjectMeta: meta(false),
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: NodeLifecycleName},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: NodeLifecycleName, Namespace: NodeLifecycleNamespace}},
-		},
-		&corev1.ConfigMap{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: meta(true),
-			Data:       map[string]string{"node-lifecycle.sh": string(NodeLifecycleScript())},
-		},
-		nodeLifecycleCronJob(src, home, grace, meta(true)),
-	}
-	return append(objs, nodeLifecyclePolicy(src, meta(false))...), nil
-}
-
-func nodeLifecycleCronJob(src *model.Source, home *model.NodeGroup, grace int64, meta metav1.ObjectMeta) *batchv1.CronJob {
-	return scriptCronJob{
-		Name:      NodeLifecycleName,
-		Container: "node-lifecycle",
-		Script:    "node-lifecycle.sh",
-		Env: []corev1.EnvVar{
-			{Name: "PROJECT", Value: src.Cluster.GCP.Project},
-			{Name: "NODE_GROUPS", Value: strings.Join(src.CloudGroupNames(), ",")},
-			{Name: "GRACE_SECONDS", Value: strconv.FormatInt(grace, 10)},
-			{Name: "HOME", Value: "/tmp"},
-		},
+	w := nodeLifecycle(src)
+	pod := w.pod(src.Cluster.TaintRemover.Image, "node-lifecycle", home, []corev1.EnvVar{
+		{Name: "PROJECT", Value: src.Cluster.GCP.Project},
+		{Name: "NODE_GROUPS", Value: strings.Join(src.CloudGroupNames(), ",")},
+		{Name: "GRACE_SECONDS", Value: strconv.FormatInt(grace, 10)},
+	})
+	pod.TunnelLoss = TunnelLossTolerations(&src.Cluster)
+	return w.objects(w.cronJob(cronSchedule{
 		Schedule:          NodeLifecycleSchedule,
 		StartingDeadline:  NodeLifecycleStartingDeadline,
 		SuccessfulHistory: 1,
 		FailedHistory:     3,
 		BackoffLimit:      0,
 		ActiveDeadline:    NodeLifecycleActiveDeadline,
-		TunnelLoss:        TunnelLossTolerations(&src.Cluster),
-		Home:              home,
-		ObjectMeta:        meta,
-	}.object(src.Cluster.TaintRemover.Image)
+	}, pod))
 }
 
 // nodeLifecyclePolicy holds the collector's ServiceAccount to deleting,
@@ -145,18 +101,17 @@ func nodeLifecycleCronJob(src *model.Source, home *model.NodeGroup, grace int64,
 // the Compute API says). Every other request that
 // reaches admission (an update, a subresource, a Node of no cloud group, an
 // on-prem Node, another project's VM) is denied, whatever RBAC grants.
-func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Object {
-	forbidden := metav1.StatusReasonForbidden
-	rule := func(expr, message string) admissionv1.Validation {
-		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
-	}
+func nodeLifecyclePolicy(src *model.Source) admissionPolicy {
+	rule := denyUnless
 	var groups []string
 	for _, g := range src.CloudGroupNames() {
 		groups = append(groups, strconv.Quote(g))
 	}
 	prefix := strconv.Quote("gce://" + src.Cluster.GCP.Project + "/")
-	policy := userPolicy(meta, "nodes", "node-lifecycle", NodeLifecycleUser(),
-		[]admissionv1.Variable{
+	return admissionPolicy{
+		Condition: "node-lifecycle",
+		Match:     coreResource("nodes"),
+		Variables: []admissionv1.Variable{
 			{Name: "delete", Expression: `request.operation == "DELETE" && request.?subResource.orValue("") == ""`},
 			{Name: "cloudGroups", Expression: "[" + strings.Join(groups, ", ") + "]"},
 			{Name: "group", Expression: celGroup},
@@ -165,7 +120,7 @@ func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Ob
 			// The Node's Ready condition as stored ("" without one).
 			{Name: "ready", Expression: `oldObject.?status.?conditions.orValue([]).filter(c, c.type == "Ready").map(c, c.status).join(",")`},
 		},
-		[]admissionv1.Validation{
+		Validations: []admissionv1.Validation{
 			rule(`variables.delete`,
 				`"the node garbage collector may only delete nodes, not " + request.operation + " " + request.resource.resource + `+
 					`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
@@ -178,8 +133,8 @@ func nodeLifecyclePolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Ob
 			rule(`!variables.delete || variables.ready in ["False", "Unknown"]`,
 				`"node " + request.name + " is " + (variables.ready == "True" ? "Ready" : (variables.ready == "" ? "without a Ready condition" : "Ready " + variables.ready)) + `+
 					`": the node garbage collector may delete only a node whose Ready condition is False or Unknown"`),
-		})
-	return []runtime.Object{policy, denyBinding(meta)}
+		},
+	}
 }
 
 // NodeLifecycle renders the node garbage collector's manifests.

@@ -18,6 +18,7 @@ import (
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
+	"github.com/nodegen/nodegen/templates"
 )
 
 // lifecycleSource is a small source of its own: the autoscaler's group, a
@@ -113,7 +114,7 @@ func TestNodeLifecycleManifest(t *testing.T) {
 	if cj == nil || role == nil || crb == nil || vap == nil || cm == nil {
 		t.Fatalf("%s lacks the CronJob, ClusterRole, its binding, the policy or the ConfigMap", layout.NodeLifecyclePath)
 	}
-	if cm.Data["node-lifecycle.sh"] != string(render.NodeLifecycleScript()) {
+	if cm.Data["node-lifecycle.sh"] != string(shippedScript(t, "node-lifecycle.sh")) {
 		t.Error("the ConfigMap does not hold templates/node-lifecycle.sh")
 	}
 
@@ -172,4 +173,14 @@ func TestNodeLifecycleManifest(t *testing.T) {
 	if !strings.Contains(all.String(), `startsWith("gce://lc-project-1/")`) || !strings.Contains(vars["group"], `"`+model.VerifiedGroupLabel+`"`) {
 		t.Errorf("validations %s / group %s do not check the project's providerID and the verified group label", all.String(), vars["group"])
 	}
+}
+
+// shippedScript is the script name of templates/, as nodegen embeds it.
+func shippedScript(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := templates.FS.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

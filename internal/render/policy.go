@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodegen/nodegen/internal/model"
 )
@@ -20,7 +18,7 @@ const NodeNameExtra = "authentication.kubernetes.io/node-name"
 // TaintRemoverUser is the user name the API server gives the taint
 // remover's ServiceAccount.
 func TaintRemoverUser() string {
-	return "system:serviceaccount:" + TaintRemoverNamespace + ":" + TaintRemoverName
+	return scriptWorkload{Name: TaintRemoverName, Namespace: TaintRemoverNamespace}.user()
 }
 
 // StartupTaintsCEL is a CEL map literal from each GPU group's name (the
@@ -75,10 +73,7 @@ const (
 func celSame(field string) string { return "object." + field + " == oldObject." + field }
 
 func taintRemoverValidations() []admissionv1.Validation {
-	forbidden := metav1.StatusReasonForbidden
-	rule := func(expr, message string) admissionv1.Validation {
-		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
-	}
+	rule := denyUnless
 	onUpdate := func(expr string) string { return "!variables.update || " + expr }
 	var spec []string
 	for _, f := range NodeSpecFieldsKept {
@@ -109,22 +104,24 @@ func taintRemoverValidations() []admissionv1.Validation {
 	}
 }
 
-// taintRemoverPolicy returns a ValidatingAdmissionPolicy and its binding
-// that hold the taint remover's ServiceAccount to its one job, whatever
-// RBAC grants it: it may change a Node only by removing the startup-taint
-// key of the node's group (looked up by model.VerifiedGroupLabel), or by adding
-// exactly that startup taint (key, value, effect) to a node that has no
-// taint with its key (a node re-registered under a reused name, or
-// rebooted), leaving every other taint, the labels, annotations,
-// finalizers, owner references and the rest of the spec as they were. It
-// may change only its own node: the request must carry a pod-bound token,
-// which names the pod's node in NodeNameExtra, and that node must be the
-// one changed; a token without that claim (a legacy Secret token, `kubectl
-// create token`) changes nothing. It may not create or delete nodes or
-// write any node subresource.
-func taintRemoverPolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Object {
-	policy := userPolicy(meta, "nodes", "taint-remover", TaintRemoverUser(),
-		[]admissionv1.Variable{
+// taintRemoverPolicy holds the taint remover's ServiceAccount to its one
+// job, whatever RBAC grants it: it may change a Node only by removing the
+// startup-taint key of the node's group (looked up by
+// model.VerifiedGroupLabel), or by adding exactly that startup taint (key,
+// value, effect) to a node that has no taint with its key (a node
+// re-registered under a reused name, or rebooted), leaving every other
+// taint, the labels, annotations, finalizers, owner references and the
+// rest of the spec as they were. It may change only its own node: the
+// request must carry a pod-bound token, which names the pod's node in
+// NodeNameExtra, and that node must be the one changed; a token without
+// that claim (a legacy Secret token, `kubectl create token`) changes
+// nothing. It may not create or delete nodes or write any node
+// subresource.
+func taintRemoverPolicy(src *model.Source) admissionPolicy {
+	return admissionPolicy{
+		Condition: "taint-remover",
+		Match:     coreResource("nodes"),
+		Variables: []admissionv1.Variable{
 			{Name: "update", Expression: celUpdate},
 			{Name: "startupTaints", Expression: StartupTaintsCEL(src)},
 			{Name: "group", Expression: celGroup},
@@ -134,52 +131,6 @@ func taintRemoverPolicy(src *model.Source, meta metav1.ObjectMeta) []runtime.Obj
 			{Name: "oldTaints", Expression: celOldTaints},
 			{Name: "newTaints", Expression: celNewTaints},
 		},
-		taintRemoverValidations())
-	return []runtime.Object{policy, denyBinding(meta)}
-}
-
-// userPolicy is a ValidatingAdmissionPolicy that holds one user (a
-// ServiceAccount's user name) on one core resource and its subresources:
-// every request of that user, and only of that user, must pass
-// validations, and a failing or erroring check denies (failurePolicy
-// Fail). name names the match condition.
-func userPolicy(meta metav1.ObjectMeta, resource, name, user string, variables []admissionv1.Variable, validations []admissionv1.Validation) *admissionv1.ValidatingAdmissionPolicy {
-	fail := admissionv1.Fail
-	return &admissionv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: meta,
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{
-				ResourceRules: []admissionv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionv1.RuleWithOperations{
-						Operations: []admissionv1.OperationType{admissionv1.OperationAll},
-						Rule: admissionv1.Rule{
-							APIGroups:   []string{""},
-							APIVersions: []string{"*"},
-							Resources:   []string{resource, resource + "/*"},
-						},
-					},
-				}},
-			},
-			MatchConditions: []admissionv1.MatchCondition{{
-				Name:       name,
-				Expression: "request.userInfo.username == " + strconv.Quote(user),
-			}},
-			Variables:   variables,
-			Validations: validations,
-		},
-	}
-}
-
-// denyBinding binds the policy named meta.Name, denying what it rejects.
-func denyBinding(meta metav1.ObjectMeta) *admissionv1.ValidatingAdmissionPolicyBinding {
-	return &admissionv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: meta,
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        meta.Name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
-		},
+		Validations: taintRemoverValidations(),
 	}
 }

@@ -8,14 +8,11 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/templates"
 )
 
 // Join-token renewer names and the bootstrap-token format it writes.
@@ -40,25 +37,23 @@ const (
 )
 
 // JoinTokenRenewerUser is the user name of the renewer's ServiceAccount.
-func JoinTokenRenewerUser() string {
-	return "system:serviceaccount:" + JoinTokenRenewerNamespace + ":" + JoinTokenRenewerName
-}
+func JoinTokenRenewerUser() string { return joinTokenRenewer(model.Renewal{}).user() }
 
-// JoinTokenRenewerScript returns the script the renewer runs.
-func JoinTokenRenewerScript() []byte {
-	b, err := templates.FS.ReadFile("join-token-renewer.sh")
-	if err != nil {
-		panic(err) // embedded at build time
+// joinTokenRenewer is the renewer's workload: a Role that may only create
+// and delete Secrets in kube-system, and the ValidatingAdmissionPolicy
+// that narrows the ServiceAccount to creating bootstrap tokens of the
+// right form and lifetime and deleting its own (joinTokenRenewerPolicy).
+func joinTokenRenewer(r model.Renewal) scriptWorkload {
+	return scriptWorkload{
+		Name: JoinTokenRenewerName, Namespace: JoinTokenRenewerNamespace, Script: "join-token-renewer.sh",
+		Rules:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "delete"}}},
+		Policy: joinTokenRenewerPolicy(r),
 	}
-	return b
 }
 
-// JoinTokenRenewerObjects returns the renewer's objects: a ServiceAccount
-// with a Role that may only create and delete Secrets in kube-system, the
-// ConfigMap holding the script, the CronJob pinned to the autoscaler's
-// node, and the ValidatingAdmissionPolicy and binding that narrow the
-// ServiceAccount to creating bootstrap tokens of the right form and
-// lifetime and deleting its own.
+// JoinTokenRenewerObjects returns the renewer's objects
+// (scriptWorkload.objects), with the CronJob pinned to the autoscaler's
+// node.
 func JoinTokenRenewerObjects(src *model.Source) ([]runtime.Object, error) {
 	r := src.Renewal()
 	schedule, err := model.CronSchedule(r.Period)
@@ -69,46 +64,24 @@ func JoinTokenRenewerObjects(src *model.Source) ([]runtime.Object, error) {
 	if home == nil {
 		return nil, fmt.Errorf("no node group %q for the autoscaler", src.Cluster.Autoscaler.NodeGroup)
 	}
-	labels := map[string]string{"app.kubernetes.io/name": JoinTokenRenewerName, "app.kubernetes.io/managed-by": "nodegen"}
-	meta := func(namespaced bool) metav1.ObjectMeta {
-		m := metav1.ObjectMeta{Name: JoinTokenRenewerName, Labels: labels}
-		if namespaced {
-			m.Namespace = JoinTokenRenewerNamespace
-		}
-		return m
-	}
-	return []runtime.Object{
-		&corev1.ServiceAccount{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-			ObjectMeta: meta(true),
-		},
-		&rbacv1.Role{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-			ObjectMeta: meta(true),
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{""},
-				Resources: []string{"secrets"},
-				Verbs:     []string{"create", "delete"},
-			}},
-		},
-		&rbacv1.RoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-			ObjectMeta: meta(true),
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: JoinTokenRenewerName},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: JoinTokenRenewerName, Namespace: JoinTokenRenewerNamespace}},
-		},
-		&corev1.ConfigMap{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: meta(true),
-			Data:       map[string]string{"join-token-renewer.sh": string(JoinTokenRenewerScript())},
-		},
-		joinTokenRenewerCronJob(src, r, schedule, home, meta(true)),
-		joinTokenRenewerPolicy(r, meta(false)),
-		denyBinding(meta(false)),
-	}, nil
+	w := joinTokenRenewer(r)
+	pod := w.pod(src.Cluster.TaintRemover.Image, "renewer", home, JoinTokenRenewerEnv(src, r))
+	pod.TmpInMemory = true // the token passes through files here: memory, not the node's disk
+	pod.TunnelLoss = TunnelLossTolerations(&src.Cluster)
+	return w.objects(w.cronJob(cronSchedule{
+		Schedule:          schedule,
+		TimeZone:          "Etc/UTC",
+		StartingDeadline:  int64(r.Period / time.Second),
+		SuccessfulHistory: 3,
+		FailedHistory:     3,
+		BackoffLimit:      2,
+		ActiveDeadline:    600,
+		LabelJobs:         true,
+	}, pod))
 }
 
-// JoinTokenRenewerEnv returns the renewer container's environment, in order.
+// JoinTokenRenewerEnv returns the renewer container's environment, in
+// order (the pod adds HOME).
 func JoinTokenRenewerEnv(src *model.Source, r model.Renewal) []corev1.EnvVar {
 	return []corev1.EnvVar{
 		{Name: "PROJECT_ID", Value: src.Cluster.GCP.Project},
@@ -118,29 +91,7 @@ func JoinTokenRenewerEnv(src *model.Source, r model.Renewal) []corev1.EnvVar {
 		{Name: "TOKEN_LABEL_KEY", Value: JoinTokenLabelKey},
 		{Name: "TOKEN_LABEL_VALUE", Value: JoinTokenLabelValue},
 		{Name: "TOKEN_GROUP", Value: BootstrapTokenGroup},
-		{Name: "HOME", Value: "/tmp"},
 	}
-}
-
-func joinTokenRenewerCronJob(src *model.Source, r model.Renewal, schedule string, home *model.NodeGroup, meta metav1.ObjectMeta) *batchv1.CronJob {
-	return scriptCronJob{
-		Name:              JoinTokenRenewerName,
-		Container:         "renewer",
-		Script:            "join-token-renewer.sh",
-		Env:               JoinTokenRenewerEnv(src, r),
-		Schedule:          schedule,
-		TimeZone:          "Etc/UTC",
-		StartingDeadline:  int64(r.Period / time.Second),
-		SuccessfulHistory: 3,
-		FailedHistory:     3,
-		BackoffLimit:      2,
-		ActiveDeadline:    600,
-		LabelJobTemplate:  true,
-		TmpInMemory:       true, // the token passes through files here: memory, not the node's disk
-		TunnelLoss:        TunnelLossTolerations(&src.Cluster),
-		Home:              home,
-		ObjectMeta:        meta,
-	}.object(src.Cluster.TaintRemover.Image)
 }
 
 // JoinTokenDataKeys are the data keys of a token Secret the renewer creates.
@@ -232,11 +183,8 @@ func celExpirationText(l string) string {
 // most ttl + JoinTokenSkew after it; and it may delete only Secrets that
 // are such tokens with its label. RBAC cannot restrict a Secret's type,
 // labels or data.
-func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv1.ValidatingAdmissionPolicy {
-	forbidden := metav1.StatusReasonForbidden
-	rule := func(expr, message string) admissionv1.Validation {
-		return admissionv1.Validation{Expression: expr, MessageExpression: message, Reason: &forbidden}
-	}
+func joinTokenRenewerPolicy(r model.Renewal) admissionPolicy {
+	rule := denyUnless
 	onCreate := func(expr string) string { return `request.operation != "CREATE" || ` + expr }
 	data := func(key string) string { return `variables.data[?"` + key + `"].orValue("")` }
 	b64 := func(v string) string { return strconv.Quote(base64.StdEncoding.EncodeToString([]byte(v))) }
@@ -247,8 +195,10 @@ func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv
 	keyList := "[" + strings.Join(keys, ", ") + "]"
 	maxLife := int64((r.TTL + JoinTokenSkew) / time.Second)
 	name := `"bootstrap token " + request.namespace + "/" + request.name`
-	return userPolicy(meta, "secrets", "join-token-renewer", JoinTokenRenewerUser(),
-		[]admissionv1.Variable{
+	return admissionPolicy{
+		Condition: "join-token-renewer",
+		Match:     coreResource("secrets"),
+		Variables: []admissionv1.Variable{
 			{Name: "secret", Expression: `request.operation == "DELETE" ? oldObject : object`},
 			// The values are base64 text, as in the Secret's JSON.
 			{Name: "data", Expression: `variables.secret.?data.orValue({})`},
@@ -257,7 +207,7 @@ func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv
 			{Name: "expirationBytes", Expression: celBase64Bytes(data("expiration"), expirationLen)},
 			{Name: "expiration", Expression: celExpirationText("variables.expirationBytes")},
 		},
-		[]admissionv1.Validation{
+		Validations: []admissionv1.Validation{
 			rule(`request.operation in ["CREATE", "DELETE"] && request.?subResource.orValue("") == ""`,
 				`"the join-token renewer may only create and delete bootstrap tokens, not " + request.operation + " " + request.resource.resource + `+
 					`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
@@ -280,7 +230,8 @@ func joinTokenRenewerPolicy(r model.Renewal, meta metav1.ObjectMeta) *admissionv
 				`timestamp(variables.expiration) > timestamp(object.metadata.creationTimestamp) && `+
 				fmt.Sprintf(`timestamp(variables.expiration) <= timestamp(object.metadata.creationTimestamp) + duration("%ds")`, maxLife)),
 				name+fmt.Sprintf(` + " must expire (YYYY-MM-DDTHH:MM:SSZ) after its creation and at most %s later, not at " + (variables.expiration == "" ? "an unreadable time" : variables.expiration)`, model.FormatDuration(r.TTL+JoinTokenSkew))),
-		})
+		},
+	}
 }
 
 // JoinTokenRenewer renders the renewer's manifests.

@@ -212,7 +212,7 @@ func TestScriptsPassShellcheck(t *testing.T) {
 		}
 	}
 	remover := filepath.Join(dir, "taint-remover.sh")
-	if err := os.WriteFile(remover, render.TaintRemoverScript(), 0o644); err != nil {
+	if err := os.WriteFile(remover, shippedScript(t, "taint-remover.sh"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	paths = append(paths, remover)

@@ -43,7 +43,10 @@ func TestYAMLMatchesLibrary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs := TaintRemoverObjects(l.Fleet.Clusters[0])
+		objs, err := TaintRemoverObjects(l.Fleet.Clusters[0])
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(objs) < 5 {
 			t.Fatalf("%s: %d objects", dir, len(objs))
 		}

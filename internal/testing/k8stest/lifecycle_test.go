@@ -27,6 +27,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
+	"github.com/nodegen/nodegen/templates"
 )
 
 // gcPolicyDenied starts the error of a request the collector's policy denies.
@@ -139,7 +140,7 @@ func (e *env) testLifecycleApply(t *testing.T) {
 		"-n", render.NodeLifecycleNamespace, "-o", "json")), &cm); err != nil {
 		t.Fatal(err)
 	}
-	if len(cm.Data) != 1 || cm.Data["node-lifecycle.sh"] != string(render.NodeLifecycleScript()) {
+	if len(cm.Data) != 1 || cm.Data["node-lifecycle.sh"] != string(shippedScript(t, "node-lifecycle.sh")) {
 		t.Fatalf("the ConfigMap on the server holds %d files, want exactly templates/node-lifecycle.sh", len(cm.Data))
 	}
 	e.gcScript = filepath.Join(e.dir, "gc-script", "node-lifecycle.sh")
@@ -657,4 +658,14 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 			sameNode(t, "after the denied request", e.node(t, node), before, false)
 		})
 	}
+}
+
+// shippedScript is the script name of templates/, as nodegen embeds it.
+func shippedScript(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := templates.FS.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

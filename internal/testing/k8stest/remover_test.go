@@ -61,7 +61,7 @@ func (e *env) testApply(t *testing.T) {
 		"-n", render.TaintRemoverNamespace, "-o", "json")), &cm); err != nil {
 		t.Fatal(err)
 	}
-	if len(cm.Data) != 1 || cm.Data["taint-remover.sh"] != string(render.TaintRemoverScript()) {
+	if len(cm.Data) != 1 || cm.Data["taint-remover.sh"] != string(shippedScript(t, "taint-remover.sh")) {
 		t.Fatalf("the ConfigMap on the server holds %d files, want exactly templates/taint-remover.sh", len(cm.Data))
 	}
 	e.script = filepath.Join(e.dir, "script", "taint-remover.sh") // outlives this subtest
