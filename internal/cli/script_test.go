@@ -1,9 +1,11 @@
 package cli_test
 
 import (
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rogpeppe/go-internal/diff"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/nodegen/nodegen/internal/cli"
@@ -70,7 +73,7 @@ func TestScript(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode, "fillrevisions": fillRevisions, "dochook": docHook, "hookednodegen": hookedNodegen},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode, "refused": refused, "fillrevisions": fillRevisions, "dochook": docHook, "hookednodegen": hookedNodegen},
 		Setup: func(env *testscript.Env) error {
 			// check's shortcut keeps its records in the script's own cache.
 			env.Setenv("NODEGEN_CACHE_DIR", filepath.Join(env.WorkDir, ".nodegen-cache"))
@@ -173,6 +176,87 @@ func exitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
 	}
+}
+
+// refused implements "refused [FLAG...] WANT": the source is refused as
+// every vet_* script expects. nodegen vet, gen and check, each with the
+// flags, exit 1, print nothing on stdout and exactly the file WANT on
+// stderr (the findings, with their positions); and the output directory
+// (out, or the --out flag's) is left as it was before the three runs,
+// every file's bytes and mode, or absent if it was absent.
+func refused(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: refused [FLAG...] WANT")
+	}
+	flags, want := args[:len(args)-1], ts.ReadFile(args[len(args)-1])
+	out := "out"
+	for i, f := range flags {
+		if v, ok := strings.CutPrefix(f, "--out="); ok {
+			out = v
+		} else if f == "--out" && i+1 < len(flags) {
+			out = flags[i+1]
+		}
+	}
+	before := treeOf(ts, out)
+	for _, cmd := range []string{"vet", "gen", "check"} {
+		got := 0
+		if err := ts.Exec("nodegen", append([]string{cmd}, flags...)...); err != nil {
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				ts.Fatalf("nodegen %s: %v", cmd, err)
+			}
+			got = ee.ExitCode()
+		}
+		if got != 1 {
+			ts.Fatalf("nodegen %s exited with %d, want 1", cmd, got)
+		}
+		if stdout := ts.ReadFile("stdout"); stdout != "" {
+			ts.Fatalf("nodegen %s printed on stdout:\n%s", cmd, stdout)
+		}
+		if stderr := ts.ReadFile("stderr"); stderr != want {
+			ts.Fatalf("nodegen %s: stderr and %s differ:\n%s", cmd, args[len(args)-1], diff.Diff("stderr", []byte(stderr), args[len(args)-1], []byte(want)))
+		}
+	}
+	if after := treeOf(ts, out); after != before {
+		ts.Fatalf("%s changed:\n%s", out, diff.Diff(out+" before", []byte(before), out+" after", []byte(after)))
+	}
+}
+
+// treeOf describes the directory dir of the script's work directory: each
+// entry's path, mode and, for a file, its SHA-256; "" when dir is absent.
+func treeOf(ts *testscript.TestScript, dir string) string {
+	root := ts.MkAbs(dir)
+	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	var b strings.Builder
+	ts.Check(filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(&b, "%s %v", filepath.ToSlash(rel), info.Mode())
+		if info.Mode().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, " %x", sha256.Sum256(data))
+		} else if info.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, " -> %s", target)
+		}
+		b.WriteByte('\n')
+		return nil
+	}))
+	return b.String()
 }
 
 var revisionToken = regexp.MustCompile(`@REVISION:([a-z0-9-]+)@`)
