@@ -1,6 +1,9 @@
 package render
 
 import (
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 )
@@ -28,11 +31,32 @@ func (d *docWriter) onpremProviderID() error {
 	d.p("\n`spec.providerID` can be set once, on a Node that has none, and never changed.\n")
 	d.p("\n**Nodes that exist**: once, and again after any on-prem node joined without the setting below:\n\n```sh\nbash out/%s%s\n```\n", d.src.Tree, layout.OnpremProviderIDPath)
 	d.p("\nIt patches every Node without a providerID that is not in a cloud group; `--dry-run` only prints. A cloud node without one is reported, not patched.\n")
-	snippet, err := OnpremJoinSnippet()
+	snippet, err := onpremJoinSnippet()
 	if err != nil {
 		return err
 	}
 	d.p("\n**Nodes that join later** (on-prem workers, and control-plane nodes): the kubelet writes its `--provider-id` into the Node it creates. In the `JoinConfiguration` (or `InitConfiguration`) given to kubeadm, with `%s` the node's name (kubeadm's default is the host name, lower-cased):\n\n```yaml\n%s```\n",
 		OnpremNodeNamePlaceholder, snippet)
 	return nil
+}
+
+// OnpremNodeNamePlaceholder stands for a node's name in the kubelet setting
+// out/docs shows for on-prem nodes that join later.
+const OnpremNodeNamePlaceholder = "<node-name>"
+
+// onpremNodeRegistration is the part of a kubeadm JoinConfiguration (or
+// InitConfiguration, for a control-plane node) that gives an on-prem node
+// its providerID when it registers: the kubelet's --provider-id, which it
+// writes into the Node it creates.
+func onpremNodeRegistration(node string) kubeadm.NodeRegistrationOptions {
+	return kubeadm.NodeRegistrationOptions{
+		KubeletExtraArgs: []kubeadm.Arg{{Name: "provider-id", Value: model.UnmanagedProviderID(node)}},
+	}
+}
+
+// onpremJoinSnippet is onpremNodeRegistration with the node name's
+// placeholder, as YAML under nodeRegistration: what out/docs shows.
+func onpremJoinSnippet() ([]byte, error) {
+	r := onpremNodeRegistration(OnpremNodeNamePlaceholder)
+	return yaml.Marshal(map[string]any{"nodeRegistration": map[string]any{"kubeletExtraArgs": r.KubeletExtraArgs}})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
+	"github.com/nodegen/nodegen/internal/render/onprem"
 	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/revision"
 )
@@ -43,9 +44,9 @@ var stages = []stage{
 	file(layout.PriorityExpanderPath, PriorityExpander),
 	file(layout.AutoscalerDockerfilePath, AutoscalerDockerfile),
 	file(layout.AutoscalerPatchPath, AutoscalerPatch),
-	file(layout.OnpremProviderIDPath, OnpremProviderIDScript),
+	file(layout.OnpremProviderIDPath, onprem.ProviderIDScript),
 	terraform.Terraform,
-	OnpremVPN,
+	onprem.VPN,
 	Images,
 	Day0Docs,
 	Docs,

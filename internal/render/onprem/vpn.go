@@ -1,4 +1,4 @@
-package render
+package onprem
 
 import (
 	"fmt"
@@ -16,13 +16,13 @@ const (
 	frrToCloud        = "nodegen-to-cloud"
 )
 
-// OnpremVPN renders the files of each on-prem VPN gateway host of
+// VPN renders the files of each on-prem VPN gateway host of
 // cluster.gcp.network.vpn into out/onprem/vpn/<gateway>/: strongSwan's
 // swanctl.conf and one connection file per tunnel that ends there, charon's
 // settings, FRR's configuration and the XFRM interface of each tunnel as
 // systemd-networkd files. It renders nothing without a VPN, or before the
 // source has the HA VPN gateway's addresses (the tunnels' remote ends).
-func OnpremVPN(src *model.Source, files layout.Files) error {
+func VPN(src *model.Source, files layout.Files) error {
 	n := src.Cluster.GCP.Network
 	if n == nil || n.VPN == nil {
 		return nil
