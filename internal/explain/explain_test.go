@@ -15,7 +15,6 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -361,7 +360,7 @@ func TestFreshNodePods(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == render.TaintRemoverDaemonSetName(src.NodeGroups["gpu-t4"]) {
+		if ds, ok := o.(*appsv1.DaemonSet); ok && ds.Name == src.NodeGroups["gpu-t4"].TaintRemoverDaemonSet() {
 			removerCPU = ds.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
 		}
 	}

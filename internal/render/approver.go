@@ -14,10 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// The cloud join path: the renewer's tokens are in CloudBootstrapGroup,
+// The cloud join path: the renewer's tokens are in model.CloudBootstrapGroup,
 // which kubeadm's auto-approval (the ClusterRoleBinding
 // kubeadm:node-autoapprove-bootstrap, for
 // system:bootstrappers:kubeadm:default-node-token only) does not cover, so
@@ -42,52 +43,32 @@ import (
 //     to its group as kubeadm:kubelet-bootstrap in tlsbootstrap.go).
 //
 // Each of kubeadm's bindings names kubeadm's group only; these name
-// CloudBootstrapGroup only.
+// model.CloudBootstrapGroup only.
 const (
-	// kubeadmNodeBootstrapGroup is the group of kubeadm token create's
-	// tokens by default, whose kubelet client CSRs kubeadm's bindings have
-	// auto-approved for any node name (cmd/kubeadm/app/constants/constants.go
-	// NodeBootstrapTokenAuthGroup).
-	kubeadmNodeBootstrapGroup = "system:bootstrappers:kubeadm:default-node-token"
-	// CloudBootstrapGroup is the bootstrap-token group of the cloud join
-	// token (bootstrap token groups match system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]).
-	CloudBootstrapGroup = "system:bootstrappers:nodegen:cloud-nodes"
 	// CloudJoinRoleName names the Roles, ClusterRole and bindings that let
-	// CloudBootstrapGroup join.
+	// model.CloudBootstrapGroup join.
 	CloudJoinRoleName = "nodegen:cloud-node-bootstrapper"
 
-	NodeCSRApproverName      = "nodegen-node-csr-approver"
-	NodeCSRApproverNamespace = "kube-system"
-	// KubeletClientSigner is the signer of kubelet client certificates.
-	KubeletClientSigner = "kubernetes.io/kube-apiserver-client-kubelet"
-	// Reasons the approver writes into the conditions it adds.
-	CSRReasonApproved = "NodegenInstanceVerified"
-	CSRReasonDenied   = "NodegenNotAFreshInstance"
 	// NodeCSRApproverPoll is the approver's pause between passes, in
 	// seconds: a CSR is decided within a few of them, far inside the
 	// join's TLS-bootstrap timeout.
 	NodeCSRApproverPoll = 2
 )
 
-// NodeCSRApproverUser is the user name of the approver's ServiceAccount.
-func NodeCSRApproverUser() string {
-	return scriptWorkload{Name: NodeCSRApproverName, Namespace: NodeCSRApproverNamespace}.user()
-}
-
 // nodeCSRApprover is the approver's workload: a ClusterRole (read CSRs
 // and Nodes, update CSR approvals, approve for the kubelet client signer
 // only, patch Nodes) and the ValidatingAdmissionPolicy that holds its
-// ServiceAccount to deciding kubelet client CSRs of CloudBootstrapGroup,
+// ServiceAccount to deciding kubelet client CSRs of model.CloudBootstrapGroup,
 // approving only instance names of the source's MIGs, and setting or
 // removing only the verified group label of a Node
 // (nodeCSRApproverPolicy).
 func nodeCSRApprover(src *model.Source) scriptWorkload {
 	return scriptWorkload{
-		Name: NodeCSRApproverName, Namespace: NodeCSRApproverNamespace, Script: "node-csr-approver.sh", ClusterWide: true,
+		Workload: model.NodeCSRApprover, Script: "node-csr-approver.sh", ClusterWide: true,
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
-			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{KubeletClientSigner}, Verbs: []string{"approve"}},
+			{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{model.KubeletClientSigner}, Verbs: []string{"approve"}},
 			// list and patch: the verified group label (the policy
 			// lets it change nothing else of a Node).
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "patch"}},
@@ -112,7 +93,7 @@ func InstanceGroupsEnv(src *model.Source) string {
 }
 
 // NodeCSRApproverObjects returns the cloud join path's objects: the
-// Roles, ClusterRole and bindings that let CloudBootstrapGroup join, then
+// Roles, ClusterRole and bindings that let model.CloudBootstrapGroup join, then
 // the approver's (scriptWorkload.objects), with its Deployment on the
 // autoscaler's node.
 func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
@@ -134,13 +115,13 @@ func objectMeta(name, namespace string, labels map[string]string) metav1.ObjectM
 }
 
 // cloudJoinRBAC are the Roles, ClusterRole and bindings that let
-// CloudBootstrapGroup join: create its CSRs, read its Node, and the
+// model.CloudBootstrapGroup join: create its CSRs, read its Node, and the
 // kubeadm and kubelet configuration and cluster-info a join reads.
 func cloudJoinRBAC() []runtime.Object {
 	joinLabels := map[string]string{"app.kubernetes.io/name": "nodegen-cloud-join", "app.kubernetes.io/managed-by": "nodegen"}
 	meta := objectMeta
 	rbac := "rbac.authorization.k8s.io/v1"
-	group := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: CloudBootstrapGroup}}
+	group := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: model.CloudBootstrapGroup}}
 	return []runtime.Object{
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRole"},
@@ -188,7 +169,7 @@ func cloudJoinRBAC() []runtime.Object {
 func NodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
 	return []corev1.EnvVar{
 		{Name: "PROJECT", Value: src.Cluster.GCP.Project},
-		{Name: "CLOUD_BOOTSTRAP_GROUP", Value: CloudBootstrapGroup},
+		{Name: "CLOUD_BOOTSTRAP_GROUP", Value: model.CloudBootstrapGroup},
 		{Name: "INSTANCE_GROUPS", Value: groups},
 		{Name: "VERIFIED_LABEL", Value: model.VerifiedGroupLabel},
 		{Name: "POLL_SECONDS", Value: strconv.Itoa(NodeCSRApproverPoll)},
@@ -200,7 +181,7 @@ func NodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
 // it exits.
 func nodeCSRApproverDeployment(w scriptWorkload, src *model.Source, home *model.NodeGroup) *appsv1.Deployment {
 	pod := w.pod(src.Cluster.TaintRemover.Image, "approver", home, NodeCSRApproverEnv(src, InstanceGroupsEnv(src)))
-	pod.TunnelLoss = TunnelLossTolerations(&src.Cluster)
+	pod.TunnelLoss = manifest.TunnelLossTolerations(&src.Cluster)
 	// Joins wait on it: evicted last, like the autoscaler's chart does.
 	pod.PriorityClass = "system-cluster-critical"
 	// Two approvers would decide a CSR twice; the second write fails on
@@ -259,7 +240,7 @@ func InstanceNamePattern(src *model.Source) string {
 // nodeCSRApproverPolicy holds the approver's ServiceAccount, on every
 // resource of every API group, to one kind of request: an UPDATE of a
 // CertificateSigningRequest's approval subresource, for the kubelet client
-// signer, of a CSR requested by a member of CloudBootstrapGroup that had
+// signer, of a CSR requested by a member of model.CloudBootstrapGroup that had
 // no decision yet, adding exactly one Approved or Denied condition. An
 // approval also needs a requester system:bootstrap:<id>, a request whose
 // PEM is one CERTIFICATE REQUEST block in the form CSRPEMPattern
@@ -267,7 +248,7 @@ func InstanceNamePattern(src *model.Source) string {
 // policy reads), at most maxCSRPEM bytes, whose DER spans the block, with
 // exactly one subject common name system:node:<name>, <name> an instance
 // name of the source's MIGs (InstanceNamePattern), and the condition's
-// reason CSRReasonApproved with a message naming instance <name>. The PEM
+// reason model.CSRReasonApproved with a message naming instance <name>. The PEM
 // and the DER are read in CEL from the request's base64 (no x509 library
 // in the API server's CEL):
 // SEQUENCE, SEQUENCE (certificationRequestInfo), INTEGER 0, then the
@@ -386,9 +367,9 @@ func approverNodeVariables(src *model.Source) []admissionv1.Variable {
 }
 
 // approverValidations are the policy's rules on the approver's requests:
-// only CSR approvals, for the kubelet client signer, of CloudBootstrapGroup's
+// only CSR approvals, for the kubelet client signer, of model.CloudBootstrapGroup's
 // undecided CSRs, approving only bootstrap-token requests for an instance
-// name of src's MIGs, with CSRReasonApproved.
+// name of src's MIGs, with model.CSRReasonApproved.
 func approverValidations(src *model.Source) []admissionv1.Validation {
 	rule := denyUnless
 	onApproval := func(e string) string { return "!variables.approval || (" + e + ")" }
@@ -412,10 +393,10 @@ func approverValidations(src *model.Source) []admissionv1.Validation {
 		rule(onNode(`variables.verified == "" || (variables.verified == variables.nameGroup && variables.providerID in variables.nameProviderIDs)`),
 			`"node " + `+name+` + " may carry `+model.VerifiedGroupLabel+`=" + (variables.nameGroup == "" ? "<nothing: its name is no instance name of the cluster's MIGs>" : `+
 				`variables.nameGroup + " only, with a providerID of " + variables.nameProviderIDs.join(" or ")) + ", not " + variables.verified + " with providerID " + variables.providerID`),
-		rule(onApproval(`object.spec.signerName == "`+KubeletClientSigner+`"`),
-			`"the node CSR approver may only decide CSRs for the signer `+KubeletClientSigner+`, not " + object.spec.signerName`),
-		rule(onApproval(`oldObject.spec.?groups.orValue([]).exists(g, g == "`+CloudBootstrapGroup+`")`),
-			`"CSR " + `+name+` + " was not requested by a member of `+CloudBootstrapGroup+`: the node CSR approver leaves it alone"`),
+		rule(onApproval(`object.spec.signerName == "`+model.KubeletClientSigner+`"`),
+			`"the node CSR approver may only decide CSRs for the signer `+model.KubeletClientSigner+`, not " + object.spec.signerName`),
+		rule(onApproval(`oldObject.spec.?groups.orValue([]).exists(g, g == "`+model.CloudBootstrapGroup+`")`),
+			`"CSR " + `+name+` + " was not requested by a member of `+model.CloudBootstrapGroup+`: the node CSR approver leaves it alone"`),
 		rule(onApproval(`variables.oldConditions.all(c, !(c.type in ["Approved", "Denied"])) && variables.decisions.size() == 1 && `+
 			`variables.conditions.size() == variables.oldConditions.size() + 1`),
 			`"the node CSR approver may only add one Approved or Denied condition to an undecided CSR, as it did not to " + `+name),
@@ -428,9 +409,9 @@ func approverValidations(src *model.Source) []admissionv1.Validation {
 		rule(onApproval(onApprove(`variables.node != "" && variables.node.matches(`+strconv.Quote(InstanceNamePattern(src))+`)`)),
 			`"CSR " + `+name+` + " asks for " + (variables.cn == "" ? "no single common name the policy can read" : variables.cn) + `+
 				`", not for system:node:<an instance of one of the cluster's MIGs>: the node CSR approver may not approve it"`),
-		rule(onApproval(onApprove(`variables.decisions[0].?reason.orValue("") == "`+CSRReasonApproved+`" && `+
+		rule(onApproval(onApprove(`variables.decisions[0].?reason.orValue("") == "`+model.CSRReasonApproved+`" && `+
 			`variables.decisions[0].?message.orValue("").contains("/instances/" + variables.node + " ")`)),
-			`"the node CSR approver's approval of " + `+name+` + " must have reason `+CSRReasonApproved+` and name the instance it checked, " + variables.node`),
+			`"the node CSR approver's approval of " + `+name+` + " must have reason `+model.CSRReasonApproved+` and name the instance it checked, " + variables.node`),
 	}
 }
 
@@ -440,5 +421,5 @@ func NodeCSRApprover(src *model.Source, header string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return MarshalObjects(header, objs)
+	return manifest.MarshalObjects(header, objs)
 }

@@ -7,6 +7,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -51,9 +52,9 @@ func TestApproverScriptFacts(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"SIGNER":          render.KubeletClientSigner,
-		"REASON_APPROVED": render.CSRReasonApproved,
-		"REASON_DENIED":   render.CSRReasonDenied,
+		"SIGNER":          model.KubeletClientSigner,
+		"REASON_APPROVED": model.CSRReasonApproved,
+		"REASON_DENIED":   model.CSRReasonDenied,
 	} {
 		if got, ok := readonly[name]; !ok || got != want {
 			t.Errorf("the script's readonly %s is %q (declared: %v), the Go constant %q", name, got, ok, want)

@@ -45,15 +45,15 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 		case *rbacv1.Role:
 			roles[o.Namespace+"/"+o.Name] = o.Rules
 		case *rbacv1.ClusterRoleBinding:
-			want := render.CloudBootstrapGroup
-			if o.Name == render.NodeCSRApproverName {
-				want = render.NodeCSRApproverName
+			want := model.CloudBootstrapGroup
+			if o.Name == model.NodeCSRApprover.Name() {
+				want = model.NodeCSRApprover.Name()
 			}
 			if len(o.Subjects) != 1 || o.Subjects[0].Name != want {
 				t.Errorf("ClusterRoleBinding %s binds %v, want only %s", o.Name, o.Subjects, want)
 			}
 		case *rbacv1.RoleBinding:
-			if len(o.Subjects) != 1 || o.Subjects[0].Kind != rbacv1.GroupKind || o.Subjects[0].Name != render.CloudBootstrapGroup {
+			if len(o.Subjects) != 1 || o.Subjects[0].Kind != rbacv1.GroupKind || o.Subjects[0].Name != model.CloudBootstrapGroup {
 				t.Errorf("RoleBinding %s/%s binds %v", o.Namespace, o.Name, o.Subjects)
 			}
 		}
@@ -73,7 +73,7 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 		env[v.Name] = v.Value
 	}
 	groups := render.InstanceGroupsEnv(src)
-	if env["INSTANCE_GROUPS"] != groups || env["CLOUD_BOOTSTRAP_GROUP"] != render.CloudBootstrapGroup || env["PROJECT"] != src.Cluster.GCP.Project {
+	if env["INSTANCE_GROUPS"] != groups || env["CLOUD_BOOTSTRAP_GROUP"] != model.CloudBootstrapGroup || env["PROJECT"] != src.Cluster.GCP.Project {
 		t.Errorf("environment %v", env)
 	}
 	lines := strings.Split(groups, "\n")
@@ -88,11 +88,11 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 	}
 
 	approve := rbacv1.PolicyRule{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"},
-		ResourceNames: []string{render.KubeletClientSigner}, Verbs: []string{"approve"}}
-	if !slices.ContainsFunc(roles[render.NodeCSRApproverName], func(r rbacv1.PolicyRule) bool { return equalRule(r, approve) }) {
+		ResourceNames: []string{model.KubeletClientSigner}, Verbs: []string{"approve"}}
+	if !slices.ContainsFunc(roles[model.NodeCSRApprover.Name()], func(r rbacv1.PolicyRule) bool { return equalRule(r, approve) }) {
 		t.Errorf("the approver's ClusterRole lacks %v", approve)
 	}
-	for _, r := range roles[render.NodeCSRApproverName] {
+	for _, r := range roles[model.NodeCSRApprover.Name()] {
 		if slices.Contains(r.Resources, "signers") && !equalRule(r, approve) {
 			t.Errorf("the approver's ClusterRole has signer rule %v", r)
 		}
@@ -116,7 +116,7 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 	if len(rules) != 1 || !slices.Equal(rules[0].APIGroups, []string{"*"}) || !slices.Equal(rules[0].Resources, []string{"*/*"}) || rules[0].Operations[0] != admissionv1.OperationAll {
 		t.Errorf("the policy matches %v; want every operation on every resource", rules)
 	}
-	if len(policy.Spec.MatchConditions) != 1 || !strings.Contains(policy.Spec.MatchConditions[0].Expression, `"`+render.NodeCSRApproverUser()+`"`) {
+	if len(policy.Spec.MatchConditions) != 1 || !strings.Contains(policy.Spec.MatchConditions[0].Expression, `"`+model.NodeCSRApprover.User()+`"`) {
 		t.Errorf("match conditions %v", policy.Spec.MatchConditions)
 	}
 

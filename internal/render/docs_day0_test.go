@@ -26,7 +26,7 @@ func TestDay0Order(t *testing.T) {
 		"gcloud services enable compute.googleapis.com iam.googleapis.com cloudresourcemanager.googleapis.com secretmanager.googleapis.com",
 		"terraform apply",
 		"kubectl apply -f out/k8s/node-csr-approver.yaml",
-		"sudo kubeadm token create --ttl 24h --groups " + render.CloudBootstrapGroup + " ",
+		"sudo kubeadm token create --ttl 24h --groups " + model.CloudBootstrapGroup + " ",
 		"gcloud secrets versions add kubeadm-join-token --project=acme-hybrid-ai --data-file=-",
 		"gcloud compute instance-groups managed list-instances hybrid-ai-autoscaler-us-central1-a",
 		"kubectl certificate approve",
@@ -54,7 +54,7 @@ func TestDay0Order(t *testing.T) {
 	if n := strings.Count(doc, "kubectl apply -f out/k8s/node-csr-approver.yaml"); n != 1 {
 		t.Errorf("the day-0 steps apply the node CSR approver %d times, want once (with the first token)", n)
 	}
-	if strings.Contains(doc, "system:bootstrappers:kubeadm:default-node-token --") || strings.Count(doc, "kubeadm token create") != strings.Count(doc, "kubeadm token create --ttl 24h --groups "+render.CloudBootstrapGroup+" ") {
+	if strings.Contains(doc, "system:bootstrappers:kubeadm:default-node-token --") || strings.Count(doc, "kubeadm token create") != strings.Count(doc, "kubeadm token create --ttl 24h --groups "+model.CloudBootstrapGroup+" ") {
 		t.Errorf("a kubeadm token create of the day-0 steps is not of the cloud join group only")
 	}
 	if strings.Contains(doc, "kubectl apply -f out/cluster-autoscaler/priority-expander.yaml") {

@@ -238,8 +238,8 @@ func TestDocsScaleUpSequence(t *testing.T) {
 			}
 			at += i
 		}
-		if !strings.Contains(seq, "participant TR as DaemonSet "+render.TaintRemoverDaemonSetName(g)+"\n") {
-			t.Errorf("%s: the diagram does not name the taint remover %s", g.Name, render.TaintRemoverDaemonSetName(g))
+		if !strings.Contains(seq, "participant TR as DaemonSet "+g.TaintRemoverDaemonSet()+"\n") {
+			t.Errorf("%s: the diagram does not name the taint remover %s", g.Name, g.TaintRemoverDaemonSet())
 		}
 		if strings.ContainsAny(seq, ";#") {
 			t.Errorf("%s: the diagram contains ';' or '#', which Mermaid reads as syntax", g.Name)

@@ -1,10 +1,6 @@
 package render
 
 import (
-	"time"
-
-	"bytes"
-	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,18 +9,13 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/par"
-	"github.com/nodegen/nodegen/internal/yamlout"
 )
 
-// Taint remover names.
-const (
-	TaintRemoverNamespace = "kube-system"
-	TaintRemoverName      = "nodegen-taint-remover"
-	// ValidationsDir is where the GPU Operator's validator writes its status files.
-	ValidationsDir = "/run/nvidia/validations"
-)
+// ValidationsDir is where the GPU Operator's validator writes its status
+// files, which the taint remover reads.
+const ValidationsDir = "/run/nvidia/validations"
 
 // taintRemover is the taint remover's workload: a ClusterRole allowed
 // only to get and patch nodes, and the ValidatingAdmissionPolicy that
@@ -32,7 +23,7 @@ const (
 // node's startup taint (taintRemoverPolicy).
 func taintRemover(src *model.Source) scriptWorkload {
 	return scriptWorkload{
-		Name: TaintRemoverName, Namespace: TaintRemoverNamespace, Script: "taint-remover.sh", ClusterWide: true,
+		Workload: model.TaintRemover, Script: "taint-remover.sh", ClusterWide: true,
 		Rules:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}}},
 		Policy: taintRemoverPolicy(src),
 	}
@@ -44,47 +35,9 @@ func TaintRemoverObjects(src *model.Source) ([]runtime.Object, error) {
 	w := taintRemover(src)
 	var ds []runtime.Object
 	for _, g := range src.GPUGroups() {
-		ds = append(ds, w.daemonSet(TaintRemoverDaemonSetName(g), taintRemoverPod(w, src.Cluster.TaintRemover.Image, g)))
+		ds = append(ds, w.daemonSet(g.TaintRemoverDaemonSet(), taintRemoverPod(w, src.Cluster.TaintRemover.Image, g)))
 	}
 	return w.objects(ds...)
-}
-
-// TaintRemoverDaemonSetName is the name of a group's taint-remover DaemonSet.
-func TaintRemoverDaemonSetName(g *model.NodeGroup) string { return TaintRemoverName + "-" + g.Name }
-
-// TunnelLossTolerations are the tolerations of the node lifecycle
-// controller's NoExecute taints node.kubernetes.io/unreachable and
-// node.kubernetes.io/not-ready for the cluster's tunnelLossToleration,
-// which the pods nodegen renders for the cloud nodes carry: without them
-// the API server's DefaultTolerationSeconds admission gives them 300s
-// (kubernetes/kubernetes v1.35.0,
-// plugin/pkg/admission/defaulttolerationseconds/admission.go). nil
-// without a VPN.
-func TunnelLossTolerations(c *model.Cluster) []corev1.Toleration {
-	d := c.TunnelLossToleration()
-	if d == 0 {
-		return nil
-	}
-	secs := int64(d / time.Second)
-	out := make([]corev1.Toleration, 0, 2)
-	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
-		out = append(out, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs})
-	}
-	return out
-}
-
-// Tolerations returns tolerations that tolerate exactly the given taints.
-func Tolerations(taints []model.Taint) []corev1.Toleration {
-	out := make([]corev1.Toleration, 0, len(taints))
-	for _, t := range taints {
-		out = append(out, corev1.Toleration{
-			Key:      t.Key,
-			Operator: corev1.TolerationOpEqual,
-			Value:    t.Value,
-			Effect:   corev1.TaintEffect(t.Effect),
-		})
-	}
-	return out
 }
 
 // taintRemoverPod runs on each node of the GPU group g, tolerating its
@@ -111,34 +64,8 @@ func TaintRemover(src *model.Source, header string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return MarshalObjects(header, objs)
+	return manifest.MarshalObjects(header, objs)
 }
-
-// MarshalObjects renders objects as a multi-document YAML stream, each
-// without its status. The objects are marshalled in parallel.
-func MarshalObjects(header string, objs []runtime.Object) ([]byte, error) {
-	docs := make([][]byte, len(objs))
-	errs := make([]error, len(objs))
-	par.Do(len(objs), func(i int) { docs[i], errs[i] = marshalObject(objs[i]) })
-	var b bytes.Buffer
-	size := len(header)
-	for _, d := range docs {
-		size += len("---\n") + len(d)
-	}
-	b.Grow(size)
-	b.WriteString(header)
-	for i, d := range docs {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		b.WriteString("---\n")
-		b.Write(d)
-	}
-	return b.Bytes(), nil
-}
-
-// marshalObject renders one object as YAML, without its status.
-func marshalObject(o runtime.Object) ([]byte, error) { return yamlout.MarshalWithout(o, "status") }
 
 // GPUOperatorTolerations are the tolerations the GPU Operator's operands
 // and NFD workers need on the GPU groups' nodes: the operator's default
@@ -151,7 +78,7 @@ func GPUOperatorTolerations(src *model.Source) []corev1.Toleration {
 		for _, t := range g.JoinTaints() {
 			taint := &corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)}
 			if !corev1helpers.TolerationsTolerateTaint(klog.Background(), out, taint, false) {
-				out = append(out, Tolerations([]model.Taint{t})...)
+				out = append(out, manifest.Tolerations([]model.Taint{t})...)
 			}
 		}
 	}
@@ -175,13 +102,5 @@ func GPUOperatorValues(src *model.Source, header string) ([]byte, error) {
 	if dp != nil {
 		values["devicePlugin"] = dp
 	}
-	return marshalValues(header, values)
-}
-
-func marshalValues(header string, v any) ([]byte, error) {
-	y, err := yamlout.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("marshal values: %w", err)
-	}
-	return append([]byte(header), y...), nil
+	return manifest.MarshalValues(header, values)
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -77,7 +76,7 @@ func TestTaintRemoverLandsOnlyOnItsGPUNodes(t *testing.T) {
 		t.Fatalf("%d DaemonSets for %d GPU groups", len(daemonSets), len(gpuGroups))
 	}
 	for _, g := range gpuGroups {
-		ds := daemonSets[render.TaintRemoverDaemonSetName(g)]
+		ds := daemonSets[g.TaintRemoverDaemonSet()]
 		if ds == nil {
 			t.Fatalf("no taint remover for %s", g.Name)
 		}

@@ -11,13 +11,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
 // Node garbage collector names.
 const (
-	NodeLifecycleNamespace = "kube-system"
-	NodeLifecycleName      = "nodegen-node-lifecycle"
 	// NodeLifecycleSchedule is how often the collector runs: every minute,
 	// the CronJob controller's shortest period, so that a NotReady Node
 	// whose VM is gone goes within two minutes.
@@ -31,10 +30,6 @@ const (
 	// start after its minute (a pass delayed by the one before it).
 	NodeLifecycleStartingDeadline = 30
 )
-
-// NodeLifecycleUser is the user name the API server gives the collector's
-// ServiceAccount.
-func NodeLifecycleUser() string { return nodeLifecycle(nil).user() }
 
 // NotReadyGraceSeconds returns cluster.nodeLifecycle.notReadyGracePeriod in
 // whole seconds.
@@ -50,17 +45,13 @@ func NotReadyGraceSeconds(src *model.Source) (int64, error) {
 // allowed only to get, list and delete nodes, and the
 // ValidatingAdmissionPolicy that narrows what its ServiceAccount may
 // delete down to Nodes of the source's cloud groups with a providerID in
-// the source's project (nodeLifecyclePolicy). Its user name alone needs
-// no source (src nil).
+// the source's project (nodeLifecyclePolicy).
 func nodeLifecycle(src *model.Source) scriptWorkload {
-	w := scriptWorkload{
-		Name: NodeLifecycleName, Namespace: NodeLifecycleNamespace, Script: "node-lifecycle.sh", ClusterWide: true,
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "delete"}}},
+	return scriptWorkload{
+		Workload: model.NodeCollector, Script: "node-lifecycle.sh", ClusterWide: true,
+		Rules:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "delete"}}},
+		Policy: nodeLifecyclePolicy(src),
 	}
-	if src != nil {
-		w.Policy = nodeLifecyclePolicy(src)
-	}
-	return w
 }
 
 // NodeLifecycleObjects returns the node garbage collector's objects
@@ -81,7 +72,7 @@ func NodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
 		{Name: "NODE_GROUPS", Value: strings.Join(src.CloudGroupNames(), ",")},
 		{Name: "GRACE_SECONDS", Value: strconv.FormatInt(grace, 10)},
 	})
-	pod.TunnelLoss = TunnelLossTolerations(&src.Cluster)
+	pod.TunnelLoss = manifest.TunnelLossTolerations(&src.Cluster)
 	return w.objects(w.cronJob(cronSchedule{
 		Schedule:          NodeLifecycleSchedule,
 		StartingDeadline:  NodeLifecycleStartingDeadline,
@@ -143,5 +134,5 @@ func NodeLifecycle(src *model.Source, header string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return MarshalObjects(header, objs)
+	return manifest.MarshalObjects(header, objs)
 }

@@ -15,12 +15,6 @@ import (
 // tokens the kubelet projects into pods, since Kubernetes 1.30).
 const NodeNameExtra = "authentication.kubernetes.io/node-name"
 
-// TaintRemoverUser is the user name the API server gives the taint
-// remover's ServiceAccount.
-func TaintRemoverUser() string {
-	return scriptWorkload{Name: TaintRemoverName, Namespace: TaintRemoverNamespace}.user()
-}
-
 // StartupTaintsCEL is a CEL map literal from each GPU group's name (the
 // value of its nodes' model.VerifiedGroupLabel) to its startup taint, a map with
 // the keys key, value and effect, in group order. Every string is a

@@ -12,32 +12,16 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
 // Join-token renewer names and the bootstrap-token format it writes.
 const (
-	JoinTokenRenewerName      = "nodegen-join-token-renewer"
-	JoinTokenRenewerNamespace = "kube-system"
-	// JoinTokenLabelKey=JoinTokenLabelValue marks the tokens the renewer
-	// created: the only ones it may delete.
-	JoinTokenLabelKey   = "nodegen.dev/join-token"
-	JoinTokenLabelValue = "renewer"
-	// BootstrapTokenType is the Secret type of a bootstrap token.
-	BootstrapTokenType = "bootstrap.kubernetes.io/token"
-	// BootstrapTokenGroup is the group of the renewer's tokens: the cloud
-	// join path's (CloudBootstrapGroup), not kubeadm's
-	// system:bootstrappers:kubeadm:default-node-token, whose kubelet
-	// client CSRs kubeadm's RBAC has the csrapproving controller approve
-	// for any node name.
-	BootstrapTokenGroup = CloudBootstrapGroup
 	// JoinTokenSkew is how far past creation + ttl the admission policy
 	// lets a token's expiration be (the script's and the server's clocks).
 	JoinTokenSkew = 5 * time.Minute
 )
-
-// JoinTokenRenewerUser is the user name of the renewer's ServiceAccount.
-func JoinTokenRenewerUser() string { return joinTokenRenewer(model.Renewal{}).user() }
 
 // joinTokenRenewer is the renewer's workload: a Role that may only create
 // and delete Secrets in kube-system, and the ValidatingAdmissionPolicy
@@ -45,7 +29,7 @@ func JoinTokenRenewerUser() string { return joinTokenRenewer(model.Renewal{}).us
 // right form and lifetime and deleting its own (joinTokenRenewerPolicy).
 func joinTokenRenewer(r model.Renewal) scriptWorkload {
 	return scriptWorkload{
-		Name: JoinTokenRenewerName, Namespace: JoinTokenRenewerNamespace, Script: "join-token-renewer.sh",
+		Workload: model.JoinTokenRenewer, Script: "join-token-renewer.sh",
 		Rules:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "delete"}}},
 		Policy: joinTokenRenewerPolicy(r),
 	}
@@ -67,7 +51,7 @@ func JoinTokenRenewerObjects(src *model.Source) ([]runtime.Object, error) {
 	w := joinTokenRenewer(r)
 	pod := w.pod(src.Cluster.TaintRemover.Image, "renewer", home, JoinTokenRenewerEnv(src, r))
 	pod.TmpInMemory = true // the token passes through files here: memory, not the node's disk
-	pod.TunnelLoss = TunnelLossTolerations(&src.Cluster)
+	pod.TunnelLoss = manifest.TunnelLossTolerations(&src.Cluster)
 	return w.objects(w.cronJob(cronSchedule{
 		Schedule:          schedule,
 		TimeZone:          "Etc/UTC",
@@ -88,9 +72,9 @@ func JoinTokenRenewerEnv(src *model.Source, r model.Renewal) []corev1.EnvVar {
 		{Name: "SECRET_NAME", Value: src.Cluster.JoinToken.SecretManager.Secret},
 		{Name: "TOKEN_TTL_SECONDS", Value: strconv.FormatInt(int64(r.TTL/time.Second), 10)},
 		{Name: "GRACE_SECONDS", Value: strconv.FormatInt(int64(r.Grace()/time.Second), 10)},
-		{Name: "TOKEN_LABEL_KEY", Value: JoinTokenLabelKey},
-		{Name: "TOKEN_LABEL_VALUE", Value: JoinTokenLabelValue},
-		{Name: "TOKEN_GROUP", Value: BootstrapTokenGroup},
+		{Name: "TOKEN_LABEL_KEY", Value: model.JoinTokenLabelKey},
+		{Name: "TOKEN_LABEL_VALUE", Value: model.JoinTokenLabelValue},
+		{Name: "TOKEN_GROUP", Value: model.CloudBootstrapGroup},
 	}
 }
 
@@ -211,12 +195,12 @@ func joinTokenRenewerPolicy(r model.Renewal) admissionPolicy {
 			rule(`request.operation in ["CREATE", "DELETE"] && request.?subResource.orValue("") == ""`,
 				`"the join-token renewer may only create and delete bootstrap tokens, not " + request.operation + " " + request.resource.resource + `+
 					`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
-			rule(`request.namespace == "`+JoinTokenRenewerNamespace+`"`,
-				`"the join-token renewer may only write Secrets in `+JoinTokenRenewerNamespace+`, not in " + request.namespace`),
-			rule(`variables.secret.?type.orValue("") == "`+BootstrapTokenType+`"`,
-				`"the join-token renewer may only write Secrets of type `+BootstrapTokenType+`, not " + variables.secret.?type.orValue("")`),
-			rule(`variables.secret.metadata.?labels[?"`+JoinTokenLabelKey+`"].orValue("") == "`+JoinTokenLabelValue+`"`,
-				name+` + " is not labelled `+JoinTokenLabelKey+`=`+JoinTokenLabelValue+`: the join-token renewer may only write its own tokens"`),
+			rule(`request.namespace == "`+model.WorkloadNamespace+`"`,
+				`"the join-token renewer may only write Secrets in `+model.WorkloadNamespace+`, not in " + request.namespace`),
+			rule(`variables.secret.?type.orValue("") == "`+model.BootstrapTokenType+`"`,
+				`"the join-token renewer may only write Secrets of type `+model.BootstrapTokenType+`, not " + variables.secret.?type.orValue("")`),
+			rule(`variables.secret.metadata.?labels[?"`+model.JoinTokenLabelKey+`"].orValue("") == "`+model.JoinTokenLabelValue+`"`,
+				name+` + " is not labelled `+model.JoinTokenLabelKey+`=`+model.JoinTokenLabelValue+`: the join-token renewer may only write its own tokens"`),
 			rule(onCreate(`variables.data.all(k, k in `+keyList+`) && `+keyList+`.all(k, k in variables.data)`),
 				name+` + " must have exactly the data keys `+strings.Join(JoinTokenDataKeys, ", ")+`"`),
 			rule(onCreate(`variables.tokenID.size() == `+strconv.Itoa(tokenIDLen)+` && `+celLowerAlnum("variables.tokenID")+` && `+
@@ -224,8 +208,8 @@ func joinTokenRenewerPolicy(r model.Renewal) admissionPolicy {
 				`request.name == "bootstrap-token-" + `+celLowerAlnumText("variables.tokenID")),
 				name+` + " must be named bootstrap-token-<token-id>, with a token-id of `+strconv.Itoa(tokenIDLen)+` and a token-secret of `+strconv.Itoa(tokenSecretLen)+` characters in [a-z0-9]"`),
 			rule(onCreate(data("usage-bootstrap-authentication")+` == `+b64("true")+` && `+data("usage-bootstrap-signing")+` == `+b64("true")+` && `+
-				data("auth-extra-groups")+` == `+b64(BootstrapTokenGroup)),
-				name+` + " must be usable for authentication and signing and in the group `+BootstrapTokenGroup+` only"`),
+				data("auth-extra-groups")+` == `+b64(model.CloudBootstrapGroup)),
+				name+` + " must be usable for authentication and signing and in the group `+model.CloudBootstrapGroup+` only"`),
 			rule(onCreate(`variables.expiration != "" && `+
 				`timestamp(variables.expiration) > timestamp(object.metadata.creationTimestamp) && `+
 				fmt.Sprintf(`timestamp(variables.expiration) <= timestamp(object.metadata.creationTimestamp) + duration("%ds")`, maxLife)),
@@ -240,5 +224,5 @@ func JoinTokenRenewer(src *model.Source, header string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return MarshalObjects(header, objs)
+	return manifest.MarshalObjects(header, objs)
 }

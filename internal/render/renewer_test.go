@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
 )
@@ -63,10 +64,10 @@ func TestJoinTokenRenewerPinnedToAutoscalerNode(t *testing.T) {
 	}
 	// ttl 24h; grace: gpu-t4's maxNodeProvisionTime 20m plus the 30m margin.
 	if env["TOKEN_TTL_SECONDS"] != "86400" || env["GRACE_SECONDS"] != "3000" || env["SECRET_NAME"] != "kubeadm-join-token" ||
-		env["PROJECT_ID"] != src.Cluster.GCP.Project || env["TOKEN_LABEL_KEY"] != render.JoinTokenLabelKey {
+		env["PROJECT_ID"] != src.Cluster.GCP.Project || env["TOKEN_LABEL_KEY"] != model.JoinTokenLabelKey {
 		t.Errorf("env = %v", env)
 	}
-	if spec.ServiceAccountName != render.JoinTokenRenewerName || spec.RestartPolicy != corev1.RestartPolicyNever {
+	if spec.ServiceAccountName != model.JoinTokenRenewer.Name() || spec.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("service account %q, restart policy %q", spec.ServiceAccountName, spec.RestartPolicy)
 	}
 	if len(roles) != 1 || len(roles[0].Rules) != 1 || !slices.Equal(roles[0].Rules[0].Resources, []string{"secrets"}) ||

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/templates"
 )
@@ -25,8 +26,8 @@ import (
 // one job, whatever RBAC grants it. Each object is named after the
 // workload.
 type scriptWorkload struct {
-	Name, Namespace string
-	Script          string // the script's file in templates/, and its key in the ConfigMap
+	model.Workload
+	Script string // the script's file in templates/, and its key in the ConfigMap
 	// ClusterWide grants Rules with a ClusterRole and ClusterRoleBinding;
 	// otherwise with a Role and RoleBinding in Namespace.
 	ClusterWide bool
@@ -35,22 +36,17 @@ type scriptWorkload struct {
 	Policy admissionPolicy
 }
 
-// user is the user name the API server gives the workload's ServiceAccount.
-func (w scriptWorkload) user() string {
-	return "system:serviceaccount:" + w.Namespace + ":" + w.Name
-}
-
 // labels are the labels of every object of the workload.
 func (w scriptWorkload) labels() map[string]string {
-	return map[string]string{"app.kubernetes.io/name": w.Name, "app.kubernetes.io/managed-by": "nodegen"}
+	return map[string]string{"app.kubernetes.io/name": w.Name(), "app.kubernetes.io/managed-by": "nodegen"}
 }
 
 // meta is the metadata of the workload's objects, in its namespace or
 // cluster-scoped.
 func (w scriptWorkload) meta(namespaced bool) metav1.ObjectMeta {
-	m := metav1.ObjectMeta{Name: w.Name, Labels: w.labels()}
+	m := metav1.ObjectMeta{Name: w.Name(), Labels: w.labels()}
 	if namespaced {
-		m.Namespace = w.Namespace
+		m.Namespace = w.Namespace()
 	}
 	return m
 }
@@ -62,7 +58,7 @@ func (w scriptWorkload) meta(namespaced bool) metav1.ObjectMeta {
 func (w scriptWorkload) objects(workloads ...runtime.Object) ([]runtime.Object, error) {
 	script, err := templates.FS.ReadFile(w.Script)
 	if err != nil {
-		return nil, fmt.Errorf("%s: the script %s: %w", w.Name, w.Script, err)
+		return nil, fmt.Errorf("%s: the script %s: %w", w.Workload, w.Script, err)
 	}
 	const rbac = "rbac.authorization.k8s.io/v1"
 	roleKind, bindingKind := "Role", "RoleBinding"
@@ -70,8 +66,8 @@ func (w scriptWorkload) objects(workloads ...runtime.Object) ([]runtime.Object, 
 		roleKind, bindingKind = "ClusterRole", "ClusterRoleBinding"
 	}
 	var role, binding runtime.Object
-	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: roleKind, Name: w.Name}
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: w.Name, Namespace: w.Namespace}}
+	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: roleKind, Name: w.Name()}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: w.Name(), Namespace: w.Namespace()}}
 	if w.ClusterWide {
 		role = &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: rbac, Kind: roleKind}, ObjectMeta: w.meta(false), Rules: w.Rules}
 		binding = &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: rbac, Kind: bindingKind}, ObjectMeta: w.meta(false), RoleRef: roleRef, Subjects: subjects}
@@ -90,15 +86,15 @@ func (w scriptWorkload) objects(workloads ...runtime.Object) ([]runtime.Object, 
 		},
 	}
 	objs = append(objs, workloads...)
-	return append(objs, w.Policy.objects(w.meta(false), w.user())...), nil
+	return append(objs, w.Policy.objects(w.meta(false), w.User())...), nil
 }
 
 // pod is the hardened pod that runs the workload's script on the nodes
 // of group, as the container named container, with env (HOME is added).
 func (w scriptWorkload) pod(image, container string, group *model.NodeGroup, env []corev1.EnvVar) hardenedPod {
 	return hardenedPod{
-		Name: w.Name, Container: container, Image: image, Script: w.Script, Env: env, Group: group,
-		Labels: map[string]string{"app.kubernetes.io/name": w.Name}, MemoryLimit: "128Mi",
+		Name: w.Name(), Container: container, Image: image, Script: w.Script, Env: env, Group: group,
+		Labels: map[string]string{"app.kubernetes.io/name": w.Name()}, MemoryLimit: "128Mi",
 	}
 }
 
@@ -168,10 +164,10 @@ func (w scriptWorkload) deployment(pod hardenedPod) *appsv1.Deployment {
 func (w scriptWorkload) daemonSet(name string, pod hardenedPod) *appsv1.DaemonSet {
 	labels := w.labels()
 	labels["app.kubernetes.io/instance"] = name
-	pod.Labels = map[string]string{"app.kubernetes.io/name": w.Name, "app.kubernetes.io/instance": name}
+	pod.Labels = map[string]string{"app.kubernetes.io/name": w.Name(), "app.kubernetes.io/instance": name}
 	return &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.Namespace(), Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: pod.Labels},
 			Template: pod.template(),
@@ -233,7 +229,7 @@ func (p hardenedPod) template() corev1.PodTemplateSpec {
 			RestartPolicy:      p.RestartPolicy,
 			PriorityClassName:  p.PriorityClass,
 			NodeSelector:       map[string]string{model.VerifiedGroupLabel: p.Group.Name},
-			Tolerations:        append(Tolerations(p.Group.JoinTaints()), p.TunnelLoss...),
+			Tolerations:        append(manifest.Tolerations(p.Group.JoinTaints()), p.TunnelLoss...),
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot:   &yes,
 				RunAsUser:      &nobody,

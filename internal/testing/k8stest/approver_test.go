@@ -273,7 +273,7 @@ func (e *approverEnv) bootstrapToken(t *testing.T, id, group string) string {
 	secret := "0123456789abcdef"
 	s := corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system"},
-		Type:       render.BootstrapTokenType,
+		Type:       model.BootstrapTokenType,
 		StringData: map[string]string{"token-id": id, "token-secret": secret, "usage-bootstrap-authentication": "true",
 			"usage-bootstrap-signing": "true", "auth-extra-groups": group,
 			"expiration": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)},
@@ -342,8 +342,8 @@ func TestNodeCSRApprover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.renewer.sa = e.cp.ServiceAccount(t, render.JoinTokenRenewerNamespace, render.JoinTokenRenewerName)
-	e.sa = e.cp.ServiceAccount(t, render.NodeCSRApproverNamespace, render.NodeCSRApproverName)
+	e.renewer.sa = e.cp.ServiceAccount(t, model.WorkloadNamespace, model.JoinTokenRenewer.Name())
+	e.sa = e.cp.ServiceAccount(t, model.WorkloadNamespace, model.NodeCSRApprover.Name())
 
 	// A join token, as the renewer makes and publishes it.
 	gcp := newFakeGCP(t, e.src.Cluster.GCP.Project, e.src.Cluster.JoinToken.SecretManager.Secret)
@@ -353,8 +353,8 @@ func TestNodeCSRApprover(t *testing.T) {
 	versions := gcp.snapshot()
 	token := string(versions[len(versions)-1].Payload)
 	u, _ := e.renewer.whoami(t, token)
-	if u == nil || !slices.Contains(u.Groups, render.CloudBootstrapGroup) || slices.Contains(u.Groups, kubeadmNodeGroup) {
-		t.Fatalf("the renewer's token authenticates as %+v; want the group %s and not %s", u, render.CloudBootstrapGroup, kubeadmNodeGroup)
+	if u == nil || !slices.Contains(u.Groups, model.CloudBootstrapGroup) || slices.Contains(u.Groups, kubeadmNodeGroup) {
+		t.Fatalf("the renewer's token authenticates as %+v; want the group %s and not %s", u, model.CloudBootstrapGroup, kubeadmNodeGroup)
 	}
 	joiner := e.cp.TokenUser(t, "the renewer's join token", token)
 
@@ -399,9 +399,9 @@ func envOf(vars []corev1.EnvVar) []string {
 func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
 	e.renewer.adminCreate(t, `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"approver-by-mistake"},
  "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},
- "subjects":[{"kind":"ServiceAccount","name":"`+render.NodeCSRApproverName+`","namespace":"`+render.NodeCSRApproverNamespace+`"}]}`)
+ "subjects":[{"kind":"ServiceAccount","name":"`+model.NodeCSRApprover.Name()+`","namespace":"`+model.WorkloadNamespace+`"}]}`)
 	defer e.renewer.admin(t, "delete", "clusterrolebinding", "approver-by-mistake")
-	policy := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", render.NodeCSRApproverName, render.NodeCSRApproverName)
+	policy := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", model.NodeCSRApprover.Name(), model.NodeCSRApprover.Name())
 	eventually(t, 30*time.Second, "the approver's policy enforced", func() string {
 		_, stderr, err := kubectl(t, e.sa, "", "create", "configmap", "probe", "-n", "default", "--dry-run=server")
 		if err == nil || !strings.Contains(stderr, policy) {
@@ -414,7 +414,7 @@ func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
 		return "instance projects/" + e.src.Cluster.GCP.Project + "/zones/us-central1-a/instances/" + name + " is RUNNING, created 5s ago by MIG renew-work-us-central1-a"
 	}
 	approve := func(csr, name string) (string, error) {
-		return decide(t, e.sa, csr, "Approved", render.CSRReasonApproved, msg(name))
+		return decide(t, e.sa, csr, "Approved", model.CSRReasonApproved, msg(name))
 	}
 	cn := asn1.ObjectIdentifier{2, 5, 4, 3}
 	ou := asn1.ObjectIdentifier{2, 5, 4, 11}
@@ -424,20 +424,20 @@ func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
 		want string // "" allowed; else a substring of the denial
 	}{
 		{"ApproveInstance", func() (string, error) {
-			return approve(createCSR(t, joiner, csrRequest(t, "renew-work-ok01"), render.KubeletClientSigner), "renew-work-ok01")
+			return approve(createCSR(t, joiner, csrRequest(t, "renew-work-ok01"), model.KubeletClientSigner), "renew-work-ok01")
 		}, ""},
 		{"DenyAnything", func() (string, error) {
-			return decide(t, e.sa, createCSR(t, joiner, csrRequest(t, "onprem-gpu-7"), render.KubeletClientSigner), "Denied", render.CSRReasonDenied, "no")
+			return decide(t, e.sa, createCSR(t, joiner, csrRequest(t, "onprem-gpu-7"), model.KubeletClientSigner), "Denied", model.CSRReasonDenied, "no")
 		}, ""},
 		{"ApproveOnPremName", func() (string, error) {
-			return approve(createCSR(t, joiner, csrRequest(t, "onprem-gpu-9"), render.KubeletClientSigner), "onprem-gpu-9")
+			return approve(createCSR(t, joiner, csrRequest(t, "onprem-gpu-9"), model.KubeletClientSigner), "onprem-gpu-9")
 		}, "asks for system:node:onprem-gpu-9, not for system:node:<an instance of one of the cluster's MIGs>"},
 		{"ApproveWithoutNamingIt", func() (string, error) {
-			return approve(createCSR(t, joiner, csrRequest(t, "renew-work-ok02"), render.KubeletClientSigner), "renew-work-zz99")
-		}, "must have reason " + render.CSRReasonApproved + " and name the instance it checked, renew-work-ok02"},
+			return approve(createCSR(t, joiner, csrRequest(t, "renew-work-ok02"), model.KubeletClientSigner), "renew-work-zz99")
+		}, "must have reason " + model.CSRReasonApproved + " and name the instance it checked, renew-work-ok02"},
 		{"ApproveOtherReason", func() (string, error) {
-			return decide(t, e.sa, createCSR(t, joiner, csrRequest(t, "renew-work-ok03"), render.KubeletClientSigner), "Approved", "KubectlApprove", msg("renew-work-ok03"))
-		}, "must have reason " + render.CSRReasonApproved},
+			return decide(t, e.sa, createCSR(t, joiner, csrRequest(t, "renew-work-ok03"), model.KubeletClientSigner), "Approved", "KubectlApprove", msg("renew-work-ok03"))
+		}, "must have reason " + model.CSRReasonApproved},
 		{"ApproveTwoCommonNames", func() (string, error) {
 			// The issued certificate would carry the last common name.
 			raw, err := asn1.Marshal(pkix.RDNSequence{
@@ -454,7 +454,7 @@ func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
 				t.Fatal(err)
 			}
 			req := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-			return approve(createCSR(t, joiner, req, render.KubeletClientSigner), "renew-work-ok04")
+			return approve(createCSR(t, joiner, req, model.KubeletClientSigner), "renew-work-ok04")
 		}, "asks for no single common name the policy can read"},
 		{"ApproveCommonNamePushedOut", func() (string, error) {
 			// Organizational units before the common name push the end of
@@ -471,27 +471,27 @@ func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
 				t.Fatal(err)
 			}
 			req := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
-			return approve(createCSR(t, joiner, req, render.KubeletClientSigner), "renew-work-ok05")
+			return approve(createCSR(t, joiner, req, model.KubeletClientSigner), "renew-work-ok05")
 		}, "asks for no single common name the policy can read"},
 		{"ApproveKubeadmGroup", func() (string, error) {
-			return approve(createCSR(t, kubeadmJoiner, csrRequest(t, "renew-work-ok06"), render.KubeletClientSigner), "renew-work-ok06")
-		}, "was not requested by a member of " + render.CloudBootstrapGroup},
+			return approve(createCSR(t, kubeadmJoiner, csrRequest(t, "renew-work-ok06"), model.KubeletClientSigner), "renew-work-ok06")
+		}, "was not requested by a member of " + model.CloudBootstrapGroup},
 		{"ApproveOtherSigner", func() (string, error) {
 			return approve(createCSR(t, e.cp.Admin(), csrRequest(t, "renew-work-ok07"), "kubernetes.io/kube-apiserver-client"), "renew-work-ok07")
-		}, "may only decide CSRs for the signer " + render.KubeletClientSigner + ", not kubernetes.io/kube-apiserver-client"},
+		}, "may only decide CSRs for the signer " + model.KubeletClientSigner + ", not kubernetes.io/kube-apiserver-client"},
 		{"ApproveWithAnotherCondition", func() (string, error) {
 			// (Deciding twice, or both ways, the API server refuses itself.)
-			c := createCSR(t, joiner, csrRequest(t, "renew-work-ok08"), render.KubeletClientSigner)
+			c := createCSR(t, joiner, csrRequest(t, "renew-work-ok08"), model.KubeletClientSigner)
 			b, _ := json.Marshal(map[string]any{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
 				"metadata": map[string]any{"name": c},
 				"status": map[string]any{"conditions": []map[string]string{
-					{"type": "Approved", "status": "True", "reason": render.CSRReasonApproved, "message": msg("renew-work-ok08")},
+					{"type": "Approved", "status": "True", "reason": model.CSRReasonApproved, "message": msg("renew-work-ok08")},
 					{"type": "Failed", "status": "True", "reason": "Test", "message": "extra"}}}})
 			_, stderr, err := kubectl(t, e.sa, string(b), "replace", "--raw", "/apis/certificates.k8s.io/v1/certificatesigningrequests/"+c+"/approval", "-f", "-")
 			return stderr, err
 		}, "may only add one Approved or Denied condition to an undecided CSR"},
 		{"DeleteCSR", func() (string, error) {
-			c := createCSR(t, joiner, csrRequest(t, "renew-work-ok09"), render.KubeletClientSigner)
+			c := createCSR(t, joiner, csrRequest(t, "renew-work-ok09"), model.KubeletClientSigner)
 			_, stderr, err := kubectl(t, e.sa, "", "delete", "csr", c)
 			return stderr, err
 		}, "may only decide certificate signing requests (update certificatesigningrequests/approval) and set " + model.VerifiedGroupLabel + " on nodes (update nodes), not DELETE certificatesigningrequests"},
@@ -501,7 +501,7 @@ func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
 		}, "not CREATE secrets"},
 		{"CreateCSR", func() (string, error) {
 			_, stderr, err := kubectl(t, e.sa, `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"mine"},"spec":{"request":"`+
-				base64.StdEncoding.EncodeToString(csrRequest(t, "renew-work-ok10"))+`","signerName":"`+render.KubeletClientSigner+`","usages":["digital signature","client auth"]}}`, "create", "-f", "-")
+				base64.StdEncoding.EncodeToString(csrRequest(t, "renew-work-ok10"))+`","signerName":"`+model.KubeletClientSigner+`","usages":["digital signature","client auth"]}}`, "create", "-f", "-")
 			return stderr, err
 		}, "not CREATE certificatesigningrequests"},
 		{"PatchNode", func() (string, error) {
@@ -615,7 +615,7 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	// An on-prem join with a kubeadm token: approved by kubeadm's
 	// auto-approval, as before.
 	onprem := createCSR(t, e.cp.TokenUser(t, "a kubeadm join token", e.bootstrapToken(t, "kadm02", kubeadmNodeGroup)),
-		csrRequest(t, "onprem-gpu-2"), render.KubeletClientSigner)
+		csrRequest(t, "onprem-gpu-2"), model.KubeletClientSigner)
 	eventually(t, 30*time.Second, "the on-prem CSR auto-approved and signed", func() string {
 		c := e.csr(t, onprem)
 		if d := decision(c); d == nil || d.Type != certificatesv1.CertificateApproved || len(c.Status.Certificate) == 0 {
@@ -629,7 +629,7 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	}
 	var wants []want
 	ask := func(name, decision, message string) {
-		wants = append(wants, want{createCSR(t, joiner, csrRequest(t, name), render.KubeletClientSigner), name, decision, message})
+		wants = append(wants, want{createCSR(t, joiner, csrRequest(t, name), model.KubeletClientSigner), name, decision, message})
 	}
 	ask("onprem-gpu-1", "Denied", "onprem-gpu-1 is not the name of an instance of any nodegen MIG of this cluster")
 	ask("cp-1", "Denied", "cp-1 is not the name of an instance of any nodegen MIG of this cluster")
@@ -674,7 +674,7 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	}
 	limit := render.JoinTimeouts(deadline).TLSBootstrap.Duration
 	asked := time.Now()
-	fresh := createCSR(t, joiner, csrRequest(t, "renew-work-ab12"), render.KubeletClientSigner)
+	fresh := createCSR(t, joiner, csrRequest(t, "renew-work-ab12"), model.KubeletClientSigner)
 	var cert []byte
 	eventually(t, limit, "the fresh instance's CSR approved and signed", func() string {
 		c := e.csr(t, fresh)
@@ -717,15 +717,15 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 			return ""
 		})
 		d := decision(c)
-		wantReason := render.CSRReasonDenied
+		wantReason := model.CSRReasonDenied
 		if w.decision == "Approved" {
-			wantReason = render.CSRReasonApproved
+			wantReason = model.CSRReasonApproved
 		}
 		if string(d.Type) != w.decision || d.Reason != wantReason || !strings.Contains(d.Message, w.message) {
 			t.Errorf("CSR for %s: %s %s %q; want %s %s with %q", w.name, d.Type, d.Reason, d.Message, w.decision, wantReason, w.message)
 		}
 	}
-	if d := decision(e.csr(t, onprem)); d.Type != certificatesv1.CertificateApproved || d.Reason == render.CSRReasonDenied {
+	if d := decision(e.csr(t, onprem)); d.Type != certificatesv1.CertificateApproved || d.Reason == model.CSRReasonDenied {
 		t.Errorf("the on-prem CSR: %+v", d)
 	}
 

@@ -225,7 +225,7 @@ func TestDayZero(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e := &renewerEnv{cp: cp, src: src, sa: cp.ServiceAccount(t, render.JoinTokenRenewerNamespace, render.JoinTokenRenewerName)}
+	e := &renewerEnv{cp: cp, src: src, sa: cp.ServiceAccount(t, model.WorkloadNamespace, model.JoinTokenRenewer.Name())}
 	e.renewal = src.Renewal()
 	e.script, e.env = renewerScript(t, manifest)
 	f := newFakeGCP(t, src.Cluster.GCP.Project, src.Cluster.JoinToken.SecretManager.Secret)
@@ -273,12 +273,12 @@ func TestDayZero(t *testing.T) {
 			var found []string
 			for _, l := range lines {
 				fields := strings.Fields(l)
-				if len(fields) >= 4 && strings.Contains(","+fields[2], ","+render.CloudBootstrapGroup+",") && subject.MatchString(l) {
+				if len(fields) >= 4 && strings.Contains(","+fields[2], ","+model.CloudBootstrapGroup+",") && subject.MatchString(l) {
 					found = append(found, fields[0])
 				}
 			}
 			if len(found) != 1 {
-				return fmt.Sprintf("%d requests for %s of %s:\n%s", len(found), vm, render.CloudBootstrapGroup, out)
+				return fmt.Sprintf("%d requests for %s of %s:\n%s", len(found), vm, model.CloudBootstrapGroup, out)
 			}
 			csr = found[0]
 			return ""
@@ -312,7 +312,7 @@ func TestDayZero(t *testing.T) {
 	}
 	firstToken := strings.TrimSuffix(string(versions[0].Payload), "\n")
 	e.notAutoApproved(t, "the first token", firstToken)
-	e.acceptedSoon(t, "the first token", firstToken, render.CloudBootstrapGroup)
+	e.acceptedSoon(t, "the first token", firstToken, model.CloudBootstrapGroup)
 	// 3. The VM asks for its certificate with it; the person approves its
 	// request, and it joins within its deadline.
 	approveVM(t, firstVM)
@@ -334,13 +334,13 @@ func TestDayZero(t *testing.T) {
 	if len(versions) != 2 || versions[0].State != "ENABLED" || versions[1].State != "ENABLED" {
 		t.Fatalf("after the renewer's first run: %v", states(versions))
 	}
-	e.acceptedSoon(t, "the renewer's token", string(versions[1].Payload), render.BootstrapTokenGroup)
+	e.acceptedSoon(t, "the renewer's token", string(versions[1].Payload), model.CloudBootstrapGroup)
 	e.noKubeadmTokens(t)
 
 	// 5. Renewal lapses for longer than the tokens live: they have
 	// expired (the token cleaner deleted their Secrets), and the versions
 	// are that old. Then the autoscaler's VM is lost.
-	e.admin(t, "delete", "secrets", "-n", "kube-system", "--field-selector=type="+render.BootstrapTokenType, "--wait=true")
+	e.admin(t, "delete", "secrets", "-n", "kube-system", "--field-selector=type="+model.BootstrapTokenType, "--wait=true")
 	f.shift(e.renewal.TTL + time.Hour)
 	e.refused(t, "the lapsed token", string(versions[1].Payload))
 	secondVM := src.Cluster.BaseInstanceName(ca) + "-q4m9"
@@ -357,7 +357,7 @@ func TestDayZero(t *testing.T) {
 	versions = f.snapshot()
 	recovery := strings.TrimSuffix(string(versions[len(versions)-1].Payload), "\n")
 	e.notAutoApproved(t, "the recovery token", recovery)
-	e.acceptedSoon(t, "the recovery token", recovery, render.CloudBootstrapGroup)
+	e.acceptedSoon(t, "the recovery token", recovery, model.CloudBootstrapGroup)
 	approveVM(t, secondVM)
 	r = second.wait(t)
 	r.joined(t, recovery)
@@ -377,7 +377,7 @@ func TestDayZero(t *testing.T) {
 	if got := stateList(versions); !slices.Equal(got, want) {
 		t.Errorf("versions after the renewer took over again: %v, want %v", got, want)
 	}
-	e.acceptedSoon(t, "the renewer's new token", string(versions[len(versions)-1].Payload), render.BootstrapTokenGroup)
+	e.acceptedSoon(t, "the renewer's new token", string(versions[len(versions)-1].Payload), model.CloudBootstrapGroup)
 	e.noKubeadmTokens(t)
 }
 
@@ -414,7 +414,7 @@ func (e *renewerEnv) notAutoApproved(t *testing.T, what, token string) {
 	eventually(t, 10*time.Second, what+" accepted", func() string {
 		usages := `["digital signature","client auth"]`
 		body := `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"generateName":"node-csr-"},"spec":{"request":"` +
-			base64.StdEncoding.EncodeToString(csrRequest(t, "cp-1")) + `","signerName":"` + render.KubeletClientSigner + `","usages":` + usages + `}}`
+			base64.StdEncoding.EncodeToString(csrRequest(t, "cp-1")) + `","signerName":"` + model.KubeletClientSigner + `","usages":` + usages + `}}`
 		out, _, err := kubectl(t, u, body, "create", "-f", "-", "-o", "jsonpath={.metadata.name}")
 		if err != nil {
 			return err.Error()
@@ -439,7 +439,7 @@ func (e *renewerEnv) notAutoApproved(t *testing.T, what, token string) {
 func (e *renewerEnv) noKubeadmTokens(t *testing.T) {
 	t.Helper()
 	var list corev1.SecretList
-	if err := json.Unmarshal([]byte(e.admin(t, "get", "secrets", "-n", "kube-system", "--field-selector=type="+render.BootstrapTokenType, "-o", "json")), &list); err != nil {
+	if err := json.Unmarshal([]byte(e.admin(t, "get", "secrets", "-n", "kube-system", "--field-selector=type="+model.BootstrapTokenType, "-o", "json")), &list); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range list.Items {

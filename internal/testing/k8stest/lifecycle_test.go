@@ -32,7 +32,7 @@ import (
 
 // gcPolicyDenied starts the error of a request the collector's policy denies.
 var gcPolicyDenied = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ",
-	render.NodeLifecycleName, render.NodeLifecycleName)
+	model.NodeCollector.Name(), model.NodeCollector.Name())
 
 // fakeGCE is a loopback metadata server and Compute API. The metadata
 // server hands out token to requests with Metadata-Flavor: Google; the
@@ -136,8 +136,8 @@ func (e *env) testLifecycleApply(t *testing.T) {
 	e.admin(t, string(e.files[layout.NodeLifecyclePath]),
 		"apply", "--server-side", "--force-conflicts", "--field-manager=nodegen-test", "-f", "-")
 	var cm corev1.ConfigMap
-	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "configmap", render.NodeLifecycleName,
-		"-n", render.NodeLifecycleNamespace, "-o", "json")), &cm); err != nil {
+	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "configmap", model.NodeCollector.Name(),
+		"-n", model.WorkloadNamespace, "-o", "json")), &cm); err != nil {
 		t.Fatal(err)
 	}
 	if len(cm.Data) != 1 || cm.Data["node-lifecycle.sh"] != string(shippedScript(t, "node-lifecycle.sh")) {
@@ -151,8 +151,8 @@ func (e *env) testLifecycleApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.cronJob = &batchv1.CronJob{}
-	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "cronjob", render.NodeLifecycleName,
-		"-n", render.NodeLifecycleNamespace, "-o", "json")), e.cronJob); err != nil {
+	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "cronjob", model.NodeCollector.Name(),
+		"-n", model.WorkloadNamespace, "-o", "json")), e.cronJob); err != nil {
 		t.Fatal(err)
 	}
 	e.gcNode = e.newNode(t, e.src.Cluster.Autoscaler.NodeGroup)
@@ -180,8 +180,8 @@ func (e *env) gcIdentity(t *testing.T, node string) *testcp.User {
 	pod := corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("%s-%s-%d", render.NodeLifecycleName, node, e.seq.Add(1)),
-			Namespace: render.NodeLifecycleNamespace,
+			Name:      fmt.Sprintf("%s-%s-%d", model.NodeCollector.Name(), node, e.seq.Add(1)),
+			Namespace: model.WorkloadNamespace,
 			Labels:    tmpl.Labels,
 		},
 		Spec: *tmpl.Spec.DeepCopy(),
@@ -213,7 +213,7 @@ func (e *env) runGC(t *testing.T, f *fakeGCE, u *testcp.User) (code int, stdout,
 			t.Fatalf("no volume %s", m.Name)
 		}
 		switch v := spec.Volumes[i]; {
-		case v.ConfigMap != nil && v.ConfigMap.Name == render.NodeLifecycleName:
+		case v.ConfigMap != nil && v.ConfigMap.Name == model.NodeCollector.Name():
 			mounts[m.MountPath] = filepath.Dir(e.gcScript)
 		case v.EmptyDir != nil:
 			mounts[m.MountPath] = t.TempDir()
@@ -565,8 +565,8 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 		return func(name string) string { return "gce://" + proj + "/" + zone + "/" + name }
 	}
 	gc := e.gcIdentity(t, e.gcNode)
-	plain := e.cp.ServiceAccount(t, render.NodeLifecycleNamespace, render.NodeLifecycleName)
-	broad := e.cp.Impersonate(t, render.NodeLifecycleUser(), broadGroup, "system:authenticated")
+	plain := e.cp.ServiceAccount(t, model.WorkloadNamespace, model.NodeCollector.Name())
+	broad := e.cp.Impersonate(t, model.NodeCollector.User(), broadGroup, "system:authenticated")
 	groupMsg := func(g string) string {
 		return "node NODE is in no nodegen cloud node group (" + model.VerifiedGroupLabel + "=" + g + ")"
 	}
@@ -650,7 +650,7 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 					t.Fatalf("err %v, stderr %q; want a denial by the policy: %q", err, stderr, want)
 				}
 			default:
-				want := fmt.Sprintf("User %q cannot %s resource \"nodes\"", render.NodeLifecycleUser(), c.rbac)
+				want := fmt.Sprintf("User %q cannot %s resource \"nodes\"", model.NodeCollector.User(), c.rbac)
 				if err == nil || !strings.Contains(stderr, want) {
 					t.Fatalf("err %v, stderr %q; want a denial by RBAC: %q", err, stderr, want)
 				}

@@ -21,11 +21,11 @@ import (
 
 // policyDenied starts the error of a request the generated policy denies.
 var policyDenied = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ",
-	render.TaintRemoverName, render.TaintRemoverName)
+	model.TaintRemover.Name(), model.TaintRemover.Name())
 
 // rbacDenied is the error of a request RBAC denies the remover.
 func rbacDenied(verb, resource string) string {
-	return fmt.Sprintf("User %q cannot %s resource %q in API group \"\" at the cluster scope", render.TaintRemoverUser(), verb, resource)
+	return fmt.Sprintf("User %q cannot %s resource %q in API group \"\" at the cluster scope", model.TaintRemover.User(), verb, resource)
 }
 
 // Identities a policy case acts as.
@@ -185,8 +185,8 @@ func (e *env) testPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		u := review.Status.UserInfo
-		if u.Username != render.TaintRemoverUser() || !slices.Equal(u.Extra[render.NodeNameExtra], []string{node}) {
-			t.Errorf("pod-bound token: user %q extra %v; want %s with %s=[%s]", u.Username, u.Extra, render.TaintRemoverUser(), render.NodeNameExtra, node)
+		if u.Username != model.TaintRemover.User() || !slices.Equal(u.Extra[render.NodeNameExtra], []string{node}) {
+			t.Errorf("pod-bound token: user %q extra %v; want %s with %s=[%s]", u.Username, u.Extra, model.TaintRemover.User(), render.NodeNameExtra, node)
 		}
 	})
 	for _, c := range cases {
@@ -210,7 +210,7 @@ func (e *env) testPolicy(t *testing.T) {
 				other = e.newNode(t, c.group)
 				u = e.podIdentity(t, removerGroup(e, c.group), other)
 			case asPlain:
-				u = e.cp.ServiceAccount(t, render.TaintRemoverNamespace, render.TaintRemoverName)
+				u = e.cp.ServiceAccount(t, model.WorkloadNamespace, model.TaintRemover.Name())
 			case asBroad:
 				u = e.broad(t)
 			}
@@ -292,7 +292,7 @@ func subst(args []string, node, other string) []string {
 func (e *env) checkEveryRuleDenied(t *testing.T, denials []string) {
 	t.Helper()
 	var vap admissionv1.ValidatingAdmissionPolicy
-	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "validatingadmissionpolicy", render.TaintRemoverName, "-o", "json")), &vap); err != nil {
+	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "validatingadmissionpolicy", model.TaintRemover.Name(), "-o", "json")), &vap); err != nil {
 		t.Fatal(err)
 	}
 	prefixes := make([]string, len(vap.Spec.Validations))

@@ -57,8 +57,8 @@ func (e *env) testApply(t *testing.T) {
 		"apply", "--server-side", "--force-conflicts", "--field-manager=nodegen-test", "-f", "-")
 
 	var cm corev1.ConfigMap
-	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "configmap", render.TaintRemoverName,
-		"-n", render.TaintRemoverNamespace, "-o", "json")), &cm); err != nil {
+	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "configmap", model.TaintRemover.Name(),
+		"-n", model.WorkloadNamespace, "-o", "json")), &cm); err != nil {
 		t.Fatal(err)
 	}
 	if len(cm.Data) != 1 || cm.Data["taint-remover.sh"] != string(shippedScript(t, "taint-remover.sh")) {
@@ -73,8 +73,8 @@ func (e *env) testApply(t *testing.T) {
 	}
 
 	var list appsv1.DaemonSetList
-	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "daemonsets", "-n", render.TaintRemoverNamespace,
-		"-l", "app.kubernetes.io/name="+render.TaintRemoverName, "-o", "json")), &list); err != nil {
+	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "daemonsets", "-n", model.WorkloadNamespace,
+		"-l", "app.kubernetes.io/name="+model.TaintRemover.Name(), "-o", "json")), &list); err != nil {
 		t.Fatal(err)
 	}
 	e.daemonSets = map[string]*appsv1.DaemonSet{}
@@ -91,9 +91,9 @@ func (e *env) testApply(t *testing.T) {
 		t.Fatalf("%d taint-remover DaemonSets on the server, want %d", len(e.daemonSets), len(e.src.GPUGroups()))
 	}
 
-	e.admin(t, "", "create", "serviceaccount", twinName, "-n", render.TaintRemoverNamespace)
-	e.admin(t, "", "create", "clusterrolebinding", twinName, "--clusterrole="+render.TaintRemoverName,
-		"--serviceaccount="+render.TaintRemoverNamespace+":"+twinName)
+	e.admin(t, "", "create", "serviceaccount", twinName, "-n", model.WorkloadNamespace)
+	e.admin(t, "", "create", "clusterrolebinding", twinName, "--clusterrole="+model.TaintRemover.Name(),
+		"--serviceaccount="+model.WorkloadNamespace+":"+twinName)
 	e.admin(t, "", "create", "clusterrole", "nodegen-test-broadened", "--verb=*", "--resource=nodes,nodes/status")
 	e.admin(t, "", "create", "clusterrolebinding", "nodegen-test-broadened", "--clusterrole=nodegen-test-broadened", "--group="+broadGroup)
 	broad := e.broad(t)
@@ -124,7 +124,7 @@ func (e *env) testApply(t *testing.T) {
 
 // broad is the remover's ServiceAccount user, impersonated in broadGroup.
 func (e *env) broad(t *testing.T) *testcp.User {
-	return e.cp.Impersonate(t, render.TaintRemoverUser(), broadGroup, "system:authenticated")
+	return e.cp.Impersonate(t, model.TaintRemover.User(), broadGroup, "system:authenticated")
 }
 
 // podIdentity creates the Pod the group's DaemonSet would run on node
@@ -187,7 +187,7 @@ func (e *env) removerCmd(t *testing.T, r removerRun) *exec.Cmd {
 			t.Fatalf("%s: no volume %s", ds.Name, m.Name)
 		}
 		switch v := spec.Volumes[i]; {
-		case v.ConfigMap != nil && v.ConfigMap.Name == render.TaintRemoverName:
+		case v.ConfigMap != nil && v.ConfigMap.Name == model.TaintRemover.Name():
 			mounts[m.MountPath] = filepath.Dir(e.script)
 		case v.HostPath != nil && v.HostPath.Path == render.ValidationsDir:
 			mounts[m.MountPath] = r.validations
@@ -306,7 +306,7 @@ func (e *env) testRemover(t *testing.T) {
 	t.Run("KubectlWarnings", func(t *testing.T) { t.Parallel(); e.testRemoverWarnings(t) })
 	t.Run("MissingNode", func(t *testing.T) {
 		t.Parallel()
-		sa := e.cp.ServiceAccount(t, render.TaintRemoverNamespace, render.TaintRemoverName)
+		sa := e.cp.ServiceAccount(t, model.WorkloadNamespace, model.TaintRemover.Name())
 		node := e.src.Cluster.Name + "-gpu-t4-gone"
 		code, out, stderr := e.once(t, removerRun{group: "gpu-t4", node: node, kubeconfig: sa.Kubeconfig,
 			validations: validationsDir(t, validationFiles...)})
@@ -555,7 +555,7 @@ func (e *env) removerConcurrent(t *testing.T, twin bool) {
 	dir, real := kubectlShim(t, shim)
 	var u *testcp.User
 	if twin {
-		u = e.cp.ServiceAccount(t, render.TaintRemoverNamespace, twinName)
+		u = e.cp.ServiceAccount(t, model.WorkloadNamespace, twinName)
 	} else {
 		u = e.podIdentity(t, g.Name, node)
 	}
@@ -692,7 +692,7 @@ func (e *env) testRemoverLoop(t *testing.T) {
 		want string
 	}{
 		{"RetriesMissingNode", e.src.Cluster.Name + "-gpu-t4-never", func(t *testing.T) string {
-			return e.cp.ServiceAccount(t, render.TaintRemoverNamespace, render.TaintRemoverName).Kubeconfig
+			return e.cp.ServiceAccount(t, model.WorkloadNamespace, model.TaintRemover.Name()).Kubeconfig
 		}, "(NotFound)"},
 		{"RetriesUnreachableServer", "any", deadServer, refused},
 	} {

@@ -141,7 +141,7 @@ func TestJoinTokenRenewer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.sa = e.cp.ServiceAccount(t, render.JoinTokenRenewerNamespace, render.JoinTokenRenewerName)
+	e.sa = e.cp.ServiceAccount(t, model.WorkloadNamespace, model.JoinTokenRenewer.Name())
 
 	t.Run("LeastPrivilege", e.testLeastPrivilege)
 	t.Run("Script", e.testScript)
@@ -153,15 +153,15 @@ func (e *renewerEnv) tokenSecret(id string, edit func(*corev1.Secret)) string {
 	s := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system",
-			Labels: map[string]string{render.JoinTokenLabelKey: render.JoinTokenLabelValue}},
-		Type: render.BootstrapTokenType,
+			Labels: map[string]string{model.JoinTokenLabelKey: model.JoinTokenLabelValue}},
+		Type: model.BootstrapTokenType,
 		Data: map[string][]byte{
 			"token-id":                       []byte(id),
 			"token-secret":                   []byte("0123456789abcdef"),
 			"expiration":                     []byte(time.Now().Add(e.renewal.TTL).UTC().Format(time.RFC3339)),
 			"usage-bootstrap-authentication": []byte("true"),
 			"usage-bootstrap-signing":        []byte("true"),
-			"auth-extra-groups":              []byte(render.BootstrapTokenGroup),
+			"auth-extra-groups":              []byte(model.CloudBootstrapGroup),
 			"description":                    []byte("test"),
 		},
 	}
@@ -173,9 +173,9 @@ func (e *renewerEnv) tokenSecret(id string, edit func(*corev1.Secret)) string {
 }
 
 func (e *renewerEnv) testLeastPrivilege(t *testing.T) {
-	policy := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", render.JoinTokenRenewerName, render.JoinTokenRenewerName)
+	policy := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", model.JoinTokenRenewer.Name(), model.JoinTokenRenewer.Name())
 	rbac := func(verb, ns string) string {
-		return fmt.Sprintf("User %q cannot %s resource \"secrets\" in API group \"\" in the namespace %q", render.JoinTokenRenewerUser(), verb, ns)
+		return fmt.Sprintf("User %q cannot %s resource \"secrets\" in API group \"\" in the namespace %q", model.JoinTokenRenewer.User(), verb, ns)
 	}
 	expire := func(d time.Duration) func(*corev1.Secret) {
 		return func(s *corev1.Secret) { s.Data["expiration"] = []byte(time.Now().Add(d).UTC().Format(time.RFC3339)) }
@@ -220,8 +220,8 @@ func (e *renewerEnv) testLeastPrivilege(t *testing.T) {
 			"must expire (YYYY-MM-DDTHH:MM:SSZ)"},
 		{"ExpirationNotRFC3339", e.tokenSecret("exp004", set("expiration", "tomorrow")), []string{"create", "-f", "-"}, "must expire (YYYY-MM-DDTHH:MM:SSZ)"},
 		{"NoSigning", e.tokenSecret("use001", set("usage-bootstrap-signing", "false")), []string{"create", "-f", "-"}, "must be usable for authentication and signing"},
-		{"MastersGroup", e.tokenSecret("grp001", set("auth-extra-groups", "system:masters")), []string{"create", "-f", "-"}, "in the group " + render.BootstrapTokenGroup + " only"},
-		{"ExtraGroup", e.tokenSecret("grp002", set("auth-extra-groups", render.BootstrapTokenGroup+",system:masters")), []string{"create", "-f", "-"}, "in the group " + render.BootstrapTokenGroup + " only"},
+		{"MastersGroup", e.tokenSecret("grp001", set("auth-extra-groups", "system:masters")), []string{"create", "-f", "-"}, "in the group " + model.CloudBootstrapGroup + " only"},
+		{"ExtraGroup", e.tokenSecret("grp002", set("auth-extra-groups", model.CloudBootstrapGroup+",system:masters")), []string{"create", "-f", "-"}, "in the group " + model.CloudBootstrapGroup + " only"},
 		{"ExtraKey", e.tokenSecret("key001", set("usage-bootstrap-extra", "true")), []string{"create", "-f", "-"}, "must have exactly the data keys"},
 		{"NameNotID", e.tokenSecret("nam001", func(s *corev1.Secret) { s.Name = "bootstrap-token-zzzzzz" }), []string{"create", "-f", "-"}, "must be named bootstrap-token-<token-id>"},
 		{"ShortSecret", e.tokenSecret("sec001", set("token-secret", "short")), []string{"create", "-f", "-"}, "must be named bootstrap-token-<token-id>"},
@@ -238,7 +238,7 @@ func (e *renewerEnv) testLeastPrivilege(t *testing.T) {
 		{"UpdateOwnToken", e.tokenSecret("mine01", expire(time.Hour)), []string{"replace", "--raw", "/api/v1/namespaces/kube-system/secrets/bootstrap-token-mine01", "-f", "-"},
 			rbac("update", "kube-system")},
 		{"ReadConfigMaps", "", []string{"get", "configmaps", "-n", "kube-system"}, "forbidden"},
-		{"CreateTokenRequest", "", []string{"create", "token", "-n", "kube-system", render.JoinTokenRenewerName}, "forbidden"},
+		{"CreateTokenRequest", "", []string{"create", "token", "-n", "kube-system", model.JoinTokenRenewer.Name()}, "forbidden"},
 	}
 	for _, c := range cases {
 		_, stderr, err := kubectl(t, e.sa, c.stdin, c.args...)
@@ -264,7 +264,7 @@ func (e *renewerEnv) testLeastPrivilege(t *testing.T) {
 	// still denies: updating a token, writing another namespace's Secrets.
 	e.adminCreate(t, `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"renewer-broadened"},
 "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},
-"subjects":[{"kind":"ServiceAccount","name":"`+render.JoinTokenRenewerName+`","namespace":"kube-system"}]}`)
+"subjects":[{"kind":"ServiceAccount","name":"`+model.JoinTokenRenewer.Name()+`","namespace":"kube-system"}]}`)
 	defer e.admin(t, "delete", "clusterrolebinding", "renewer-broadened")
 	for _, c := range []struct {
 		name, stdin string
@@ -332,7 +332,7 @@ func (e *renewerEnv) run(t *testing.T, f *fakeGCP) (code int, stderr string) {
 // renewerTokens returns the names of the renewer's token Secrets, as the admin sees them.
 func (e *renewerEnv) renewerTokens(t *testing.T) []string {
 	t.Helper()
-	out := e.admin(t, "get", "secrets", "-n", "kube-system", "-l", render.JoinTokenLabelKey+"="+render.JoinTokenLabelValue, "-o", "name")
+	out := e.admin(t, "get", "secrets", "-n", "kube-system", "-l", model.JoinTokenLabelKey+"="+model.JoinTokenLabelValue, "-o", "name")
 	names := strings.Fields(out)
 	slices.Sort(names)
 	return names
@@ -383,8 +383,8 @@ func (e *renewerEnv) isNodeBootstrapper(t *testing.T, what, token string) {
 	if u == nil {
 		t.Fatalf("%s: the server refused the token (HTTP %d)", what, code)
 	}
-	if u.Username != "system:bootstrap:"+id || !slices.Contains(u.Groups, render.BootstrapTokenGroup) || !slices.Contains(u.Groups, "system:bootstrappers") {
-		t.Errorf("%s: authenticates as %q in %v; want system:bootstrap:%s in %s", what, u.Username, u.Groups, id, render.BootstrapTokenGroup)
+	if u.Username != "system:bootstrap:"+id || !slices.Contains(u.Groups, model.CloudBootstrapGroup) || !slices.Contains(u.Groups, "system:bootstrappers") {
+		t.Errorf("%s: authenticates as %q in %v; want system:bootstrap:%s in %s", what, u.Username, u.Groups, id, model.CloudBootstrapGroup)
 	}
 }
 

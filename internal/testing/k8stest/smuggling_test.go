@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
@@ -26,7 +26,7 @@ func (e *approverEnv) testSmuggling(t *testing.T, joiner *testcp.User) {
 	cm := e.cp.StartControllerManager(t, testcp.CSRSigningController)
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(cm.CACert)
-	policy := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", render.NodeCSRApproverName, render.NodeCSRApproverName)
+	policy := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", model.NodeCSRApprover.Name(), model.NodeCSRApprover.Name())
 	msg := func(name string) string {
 		return "instance projects/" + e.src.Cluster.GCP.Project + "/zones/us-central1-a/instances/" + name + " is RUNNING, created 5s ago by MIG renew-work-us-central1-a"
 	}
@@ -64,8 +64,8 @@ func (e *approverEnv) testSmuggling(t *testing.T, joiner *testcp.User) {
 			if err != nil || cr.Subject.CommonName != "system:node:"+c.signed {
 				t.Fatalf("encoding/pem and crypto/x509 read %v (%v) from %q, want system:node:%s", cr.Subject, err, c.request, c.signed)
 			}
-			csr := createCSR(t, joiner, c.request, render.KubeletClientSigner)
-			stderr, err := decide(t, e.sa, csr, "Approved", render.CSRReasonApproved, msg(c.names))
+			csr := createCSR(t, joiner, c.request, model.KubeletClientSigner)
+			stderr, err := decide(t, e.sa, csr, "Approved", model.CSRReasonApproved, msg(c.names))
 			if !c.issued {
 				if err == nil {
 					issued := ""

@@ -20,7 +20,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // steeringManifests are the rendered manifests whose workloads and
@@ -261,8 +260,8 @@ func (e *env) testSteering(t *testing.T) {
 	// the audiences its pods mount.
 	pod := corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "stolen-" + name, Namespace: render.NodeLifecycleNamespace},
-		Spec: corev1.PodSpec{NodeName: name, ServiceAccountName: render.NodeLifecycleName,
+		ObjectMeta: metav1.ObjectMeta{Name: "stolen-" + name, Namespace: model.WorkloadNamespace},
+		Spec: corev1.PodSpec{NodeName: name, ServiceAccountName: model.NodeCollector.Name(),
 			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
 				VolumeMounts: []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/tokens"}}}},
 			Volumes: []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
@@ -271,7 +270,7 @@ func (e *env) testSteering(t *testing.T) {
 	b, _ = json.Marshal(pod)
 	e.admin(t, string(b), "create", "-f", "-")
 	uid := strings.TrimSpace(e.admin(t, "", "get", "pod", pod.Name, "-n", pod.Namespace, "-o", "jsonpath={.metadata.uid}"))
-	token, stderr, err := kubectl(t, kubelet, "", "create", "token", render.NodeLifecycleName, "-n", render.NodeLifecycleNamespace,
+	token, stderr, err := kubectl(t, kubelet, "", "create", "token", model.NodeCollector.Name(), "-n", model.WorkloadNamespace,
 		"--audience="+e.cp.URL, "--bound-object-kind=Pod", "--bound-object-name="+pod.Name, "--bound-object-uid="+uid)
 	if err != nil {
 		t.Fatalf("the kubelet requesting the collector's token for its pod: %v %s", err, stderr)
@@ -281,7 +280,7 @@ func (e *env) testSteering(t *testing.T) {
 		_, stderr, err := kubectl(t, stolen, "", "delete", "node", target)
 		if err == nil {
 			t.Errorf("the stolen collector token deleted Node %s", target)
-		} else if !strings.Contains(stderr, "ValidatingAdmissionPolicy '"+render.NodeLifecycleName+"'") {
+		} else if !strings.Contains(stderr, "ValidatingAdmissionPolicy '"+model.NodeCollector.Name()+"'") {
 			t.Errorf("deleting Node %s with the stolen token: %v %s; want the collector's policy's denial", target, err, stderr)
 		}
 	}
