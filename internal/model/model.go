@@ -228,7 +228,9 @@ type NodeGroup struct {
 	Kubelet           *Kubelet           `json:"kubelet,omitempty"`
 	Autoscaling       AutoscalingOptions `json:"autoscaling"`
 	StartupTaint      *Taint             `json:"startupTaint,omitempty"`
-	Locality          *Locality          `json:"locality,omitempty"`
+	// Autohealing is a gce-static group's (nil for the others).
+	Autohealing *Autohealing `json:"autohealing,omitempty"`
+	Locality    *Locality    `json:"locality,omitempty"`
 	// Nodes are an onprem group's Nodes by name.
 	Nodes map[string]FixedNode `json:"nodes,omitempty"`
 

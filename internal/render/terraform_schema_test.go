@@ -31,6 +31,8 @@ type tfSchemaBlock struct {
 		Required bool            `json:"required"`
 		Optional bool            `json:"optional"`
 		Computed bool            `json:"computed"`
+		// Description is the provider's documentation of the attribute.
+		Description string `json:"description"`
 	} `json:"attributes"`
 	BlockTypes map[string]struct {
 		NestingMode string        `json:"nesting_mode"`

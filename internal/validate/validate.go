@@ -266,6 +266,7 @@ func (c *checker) group(g *model.NodeGroup) {
 	if g.Cloud() {
 		c.cloudGroup(g, base, keys)
 	}
+	c.autohealing(g, base)
 	c.locality(g, base)
 	c.reality(g, base)
 	c.nodeShape(g, base)

@@ -15,15 +15,49 @@ const (
 	// TFHealthCheck is the Terraform resource type of the health check
 	// (the firewall rule that lets it reach the nodes is a TFFirewall).
 	TFHealthCheck = "google_compute_health_check"
-	// Health check timing: a VM is recreated after unhealthyThreshold
-	// failed checks checkInterval apart (a minute without a kubelet).
-	healthCheckInterval  = 10
+	// Health check timing: a VM is unhealthy after unhealthyThreshold
+	// failed checks, HealthCheckInterval apart (HealthCheckInterval).
 	healthCheckTimeout   = 5
 	healthyThreshold     = 2
-	unhealthyThreshold   = 6
+	unhealthyThreshold   = 10   // the Compute API's largest
+	minCheckInterval     = 10   // seconds
+	maxCheckInterval     = 300  // the Compute API's largest
 	maxInitialDelaySec   = 3600 // the Compute API's limit of initialDelaySec
 	autohealingTagSuffix = "-hc"
 )
+
+// The instance lifecycle policy of an autohealed group's MIGs (google
+// provider v7.45.0, google_compute_instance_group_manager
+// instance_lifecycle_policy): a repair recreates the VM from the group's
+// current template (force_update_on_repair "YES"; with the default "NO" a
+// VM made from an older template, one without the health check's network
+// tag or with the kubelet's health endpoint on 127.0.0.1, would come back
+// as it was and fail again, for ever). A VM that fails (stops on its own)
+// is repaired; one that fails its health check is repaired, or, with
+// autohealing.repair false, left as it is.
+const (
+	LifecycleActionRepair        = "REPAIR"
+	LifecycleActionNothing       = "DO_NOTHING"
+	LifecycleForceUpdateOnRepair = "YES"
+)
+
+// HealthCheckInterval is the check interval of group g's health check:
+// the shortest, at least 10 s, under which unhealthyThreshold − 1
+// intervals cover the group's reboot time (the first failed check may
+// come as the kubelet stops, so a VM is declared unhealthy between that
+// many and unhealthyThreshold intervals after). vet keeps the reboot time
+// within what 300 s allows (model.MaxRebootTime).
+func HealthCheckInterval(g *model.NodeGroup) int64 {
+	reboot := int64((g.AutohealingRebootTime() + time.Second - 1) / time.Second)
+	n := int64(unhealthyThreshold - 1)
+	return min(max((reboot+n-1)/n, minCheckInterval), maxCheckInterval)
+}
+
+// UnhealthyAfter is how long group g's health check takes at most to
+// declare a VM unhealthy once its kubelet stopped answering.
+func UnhealthyAfter(g *model.NodeGroup) time.Duration {
+	return time.Duration(HealthCheckInterval(g)*unhealthyThreshold) * time.Second
+}
 
 // AutohealingName is the name of group g's health check and firewall rule,
 // and the network tag its VMs carry for that rule: the MIGs' base instance
@@ -58,11 +92,31 @@ func autohealingPolicy(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	}
 	delay := AutohealingInitialDelay(c, g)
 	w.blank()
-	w.comment("The MIG recreates a VM whose kubelet stops answering its health",
-		"endpoint, once the VM had its maxNodeProvisionTime to boot and join.")
+	if g.AutohealingRepairs() {
+		w.comment("The MIG recreates a VM whose kubelet stops answering its health",
+			"endpoint, once the VM had its maxNodeProvisionTime to boot and join.")
+	} else {
+		w.comment("The health check reports each VM's health, and the MIG repairs",
+			"none (autohealing.repair false): the VMs made before the group",
+			"had autohealing would all fail it. Once nodegen rollout replaced",
+			"them, set autohealing.repair to true.")
+	}
 	w.open("auto_healing_policies")
 	w.attr("health_check", hclRef(TFHealthCheck, TFName(g.Name), "id"))
 	w.attr("initial_delay_sec", hclInt(int64(delay/time.Second)))
+	w.close()
+
+	onHealth := LifecycleActionRepair
+	if !g.AutohealingRepairs() {
+		onHealth = LifecycleActionNothing
+	}
+	w.blank()
+	w.comment("A repair recreates the VM from the group's current template, not",
+		"the one it was made from, which may predate the health check.")
+	w.open("instance_lifecycle_policy")
+	w.attr("default_action_on_failure", hclString(LifecycleActionRepair))
+	w.attr("on_failed_health_check", hclString(onHealth))
+	w.attr("force_update_on_repair", hclString(LifecycleForceUpdateOnRepair))
 	w.close()
 }
 
@@ -76,12 +130,14 @@ func autohealingResources(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	}
 	name := AutohealingName(c, g)
 	w.blank()
-	w.comment(fmt.Sprintf("Autohealing of group %s: the kubelet's health endpoint, http://<VM>:%d%s.", g.Name, model.KubeletHealthzPort, model.KubeletHealthzPath))
+	w.comment(fmt.Sprintf("Autohealing of group %s: the kubelet's health endpoint, http://<VM>:%d%s.", g.Name, model.KubeletHealthzPort, model.KubeletHealthzPath),
+		fmt.Sprintf("A VM is unhealthy after %d failed checks %d s apart: %d s of them outlast", unhealthyThreshold, HealthCheckInterval(g), (unhealthyThreshold-1)*HealthCheckInterval(g)),
+		fmt.Sprintf("a reboot (autohealing.rebootTime %s), which the initial delay does not cover.", model.FormatDuration(g.AutohealingRebootTime())))
 	w.open("resource", TFHealthCheck, TFName(g.Name))
 	w.attr("project", hclRef("local", "project"))
 	w.attr("name", hclString(name))
 	w.attr("description", hclString(fmt.Sprintf("kubelet health of nodegen node group %s of cluster %s", g.Name, c.Name)))
-	w.attr("check_interval_sec", hclInt(healthCheckInterval))
+	w.attr("check_interval_sec", hclInt(HealthCheckInterval(g)))
 	w.attr("timeout_sec", hclInt(healthCheckTimeout))
 	w.attr("healthy_threshold", hclInt(healthyThreshold))
 	w.attr("unhealthy_threshold", hclInt(unhealthyThreshold))

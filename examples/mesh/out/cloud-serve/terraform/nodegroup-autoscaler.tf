@@ -81,6 +81,14 @@ resource "google_compute_instance_group_manager" "autoscaler_us_central1_a" {
     health_check      = google_compute_health_check.autoscaler.id
     initial_delay_sec = 900
   }
+
+  # A repair recreates the VM from the group's current template, not
+  # the one it was made from, which may predate the health check.
+  instance_lifecycle_policy {
+    default_action_on_failure = "REPAIR"
+    on_failed_health_check    = "REPAIR"
+    force_update_on_repair    = "YES"
+  }
 }
 
 resource "google_compute_instance_group_manager" "autoscaler_us_central1_b" {
@@ -122,17 +130,27 @@ resource "google_compute_instance_group_manager" "autoscaler_us_central1_b" {
     health_check      = google_compute_health_check.autoscaler.id
     initial_delay_sec = 900
   }
+
+  # A repair recreates the VM from the group's current template, not
+  # the one it was made from, which may predate the health check.
+  instance_lifecycle_policy {
+    default_action_on_failure = "REPAIR"
+    on_failed_health_check    = "REPAIR"
+    force_update_on_repair    = "YES"
+  }
 }
 
 # Autohealing of group autoscaler: the kubelet's health endpoint, http://<VM>:10248/healthz.
+# A VM is unhealthy after 10 failed checks 34 s apart: 306 s of them outlast
+# a reboot (autohealing.rebootTime 5m), which the initial delay does not cover.
 resource "google_compute_health_check" "autoscaler" {
   project             = local.project
   name                = "cloud-serve-autoscaler-hc"
   description         = "kubelet health of nodegen node group autoscaler of cluster cloud-serve"
-  check_interval_sec  = 10
+  check_interval_sec  = 34
   timeout_sec         = 5
   healthy_threshold   = 2
-  unhealthy_threshold = 6
+  unhealthy_threshold = 10
 
   http_health_check {
     port         = 10248
