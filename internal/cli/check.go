@@ -66,6 +66,7 @@ func checkCommand(s *streams) *cli.Command {
 			}
 			fmt.Fprintf(s.err, "nodegen: %srun `nodegen gen --source %s --out %s%s` and commit the result\n", first, f.Source, f.Out, only)
 			sayLeaving(s.err, leavingMIGs(r.Changes))
+			sayStartRepairing(s.err, startRepairing(r.Changes))
 			return errFindings
 		})
 	cmd.Action = shortcut(s, flags, cmd.Action)

@@ -67,6 +67,7 @@ func genCommand(s *streams) *cli.Command {
 				fmt.Fprintf(s.err, "nodegen: kept %s: written into %s by another process during this run\n", outPath(f, p), f.Out)
 			}
 			sayLeaving(s.err, leavingMIGs(r.Changes))
+			sayStartRepairing(s.err, startRepairing(r.Changes))
 			f.ManifestDigest = r.ManifestDigest
 			return nil
 		})
