@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nodegen/nodegen/internal/autoscalerpatch"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // Kinds of the notes about the autoscaler as a whole.
@@ -42,7 +42,7 @@ func autoscalerNotes(src *model.Source) []Note {
 	if err == nil && rel.Patched {
 		out = append(out, Note{Kind: NotePatched, Message: fmt.Sprintf(
 			"the Cluster Autoscaler %s runs as nodegen's build with its GCE provider patch (%s:%s, out/%s%s): a node without a GCE providerID belongs to no node group, so the nodes outside the MIGs need none and scale-ups go on while other nodes are upcoming",
-			tag, c.Autoscaler.PatchedImage.Repository, render.PatchedAutoscalerTag(tag), src.Tree, layout.AutoscalerDockerfilePath)})
+			tag, c.Autoscaler.PatchedImage.Repository, autoscalerpatch.Tag(tag), src.Tree, layout.AutoscalerDockerfilePath)})
 	}
 	fails := err != nil || !rel.Known || rel.FailsWithoutProviderID
 	switch {

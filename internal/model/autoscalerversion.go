@@ -187,3 +187,9 @@ func (s *Source) ProvisionTimes() []string {
 	}
 	return out
 }
+
+// PriorityExpanderConfigMapName is the ConfigMap the autoscaler's priority
+// expander reads, in the autoscaler's --namespace (kubernetes/autoscaler
+// cluster-autoscaler-1.35.2, cluster-autoscaler/expander/priority/priority.go:
+// PriorityConfigMapName).
+const PriorityExpanderConfigMapName = "cluster-autoscaler-priority-expander"

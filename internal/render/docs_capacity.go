@@ -29,7 +29,7 @@ func (d *docWriter) capacity() {
 			parts = append(parts, fmt.Sprintf("%s (%d)", g.Name, g.GroupPriority()))
 		}
 		d.p(". Among the groups that fit, the priority expander grows the one with the highest priority: %s (ConfigMap `%s/%s`, `%s`, or the chart's `expanderPriorities`)",
-			strings.Join(parts, ", "), a.Namespace, PriorityExpanderConfigMapName, layout.PriorityExpanderPath)
+			strings.Join(parts, ", "), a.Namespace, model.PriorityExpanderConfigMapName, layout.PriorityExpanderPath)
 	}
 	d.p(".\n")
 	d.p("- **Balance similar node groups**: %t", d.src.BalanceSimilarNodeGroups())

@@ -9,6 +9,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
+	"github.com/nodegen/nodegen/internal/render/autoscaler"
 	"github.com/nodegen/nodegen/internal/render/onprem"
 	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/revision"
@@ -39,11 +40,11 @@ var stages = []stage{
 		return NodeCSRApprover(src, header)
 	}),
 	file(layout.GPUOperatorValuesPath, GPUOperatorValues),
-	file(layout.AutoscalerFlagsPath, AutoscalerFlags),
-	file(layout.AutoscalerValuesPath, AutoscalerValues),
-	file(layout.PriorityExpanderPath, PriorityExpander),
-	file(layout.AutoscalerDockerfilePath, AutoscalerDockerfile),
-	file(layout.AutoscalerPatchPath, AutoscalerPatch),
+	file(layout.AutoscalerFlagsPath, autoscaler.Flags),
+	file(layout.AutoscalerValuesPath, autoscaler.Values),
+	file(layout.PriorityExpanderPath, autoscaler.PriorityExpander),
+	file(layout.AutoscalerDockerfilePath, autoscaler.Dockerfile),
+	file(layout.AutoscalerPatchPath, autoscaler.Patch),
 	file(layout.OnpremProviderIDPath, onprem.ProviderIDScript),
 	terraform.Terraform,
 	onprem.VPN,

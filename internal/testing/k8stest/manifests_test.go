@@ -17,8 +17,8 @@ import (
 
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // helmValues lists, for each Helm values file nodegen writes, where its
@@ -277,7 +277,7 @@ func (e *env) testBroken(t *testing.T, data []byte) {
 					t.Fatal(err)
 				}
 				m.SetName("nodegen-broken-" + strings.ToLower(c.name))
-				b, err := render.MarshalObjects("", []runtime.Object{o})
+				b, err := manifest.MarshalObjects("", []runtime.Object{o})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package render
+package autoscaler
 
 import (
 	"bytes"
@@ -8,13 +8,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// AutoscalerOptions returns the autoscaler's global options as flag name
+// options returns the autoscaler's global options as flag name
 // (without dashes) and value, sorted by name; the cluster-wide limits
-// (CapFlags) come after them.
-func AutoscalerOptions(src *model.Source) [][2]string {
+// (capFlags) come after them.
+func options(src *model.Source) [][2]string {
 	a := src.Cluster.Autoscaler
 	balance := src.BalanceSimilarNodeGroups()
 	opts := [][2]string{
@@ -37,15 +38,15 @@ func AutoscalerOptions(src *model.Source) [][2]string {
 		// autoscaler's default --leader-elect-resource-name).
 		{"leader-elect", "true"},
 		{"max-node-provision-time", a.MaxNodeProvisionTime.String()},
-		{"scale-down-gpu-utilization-threshold", formatFloat(a.ScaleDownGpuUtilizationThreshold)},
+		{"scale-down-gpu-utilization-threshold", strconv.FormatFloat(a.ScaleDownGpuUtilizationThreshold, 'f', -1, 64)},
 		{"scale-down-unneeded-time", a.ScaleDownUnneededTime.String()},
 		{"scale-down-unready-time", a.ScaleDownUnreadyTime.String()},
-		{"scale-down-utilization-threshold", formatFloat(a.ScaleDownUtilizationThreshold)},
+		{"scale-down-utilization-threshold", strconv.FormatFloat(a.ScaleDownUtilizationThreshold, 'f', -1, 64)},
 	}...)
 }
 
-// AutoscalerFlags renders the autoscaler's command-line flags, one a line.
-func AutoscalerFlags(src *model.Source, header string) ([]byte, error) {
+// Flags renders the autoscaler's command-line flags, one a line.
+func Flags(src *model.Source, header string) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(header)
 	b.WriteString("--cloud-provider=gce\n")
@@ -55,7 +56,7 @@ func AutoscalerFlags(src *model.Source, header string) ([]byte, error) {
 	for _, k := range src.ExtraStartupTaints() {
 		fmt.Fprintf(&b, "--startup-taint=%s\n", k)
 	}
-	for _, o := range AutoscalerOptions(src) {
+	for _, o := range options(src) {
 		if o[0] == "max-node-provision-time" {
 			if times := src.ProvisionTimes(); len(times) > 0 {
 				fmt.Fprintf(&b, "# The default for every MIG; a group's kube-env autoscaling_options value wins. Per group: %s.\n", strings.Join(times, ", "))
@@ -64,23 +65,23 @@ func AutoscalerFlags(src *model.Source, header string) ([]byte, error) {
 		fmt.Fprintf(&b, "--%s=%s\n", o[0], o[1])
 	}
 	b.WriteString(capsComment(src))
-	for _, o := range CapFlags(src) {
+	for _, o := range capFlags(src) {
 		fmt.Fprintf(&b, "--%s=%s\n", o[0], o[1])
 	}
 	return b.Bytes(), nil
 }
 
-// AutoscalerValues renders values for the official cluster-autoscaler Helm
+// Values renders values for the official cluster-autoscaler Helm
 // chart: the same MIGs and options as the flags, and a nodeSelector and
 // tolerations that pin the autoscaler to its dedicated node group.
-func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
+func Values(src *model.Source, header string) ([]byte, error) {
 	c := &src.Cluster
 	groups := []map[string]any{}
 	for _, m := range src.AutoscaledMIGs() {
 		groups = append(groups, map[string]any{"name": m.URL, "minSize": m.Min, "maxSize": m.Max})
 	}
 	extra := map[string]any{}
-	for _, o := range AutoscalerOptions(src) {
+	for _, o := range options(src) {
 		extra[o[0]] = o[1]
 	}
 	for i, k := range src.ExtraStartupTaints() {
@@ -89,7 +90,7 @@ func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 		extra[fmt.Sprintf("startup-taint_%d", i+1)] = k
 	}
 	gpuTotals := 0
-	for _, o := range CapFlags(src) {
+	for _, o := range capFlags(src) {
 		if o[0] == "gpu-total" {
 			gpuTotals++
 			extra[fmt.Sprintf("gpu-total_%d", gpuTotals)] = o[1]
@@ -102,26 +103,26 @@ func AutoscalerValues(src *model.Source, header string) ([]byte, error) {
 	replicas := 1
 	if g, ok := src.NodeGroups[c.Autoscaler.NodeGroup]; ok {
 		nodeSelector = map[string]string{model.VerifiedGroupLabel: g.Name}
-		tolerations = append(Tolerations(g.Taints), TunnelLossTolerations(c)...)
-		replicas = AutoscalerReplicas(g)
+		tolerations = append(manifest.Tolerations(g.Taints), manifest.TunnelLossTolerations(c)...)
+		replicas = replicasOn(g)
 	}
 	values := map[string]any{
 		"cloudProvider":     "gce",
 		"autoscalingGroups": groups,
 		"extraArgs":         extra,
-		"image":             autoscalerImageValues(c),
+		"image":             imageValues(c),
 		"nodeSelector":      nodeSelector,
 		"tolerations":       tolerations,
 		"fullnameOverride":  "cluster-autoscaler",
 	}
-	for k, v := range autoscalerSpread(replicas) {
+	for k, v := range spread(replicas) {
 		values[k] = v
 	}
-	if prios := ExpanderPriorities(src); prios != nil {
+	if prios := expanderPriorities(src); prios != nil {
 		// The chart renders the priority expander's ConfigMap from this
 		// map (priority → patterns) when extraArgs.expander contains
 		// "priority", and then lets the autoscaler read it.
 		values["expanderPriorities"] = stringKeys(prios)
 	}
-	return marshalValues(header, values)
+	return manifest.MarshalValues(header, values)
 }

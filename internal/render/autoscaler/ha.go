@@ -1,4 +1,4 @@
-package render
+package autoscaler
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -12,31 +12,31 @@ import (
 // runs two replicas on them, never two on one node, under the autoscaler's
 // leader election.
 const (
-	// AutoscalerHAReplicas is the autoscaler's replica count when its group
+	// haReplicas is the autoscaler's replica count when its group
 	// holds two nodes or more.
-	AutoscalerHAReplicas = 2
-	// AutoscalerPodLabel labels the autoscaler's pods (the chart's
+	haReplicas = 2
+	// podLabel labels the autoscaler's pods (the chart's
 	// podLabels) for its anti-affinity and spread.
-	AutoscalerPodLabel = "nodegen.dev/component"
-	// AutoscalerPodLabelValue is AutoscalerPodLabel's value.
-	AutoscalerPodLabelValue = "cluster-autoscaler"
+	podLabel = "nodegen.dev/component"
+	// podLabelValue is podLabel's value.
+	podLabelValue = "cluster-autoscaler"
 )
 
-// AutoscalerReplicas is how many autoscaler replicas run on group g (the
+// replicasOn is how many autoscaler replicas run on group g (the
 // autoscaler's): two, or one when g holds a single node (then a second
 // replica, kept off the first one's node, could never schedule).
-func AutoscalerReplicas(g *model.NodeGroup) int {
-	return min(AutoscalerHAReplicas, g.Max*len(g.Zones))
+func replicasOn(g *model.NodeGroup) int {
+	return min(haReplicas, g.Max*len(g.Zones))
 }
 
-// autoscalerSpread returns the chart values that run replicas autoscaler
+// spread returns the chart values that run replicas autoscaler
 // pods on distinct nodes, spread over the zones: replicaCount, podLabels,
 // a required pod anti-affinity on the node's hostname and a zone spread.
-func autoscalerSpread(replicas int) map[string]any {
-	sel := &metav1.LabelSelector{MatchLabels: map[string]string{AutoscalerPodLabel: AutoscalerPodLabelValue}}
+func spread(replicas int) map[string]any {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{podLabel: podLabelValue}}
 	return map[string]any{
 		"replicaCount": replicas,
-		"podLabels":    map[string]string{AutoscalerPodLabel: AutoscalerPodLabelValue},
+		"podLabels":    map[string]string{podLabel: podLabelValue},
 		"affinity": corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 				LabelSelector: sel, TopologyKey: corev1.LabelHostname,

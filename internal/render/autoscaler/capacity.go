@@ -1,4 +1,4 @@
-package render
+package autoscaler
 
 import (
 	"fmt"
@@ -9,36 +9,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/yamlout"
 )
 
-// PriorityExpanderConfigMapName and PriorityExpanderKey are the ConfigMap
-// and data key the autoscaler's priority expander reads
-// (expander/priority/priority.go: PriorityConfigMapName, ConfigMapKey), in
-// the autoscaler's --namespace.
-const (
-	PriorityExpanderConfigMapName = "cluster-autoscaler-priority-expander"
-	PriorityExpanderKey           = "priorities"
-)
+// priorityExpanderKey is the data key of the ConfigMap the autoscaler's
+// priority expander reads (expander/priority/priority.go: ConfigMapKey).
+const priorityExpanderKey = "priorities"
 
-// MIGPattern is the priority expander's regular expression for one MIG:
+// migPattern is the priority expander's regular expression for one MIG:
 // the MIG's URL, which is what the GCE provider's NodeGroup.Id() returns
 // (GenerateMigUrl with the default domain), quoted and anchored so that it
 // matches that MIG and no other.
-func MIGPattern(url string) string { return "^" + regexp.QuoteMeta(url) + "$" }
+func migPattern(url string) string { return "^" + regexp.QuoteMeta(url) + "$" }
 
-// ExpanderPriorities maps each priority to the patterns of the MIGs of the
+// expanderPriorities maps each priority to the patterns of the MIGs of the
 // autoscaled groups that have it, in MIG order. Nil unless the expander
 // chain contains "priority".
-func ExpanderPriorities(src *model.Source) map[int][]string {
+func expanderPriorities(src *model.Source) map[int][]string {
 	if !src.Cluster.Autoscaler.UsesPriority() {
 		return nil
 	}
 	out := map[int][]string{}
 	for _, m := range src.AutoscaledMIGs() {
 		p := m.Group.GroupPriority()
-		out[p] = append(out[p], MIGPattern(m.URL))
+		out[p] = append(out[p], migPattern(m.URL))
 	}
 	return out
 }
@@ -59,10 +55,10 @@ func stringKeys(prios map[int][]string) map[string][]string {
 	return m
 }
 
-// PriorityExpanderObjects returns the priority expander's ConfigMap, or
+// priorityExpanderObjects returns the priority expander's ConfigMap, or
 // nothing when the expander chain has no "priority".
-func PriorityExpanderObjects(src *model.Source) ([]runtime.Object, error) {
-	prios := ExpanderPriorities(src)
+func priorityExpanderObjects(src *model.Source) ([]runtime.Object, error) {
+	prios := expanderPriorities(src)
 	if prios == nil {
 		return nil, nil
 	}
@@ -73,11 +69,11 @@ func PriorityExpanderObjects(src *model.Source) ([]runtime.Object, error) {
 	return []runtime.Object{&corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      PriorityExpanderConfigMapName,
+			Name:      model.PriorityExpanderConfigMapName,
 			Namespace: src.Cluster.Autoscaler.Namespace,
 			Labels:    map[string]string{"app.kubernetes.io/managed-by": "nodegen"},
 		},
-		Data: map[string]string{PriorityExpanderKey: text},
+		Data: map[string]string{priorityExpanderKey: text},
 	}}, nil
 }
 
@@ -85,19 +81,19 @@ func PriorityExpanderObjects(src *model.Source) ([]runtime.Object, error) {
 // installs without the chart (the chart creates the same ConfigMap from
 // values.yaml's expanderPriorities).
 func PriorityExpander(src *model.Source, header string) ([]byte, error) {
-	objs, err := PriorityExpanderObjects(src)
+	objs, err := priorityExpanderObjects(src)
 	if err != nil || objs == nil {
 		return nil, err
 	}
-	return MarshalObjects(header, objs)
+	return manifest.MarshalObjects(header, objs)
 }
 
-// CapFlags returns the autoscaler's cluster-wide limit flags, sorted by
+// capFlags returns the autoscaler's cluster-wide limit flags, sorted by
 // name: each cap of the source (the cloud's budget) plus what the declared
 // nodes outside the MIGs count (model.Source.Fixed), since the autoscaler
 // counts every Node of the cluster (kubernetes/autoscaler
 // cluster-autoscaler-1.35.2, resourcequotas/usage.go calculateUsages).
-func CapFlags(src *model.Source) [][2]string {
+func capFlags(src *model.Source) [][2]string {
 	caps := src.Cluster.Autoscaler.Caps
 	if caps == nil {
 		return nil
