@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/diff"
@@ -20,12 +21,22 @@ When neither the source, nor the output directory, nor nodegen, nor its
 flags and environment changed since a full gen or check of this output
 directory, check answers from that run's record without evaluating the
 source (README, Commands; docs/ci-and-hooks.md, "When nothing changed,
-check does not render"). --full always renders and compares.`
+check does not render"). --full always renders and compares.
+
+With --by-hand, a check that passes then prints, per cluster, what nodegen
+cannot verify from the source (the network paths the nodes need, what the
+images hold, the join token's secret, the mesh gateways' reachability) and
+a command that verifies each by hand (docs/validation.md, "What vet cannot
+know").`
 
 func checkCommand(s *streams) *cli.Command {
 	var flags *ioFlags
 	cmd := renderCommand(s, "check", "fail with a diff when the output directory is not what gen would write", checkDoc,
-		func(f *ioFlags) []cli.Flag { flags = f; return append(outFlags(false)(f), shortcutFlags(f)...) },
+		func(f *ioFlags) []cli.Flag {
+			flags = f
+			byHand := &cli.BoolFlag{Name: "by-hand", Usage: "after a clean check, print what nodegen cannot verify from the source and how to verify each by hand", Destination: &f.ByHand}
+			return append(append(outFlags(false)(f), shortcutFlags(f)...), byHand)
+		},
 		func(f *ioFlags, rd *build.Result) error {
 			if err := outDirUsable(f.Out, true); err != nil {
 				return err
@@ -36,6 +47,9 @@ func checkCommand(s *streams) *cli.Command {
 			}
 			if r.Clean() {
 				f.ManifestDigest = r.ManifestDigest
+				if f.ByHand {
+					printByHand(s, f, rd)
+				}
 				return nil
 			}
 			changes := r.Changes
@@ -83,4 +97,17 @@ func staleReason(ch outdir.Change) string {
 		return fmt.Sprintf("mode %04o, want %04o", uint32(ch.OldMode), uint32(ch.NewMode))
 	}
 	return "differs"
+}
+
+// printByHand prints what nodegen cannot verify of the selected clusters
+// (all without --cluster), and how to verify each by hand: one line per
+// item, its command indented under it.
+func printByHand(s *streams, f *ioFlags, rd *build.Result) {
+	only := f.Clusters.Value()
+	for _, b := range rd.Source.Fleet.ByHand() {
+		if len(only) > 0 && !slices.Contains(only, b.Cluster) {
+			continue
+		}
+		fmt.Fprint(s.out, secrets.Redact(fmt.Sprintf("%s: %s\n    %s\n", b.Cluster, b.What, b.How)))
+	}
 }

@@ -187,6 +187,9 @@ type ioFlags struct {
 	LockTimeout time.Duration
 	// Full and Verbose are check's --full and --verbose (fastcheck.go).
 	Full, Verbose bool
+	// ByHand is check's --by-hand: after a clean check, print what nodegen
+	// cannot verify and how to verify it by hand.
+	ByHand bool
 	// SourceDigest and ManifestDigest are set by a successful gen or
 	// check: the source evaluated and out/'s record after the run.
 	SourceDigest, ManifestDigest string

@@ -50,10 +50,11 @@ func shortcut(s *streams, f *ioFlags, full cli.ActionFunc) cli.ActionFunc {
 		if err := noArgs(c); err != nil {
 			return err
 		}
-		if f.Full {
+		if f.Full || f.ByHand {
 			// Neither the record nor the shortcut: what CI and a
-			// check of a scratch copy want.
-			f.verbose(s, "full check (--full)")
+			// check of a scratch copy want, and --by-hand, which
+			// needs the source.
+			f.verbose(s, "full check (--full or --by-hand)")
 			return full(c)
 		}
 		in := fastInputs(c, f)
