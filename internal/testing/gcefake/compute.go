@@ -52,6 +52,31 @@ type Template struct {
 	DiskSizeGb   int64
 	DiskType     string
 	Labels       map[string]string
+	// Tags are the VMs' network tags.
+	Tags []string
+	// HealthzOpen: the kubelet the template's startup script configures
+	// serves its health endpoint beyond the VM itself (healthzBindAddress
+	// not a loopback address), where Google's health checkers reach it.
+	HealthzOpen bool
+}
+
+// Autohealing is a MIG's autohealing as its Terraform declares it: the
+// health check of auto_healing_policies and the MIG's
+// instance_lifecycle_policy.
+type Autohealing struct {
+	InitialDelay       time.Duration
+	CheckInterval      time.Duration
+	UnhealthyThreshold int
+	// Repair: an unhealthy VM is repaired (on_failed_health_check
+	// REPAIR, or DEFAULT_ACTION with default_action_on_failure REPAIR).
+	Repair bool
+	// ForceUpdateOnRepair: a repair recreates the VM from the MIG's
+	// current template; otherwise from the template it was made from, as
+	// GCE does by default.
+	ForceUpdateOnRepair bool
+	// Tags are the network tags a firewall rule opens the health check's
+	// port to: a VM without one of them fails every check.
+	Tags []string
 }
 
 // MIG is a zonal managed instance group.
@@ -60,6 +85,7 @@ type MIG struct {
 	BaseInstanceName    string
 	Template            string // the instance template's name
 	TargetSize          int64
+	Autohealing         *Autohealing
 
 	instances []*Instance
 }
@@ -75,7 +101,13 @@ type Instance struct {
 	// ErrorCode, when set, is the error of the MIG's last attempt to
 	// create it (for example ZONE_RESOURCE_POOL_EXHAUSTED).
 	ErrorCode string
-	Created   time.Time
+	// Created is when the VM was made, or last recreated by a repair.
+	Created time.Time
+	// Repairs counts the MIG's repairs of the VM (each recreates it under
+	// its name).
+	Repairs int
+
+	failures int // consecutive failed health checks
 }
 
 // ProviderID is the instance's Kubernetes providerID.
@@ -134,18 +166,83 @@ type Server struct {
 	nextID    uint64
 	opSeq     int
 	now       func() time.Time
+	// kubeletDown names the VMs whose kubelet does not answer (SetKubelet).
+	kubeletDown map[string]bool
 }
 
 // New returns an empty fake for a project and region.
 func New(project, region string, zones []string) *Server {
 	return &Server{
 		Project: project, Region: region, Zones: zones,
-		templates: map[string]*Template{},
-		migs:      map[string]*MIG{},
-		faults:    Faults{Stockout: map[string]bool{}, Quota: map[string]bool{}, Stuck: map[string]bool{}},
-		nextID:    1000,
-		now:       time.Now,
+		templates:   map[string]*Template{},
+		migs:        map[string]*MIG{},
+		faults:      Faults{Stockout: map[string]bool{}, Quota: map[string]bool{}, Stuck: map[string]bool{}},
+		nextID:      1000,
+		now:         time.Now,
+		kubeletDown: map[string]bool{},
 	}
+}
+
+// SetClock replaces the fake's clock (time.Now by default).
+func (s *Server) SetClock(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+}
+
+// SetKubelet says whether the kubelet of VM name answers its health
+// endpoint (it does unless told otherwise): a reboot, or a dead kubelet.
+func (s *Server) SetKubelet(name string, up bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kubeletDown[name] = !up
+}
+
+// CheckHealth runs one round of every autohealed MIG's health check at
+// the fake's clock, as GCE does every CheckInterval: a RUNNING VM past its
+// initial delay passes when it carries a tag the health check's firewall
+// rule opens, its template's kubelet serves the health endpoint beyond
+// the VM, and its kubelet answers; UnhealthyThreshold failures in a row
+// make it unhealthy, and with Repair the MIG recreates it under its name,
+// from the MIG's current template with ForceUpdateOnRepair, from its own
+// otherwise. It returns the VMs repaired.
+func (s *Server) CheckHealth() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var repaired []string
+	for _, k := range sortedKeys(s.migs) {
+		m := s.migs[k]
+		h := m.Autohealing
+		if h == nil {
+			continue
+		}
+		for _, i := range m.instances {
+			if i.Status != "RUNNING" || now.Sub(i.Created) < h.InitialDelay {
+				i.failures = 0
+				continue
+			}
+			t := s.templates[i.Template]
+			if t != nil && t.HealthzOpen && !s.kubeletDown[i.Name] && slices.ContainsFunc(t.Tags, func(tag string) bool { return slices.Contains(h.Tags, tag) }) {
+				i.failures = 0
+				continue
+			}
+			i.failures++
+			if i.failures < h.UnhealthyThreshold || !h.Repair {
+				continue
+			}
+			if h.ForceUpdateOnRepair {
+				i.Template = m.Template
+			}
+			s.nextID++
+			i.ID, i.Created, i.failures = s.nextID, now, 0
+			i.Repairs++
+			// A new VM: a new boot disk, a kubelet that starts.
+			delete(s.kubeletDown, i.Name)
+			repaired = append(repaired, i.Name)
+		}
+	}
+	return repaired
 }
 
 // AddTemplate adds an instance template.
@@ -202,6 +299,18 @@ func (s *Server) resize(m *MIG, size int64) {
 	case size < cur:
 		s.remove(m, names)
 	}
+}
+
+// SetTemplate makes a MIG's new VMs from another template, as a
+// terraform apply of a new template does; its VMs keep theirs.
+func (s *Server) SetTemplate(zone, name, template string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.migs[zone+"/"+name]
+	if m == nil {
+		panic("gcefake: no MIG " + zone + "/" + name)
+	}
+	m.Template = template
 }
 
 // MIGs returns a copy of the MIGs, sorted by zone and name.
