@@ -23,6 +23,17 @@ func (c *Cluster) HasJoinTokenRenewer() bool { return c.JoinToken.SecretManager 
 // kube-controller-manager approves itself.
 func (c *Cluster) HasNodeCSRApprover() bool { return true }
 
+// KubeletKeyAttribute is the guest attribute (namespace/key) in which a
+// cloud VM publishes "<instance id> sha256:<hex>", the SHA-256 of the
+// SubjectPublicKeyInfo of the key its kubelet's TLS bootstrap signs its
+// CSR with; the node CSR approver approves only a CSR of that key.
+const KubeletKeyAttribute = "nodegen/kubelet-client-key"
+
+// BindsKubeletKey reports whether the cloud VMs publish their kubelet's
+// bootstrap key (KubeletKeyAttribute) and the approver requires it: when
+// the approver decides the CSRs, with the renewer's tokens.
+func (c *Cluster) BindsKubeletKey() bool { return c.JoinToken.SecretManager != nil }
+
 // Renewal is how the join-token renewer keeps the token fresh.
 type Renewal struct {
 	TTL    time.Duration // lifetime of each token

@@ -64,21 +64,22 @@ func ImageContainerdMinimum(minor int) string {
 // (the first word of a simple command, outside its own functions and
 // builtins) to the Ubuntu package that provides it.
 var ImageJoinPackages = map[string]string{
-	"base64":  "coreutils",
-	"cat":     "coreutils",
-	"dirname": "coreutils",
-	"head":    "coreutils",
-	"ls":      "coreutils",
-	"mkdir":   "coreutils",
-	"rm":      "coreutils",
-	"sleep":   "coreutils",
-	"timeout": "coreutils",
-	"tr":      "coreutils",
-	"curl":    "curl",
-	"nft":     "nftables",
-	"openssl": "openssl",
-	"sed":     "sed",
-	"kubeadm": "kubeadm",
+	"base64":    "coreutils",
+	"cat":       "coreutils",
+	"dirname":   "coreutils",
+	"head":      "coreutils",
+	"ls":        "coreutils",
+	"mkdir":     "coreutils",
+	"rm":        "coreutils",
+	"sha256sum": "coreutils",
+	"sleep":     "coreutils",
+	"timeout":   "coreutils",
+	"tr":        "coreutils",
+	"curl":      "curl",
+	"nft":       "nftables",
+	"openssl":   "openssl",
+	"sed":       "sed",
+	"kubeadm":   "kubeadm",
 }
 
 // ImagePackagesFromArchive are the packages the script installs from the

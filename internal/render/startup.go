@@ -45,6 +45,7 @@ type startupData struct {
 	PatchDelimiter                           string
 	KubeletPatch                             string
 	LocalSSDs                                int
+	KubeletKeyAttribute                      string
 }
 
 // StartupScript renders a cloud group's startup script. It carries the
@@ -87,6 +88,9 @@ func StartupScript(src *model.Source, g *model.NodeGroup, header string) ([]byte
 		PatchDelimiter:       model.KubeletPatchHeredocDelimiter,
 		KubeletPatch:         string(patch),
 		LocalSSDs:            g.LocalSSDCount,
+	}
+	if c.BindsKubeletKey() {
+		d.KubeletKeyAttribute = model.KubeletKeyAttribute
 	}
 	if sm := c.JoinToken.SecretManager; sm != nil {
 		d.TokenSecret, d.TokenSecretVersion = sm.Secret, sm.Version

@@ -420,6 +420,10 @@ func TestTerraformShipsTheCheckedFiles(t *testing.T) {
 		if want["kube-env"] == "" || want["startup-script"] == "" {
 			t.Fatalf("group %s has no kube-env or startup script", g.Name)
 		}
+		if src.Cluster.BindsKubeletKey() {
+			// The join script writes the kubelet key's hash as a guest attribute.
+			want[terraform.GuestAttributesKey] = "TRUE"
+		}
 		if !maps.Equal(got, want) {
 			t.Errorf("%s: metadata keys %v do not carry the generated files byte for byte", r.Name, slices.Sorted(maps.Keys(got)))
 		}

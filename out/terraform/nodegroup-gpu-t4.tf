@@ -15,8 +15,9 @@ resource "google_compute_instance_template" "gpu_t4" {
     nodegen-node-group   = "gpu-t4"
   }
   metadata = {
-    "kube-env"       = file("${path.module}/../gce/gpu-t4/kube-env")
-    "startup-script" = file("${path.module}/../gce/gpu-t4/startup-script.sh")
+    "enable-guest-attributes" = "TRUE"
+    "kube-env"                = file("${path.module}/../gce/gpu-t4/kube-env")
+    "startup-script"          = file("${path.module}/../gce/gpu-t4/startup-script.sh")
   }
   tags = var.network_tags
 

@@ -8,11 +8,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +31,7 @@ type VM struct {
 	NumericID     string
 	Zone          string
 	Instance      string
+	InstanceID    string // instance/id; "4105349117032215212" when empty
 	JoinToken     string // served by Secret Manager and project metadata
 	MetadataKey   string // project metadata key holding JoinToken, if any
 	Secret        string // Secret Manager secret holding JoinToken, if any
@@ -78,9 +82,13 @@ type Fault struct {
 
 // Result is what a run left behind.
 type Result struct {
-	ExitCode      int
-	Stderr        string
-	JoinConfigs   [][]byte // one per kubeadm join call, in order
+	ExitCode    int
+	Stderr      string
+	JoinConfigs [][]byte // one per kubeadm join call, in order
+	// JoinKeys are, per kubeadm join call, the file
+	// KubeletDir/pki/kubelet-client.key.tmp when it was called (empty if
+	// there was none): the key the kubelet's TLS bootstrap loads.
+	JoinKeys      [][]byte
 	KubeletPatch  []byte   // the patch file present at the last join
 	KubeadmCalls  []string // argv of every kubeadm call
 	StateDir      string
@@ -95,6 +103,9 @@ type Result struct {
 	NftRulesets []string
 	// Elapsed is the script's wall-clock run time.
 	Elapsed time.Duration
+	// GuestAttributes are the guest attributes the script wrote, by
+	// "<namespace>/<key>": the last value of each.
+	GuestAttributes map[string]string
 }
 
 // fakes serves the metadata server and Secret Manager.
@@ -105,6 +116,8 @@ type fakes struct {
 	mu       sync.Mutex
 	faults   []Fault
 	requests []string
+	// guest holds the guest attributes written, by namespace/key.
+	guest map[string]string
 }
 
 // fault takes the fault that applies to path, if any.
@@ -160,7 +173,17 @@ func (f *fakes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p := strings.TrimPrefix(r.URL.Path, "/computeMetadata/v1/")
+		if r.Method == http.MethodPut {
+			f.putGuestAttribute(w, r, p)
+			return
+		}
 		switch {
+		case p == "instance/id":
+			id := f.vm.InstanceID
+			if id == "" {
+				id = "4105349117032215212"
+			}
+			fmt.Fprint(w, id)
 		case p == "instance/name":
 			fmt.Fprint(w, f.vm.Instance)
 		case p == "instance/zone":
@@ -198,6 +221,33 @@ func (f *fakes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.NotFound(w, r)
 }
 
+// putGuestAttribute stores a guest attribute, as the metadata server
+// does for a PUT of instance/guest-attributes/<namespace>/<key> with the
+// value as the body (Compute Engine documentation, "Set and query guest
+// attributes"): namespace and key of letters, digits, "-" and "_", the
+// value at most 256 bytes; no other path may be written.
+func (f *fakes) putGuestAttribute(w http.ResponseWriter, r *http.Request, p string) {
+	rest, ok := strings.CutPrefix(p, "instance/guest-attributes/")
+	ns, key, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || !guestNameRE.MatchString(ns) || !guestNameRE.MatchString(key) {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, 1024))
+	if err != nil || len(b) > 256 {
+		http.Error(w, "value too long", http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	if f.guest == nil {
+		f.guest = map[string]string{}
+	}
+	f.guest[ns+"/"+key] = string(b)
+	f.mu.Unlock()
+}
+
+var guestNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
 // stubKubeadm records each call. join refuses to run where kubelet.conf
 // exists (kubeadm's FileAvailable preflight check), copies the --config
 // file (and its permissions) and the kubelet patch from the patches
@@ -228,9 +278,11 @@ join)
 		echo "stub kubeadm: [ERROR FileAvailable--etc-kubernetes-kubelet.conf]: ${NODEGEN_KUBERNETES_DIR}/kubelet.conf already exists" >&2
 		exit 1
 	fi
-	n=$(ls "${STUB_DIR}" | grep -c '^join-config-' || true)
+	n=$(ls "${STUB_DIR}" | grep -c '^join-config-[0-9]' || true)
 	cp "$3" "${STUB_DIR}/join-config-${n}.yaml"
 	stat -c %a "$3" >"${STUB_DIR}/join-config-mode"
+	# The key the kubelet's TLS bootstrap would load, as kubeadm starts it.
+	cp "${NODEGEN_KUBELET_DIR}/pki/kubelet-client.key.tmp" "${STUB_DIR}/join-key-${n}.pem" 2>/dev/null || : >"${STUB_DIR}/join-key-${n}.pem"
 	dir=$(sed -n 's/^  directory: \(.*\)$/\1/p' "$3")
 	[[ "${dir}" == ` + "'" + render.PatchesDir + "'" + ` ]] || { echo "stub kubeadm: patches directory ${dir}" >&2; exit 64; }
 	cp "${NODEGEN_STATE_DIR}/patches/kubeletconfiguration+merge.yaml" "${STUB_DIR}/kubelet-patch.yaml"
@@ -364,6 +416,8 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 			break
 		}
 		res.JoinConfigs = append(res.JoinConfigs, b)
+		k, _ := os.ReadFile(filepath.Join(stub, fmt.Sprintf("join-key-%d.pem", i)))
+		res.JoinKeys = append(res.JoinKeys, k)
 	}
 	for i := 0; ; i++ {
 		b, err := os.ReadFile(filepath.Join(stub, fmt.Sprintf("nft-%d", i)))
@@ -381,6 +435,7 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	}
 	f.mu.Lock()
 	res.Requests = append(res.Requests, f.requests...)
+	res.GuestAttributes = maps.Clone(f.guest)
 	f.mu.Unlock()
 	return res
 }

@@ -106,7 +106,7 @@ step "services"
 systemctl enable containerd.service kubelet.service google-guest-agent.service
 systemctl cat google-startup-scripts.service >/dev/null ||
 	fail "the guest agent has no google-startup-scripts.service: the join script would never run"
-for cmd in base64 cat curl dirname head kubeadm ls mkdir nft openssl rm sed sleep timeout tr; do
+for cmd in base64 cat curl dirname head kubeadm ls mkdir nft openssl rm sed sha256sum sleep timeout tr; do
 	command -v "$cmd" >/dev/null || fail "$cmd is missing: the join script calls it"
 done
 

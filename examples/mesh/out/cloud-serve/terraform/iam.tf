@@ -61,7 +61,7 @@ resource "google_project_iam_custom_role" "autoscaler" {
   role_id     = "nodegen_cloud_serve_autoscaler"
   title       = "nodegen Cluster Autoscaler of cloud-serve"
   description = "Resize the MIGs of cluster cloud-serve and read their templates and instances (bound with a condition on their names). Source: kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go."
-  permissions = ["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.update", "compute.instanceTemplates.get", "compute.instances.get"]
+  permissions = ["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.update", "compute.instanceTemplates.get", "compute.instances.get", "compute.instances.getGuestAttributes"]
 }
 
 resource "google_project_iam_member" "autoscaler_compute" {

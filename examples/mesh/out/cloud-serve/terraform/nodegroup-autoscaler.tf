@@ -13,8 +13,9 @@ resource "google_compute_instance_template" "autoscaler" {
     nodegen-node-group = "autoscaler"
   }
   metadata = {
-    "kube-env"       = file("${path.module}/../gce/autoscaler/kube-env")
-    "startup-script" = file("${path.module}/../gce/autoscaler/startup-script.sh")
+    "enable-guest-attributes" = "TRUE"
+    "kube-env"                = file("${path.module}/../gce/autoscaler/kube-env")
+    "startup-script"          = file("${path.module}/../gce/autoscaler/startup-script.sh")
   }
   tags = concat(var.network_tags, ["cloud-serve-autoscaler-hc"])
 

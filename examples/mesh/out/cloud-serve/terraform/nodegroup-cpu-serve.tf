@@ -14,8 +14,9 @@ resource "google_compute_instance_template" "cpu_serve" {
     nodegen-node-group = "cpu-serve"
   }
   metadata = {
-    "kube-env"       = file("${path.module}/../gce/cpu-serve/kube-env")
-    "startup-script" = file("${path.module}/../gce/cpu-serve/startup-script.sh")
+    "enable-guest-attributes" = "TRUE"
+    "kube-env"                = file("${path.module}/../gce/cpu-serve/kube-env")
+    "startup-script"          = file("${path.module}/../gce/cpu-serve/startup-script.sh")
   }
   tags = var.network_tags
 

@@ -13,8 +13,9 @@ resource "google_compute_instance_template" "gateway" {
     nodegen-node-group = "gateway"
   }
   metadata = {
-    "kube-env"       = file("${path.module}/../gce/gateway/kube-env")
-    "startup-script" = file("${path.module}/../gce/gateway/startup-script.sh")
+    "enable-guest-attributes" = "TRUE"
+    "kube-env"                = file("${path.module}/../gce/gateway/kube-env")
+    "startup-script"          = file("${path.module}/../gce/gateway/startup-script.sh")
   }
   tags = concat(var.network_tags, ["cloud-serve-gateway-hc"])
 

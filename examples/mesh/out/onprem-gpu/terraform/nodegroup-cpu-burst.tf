@@ -14,8 +14,9 @@ resource "google_compute_instance_template" "cpu_burst" {
     nodegen-node-group = "cpu-burst"
   }
   metadata = {
-    "kube-env"       = file("${path.module}/../gce/cpu-burst/kube-env")
-    "startup-script" = file("${path.module}/../gce/cpu-burst/startup-script.sh")
+    "enable-guest-attributes" = "TRUE"
+    "kube-env"                = file("${path.module}/../gce/cpu-burst/kube-env")
+    "startup-script"          = file("${path.module}/../gce/cpu-burst/startup-script.sh")
   }
   tags = var.network_tags
 

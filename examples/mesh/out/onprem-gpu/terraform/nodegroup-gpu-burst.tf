@@ -14,8 +14,9 @@ resource "google_compute_instance_template" "gpu_burst" {
     nodegen-node-group = "gpu-burst"
   }
   metadata = {
-    "kube-env"       = file("${path.module}/../gce/gpu-burst/kube-env")
-    "startup-script" = file("${path.module}/../gce/gpu-burst/startup-script.sh")
+    "enable-guest-attributes" = "TRUE"
+    "kube-env"                = file("${path.module}/../gce/gpu-burst/kube-env")
+    "startup-script"          = file("${path.module}/../gce/gpu-burst/startup-script.sh")
   }
   tags = var.network_tags
 

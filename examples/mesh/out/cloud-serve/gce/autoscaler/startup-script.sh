@@ -331,7 +331,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=6280633a5a6c,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=ff40413a7e67,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
@@ -393,6 +393,72 @@ read_token() {
 		return 1
 	fi
 	token="${value}"
+}
+
+# publish_kubelet_key makes the key the kubelet's TLS bootstrap signs its
+# CSR with, before kubeadm join starts the kubelet, and publishes its hash
+# where only this VM can write: the guest attribute nodegen/kubelet-client-key of
+# this instance, "<instance id> sha256:<hex of the SHA-256 of its
+# SubjectPublicKeyInfo DER>". The node CSR approver approves only a CSR of
+# that key for this instance's name, so a holder of the join token who
+# asks for this name first gets nothing. The kubelet loads the key from
+# <cert-dir>/kubelet-client.key.tmp, or generates one there if none parses
+# (kubernetes v1.37.2 pkg/kubelet/certificate/bootstrap/bootstrap.go
+# LoadClientCert, k8s.io/client-go v0.37.2 util/keyutil
+# LoadOrGenerateKeyFile); kubeadm sets no --cert-dir, whose default is
+# /var/lib/kubelet/pki. kubeadm reset empties that directory, so each
+# attempt makes a new key and publishes it again. Guest attributes need
+# the metadata enable-guest-attributes=TRUE, which the instance template
+# sets.
+publish_kubelet_key() {
+	local dir="${KUBELET_DIR}/pki" key id hash rc status delay="${HTTP_RETRY_DELAY}" remaining
+	key="${dir}/kubelet-client.key.tmp"
+	command -v openssl >/dev/null || {
+		log "openssl is not installed: it makes the kubelet's bootstrap key"
+		return 1
+	}
+	id="$(fetch 'metadata instance/id' "${METADATA_URL}/instance/id")" || return 1
+	[[ "${id}" =~ ^[0-9]{1,20}$ ]] || {
+		log "metadata: unexpected instance id ${id@Q}"
+		return 1
+	}
+	mkdir -p -- "${dir}"
+	if ! openssl pkey -in "${key}" -noout 2>/dev/null; then
+		rm -f -- "${key}"
+		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "${key}" 2>/dev/null || {
+			log "openssl could not make the kubelet's bootstrap key ${key}"
+			return 1
+		}
+	fi
+	hash="$(openssl pkey -in "${key}" -pubout -outform DER | sha256sum)"
+	hash="${hash%% *}"
+	[[ "${hash}" =~ ^[0-9a-f]{64}$ ]] || {
+		log "could not hash the public key of ${key}"
+		return 1
+	}
+	while true; do
+		remaining="$(left)"
+		((remaining > 0)) || return 1
+		rc=0
+		status="$(curl --silent --max-time $((HTTP_TIMEOUT < remaining ? HTTP_TIMEOUT : remaining)) -X PUT \
+			--header 'Metadata-Flavor: Google' --data-binary "${id} sha256:${hash}" --output /dev/null \
+			--write-out '%{http_code}' "${METADATA_URL}/instance/guest-attributes/nodegen/kubelet-client-key")" || rc=$?
+		if ((rc == 0)) && [[ "${status}" == 2?? ]]; then
+			log "published the kubelet's bootstrap key sha256:${hash} as guest attribute nodegen/kubelet-client-key of instance ${id}"
+			return 0
+		fi
+		if ((rc == 0)) && [[ "${status}" != 429 && "${status}" != 5?? ]]; then
+			log "the metadata server answered HTTP ${status} to writing guest attribute nodegen/kubelet-client-key (does the instance's metadata set enable-guest-attributes=TRUE?)"
+			return 1
+		fi
+		((rc == 0)) || curl_error "${rc}" >/dev/null || {
+			log "writing guest attribute nodegen/kubelet-client-key: curl exit ${rc}; not retried"
+			return 1
+		}
+		log "writing guest attribute nodegen/kubelet-client-key: curl exit ${rc}, HTTP ${status}; retrying in ${delay}s"
+		wait_before_retry "${delay}" || return 1
+		delay=$((delay * 2 > HTTP_MAX_RETRY_DELAY ? HTTP_MAX_RETRY_DELAY : delay * 2))
+	done
 }
 
 main() {
@@ -475,6 +541,15 @@ NODEGEN_KUBELET_PATCH
 			fi
 			die "join: the deadline (${JOIN_DEADLINE}s) passed before kubeadm join could run; giving up before the autoscaler deletes this VM"
 		fi
+		if ! publish_kubelet_key; then
+			if (($(left) <= 0 && attempt > 1)); then
+				die "join: kubeadm join failed $((attempt - 1)) times and the deadline (${JOIN_DEADLINE}s) has passed; giving up before the autoscaler deletes this VM"
+			fi
+			(($(left) > 0)) ||
+				die "join: the deadline (${JOIN_DEADLINE}s) passed before kubeadm join could run; giving up before the autoscaler deletes this VM"
+			die "join: could not publish the kubelet's bootstrap key; the node CSR approver approves no CSR without it"
+		fi
+		remaining="$(left)"
 		log "kubeadm join ${API_SERVER_ENDPOINT}, attempt ${attempt}, ${remaining}s left"
 		rc=0
 		timeout --kill-after=10 "${remaining}" kubeadm join --config "${CONFIG_FILE}" || rc=$?
