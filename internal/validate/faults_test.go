@@ -90,8 +90,10 @@ func TestSpotFallbackBound(t *testing.T) {
 			}
 		})
 	}
-	// Without the priority expander no group is preferred: no bound applies.
-	if got := findings(t, example(t, map[string]func(string) string{"cluster.cue": appendLine(`cluster: autoscaler: maxSpotFallbackDelay: "45m"`)})); len(got) != 0 {
+	// Without the priority expander no group is preferred: the bound
+	// bounds nothing, and is refused as a setting without effect.
+	got := findings(t, example(t, map[string]func(string) string{"cluster.cue": appendLine(`cluster: autoscaler: maxSpotFallbackDelay: "45m"`)}))
+	if len(got) != 1 || !strings.Contains(got[0], "cluster.autoscaler.maxSpotFallbackDelay: maxSpotFallbackDelay has no effect: no Spot group is preferred by the priority expander") {
 		t.Errorf("findings without the priority expander: %v", got)
 	}
 }

@@ -62,6 +62,5 @@ func Warnings(src *model.Source, pos Positioner) diag.List {
 	}
 	c.capacityWarnings()
 	c.autoscalerRelease(true)
-	c.spotFallbackWarnings()
 	return c.list.Sorted()
 }

@@ -1,6 +1,10 @@
 package validate
 
-import "time"
+import (
+	"time"
+
+	"cuelang.org/go/cue"
+)
 
 // spotFallback enforces cluster.autoscaler.maxSpotFallbackDelay: a Spot
 // group the priority expander prefers may make a scale-up wait its zones
@@ -18,6 +22,7 @@ func (c *checker) spotFallback() {
 		c.at(p, "%q is not a positive duration", bound)
 		return
 	}
+	c.spotFallbackNoEffect(p)
 	for _, g := range c.src.Groups() {
 		if c.broken.Groups[g.Name] || !c.src.PreferredSpot(g) {
 			continue
@@ -33,15 +38,16 @@ func (c *checker) spotFallback() {
 	}
 }
 
-// spotFallbackWarnings reports a maxSpotFallbackDelay that bounds nothing:
-// it applies only to a Spot group the priority expander prefers to a
-// lower-priority autoscaled group (model.Source.PreferredSpot).
-func (c *checker) spotFallbackWarnings() {
-	if c.src.Cluster.Autoscaler.MaxSpotFallbackDelay.IsZero() {
-		return
-	}
+// spotFallbackNoEffect refuses a maxSpotFallbackDelay that bounds nothing,
+// at p: it applies only to a Spot group the priority expander prefers to a
+// lower-priority autoscaled group (model.Source.PreferredSpot). A setting
+// without effect would be read as a promise the source does not keep.
+func (c *checker) spotFallbackNoEffect(p []cue.Selector) {
 	spot := 0
 	for _, g := range c.src.Groups() {
+		if c.broken.Groups[g.Name] {
+			return // whether it is preferred cannot be told
+		}
 		if c.src.PreferredSpot(g) {
 			return
 		}
@@ -53,5 +59,5 @@ func (c *checker) spotFallbackWarnings() {
 	if spot > 0 {
 		why = "no Spot group is preferred by the priority expander over a lower-priority autoscaled group, so none waits for Spot capacity before a fallback"
 	}
-	c.at(sel("cluster", "autoscaler", "maxSpotFallbackDelay"), "warning: maxSpotFallbackDelay has no effect: %s; remove it, or it will bound a Spot group you add later", why)
+	c.at(p, "maxSpotFallbackDelay has no effect: %s; remove it (set it again with the Spot group it is to bound)", why)
 }
