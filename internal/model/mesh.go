@@ -1,6 +1,9 @@
 package model
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // Fleet is a whole source: the clusters it describes and the Istio mesh
 // between them.
@@ -21,6 +24,16 @@ func (f *Fleet) MeshCluster(src *Source) *MeshCluster {
 		return nil
 	}
 	return f.Mesh.Clusters[src.Cluster.Name]
+}
+
+// InMesh is MeshCluster, or an error when src is not in the fleet's mesh:
+// what a renderer of a mesh cluster's files asks.
+func (f *Fleet) InMesh(src *Source) (*MeshCluster, error) {
+	mc := f.MeshCluster(src)
+	if mc == nil {
+		return nil, fmt.Errorf("cluster %q is not in the mesh", src.Cluster.Name)
+	}
+	return mc, nil
 }
 
 // Cluster returns the fleet's cluster named name, or nil.
@@ -228,7 +241,35 @@ const (
 	// Service name; EastWestGatewaySelector its istio= label.
 	EastWestGatewayName     = "istio-eastwestgateway"
 	EastWestGatewaySelector = "eastwestgateway"
+	// IstioBaseRelease and IstiodRelease are the Helm releases of the
+	// istio/base and istio/istiod charts.
+	IstioBaseRelease = "istio-base"
+	IstiodRelease    = "istiod"
+	// ExtraPortsGatewayName is the Gateway with a server on every extra
+	// port the source gives a listener (EastWestGateway.ListenerPorts).
+	ExtraPortsGatewayName = "eastwest-extra-ports"
+	// IstiodWebhookServicePort is istiod's Service port that targets its
+	// webhook port MeshPortWebhook.
+	IstiodWebhookServicePort = 443
 )
+
+// InjectionPath is the sidecar injector path a remote's webhook calls on
+// its primary's istiod: it tells istiod the pod's cluster and network.
+func InjectionPath(cluster, network string) string {
+	return "/inject/cluster/" + cluster + "/net/" + network
+}
+
+// ListenerPorts are the gateway's extra ports the source gives a listener,
+// which nodegen's Gateway ExtraPortsGatewayName serves.
+func (g *EastWestGateway) ListenerPorts() []GatewayPort {
+	var out []GatewayPort
+	for _, p := range g.Ports() {
+		if p.Listener != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // Names returns the mesh's cluster names in order.
 func (m *Mesh) Names() []string {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render/istio"
+	"github.com/nodegen/nodegen/internal/render/terraform"
 )
 
 // Cluster renders one cluster of a fleet: its artifacts, with paths
@@ -25,6 +27,40 @@ func Cluster(f *model.Fleet, src *model.Source) (layout.Files, error) {
 	}
 	for p, b := range mesh {
 		files[p] = b
+	}
+	return files, nil
+}
+
+// MeshFiles renders the mesh artifacts of src, one cluster of f, with
+// paths relative to the cluster's tree: the stages of a mesh cluster,
+// out/istio, its docs and its east-west gateway's load balancer. A
+// cluster outside the mesh has none.
+func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
+	mc := f.MeshCluster(src)
+	if mc == nil {
+		return layout.Files{}, nil
+	}
+	header := layout.HashHeader(src.Name)
+	files := layout.Files{}
+	for _, r := range []struct {
+		path   string
+		render func(*model.Fleet, *model.Source, string) ([]byte, error)
+	}{
+		{layout.IstioBaseValuesPath, istio.BaseValues},
+		{layout.IstiodValuesPath, istio.IstiodValues},
+		{layout.EastWestGatewayValuesPath, istio.EastWestGatewayValues},
+		{layout.IstioNamespacePath, istio.Namespace},
+		{layout.MeshManifestsPath, istio.Manifests},
+		{layout.MeshDocsPath, MeshDocs},
+		{layout.MeshLBPath, terraform.MeshLoadBalancer},
+	} {
+		b, err := r.render(f, src, header)
+		if err != nil {
+			return nil, fmt.Errorf("mesh cluster %s: %s: %w", src.Cluster.Name, r.path, err)
+		}
+		if b != nil {
+			files[r.path] = b
+		}
 	}
 	return files, nil
 }

@@ -18,7 +18,7 @@ const IstioChartRepo = "https://istio-release.storage.googleapis.com/charts"
 // networks, gateways, istiod, each remote's link to its primary) and what
 // to install in this cluster, in order, with the commands.
 func MeshDocs(f *model.Fleet, src *model.Source, _ string) ([]byte, error) {
-	mc, err := mustMeshCluster(f, src)
+	mc, err := f.InMesh(src)
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +142,14 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 		step(what, cmds...)
 	}
 	if mc.Role == model.MeshRoleRemote {
-		step("Istio's CRDs and the istio-reader ServiceAccount (base chart, remote profile).", helm(IstioBaseRelease, "base", layout.IstioBaseValuesPath))
-		step(fmt.Sprintf("The remote profile of istiod: no istiod here; the injection webhook and the %s Service point at the primary's east-west gateway.", code("istiod")), helm(IstiodRelease, "istiod", layout.IstiodValuesPath))
+		step("Istio's CRDs and the istio-reader ServiceAccount (base chart, remote profile).", helm(model.IstioBaseRelease, "base", layout.IstioBaseValuesPath))
+		step(fmt.Sprintf("The remote profile of istiod: no istiod here; the injection webhook and the %s Service point at the primary's east-west gateway.", code("istiod")), helm(model.IstiodRelease, "istiod", layout.IstiodValuesPath))
 		p := m.PrimaryOf(name)
 		step(fmt.Sprintf("Attach this cluster to %s (whose istiod must be exposed already): a remote secret, made here from the istio-reader ServiceAccount's token and applied in %s, lets its istiod read this cluster's API server and accept this cluster's workloads, the east-west gateway's pods among them. It goes straight from `istioctl` to the primary: no credential is written to a file.", code(p), code(p)),
 			remoteSecret(name, p))
 	} else {
-		step("Istio's CRDs and the istio-reader ServiceAccount (base chart).", helm(IstioBaseRelease, "base", layout.IstioBaseValuesPath))
-		step("istiod, with the mesh ID, this cluster's name and network.", helm(IstiodRelease, "istiod", layout.IstiodValuesPath))
+		step("Istio's CRDs and the istio-reader ServiceAccount (base chart).", helm(model.IstioBaseRelease, "base", layout.IstioBaseValuesPath))
+		step("istiod, with the mesh ID, this cluster's name and network.", helm(model.IstiodRelease, "istiod", layout.IstiodValuesPath))
 	}
 	gw := mc.EastWestGateway
 	step(eastWestGatewayStep(mc, ctx), helm(model.EastWestGatewayName, "gateway", layout.EastWestGatewayValuesPath))
@@ -200,8 +200,8 @@ func meshGatewaysStep(m *model.Mesh, mc *model.MeshCluster, name string) string 
 	if mc.Role == model.MeshRolePrimary && m.Model == model.MeshPrimaryRemote && len(m.RemotesOf(name)) > 0 {
 		what += ", and istiod's exposure on the east-west gateway for the remotes (Gateway and VirtualService, ports 15012 and 15017)"
 	}
-	if ExtraPortsGateway(&gw, nil) != nil {
-		what += fmt.Sprintf(", and the Gateway %s with a server on each extra port nodegen serves (%s)", code(ExtraPortsGatewayName), extraPortList(&gw, true))
+	if len(gw.ListenerPorts()) > 0 {
+		what += fmt.Sprintf(", and the Gateway %s with a server on each extra port nodegen serves (%s)", code(model.ExtraPortsGatewayName), extraPortList(&gw, true))
 	}
 	return what + "."
 }

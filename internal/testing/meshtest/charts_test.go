@@ -50,8 +50,8 @@ func renderCluster(t *testing.T, f *model.Fleet, src *model.Source) rendered {
 	return rendered{
 		src:     src,
 		files:   files,
-		base:    istiotest.Render(t, istiotest.Base, render.IstioBaseRelease, model.IstioNamespace, values(layout.IstioBaseValuesPath)),
-		istiod:  istiotest.Render(t, istiotest.Istiod, render.IstiodRelease, model.IstioNamespace, values(layout.IstiodValuesPath)),
+		base:    istiotest.Render(t, istiotest.Base, model.IstioBaseRelease, model.IstioNamespace, values(layout.IstioBaseValuesPath)),
+		istiod:  istiotest.Render(t, istiotest.Istiod, model.IstiodRelease, model.IstioNamespace, values(layout.IstiodValuesPath)),
 		gateway: istiotest.Render(t, istiotest.Gateway, model.EastWestGatewayName, model.IstioNamespace, values(layout.EastWestGatewayValuesPath)),
 	}
 }
@@ -164,7 +164,7 @@ func checkIstiod(t *testing.T, f *model.Fleet, r rendered, mc *model.MeshCluster
 		for _, p := range svc.Spec.Ports {
 			ports[p.Port] = p.TargetPort.IntVal
 		}
-		if tp, ok := ports[model.MeshPortIstiod]; !ok || (tp != 0 && tp != model.MeshPortIstiod) || ports[render.IstiodWebhookServicePort] != model.MeshPortWebhook {
+		if tp, ok := ports[model.MeshPortIstiod]; !ok || (tp != 0 && tp != model.MeshPortIstiod) || ports[model.IstiodWebhookServicePort] != model.MeshPortWebhook {
 			t.Errorf("istiod Service ports %v: want 15012 and 443→15017, which the exposure VirtualService routes to", ports)
 		}
 		return
@@ -184,7 +184,7 @@ func checkIstiod(t *testing.T, f *model.Fleet, r rendered, mc *model.MeshCluster
 		t.Error("remote renders no istiod Service")
 	}
 	mwc := as[admissionregistrationv1.MutatingWebhookConfiguration](t, r.istiod.OfKind("MutatingWebhookConfiguration").Find("MutatingWebhookConfiguration", "istio-sidecar-injector"), "MutatingWebhookConfiguration")
-	want := render.InjectionPath(name, mc.Network)
+	want := model.InjectionPath(name, mc.Network)
 	for _, w := range mwc.Webhooks {
 		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Path == nil || *w.ClientConfig.Service.Path != want {
 			t.Errorf("webhook %s calls %+v, want path %s", w.Name, w.ClientConfig.Service, want)

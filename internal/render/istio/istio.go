@@ -1,4 +1,6 @@
-package render
+// Package istio renders out/istio of a mesh cluster: the values of the
+// official Istio charts and the manifests nodegen adds to them.
+package istio
 
 import (
 	"fmt"
@@ -9,9 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render/terraform"
 )
 
 // The mesh's artifacts of one cluster (layout.IstioDir): Helm values for
@@ -31,74 +32,21 @@ import (
 // and list Istio's four ports and the extra ones in service.ports; a test
 // renders the chart both ways and finds the same objects.
 
-// Helm release names of the mesh's charts.
-const (
-	IstioBaseRelease = "istio-base"
-	IstiodRelease    = "istiod"
-)
-
 // Names of the manifests' Istio objects.
 const (
-	CrossNetworkGatewayName = "cross-network-gateway"
-	// ExtraPortsGatewayName is the Gateway with a server on every extra
-	// port the source gives a listener.
-	ExtraPortsGatewayName = "eastwest-extra-ports"
-	IstiodGatewayName     = "istiod-gateway"
-	IstiodVirtualService  = "istiod-vs"
-	// IstiodHost is istiod's Service in the primary.
-	IstiodHost = "istiod." + model.IstioNamespace + ".svc.cluster.local"
-	// IstiodWebhookServicePort is istiod's Service port that targets its
-	// webhook port 15017.
-	IstiodWebhookServicePort = 443
+	crossNetworkGatewayName = "cross-network-gateway"
+	istiodGatewayName       = "istiod-gateway"
+	istiodVirtualService    = "istiod-vs"
+	// istiodHost is istiod's Service in the primary.
+	istiodHost = "istiod." + model.IstioNamespace + ".svc.cluster.local"
 )
 
-// MeshFiles renders the mesh artifacts of src, one cluster of f, with
-// paths relative to the cluster's tree. A cluster outside the mesh has
-// none.
-func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
-	mc := f.MeshCluster(src)
-	if mc == nil {
-		return layout.Files{}, nil
-	}
-	header := layout.HashHeader(src.Name)
-	files := layout.Files{}
-	for _, r := range []struct {
-		path   string
-		render func(*model.Fleet, *model.Source, string) ([]byte, error)
-	}{
-		{layout.IstioBaseValuesPath, IstioBaseValues},
-		{layout.IstiodValuesPath, IstiodValues},
-		{layout.EastWestGatewayValuesPath, EastWestGatewayValues},
-		{layout.IstioNamespacePath, IstioNamespace},
-		{layout.MeshManifestsPath, MeshManifests},
-		{layout.MeshDocsPath, MeshDocs},
-		{layout.MeshLBPath, terraform.MeshLoadBalancer},
-	} {
-		b, err := r.render(f, src, header)
-		if err != nil {
-			return nil, fmt.Errorf("mesh cluster %s: %s: %w", src.Cluster.Name, r.path, err)
-		}
-		if b != nil {
-			files[r.path] = b
-		}
-	}
-	return files, nil
-}
-
-func mustMeshCluster(f *model.Fleet, src *model.Source) (*model.MeshCluster, error) {
-	mc := f.MeshCluster(src)
-	if mc == nil {
-		return nil, fmt.Errorf("cluster %q is not in the mesh", src.Cluster.Name)
-	}
-	return mc, nil
-}
-
-// IstioBaseValues renders the values of the istio/base chart: the
+// BaseValues renders the values of the istio/base chart: the
 // istio-reader ServiceAccount and its RBAC that a remote secret uses
 // (kept on explicitly: the mesh depends on it), and on a remote the
 // remote profile.
-func IstioBaseValues(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
-	mc, err := mustMeshCluster(f, src)
+func BaseValues(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
+	mc, err := f.InMesh(src)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +54,7 @@ func IstioBaseValues(f *model.Fleet, src *model.Source, header string) ([]byte, 
 	if mc.Role == model.MeshRoleRemote {
 		v["profile"] = "remote"
 	}
-	return marshalValues(header, v)
+	return manifest.MarshalValues(header, v)
 }
 
 // IstiodValues renders the values of the istio/istiod chart. Every
@@ -118,7 +66,7 @@ func IstioBaseValues(f *model.Fleet, src *model.Source, header string) ([]byte, 
 // (global.remotePilotAddress), the sidecar injector path naming the
 // remote's cluster and network.
 func IstiodValues(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
-	mc, err := mustMeshCluster(f, src)
+	mc, err := f.InMesh(src)
 	if err != nil {
 		return nil, err
 	}
@@ -142,31 +90,25 @@ func IstiodValues(f *model.Fleet, src *model.Source, header string) ([]byte, err
 		}
 		v["profile"] = "remote"
 		global["remotePilotAddress"] = pc.EastWestGateway.Address
-		v["istiodRemote"] = map[string]any{"injectionPath": InjectionPath(name, mc.Network)}
+		v["istiodRemote"] = map[string]any{"injectionPath": model.InjectionPath(name, mc.Network)}
 	}
-	return marshalValues(header, v)
+	return manifest.MarshalValues(header, v)
 }
 
-// InjectionPath is the sidecar injector path a remote's webhook calls on
-// its primary's istiod: it tells istiod the pod's cluster and network.
-func InjectionPath(cluster, network string) string {
-	return "/inject/cluster/" + cluster + "/net/" + network
-}
-
-// EastWestGatewayPlacement is the placement of the east-west gateway's pods:
+// eastWestGatewayPlacement is the placement of the east-west gateway's pods:
 // the node group's identity label (model.NodeGroup.SelectorLabel), and tolerations for exactly that
 // group's taints.
-func EastWestGatewayPlacement(src *model.Source, gw *model.EastWestGateway) (map[string]string, []corev1.Toleration, error) {
+func eastWestGatewayPlacement(src *model.Source, gw *model.EastWestGateway) (map[string]string, []corev1.Toleration, error) {
 	g := src.NodeGroups[gw.NodeGroup]
 	if g == nil {
 		return nil, nil, fmt.Errorf("east-west gateway node group %q is not a node group of cluster %q", gw.NodeGroup, src.Cluster.Name)
 	}
-	return map[string]string{g.SelectorLabel(): g.Name}, Tolerations(g.Taints), nil
+	return map[string]string{g.SelectorLabel(): g.Name}, manifest.Tolerations(g.Taints), nil
 }
 
-// EastWestGatewayLabels are the gateway's labels: the selector labels the
+// eastWestGatewayLabels are the gateway's labels: the selector labels the
 // cross-network Gateway and istiod's exposure select, and its network.
-func EastWestGatewayLabels(network string) map[string]string {
+func eastWestGatewayLabels(network string) map[string]string {
 	return map[string]string{
 		"app":              model.EastWestGatewayName,
 		"istio":            model.EastWestGatewaySelector,
@@ -177,12 +119,12 @@ func EastWestGatewayLabels(network string) map[string]string {
 // EastWestGatewayValues renders the values of the istio/gateway chart for
 // the cluster's east-west gateway.
 func EastWestGatewayValues(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
-	mc, err := mustMeshCluster(f, src)
+	mc, err := f.InMesh(src)
 	if err != nil {
 		return nil, err
 	}
 	gw := &mc.EastWestGateway
-	nodeSelector, tolerations, err := EastWestGatewayPlacement(src, gw)
+	nodeSelector, tolerations, err := eastWestGatewayPlacement(src, gw)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +148,7 @@ func EastWestGatewayValues(f *model.Fleet, src *model.Source, header string) ([]
 	}
 	v := map[string]any{
 		"name":         model.EastWestGatewayName,
-		"labels":       EastWestGatewayLabels(mc.Network),
+		"labels":       eastWestGatewayLabels(mc.Network),
 		"env":          map[string]any{"ISTIO_META_REQUESTED_NETWORK_VIEW": mc.Network},
 		"replicaCount": gw.Replicas,
 		"autoscaling":  map[string]any{"enabled": false},
@@ -217,7 +159,7 @@ func EastWestGatewayValues(f *model.Fleet, src *model.Source, header string) ([]
 	if gw.Replicas > 1 {
 		v["podDisruptionBudget"] = map[string]any{"minAvailable": 1}
 	}
-	return marshalValues(header, v)
+	return manifest.MarshalValues(header, v)
 }
 
 func nonNil(m map[string]string) map[string]string {
@@ -297,12 +239,12 @@ func meshMeta(name string) metav1.ObjectMeta {
 	}
 }
 
-// IstioNamespaceObject is the cluster's istio-system namespace, created
+// namespaceObject is the cluster's istio-system namespace, created
 // before the charts are installed: its network label tells istiod the
 // network of the cluster's workloads, and on a remote the annotation names
 // the primary whose istiod manages it.
-func IstioNamespaceObject(f *model.Fleet, src *model.Source) (*corev1.Namespace, error) {
-	mc, err := mustMeshCluster(f, src)
+func namespaceObject(f *model.Fleet, src *model.Source) (*corev1.Namespace, error) {
+	mc, err := f.InMesh(src)
 	if err != nil {
 		return nil, err
 	}
@@ -319,27 +261,27 @@ func IstioNamespaceObject(f *model.Fleet, src *model.Source) (*corev1.Namespace,
 	return ns, nil
 }
 
-// IstioNamespace renders IstioNamespaceObject.
-func IstioNamespace(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
-	ns, err := IstioNamespaceObject(f, src)
+// IstioNamespace renders namespaceObject.
+func Namespace(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
+	ns, err := namespaceObject(f, src)
 	if err != nil {
 		return nil, err
 	}
-	return MarshalObjects(header, []runtime.Object{ns})
+	return manifest.MarshalObjects(header, []runtime.Object{ns})
 }
 
-// MeshObjects are the cluster's Istio objects, applied once the charts
+// meshObjects are the cluster's Istio objects, applied once the charts
 // are installed: the cross-network Gateway on the east-west gateway's port
 // 15443, and on a primary with remotes the exposure of istiod (15012,
 // 15017) through it.
-func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
-	mc, err := mustMeshCluster(f, src)
+func meshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
+	mc, err := f.InMesh(src)
 	if err != nil {
 		return nil, err
 	}
 	name := src.Cluster.Name
 	selector := map[string]string{"istio": model.EastWestGatewaySelector}
-	cross := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(CrossNetworkGatewayName), Spec: istioGatewaySpec{
+	cross := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(crossNetworkGatewayName), Spec: istioGatewaySpec{
 		Selector: selector,
 		Servers: []istioServer{{
 			Port:  istioPort{Number: model.MeshPortTLS, Name: "tls", Protocol: "TLS"},
@@ -350,7 +292,7 @@ func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
 	cross.Kind = "Gateway"
 	objs := []runtime.Object{cross}
 	if mc.Role == model.MeshRolePrimary && f.Mesh.Model == model.MeshPrimaryRemote && len(f.Mesh.RemotesOf(name)) > 0 {
-		gw := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(IstiodGatewayName), Spec: istioGatewaySpec{
+		gw := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(istiodGatewayName), Spec: istioGatewaySpec{
 			Selector: selector,
 			Servers: []istioServer{
 				{Port: istioPort{Number: model.MeshPortIstiod, Name: "tls-istiod", Protocol: "TLS"}, TLS: &istioServerTLS{Mode: "PASSTHROUGH"}, Hosts: []string{"*"}},
@@ -361,41 +303,41 @@ func MeshObjects(f *model.Fleet, src *model.Source) ([]runtime.Object, error) {
 		route := func(port, to int) istioTLSVS {
 			return istioTLSVS{
 				Match: []istioTLSMatch{{Port: port, SNIHosts: []string{"*"}}},
-				Route: []istioRoute{{Destination: istioDestination{Host: IstiodHost, Port: istioPortNumber{Number: to}}}},
+				Route: []istioRoute{{Destination: istioDestination{Host: istiodHost, Port: istioPortNumber{Number: to}}}},
 			}
 		}
-		vs := &istioVirtualService{TypeMeta: networkingV1, Metadata: meshMeta(IstiodVirtualService), Spec: istioVSSpec{
+		vs := &istioVirtualService{TypeMeta: networkingV1, Metadata: meshMeta(istiodVirtualService), Spec: istioVSSpec{
 			Hosts:    []string{"*"},
-			Gateways: []string{IstiodGatewayName},
+			Gateways: []string{istiodGatewayName},
 			TLS: []istioTLSVS{
 				route(model.MeshPortIstiod, model.MeshPortIstiod),
-				route(model.MeshPortWebhook, IstiodWebhookServicePort),
+				route(model.MeshPortWebhook, model.IstiodWebhookServicePort),
 			},
 		}}
 		vs.Kind = "VirtualService"
 		objs = append(objs, gw, vs)
 	}
-	if extra := ExtraPortsGateway(&mc.EastWestGateway, selector); extra != nil {
+	if extra := extraPortsGateway(&mc.EastWestGateway, selector); extra != nil {
 		objs = append(objs, extra)
 	}
 	return objs, nil
 }
 
-// MeshManifests renders MeshObjects as a multi-document YAML stream.
-func MeshManifests(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
-	objs, err := MeshObjects(f, src)
+// Manifests renders meshObjects as a multi-document YAML stream.
+func Manifests(f *model.Fleet, src *model.Source, header string) ([]byte, error) {
+	objs, err := meshObjects(f, src)
 	if err != nil {
 		return nil, err
 	}
-	return MarshalObjects(header, objs)
+	return manifest.MarshalObjects(header, objs)
 }
 
-// ExtraPortsGateway is the Gateway with a server on each extra port the
+// extraPortsGateway is the Gateway with a server on each extra port the
 // source gives a listener, with its protocol, hosts and TLS mode: without
 // a server on a port, the gateway's Envoy has no listener there and drops
 // what the Service forwards to it. nil when no extra port has a listener
 // (those with a gateway field are served by the operator's own Gateway).
-func ExtraPortsGateway(gw *model.EastWestGateway, selector map[string]string) runtime.Object {
+func extraPortsGateway(gw *model.EastWestGateway, selector map[string]string) runtime.Object {
 	var servers []istioServer
 	for _, p := range gw.Ports() {
 		if p.Listener == nil {
@@ -413,7 +355,7 @@ func ExtraPortsGateway(gw *model.EastWestGateway, selector map[string]string) ru
 	if len(servers) == 0 {
 		return nil
 	}
-	g := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(ExtraPortsGatewayName), Spec: istioGatewaySpec{Selector: selector, Servers: servers}}
+	g := &istioGateway{TypeMeta: networkingV1, Metadata: meshMeta(model.ExtraPortsGatewayName), Spec: istioGatewaySpec{Selector: selector, Servers: servers}}
 	g.Kind = "Gateway"
 	return g
 }
