@@ -63,3 +63,7 @@ const (
 	CSRReasonApproved = "NodegenInstanceVerified"
 	CSRReasonDenied   = "NodegenNotAFreshInstance"
 )
+
+// GPUValidationsDir is where the GPU Operator's validator writes its
+// status files on a GPU node, which the taint remover reads.
+const GPUValidationsDir = "/run/nvidia/validations"

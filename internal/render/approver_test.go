@@ -3,8 +3,10 @@ package render_test
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,7 +16,6 @@ import (
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 )
 
 // TestNodeCSRApproverManifest: the cloud join path's manifest, decoded
@@ -72,8 +73,8 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 	for _, v := range pod.Containers[0].Env {
 		env[v.Name] = v.Value
 	}
-	groups := render.InstanceGroupsEnv(src)
-	if env["INSTANCE_GROUPS"] != groups || env["CLOUD_BOOTSTRAP_GROUP"] != model.CloudBootstrapGroup || env["PROJECT"] != src.Cluster.GCP.Project {
+	groups := env["INSTANCE_GROUPS"]
+	if env["CLOUD_BOOTSTRAP_GROUP"] != model.CloudBootstrapGroup || env["PROJECT"] != src.Cluster.GCP.Project {
 		t.Errorf("environment %v", env)
 	}
 	lines := strings.Split(groups, "\n")
@@ -82,7 +83,7 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 	}
 	for i, g := range src.CloudGroups() {
 		f := strings.Fields(lines[i])
-		if f[0] != src.Cluster.BaseInstanceName(g) || f[1] != g.Name || !slices.Equal(f[3:], g.Zones) {
+		if f[0] != src.Cluster.BaseInstanceName(g) || f[1] != g.Name || f[2] != strconv.Itoa(int(src.Cluster.MaxNodeProvisionTime(g)/time.Second)) || !slices.Equal(f[3:], g.Zones) {
 			t.Errorf("INSTANCE_GROUPS line %q for group %s", lines[i], g.Name)
 		}
 	}
@@ -105,10 +106,10 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 			t.Errorf("the approver's ClusterRole grants %v", r)
 		}
 	}
-	if got := roles["kube-system/"+render.CloudJoinRoleName]; len(got) != 1 || !slices.Equal(got[0].ResourceNames, []string{"kubeadm-config", "kubelet-config"}) || !slices.Equal(got[0].Verbs, []string{"get"}) {
+	if got := roles["kube-system/"+cloudJoinRoleName]; len(got) != 1 || !slices.Equal(got[0].ResourceNames, []string{"kubeadm-config", "kubelet-config"}) || !slices.Equal(got[0].Verbs, []string{"get"}) {
 		t.Errorf("the cloud group's kube-system Role %v", got)
 	}
-	if got := roles["kube-public/"+render.CloudJoinRoleName]; len(got) != 1 || !slices.Equal(got[0].ResourceNames, []string{"cluster-info"}) {
+	if got := roles["kube-public/"+cloudJoinRoleName]; len(got) != 1 || !slices.Equal(got[0].ResourceNames, []string{"cluster-info"}) {
 		t.Errorf("the cloud group's kube-public Role %v", got)
 	}
 
@@ -120,7 +121,7 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 		t.Errorf("match conditions %v", policy.Spec.MatchConditions)
 	}
 
-	re := regexp.MustCompile(render.InstanceNamePattern(src))
+	re := regexp.MustCompile(policyInstanceNamePattern(t, policy))
 	for _, g := range src.CloudGroups() {
 		base := src.Cluster.BaseInstanceName(g)
 		if !re.MatchString(base + "-ab12") {
@@ -138,6 +139,32 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 		}
 	}
 }
+
+// cloudJoinRoleName names the cloud join path's Roles and bindings.
+const cloudJoinRoleName = "nodegen:cloud-node-bootstrapper"
+
+// policyInstanceNamePattern is the pattern of instance names the
+// approver's policy approves CSRs for: the one pattern its validations
+// match the CSR's node name against.
+func policyInstanceNamePattern(t *testing.T, policy *admissionv1.ValidatingAdmissionPolicy) string {
+	t.Helper()
+	var found []string
+	for _, v := range policy.Spec.Validations {
+		for _, m := range nodeNameMatch.FindAllStringSubmatch(v.Expression, -1) {
+			p, err := strconv.Unquote(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = append(found, p)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("the policy matches the node name against %d patterns, want 1: %q", len(found), found)
+	}
+	return found[0]
+}
+
+var nodeNameMatch = regexp.MustCompile(`variables\.node\.matches\(("(?:[^"\\]|\\.)*")\)`)
 
 func equalRule(a, b rbacv1.PolicyRule) bool {
 	return slices.Equal(a.APIGroups, b.APIGroups) && slices.Equal(a.Resources, b.Resources) &&

@@ -422,7 +422,7 @@ func (d *docWriter) sequence(g *model.NodeGroup) {
 		"Note over N: registers with taint " + g.StartupTaint.String(),
 		"CA->>CA: startup taint: the node counts as coming up, no second scale-up",
 		"OP->>N: driver, container toolkit, device plugin, validator",
-		"OP->>N: validations " + ValidationsDir + "/(driver, toolkit, cuda, plugin)-ready",
+		"OP->>N: validations " + model.GPUValidationsDir + "/(driver, toolkit, cuda, plugin)-ready",
 		fmt.Sprintf("TR->>N: %s allocatable is %d: remove taint %s", model.GPUResource, g.AdvertisedGPUs(), g.StartupTaint.Key),
 		"S->>P: bind to the node",
 	}

@@ -224,7 +224,7 @@ func TestDocsScaleUpSequence(t *testing.T) {
 			"kubeadm",
 			"taint " + g.StartupTaint.String(),
 			"no second scale-up",
-			render.ValidationsDir,
+			model.GPUValidationsDir,
 			"TR->>N",
 			"remove taint " + g.StartupTaint.Key,
 			"bind",

@@ -10,6 +10,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/par"
 	"github.com/nodegen/nodegen/internal/render/autoscaler"
+	"github.com/nodegen/nodegen/internal/render/k8s"
 	"github.com/nodegen/nodegen/internal/render/onprem"
 	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/revision"
@@ -25,21 +26,7 @@ type stage func(src *model.Source, files layout.Files) error
 // they describe every other artifact.
 var stages = []stage{
 	nodeGroupFiles,
-	file(layout.TaintRemoverPath, TaintRemover),
-	file(layout.NodeLifecyclePath, NodeLifecycle),
-	file(layout.JoinTokenRenewerPath, func(src *model.Source, header string) ([]byte, error) {
-		if !src.Cluster.HasJoinTokenRenewer() {
-			return nil, nil
-		}
-		return JoinTokenRenewer(src, header)
-	}),
-	file(layout.NodeCSRApproverPath, func(src *model.Source, header string) ([]byte, error) {
-		if !src.Cluster.HasNodeCSRApprover() {
-			return nil, nil
-		}
-		return NodeCSRApprover(src, header)
-	}),
-	file(layout.GPUOperatorValuesPath, GPUOperatorValues),
+	k8s.Files,
 	file(layout.AutoscalerFlagsPath, autoscaler.Flags),
 	file(layout.AutoscalerValuesPath, autoscaler.Values),
 	file(layout.PriorityExpanderPath, autoscaler.PriorityExpander),

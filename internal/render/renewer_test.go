@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
@@ -50,7 +51,7 @@ func TestJoinTokenRenewerPinnedToAutoscalerNode(t *testing.T) {
 		}
 	}
 	// Exactly the group's taints are tolerated, nothing broader.
-	if want := render.Tolerations(src.NodeGroups[home].Taints); !slices.Equal(spec.Tolerations, want) {
+	if want := manifest.Tolerations(src.NodeGroups[home].Taints); !slices.Equal(spec.Tolerations, want) {
 		t.Errorf("tolerations %v, want %v", spec.Tolerations, want)
 	}
 	if cj.Spec.Schedule != "0 */6 * * *" || cj.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent ||

@@ -8,9 +8,8 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// The names the docs and the autoscaler's, the mesh's and the capacity
-// renderers share with the manifests, until each is a package of its own
-// that asks model and manifest.
+// The names the docs' and the mesh's renderers share with the manifests,
+// until each is a package of its own that asks model and manifest.
 const (
 	CloudBootstrapGroup       = model.CloudBootstrapGroup
 	kubeadmNodeBootstrapGroup = model.KubeadmNodeBootstrapGroup

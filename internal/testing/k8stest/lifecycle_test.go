@@ -25,7 +25,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/templates"
 )
@@ -590,7 +589,7 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 		{name: "DeleteCloudNodeWithoutReadyCondition", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, args: []string{"delete", "node", "NODE"},
 			policy: "node NODE is without a Ready condition: the node garbage collector may delete only a node whose Ready condition is False or Unknown"},
 		{name: "DeleteCloudNodeWithoutNodeClaim", node: func() string { return e.newNode(t, "gpu-t4") }, as: plain, args: []string{"delete", "node", "NODE"},
-			policy: "the node garbage collector may delete a node only with a pod-bound token that names its node (" + render.NodeNameExtra + "); this request has none"},
+			policy: "the node garbage collector may delete a node only with a pod-bound token that names its node (" + nodeNameExtra + "); this request has none"},
 		{name: "DeleteOnPremNode", node: func() string {
 			return e.rawNode(t, "onprem-a100", map[string]string{model.VerifiedGroupLabel: "onprem-gpu"}, nil)
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("onprem-gpu")},

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
@@ -64,7 +63,7 @@ func (e *env) testPolicy(t *testing.T) {
 	taintMsg := func(key string) string {
 		return "the taint remover may only remove the taint " + key + " from node NODE, or add " + key + "=true:NoSchedule to it when it has no taint with that key"
 	}
-	noClaim := "the taint remover may change a node only with a pod-bound token that names its node (" + render.NodeNameExtra + "); this request has none"
+	noClaim := "the taint remover may change a node only with a pod-bound token that names its node (" + nodeNameExtra + "); this request has none"
 	st4 := &corev1.Taint{Key: k4, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	untaint4 := []string{"taint", "node", "NODE", k4 + "-"}
 	statusPut := func(n *corev1.Node) string {
@@ -185,8 +184,8 @@ func (e *env) testPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		u := review.Status.UserInfo
-		if u.Username != model.TaintRemover.User() || !slices.Equal(u.Extra[render.NodeNameExtra], []string{node}) {
-			t.Errorf("pod-bound token: user %q extra %v; want %s with %s=[%s]", u.Username, u.Extra, model.TaintRemover.User(), render.NodeNameExtra, node)
+		if u.Username != model.TaintRemover.User() || !slices.Equal(u.Extra[nodeNameExtra], []string{node}) {
+			t.Errorf("pod-bound token: user %q extra %v; want %s with %s=[%s]", u.Username, u.Extra, model.TaintRemover.User(), nodeNameExtra, node)
 		}
 	})
 	for _, c := range cases {
@@ -325,3 +324,9 @@ func (e *env) checkEveryRuleDenied(t *testing.T, denials []string) {
 	}
 	t.Logf("denials per validation: %v", denied)
 }
+
+// nodeNameExtra is the user-info extra key under which the API server
+// puts the name of the node a pod-bound ServiceAccount token's pod runs on
+// (k8s.io/apiserver v0.37.2, pkg/authentication/serviceaccount/util.go
+// NodeNameKey).
+const nodeNameExtra = "authentication.kubernetes.io/node-name"

@@ -23,7 +23,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
@@ -189,7 +188,7 @@ func (e *env) removerCmd(t *testing.T, r removerRun) *exec.Cmd {
 		switch v := spec.Volumes[i]; {
 		case v.ConfigMap != nil && v.ConfigMap.Name == model.TaintRemover.Name():
 			mounts[m.MountPath] = filepath.Dir(e.script)
-		case v.HostPath != nil && v.HostPath.Path == render.ValidationsDir:
+		case v.HostPath != nil && v.HostPath.Path == model.GPUValidationsDir:
 			mounts[m.MountPath] = r.validations
 		case v.EmptyDir != nil:
 			mounts[m.MountPath] = t.TempDir()

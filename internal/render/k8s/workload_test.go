@@ -1,4 +1,4 @@
-package render
+package k8s
 
 import (
 	"strings"

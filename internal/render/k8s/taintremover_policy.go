@@ -1,4 +1,4 @@
-package render
+package k8s
 
 import (
 	"fmt"
@@ -10,17 +10,18 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// NodeNameExtra is the user-info extra key under which the API server puts
+// nodeNameExtra is the user-info extra key under which the API server puts
 // the name of the node a pod-bound ServiceAccount token's pod runs on (the
-// tokens the kubelet projects into pods, since Kubernetes 1.30).
-const NodeNameExtra = "authentication.kubernetes.io/node-name"
+// tokens the kubelet projects into pods, since Kubernetes 1.30; k8s.io/apiserver
+// v0.37.2, pkg/authentication/serviceaccount/util.go NodeNameKey).
+const nodeNameExtra = "authentication.kubernetes.io/node-name"
 
-// StartupTaintsCEL is a CEL map literal from each GPU group's name (the
+// startupTaintsCEL is a CEL map literal from each GPU group's name (the
 // value of its nodes' model.VerifiedGroupLabel) to its startup taint, a map with
 // the keys key, value and effect, in group order. Every string is a
 // Kubernetes label value, taint key, taint value or effect, quoted with
 // strconv.Quote, so the literal is also valid JSON.
-func StartupTaintsCEL(src *model.Source) string {
+func startupTaintsCEL(src *model.Source) string {
 	var pairs []string
 	for _, g := range src.GPUGroups() {
 		t := g.StartupTaint
@@ -30,11 +31,11 @@ func StartupTaintsCEL(src *model.Source) string {
 	return "{" + strings.Join(pairs, ", ") + "}"
 }
 
-// NodeSpecFieldsKept are the Node spec fields the taint remover must leave
+// nodeSpecFieldsKept are the Node spec fields the taint remover must leave
 // as they are: every field of core/v1 NodeSpec except taints (a test keeps
 // this list complete). Status needs no rule: an update of the node itself
 // cannot change it.
-var NodeSpecFieldsKept = []string{"configSource", "externalID", "podCIDR", "podCIDRs", "podPreemptionPolicy", "providerID", "unschedulable"}
+var nodeSpecFieldsKept = []string{"configSource", "externalID", "podCIDR", "podCIDRs", "podPreemptionPolicy", "providerID", "unschedulable"}
 
 // The policy's CEL. Optional fields are read with the optional syntax
 // (x.?f, m[?k], orValue): a plain x.f on an absent field is a runtime
@@ -47,7 +48,7 @@ const (
 	celGroup           = `oldObject.metadata.?labels[?"` + model.VerifiedGroupLabel + `"].orValue("")`
 	celStartupTaint    = `variables.startupTaints[?variables.group].orValue({})`
 	celStartupTaintKey = `variables.startupTaint[?"key"].orValue("")`
-	celBoundNode       = `request.userInfo.?extra[?"` + NodeNameExtra + `"].orValue([])`
+	celBoundNode       = `request.userInfo.?extra[?"` + nodeNameExtra + `"].orValue([])`
 	celOldTaints       = `oldObject.spec.?taints.orValue([])`
 	celNewTaints       = `object.spec.?taints.orValue([])`
 	// celAdded is true when the update adds exactly the group's startup
@@ -70,7 +71,7 @@ func taintRemoverValidations() []admissionv1.Validation {
 	rule := denyUnless
 	onUpdate := func(expr string) string { return "!variables.update || " + expr }
 	var spec []string
-	for _, f := range NodeSpecFieldsKept {
+	for _, f := range nodeSpecFieldsKept {
 		spec = append(spec, celSame("spec.?"+f))
 	}
 	return []admissionv1.Validation{
@@ -78,7 +79,7 @@ func taintRemoverValidations() []admissionv1.Validation {
 			`"the taint remover may only update nodes, not " + request.operation + " " + request.resource.resource + `+
 				`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
 		rule(onUpdate(`variables.boundNode.size() > 0`),
-			`"the taint remover may change a node only with a pod-bound token that names its node (`+NodeNameExtra+`); this request has none"`),
+			`"the taint remover may change a node only with a pod-bound token that names its node (`+nodeNameExtra+`); this request has none"`),
 		rule(`variables.boundNode.all(n, n == request.name)`,
 			`"the taint remover of node " + variables.boundNode.join(", ") + " may not change node " + request.name`),
 		rule(onUpdate(`variables.startupTaintKey != ""`),
@@ -107,7 +108,7 @@ func taintRemoverValidations() []admissionv1.Validation {
 // taint, the labels, annotations, finalizers, owner references and the
 // rest of the spec as they were. It may change only its own node: the
 // request must carry a pod-bound token, which names the pod's node in
-// NodeNameExtra, and that node must be the one changed; a token without
+// nodeNameExtra, and that node must be the one changed; a token without
 // that claim (a legacy Secret token, `kubectl create token`) changes
 // nothing. It may not create or delete nodes or write any node
 // subresource.
@@ -117,7 +118,7 @@ func taintRemoverPolicy(src *model.Source) admissionPolicy {
 		Match:     coreResource("nodes"),
 		Variables: []admissionv1.Variable{
 			{Name: "update", Expression: celUpdate},
-			{Name: "startupTaints", Expression: StartupTaintsCEL(src)},
+			{Name: "startupTaints", Expression: startupTaintsCEL(src)},
 			{Name: "group", Expression: celGroup},
 			{Name: "startupTaint", Expression: celStartupTaint},
 			{Name: "startupTaintKey", Expression: celStartupTaintKey},

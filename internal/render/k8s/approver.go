@@ -1,4 +1,4 @@
-package render
+package k8s
 
 import (
 	"fmt"
@@ -45,14 +45,14 @@ import (
 // Each of kubeadm's bindings names kubeadm's group only; these name
 // model.CloudBootstrapGroup only.
 const (
-	// CloudJoinRoleName names the Roles, ClusterRole and bindings that let
+	// cloudJoinRoleName names the Roles, ClusterRole and bindings that let
 	// model.CloudBootstrapGroup join.
-	CloudJoinRoleName = "nodegen:cloud-node-bootstrapper"
+	cloudJoinRoleName = "nodegen:cloud-node-bootstrapper"
 
-	// NodeCSRApproverPoll is the approver's pause between passes, in
+	// nodeCSRApproverPoll is the approver's pause between passes, in
 	// seconds: a CSR is decided within a few of them, far inside the
 	// join's TLS-bootstrap timeout.
-	NodeCSRApproverPoll = 2
+	nodeCSRApproverPoll = 2
 )
 
 // nodeCSRApprover is the approver's workload: a ClusterRole (read CSRs
@@ -77,13 +77,13 @@ func nodeCSRApprover(src *model.Source) scriptWorkload {
 	}
 }
 
-// InstanceGroupsEnv is the approver's INSTANCE_GROUPS: one line per cloud
+// instanceGroupsEnv is the approver's INSTANCE_GROUPS: one line per cloud
 // group, "<base instance name> <group> <maxNodeProvisionTime in seconds>
 // <zone>...". A VM older than its group's maxNodeProvisionTime is no fresh
 // VM: the autoscaler deletes one that has not registered by then. The
 // group is the value of model.VerifiedGroupLabel the approver gives the
 // group's Nodes.
-func InstanceGroupsEnv(src *model.Source) string {
+func instanceGroupsEnv(src *model.Source) string {
 	var lines []string
 	for _, g := range src.CloudGroups() {
 		d := src.Cluster.MaxNodeProvisionTime(g)
@@ -92,11 +92,11 @@ func InstanceGroupsEnv(src *model.Source) string {
 	return strings.Join(lines, "\n")
 }
 
-// NodeCSRApproverObjects returns the cloud join path's objects: the
+// nodeCSRApproverObjects returns the cloud join path's objects: the
 // Roles, ClusterRole and bindings that let model.CloudBootstrapGroup join, then
 // the approver's (scriptWorkload.objects), with its Deployment on the
 // autoscaler's node.
-func NodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
+func nodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 	home := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
 	if home == nil {
 		return nil, fmt.Errorf("cluster.autoscaler.nodeGroup: no node group %q", src.Cluster.Autoscaler.NodeGroup)
@@ -125,7 +125,7 @@ func cloudJoinRBAC() []runtime.Object {
 	return []runtime.Object{
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRole"},
-			ObjectMeta: meta(CloudJoinRoleName, "", joinLabels),
+			ObjectMeta: meta(cloudJoinRoleName, "", joinLabels),
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"create", "get", "list", "watch"}},
 				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
@@ -133,46 +133,46 @@ func cloudJoinRBAC() []runtime.Object {
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "ClusterRoleBinding"},
-			ObjectMeta: meta(CloudJoinRoleName, "", joinLabels),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: CloudJoinRoleName},
+			ObjectMeta: meta(cloudJoinRoleName, "", joinLabels),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cloudJoinRoleName},
 			Subjects:   group,
 		},
 		&rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "Role"},
-			ObjectMeta: meta(CloudJoinRoleName, "kube-system", joinLabels),
+			ObjectMeta: meta(cloudJoinRoleName, "kube-system", joinLabels),
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
 				ResourceNames: []string{"kubeadm-config", "kubelet-config"}, Verbs: []string{"get"}}},
 		},
 		&rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "RoleBinding"},
-			ObjectMeta: meta(CloudJoinRoleName, "kube-system", joinLabels),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: CloudJoinRoleName},
+			ObjectMeta: meta(cloudJoinRoleName, "kube-system", joinLabels),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: cloudJoinRoleName},
 			Subjects:   group,
 		},
 		&rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "Role"},
-			ObjectMeta: meta(CloudJoinRoleName, "kube-public", joinLabels),
+			ObjectMeta: meta(cloudJoinRoleName, "kube-public", joinLabels),
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
 				ResourceNames: []string{"cluster-info"}, Verbs: []string{"get"}}},
 		},
 		&rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbac, Kind: "RoleBinding"},
-			ObjectMeta: meta(CloudJoinRoleName, "kube-public", joinLabels),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: CloudJoinRoleName},
+			ObjectMeta: meta(cloudJoinRoleName, "kube-public", joinLabels),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: cloudJoinRoleName},
 			Subjects:   group,
 		},
 	}
 }
 
-// NodeCSRApproverEnv returns the approver container's environment, in
+// nodeCSRApproverEnv returns the approver container's environment, in
 // order (the pod adds HOME).
-func NodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
+func nodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
 	return []corev1.EnvVar{
 		{Name: "PROJECT", Value: src.Cluster.GCP.Project},
 		{Name: "CLOUD_BOOTSTRAP_GROUP", Value: model.CloudBootstrapGroup},
 		{Name: "INSTANCE_GROUPS", Value: groups},
 		{Name: "VERIFIED_LABEL", Value: model.VerifiedGroupLabel},
-		{Name: "POLL_SECONDS", Value: strconv.Itoa(NodeCSRApproverPoll)},
+		{Name: "POLL_SECONDS", Value: strconv.Itoa(nodeCSRApproverPoll)},
 	}
 }
 
@@ -180,7 +180,7 @@ func NodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
 // node (the one node whose pods reach the metadata server), restarted when
 // it exits.
 func nodeCSRApproverDeployment(w scriptWorkload, src *model.Source, home *model.NodeGroup) *appsv1.Deployment {
-	pod := w.pod(src.Cluster.TaintRemover.Image, "approver", home, NodeCSRApproverEnv(src, InstanceGroupsEnv(src)))
+	pod := w.pod(src.Cluster.TaintRemover.Image, "approver", home, nodeCSRApproverEnv(src, instanceGroupsEnv(src)))
 	pod.TunnelLoss = manifest.TunnelLossTolerations(&src.Cluster)
 	// Joins wait on it: evicted last, like the autoscaler's chart does.
 	pod.PriorityClass = "system-cluster-critical"
@@ -204,7 +204,7 @@ const derPrefix = 150
 // name system:node:<name of at most 63 characters>) takes under 600.
 const maxCSRPEM = 768
 
-// CSRPEMPattern is the RE2 pattern of the PEM the policy reads as the
+// csrPEMPattern is the RE2 pattern of the PEM the policy reads as the
 // signer does: the one form pem.EncodeToMemory writes for a CERTIFICATE
 // REQUEST without headers. The BEGIN line first, lines of 64 base64
 // characters but the last, padding only at its end, the END line, at most
@@ -215,7 +215,7 @@ const maxCSRPEM = 768
 // pkg/apis/certificates/helpers.go ParseCSR), finds the BEGIN line at the
 // first byte and the END line where the policy does, and decodes the
 // body the policy decodes.
-const CSRPEMPattern = "^-----BEGIN CERTIFICATE REQUEST-----\n([A-Za-z0-9+/]{64}\n)*[A-Za-z0-9+/]+={0,2}\n-----END CERTIFICATE REQUEST-----\n?$"
+const csrPEMPattern = "^-----BEGIN CERTIFICATE REQUEST-----\n([A-Za-z0-9+/]{64}\n)*[A-Za-z0-9+/]+={0,2}\n-----END CERTIFICATE REQUEST-----\n?$"
 
 // celSextetsByte is a CEL expression for byte k (an int expression) of
 // what the list of base64 sextets l (ints 0 to 63) encodes: byte 0 of a
@@ -226,10 +226,10 @@ func celSextetsByte(l, k string) string {
 	return "(" + k + " % 3 == 0 ? " + s(0) + " * 4 + " + s(1) + " / 16 : (" + k + " % 3 == 1 ? " + s(1) + " % 16 * 16 + " + s(2) + " / 4 : " + s(2) + " % 4 * 64 + " + s(3) + "))"
 }
 
-// InstanceNamePattern is the RE2 pattern of the instance names of the
+// instanceNamePattern is the RE2 pattern of the instance names of the
 // source's cloud groups: a MIG's base instance name, "-" and four
 // characters of [a-z0-9] (the MIG's suffix).
-func InstanceNamePattern(src *model.Source) string {
+func instanceNamePattern(src *model.Source) string {
 	var bases []string
 	for _, g := range src.CloudGroups() {
 		bases = append(bases, regexp.QuoteMeta(src.Cluster.BaseInstanceName(g)))
@@ -243,11 +243,11 @@ func InstanceNamePattern(src *model.Source) string {
 // signer, of a CSR requested by a member of model.CloudBootstrapGroup that had
 // no decision yet, adding exactly one Approved or Denied condition. An
 // approval also needs a requester system:bootstrap:<id>, a request whose
-// PEM is one CERTIFICATE REQUEST block in the form CSRPEMPattern
+// PEM is one CERTIFICATE REQUEST block in the form csrPEMPattern
 // describes (so that encoding/pem in the signer reads the block the
 // policy reads), at most maxCSRPEM bytes, whose DER spans the block, with
 // exactly one subject common name system:node:<name>, <name> an instance
-// name of the source's MIGs (InstanceNamePattern), and the condition's
+// name of the source's MIGs (instanceNamePattern), and the condition's
 // reason model.CSRReasonApproved with a message naming instance <name>. The PEM
 // and the DER are read in CEL from the request's base64 (no x509 library
 // in the API server's CEL):
@@ -297,7 +297,7 @@ func csrNodeNameVariables() []admissionv1.Variable {
 		// The API server hands admission spec.request as the base64 text
 		// of the PEM (its JSON form). The whole PEM, at most maxCSRPEM
 		// bytes, is decoded (sextets, then bytes) and must be in the one
-		// form CSRPEMPattern describes; then its body, the DER, holds at
+		// form csrPEMPattern describes; then its body, the DER, holds at
 		// least the DER prefix, which is decoded again to be read.
 		{Name: "request", Expression: `variables.approval ? object.spec.request : ""`},
 		{Name: "pad", Expression: `variables.request.endsWith("==") ? 2 : (variables.request.endsWith("=") ? 1 : 0)`},
@@ -307,7 +307,7 @@ func csrNodeNameVariables() []admissionv1.Variable {
 			celRange(maxCSRPEM) + `.filter(k, k < variables.sextets.size() / 4 * 3 - variables.pad).map(k, ` + celSextetsByte("variables.sextets", "k") + `) : []`},
 		{Name: "pem", Expression: `variables.pemBytes.all(b, b == 10 || (b >= 32 && b < 127)) ? ` +
 			`variables.pemBytes.map(b, b == 10 ? "\n" : ` + strconv.Quote(celPrintableASCII) + `.charAt(b - 32)).join("") : ""`},
-		{Name: "canonical", Expression: `variables.pem.matches(` + strconv.Quote(CSRPEMPattern) + `)`},
+		{Name: "canonical", Expression: `variables.pem.matches(` + strconv.Quote(csrPEMPattern) + `)`},
 		{Name: "body", Expression: `variables.canonical ? variables.pem.substring(36, variables.pem.lastIndexOf("-----END")).replace("\n", "") : ""`},
 		// How many bytes the body holds: the length the DER's outer
 		// SEQUENCE must give.
@@ -340,7 +340,7 @@ func csrNodeNameVariables() []admissionv1.Variable {
 // approverNodeVariables are the policy's CEL variables about an update of
 // a Node: the labels before and after, the verified group label's new
 // value, the Node's providerID, the group whose instance name the Node's
-// name is (InstanceNamePattern, per group; "" for none) and the providerIDs
+// name is (instanceNamePattern, per group; "" for none) and the providerIDs
 // an instance of that name has in the group's zones.
 func approverNodeVariables(src *model.Source) []admissionv1.Variable {
 	group, pids := `""`, `[]`
@@ -378,7 +378,7 @@ func approverValidations(src *model.Source) []admissionv1.Validation {
 	onNode := func(e string) string { return "!variables.nodeUpdate || (" + e + ")" }
 	key := strconv.Quote(model.VerifiedGroupLabel)
 	var spec []string
-	for _, f := range append([]string{"taints"}, NodeSpecFieldsKept...) {
+	for _, f := range append([]string{"taints"}, nodeSpecFieldsKept...) {
 		spec = append(spec, celSame("spec.?"+f))
 	}
 	return []admissionv1.Validation{
@@ -406,7 +406,7 @@ func approverValidations(src *model.Source) []admissionv1.Validation {
 			`"CSR " + `+name+` + "'s request is not one PEM CERTIFICATE REQUEST block of at most `+strconv.Itoa(maxCSRPEM)+` bytes in the form pem.EncodeToMemory writes `+
 				`(the BEGIN line first, base64 lines of 64, the END line last, nothing after it) holding exactly the DER: `+
 				`the node CSR approver may not approve a request the policy cannot read as the signer does"`),
-		rule(onApproval(onApprove(`variables.node != "" && variables.node.matches(`+strconv.Quote(InstanceNamePattern(src))+`)`)),
+		rule(onApproval(onApprove(`variables.node != "" && variables.node.matches(`+strconv.Quote(instanceNamePattern(src))+`)`)),
 			`"CSR " + `+name+` + " asks for " + (variables.cn == "" ? "no single common name the policy can read" : variables.cn) + `+
 				`", not for system:node:<an instance of one of the cluster's MIGs>: the node CSR approver may not approve it"`),
 		rule(onApproval(onApprove(`variables.decisions[0].?reason.orValue("") == "`+model.CSRReasonApproved+`" && `+
@@ -415,9 +415,9 @@ func approverValidations(src *model.Source) []admissionv1.Validation {
 	}
 }
 
-// NodeCSRApprover renders the cloud join path's manifests.
-func NodeCSRApprover(src *model.Source, header string) ([]byte, error) {
-	objs, err := NodeCSRApproverObjects(src)
+// nodeCSRApproverFile renders the cloud join path's manifests.
+func nodeCSRApproverFile(src *model.Source, header string) ([]byte, error) {
+	objs, err := nodeCSRApproverObjects(src)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package render_test
+package k8s
 
 import (
 	"bytes"
@@ -8,17 +8,21 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/templates"
 )
 
 // The approver's script (templates/node-csr-approver.sh, shipped as it is
 // in a ConfigMap) names the signer it approves for, the reasons it writes
 // and its default pause; the Go side renders the RBAC, the admission
-// policy and the Deployment with the same facts (render's constants).
+// policy and the Deployment with the same facts (this package's constants).
 // Each is decided in the Go constants; this holds the script's copies
 // equal to them, read from the script's syntax tree.
 func TestApproverScriptFacts(t *testing.T) {
-	f, err := syntax.NewParser().Parse(bytes.NewReader(shippedScript(t, "node-csr-approver.sh")), "node-csr-approver.sh")
+	script, err := templates.FS.ReadFile("node-csr-approver.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := syntax.NewParser().Parse(bytes.NewReader(script), "node-csr-approver.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +64,8 @@ func TestApproverScriptFacts(t *testing.T) {
 			t.Errorf("the script's readonly %s is %q (declared: %v), the Go constant %q", name, got, ok, want)
 		}
 	}
-	if got := defaults["POLL_SECONDS"]; got != strconv.Itoa(render.NodeCSRApproverPoll) {
-		t.Errorf("the script's POLL_SECONDS defaults to %q, render.NodeCSRApproverPoll is %d", got, render.NodeCSRApproverPoll)
+	if got := defaults["POLL_SECONDS"]; got != strconv.Itoa(nodeCSRApproverPoll) {
+		t.Errorf("the script's POLL_SECONDS defaults to %q, nodeCSRApproverPoll is %d", got, nodeCSRApproverPoll)
 	}
 }
 

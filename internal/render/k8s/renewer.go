@@ -1,4 +1,4 @@
-package render
+package k8s
 
 import (
 	"encoding/base64"
@@ -18,9 +18,9 @@ import (
 
 // Join-token renewer names and the bootstrap-token format it writes.
 const (
-	// JoinTokenSkew is how far past creation + ttl the admission policy
+	// joinTokenSkew is how far past creation + ttl the admission policy
 	// lets a token's expiration be (the script's and the server's clocks).
-	JoinTokenSkew = 5 * time.Minute
+	joinTokenSkew = 5 * time.Minute
 )
 
 // joinTokenRenewer is the renewer's workload: a Role that may only create
@@ -35,10 +35,10 @@ func joinTokenRenewer(r model.Renewal) scriptWorkload {
 	}
 }
 
-// JoinTokenRenewerObjects returns the renewer's objects
+// joinTokenRenewerObjects returns the renewer's objects
 // (scriptWorkload.objects), with the CronJob pinned to the autoscaler's
 // node.
-func JoinTokenRenewerObjects(src *model.Source) ([]runtime.Object, error) {
+func joinTokenRenewerObjects(src *model.Source) ([]runtime.Object, error) {
 	r := src.Renewal()
 	schedule, err := model.CronSchedule(r.Period)
 	if err != nil {
@@ -49,7 +49,7 @@ func JoinTokenRenewerObjects(src *model.Source) ([]runtime.Object, error) {
 		return nil, fmt.Errorf("no node group %q for the autoscaler", src.Cluster.Autoscaler.NodeGroup)
 	}
 	w := joinTokenRenewer(r)
-	pod := w.pod(src.Cluster.TaintRemover.Image, "renewer", home, JoinTokenRenewerEnv(src, r))
+	pod := w.pod(src.Cluster.TaintRemover.Image, "renewer", home, joinTokenRenewerEnv(src, r))
 	pod.TmpInMemory = true // the token passes through files here: memory, not the node's disk
 	pod.TunnelLoss = manifest.TunnelLossTolerations(&src.Cluster)
 	return w.objects(w.cronJob(cronSchedule{
@@ -64,9 +64,9 @@ func JoinTokenRenewerObjects(src *model.Source) ([]runtime.Object, error) {
 	}, pod))
 }
 
-// JoinTokenRenewerEnv returns the renewer container's environment, in
+// joinTokenRenewerEnv returns the renewer container's environment, in
 // order (the pod adds HOME).
-func JoinTokenRenewerEnv(src *model.Source, r model.Renewal) []corev1.EnvVar {
+func joinTokenRenewerEnv(src *model.Source, r model.Renewal) []corev1.EnvVar {
 	return []corev1.EnvVar{
 		{Name: "PROJECT_ID", Value: src.Cluster.GCP.Project},
 		{Name: "SECRET_NAME", Value: src.Cluster.JoinToken.SecretManager.Secret},
@@ -78,8 +78,8 @@ func JoinTokenRenewerEnv(src *model.Source, r model.Renewal) []corev1.EnvVar {
 	}
 }
 
-// JoinTokenDataKeys are the data keys of a token Secret the renewer creates.
-var JoinTokenDataKeys = []string{
+// joinTokenDataKeys are the data keys of a token Secret the renewer creates.
+var joinTokenDataKeys = []string{
 	"auth-extra-groups", "description", "expiration", "token-id", "token-secret",
 	"usage-bootstrap-authentication", "usage-bootstrap-signing",
 }
@@ -164,7 +164,7 @@ func celExpirationText(l string) string {
 // tokens named after their id, with an id and secret in [a-z0-9] of the
 // right lengths, both usages, the kubeadm node group only, the renewer's
 // label, and an expiration (YYYY-MM-DDTHH:MM:SSZ) after creation and at
-// most ttl + JoinTokenSkew after it; and it may delete only Secrets that
+// most ttl + joinTokenSkew after it; and it may delete only Secrets that
 // are such tokens with its label. RBAC cannot restrict a Secret's type,
 // labels or data.
 func joinTokenRenewerPolicy(r model.Renewal) admissionPolicy {
@@ -173,11 +173,11 @@ func joinTokenRenewerPolicy(r model.Renewal) admissionPolicy {
 	data := func(key string) string { return `variables.data[?"` + key + `"].orValue("")` }
 	b64 := func(v string) string { return strconv.Quote(base64.StdEncoding.EncodeToString([]byte(v))) }
 	var keys []string
-	for _, k := range JoinTokenDataKeys {
+	for _, k := range joinTokenDataKeys {
 		keys = append(keys, strconv.Quote(k))
 	}
 	keyList := "[" + strings.Join(keys, ", ") + "]"
-	maxLife := int64((r.TTL + JoinTokenSkew) / time.Second)
+	maxLife := int64((r.TTL + joinTokenSkew) / time.Second)
 	name := `"bootstrap token " + request.namespace + "/" + request.name`
 	return admissionPolicy{
 		Condition: "join-token-renewer",
@@ -202,7 +202,7 @@ func joinTokenRenewerPolicy(r model.Renewal) admissionPolicy {
 			rule(`variables.secret.metadata.?labels[?"`+model.JoinTokenLabelKey+`"].orValue("") == "`+model.JoinTokenLabelValue+`"`,
 				name+` + " is not labelled `+model.JoinTokenLabelKey+`=`+model.JoinTokenLabelValue+`: the join-token renewer may only write its own tokens"`),
 			rule(onCreate(`variables.data.all(k, k in `+keyList+`) && `+keyList+`.all(k, k in variables.data)`),
-				name+` + " must have exactly the data keys `+strings.Join(JoinTokenDataKeys, ", ")+`"`),
+				name+` + " must have exactly the data keys `+strings.Join(joinTokenDataKeys, ", ")+`"`),
 			rule(onCreate(`variables.tokenID.size() == `+strconv.Itoa(tokenIDLen)+` && `+celLowerAlnum("variables.tokenID")+` && `+
 				`variables.tokenSecret.size() == `+strconv.Itoa(tokenSecretLen)+` && `+celLowerAlnum("variables.tokenSecret")+` && `+
 				`request.name == "bootstrap-token-" + `+celLowerAlnumText("variables.tokenID")),
@@ -213,14 +213,14 @@ func joinTokenRenewerPolicy(r model.Renewal) admissionPolicy {
 			rule(onCreate(`variables.expiration != "" && `+
 				`timestamp(variables.expiration) > timestamp(object.metadata.creationTimestamp) && `+
 				fmt.Sprintf(`timestamp(variables.expiration) <= timestamp(object.metadata.creationTimestamp) + duration("%ds")`, maxLife)),
-				name+fmt.Sprintf(` + " must expire (YYYY-MM-DDTHH:MM:SSZ) after its creation and at most %s later, not at " + (variables.expiration == "" ? "an unreadable time" : variables.expiration)`, model.FormatDuration(r.TTL+JoinTokenSkew))),
+				name+fmt.Sprintf(` + " must expire (YYYY-MM-DDTHH:MM:SSZ) after its creation and at most %s later, not at " + (variables.expiration == "" ? "an unreadable time" : variables.expiration)`, model.FormatDuration(r.TTL+joinTokenSkew))),
 		},
 	}
 }
 
-// JoinTokenRenewer renders the renewer's manifests.
-func JoinTokenRenewer(src *model.Source, header string) ([]byte, error) {
-	objs, err := JoinTokenRenewerObjects(src)
+// joinTokenRenewerFile renders the renewer's manifests.
+func joinTokenRenewerFile(src *model.Source, header string) ([]byte, error) {
+	objs, err := joinTokenRenewerObjects(src)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package render
+package k8s
 
 import (
 	"fmt"
@@ -17,23 +17,23 @@ import (
 
 // Node garbage collector names.
 const (
-	// NodeLifecycleSchedule is how often the collector runs: every minute,
+	// nodeLifecycleSchedule is how often the collector runs: every minute,
 	// the CronJob controller's shortest period, so that a NotReady Node
 	// whose VM is gone goes within two minutes.
-	NodeLifecycleSchedule = "* * * * *"
-	// NodeLifecycleActiveDeadline is the longest a pass may run, in
+	nodeLifecycleSchedule = "* * * * *"
+	// nodeLifecycleActiveDeadline is the longest a pass may run, in
 	// seconds. With concurrencyPolicy Forbid a pass still running at the
 	// next minute delays it: a Node is deleted at most the schedule's
 	// period plus this after its VM is gone while it is NotReady.
-	NodeLifecycleActiveDeadline = 45
-	// NodeLifecycleStartingDeadline is how late, in seconds, a pass may
+	nodeLifecycleActiveDeadline = 45
+	// nodeLifecycleStartingDeadline is how late, in seconds, a pass may
 	// start after its minute (a pass delayed by the one before it).
-	NodeLifecycleStartingDeadline = 30
+	nodeLifecycleStartingDeadline = 30
 )
 
-// NotReadyGraceSeconds returns cluster.nodeLifecycle.notReadyGracePeriod in
+// notReadyGraceSeconds returns cluster.nodeLifecycle.notReadyGracePeriod in
 // whole seconds.
-func NotReadyGraceSeconds(src *model.Source) (int64, error) {
+func notReadyGraceSeconds(src *model.Source) (int64, error) {
 	d := src.Cluster.NodeLifecycle.NotReadyGracePeriod.Duration()
 	if d < model.MinNotReadyGracePeriod {
 		return 0, fmt.Errorf("cluster.nodeLifecycle.notReadyGracePeriod %s is shorter than %s", d, model.MinNotReadyGracePeriod)
@@ -54,11 +54,11 @@ func nodeLifecycle(src *model.Source) scriptWorkload {
 	}
 }
 
-// NodeLifecycleObjects returns the node garbage collector's objects
+// nodeLifecycleObjects returns the node garbage collector's objects
 // (scriptWorkload.objects), with the CronJob that runs it every minute on
 // the autoscaler's node.
-func NodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
-	grace, err := NotReadyGraceSeconds(src)
+func nodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
+	grace, err := notReadyGraceSeconds(src)
 	if err != nil {
 		return nil, err
 	}
@@ -74,12 +74,12 @@ func NodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
 	})
 	pod.TunnelLoss = manifest.TunnelLossTolerations(&src.Cluster)
 	return w.objects(w.cronJob(cronSchedule{
-		Schedule:          NodeLifecycleSchedule,
-		StartingDeadline:  NodeLifecycleStartingDeadline,
+		Schedule:          nodeLifecycleSchedule,
+		StartingDeadline:  nodeLifecycleStartingDeadline,
 		SuccessfulHistory: 1,
 		FailedHistory:     3,
 		BackoffLimit:      0,
-		ActiveDeadline:    NodeLifecycleActiveDeadline,
+		ActiveDeadline:    nodeLifecycleActiveDeadline,
 	}, pod))
 }
 
@@ -116,7 +116,7 @@ func nodeLifecyclePolicy(src *model.Source) admissionPolicy {
 				`"the node garbage collector may only delete nodes, not " + request.operation + " " + request.resource.resource + `+
 					`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
 			rule(`!variables.delete || variables.boundNode.size() > 0`,
-				`"the node garbage collector may delete a node only with a pod-bound token that names its node (`+NodeNameExtra+`); this request has none"`),
+				`"the node garbage collector may delete a node only with a pod-bound token that names its node (`+nodeNameExtra+`); this request has none"`),
 			rule(`!variables.delete || variables.group in variables.cloudGroups`,
 				`"node " + request.name + " is in no nodegen cloud node group (`+model.VerifiedGroupLabel+`=" + variables.group + ")"`),
 			rule(`!variables.delete || (variables.providerID.startsWith(`+prefix+`) && variables.providerID.endsWith("/" + request.name))`,
@@ -128,9 +128,9 @@ func nodeLifecyclePolicy(src *model.Source) admissionPolicy {
 	}
 }
 
-// NodeLifecycle renders the node garbage collector's manifests.
-func NodeLifecycle(src *model.Source, header string) ([]byte, error) {
-	objs, err := NodeLifecycleObjects(src)
+// nodeLifecycleFile renders the node garbage collector's manifests.
+func nodeLifecycleFile(src *model.Source, header string) ([]byte, error) {
+	objs, err := nodeLifecycleObjects(src)
 	if err != nil {
 		return nil, err
 	}
