@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +111,31 @@ func TestRolloutSurgeWithinMax(t *testing.T) {
 		t.Errorf("the MIG held %d instances at once, more than the group's max %d", got, gpu.Max)
 	}
 	s.checkDone(t)
+}
+
+// The surge stays within the autoscaler's cluster-wide caps: with
+// maxNodesTotal at the cluster's node count, no replacement fits, so the
+// group is skipped and reported (exit 1), its MIG never grows and its
+// nodes are left as they were.
+func TestRolloutSurgeWithinCaps(t *testing.T) {
+	s := newSetup(t, 1, map[string]string{"caps.cue": "cluster: autoscaler: caps: maxNodesTotal: 4\n"})
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr)
+	t.Logf("rollout: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	if code != cli.ExitFindings {
+		t.Errorf("exit %d, want %d", code, cli.ExitFindings)
+	}
+	want := "gpu-t4/us-central1-a: the autoscaler's caps leave no room for a surge: cluster.autoscaler.caps.maxNodesTotal (4 in use of 4), so the group is skipped"
+	if !strings.Contains(stderr.String(), want) && !strings.Contains(stdout.String(), want) {
+		t.Errorf("the output lacks %q", want)
+	}
+	cl := &s.src.Cluster
+	gpu := s.src.NodeGroups["gpu-t4"]
+	a := gpu.Zones[0]
+	if got := s.compute.largest(a, cl.MIGName(gpu, a)); got > len(s.oldNodes) {
+		t.Errorf("the MIG held %d instances at once: a surge past the cap of 4 nodes", got)
+	}
+	if got := sortedKeys(s.compute.instances(a, cl.MIGName(gpu, a))); !slices.Equal(got, s.oldNodes) {
+		t.Errorf("gpu-t4's MIG holds %v, want its old nodes %v", got, s.oldNodes)
+	}
 }

@@ -145,6 +145,9 @@ type MIGPlan struct {
 	// Max is the autoscaled group's max per MIG (0 for a gce-static group,
 	// whose surge has no such bound).
 	Max int `json:"max,omitempty"`
+	// Caps, when set, names the autoscaler's cluster-wide cap that limits
+	// Surge (capRoom): the room it leaves beside the cluster's nodes.
+	Caps string `json:"caps,omitempty"`
 }
 
 // StaleNode is a node to replace, with the revision it carries ("" when
@@ -232,6 +235,9 @@ func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Pl
 			if g.Autoscaled() {
 				mp.Max = g.Max
 				mp.Surge = max(0, min(mp.Surge, g.Max-len(mp.Current)-len(mp.Stale)))
+			}
+			if room, capped, why := capRoom(src, g, nodes); capped && room < min(mp.Surge, len(mp.Stale)) {
+				mp.Surge, mp.Caps = room, why
 			}
 			gp.MIGs = append(gp.MIGs, mp)
 		}

@@ -194,7 +194,7 @@ func (r *Runner) runMIG(ctx context.Context, g *model.NodeGroup, zone string, dr
 			}
 			checked = true
 		}
-		batch, err := r.pickBatch(ctx, g, zone, mp.Stale)
+		batch, err := r.pickBatch(ctx, g, zone, mp.Stale, nodes.Items)
 		if err != nil {
 			return err
 		}
@@ -228,27 +228,35 @@ func (r *Runner) checkStaticSize(ctx context.Context, g *model.NodeGroup, zone s
 }
 
 // pickBatch takes the next batch of stale nodes: up to cluster.rollout.surge
-// of them, and for an autoscaled group no more than its max leaves room
-// for in the MIG (the autoscaler's --nodes bound): a replacement already in
-// the MIG takes no more room. A MIG at its max gets no surge: the group is
-// skipped, and the error says so.
-func (r *Runner) pickBatch(ctx context.Context, g *model.NodeGroup, zone string, stale []StaleNode) ([]StaleNode, error) {
+// of them, for an autoscaled group no more than its max leaves room for in
+// the MIG (the autoscaler's --nodes bound), and no more than the
+// autoscaler's cluster-wide caps leave room for beside the cluster's nodes
+// (capRoom); a replacement already in the MIG takes no more room. A MIG at
+// its max, or a group the caps leave no room for, gets no surge: the group
+// is skipped, and the error says so.
+func (r *Runner) pickBatch(ctx context.Context, g *model.NodeGroup, zone string, stale []StaleNode, nodes []corev1.Node) ([]StaleNode, error) {
 	cl := &r.Src.Cluster
 	n := min(cl.Rollout.Surge, len(stale))
-	if !g.Autoscaled() {
+	capLeft, capped, capWhy := capRoom(r.Src, g, nodes)
+	if !g.Autoscaled() && !capped {
 		return stale[:n], nil
 	}
 	project, mig := cl.GCP.Project, cl.MIGName(g, zone)
-	m, err := r.Compute.GetMIG(ctx, project, zone, mig)
-	if err != nil {
-		return nil, err
+	var target int
+	if g.Autoscaled() {
+		m, err := r.Compute.GetMIG(ctx, project, zone, mig)
+		if err != nil {
+			return nil, err
+		}
+		target = m.TargetSize
 	}
 	instances, err := r.Compute.ListManagedInstances(ctx, project, zone, mig)
 	if err != nil {
 		return nil, err
 	}
-	room := g.Max - m.TargetSize
+	room := g.Max - target
 	var batch []StaleNode
+	byMax := false
 	for _, s := range stale {
 		if len(batch) == n {
 			break
@@ -257,17 +265,29 @@ func (r *Runner) pickBatch(ctx context.Context, g *model.NodeGroup, zone string,
 			batch = append(batch, s)
 			continue
 		}
-		if room <= 0 {
+		if g.Autoscaled() && room <= 0 {
+			byMax = true
+			continue
+		}
+		if capped && capLeft <= 0 {
 			continue
 		}
 		room--
+		capLeft--
 		batch = append(batch, s)
 	}
 	if len(batch) == 0 {
-		return nil, fmt.Errorf("%w: %s/%s: MIG %s is at the group's max of %d nodes (target size %d): a surge would exceed it, so the group is skipped; lower its size or raise max, then run the rollout again", ErrStopped, g.Name, zone, mig, g.Max, m.TargetSize)
+		if byMax {
+			return nil, fmt.Errorf("%w: %s/%s: MIG %s is at the group's max of %d nodes (target size %d): a surge would exceed it, so the group is skipped; lower its size or raise max, then run the rollout again", ErrStopped, g.Name, zone, mig, g.Max, target)
+		}
+		return nil, fmt.Errorf("%w: %s/%s: the autoscaler's caps leave no room for a surge: %s, so the group is skipped; raise the cap or make room, then run the rollout again", ErrStopped, g.Name, zone, capWhy)
 	}
 	if len(batch) < n {
-		r.Progress.Step("%s/%s: surge limited to %d by the group's max of %d nodes (target size %d)", g.Name, zone, len(batch), g.Max, m.TargetSize)
+		if byMax {
+			r.Progress.Step("%s/%s: surge limited to %d by the group's max of %d nodes (target size %d)", g.Name, zone, len(batch), g.Max, target)
+		} else {
+			r.Progress.Step("%s/%s: surge limited to %d by the autoscaler's caps: %s", g.Name, zone, len(batch), capWhy)
+		}
 	}
 	return batch, nil
 }

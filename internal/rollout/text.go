@@ -90,12 +90,18 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 				continue
 			}
 			fmt.Fprintf(&b, "   %s (MIG %s, %d current):\n", m.Zone, m.Name, len(m.Current))
-			if m.Surge == 0 {
+			switch {
+			case m.Surge == 0 && m.Caps != "":
+				atMax++
+				fmt.Fprintf(&b, "     at the autoscaler's caps: %s leaves no room for a surge, skipped (raise the cap or make room)\n", m.Caps)
+				continue
+			case m.Surge == 0:
 				atMax++
 				fmt.Fprintf(&b, "     at the group's max of %d nodes: no room for a surge, skipped (lower its size or raise max)\n", m.Max)
 				continue
-			}
-			if m.Surge < p.Policy.Surge {
+			case m.Surge < p.Policy.Surge && m.Caps != "":
+				fmt.Fprintf(&b, "     surge limited to %d by the autoscaler's caps: %s\n", m.Surge, m.Caps)
+			case m.Surge < p.Policy.Surge:
 				fmt.Fprintf(&b, "     surge limited to %d: the group's max is %d nodes per MIG\n", m.Surge, m.Max)
 			}
 			for j := 0; j < len(m.Stale); j += m.Surge {
@@ -137,7 +143,7 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 		}
 		b.WriteString("run again with --yes to carry it out\n")
 		if atMax > 0 {
-			fmt.Fprintf(&b, "%d %s at the group's max: the rollout skips them, reports them and goes on\n", atMax, plural(atMax, "MIG is", "MIGs are"))
+			fmt.Fprintf(&b, "%d %s at the group's max or the autoscaler's caps: the rollout skips them, reports them and goes on\n", atMax, plural(atMax, "MIG is", "MIGs are"))
 		}
 		if p.UpcomingNodeFreeze && total > 0 {
 			fmt.Fprintf(&b, "while a surge's replacement is upcoming (until it registers, then until it is ready), the autoscaler %s adds no node anywhere: each batch holds every scale-up (docs/rollout.md)\n", p.AutoscalerTag)
