@@ -107,6 +107,9 @@ func TestStartupScriptRejoinsHalfJoinedNode(t *testing.T) {
 		{"kubelet directory wiped (a local SSD's data lost)", func(t *testing.T, res scripttest.Result) {
 			emptyDir(t, res.KubeletDir)
 		}, "config.yaml, which kubeadm join writes, is missing"},
+		{"config.yaml lost, the credentials kept", func(t *testing.T, res scripttest.Result) {
+			must(t, os.Remove(filepath.Join(res.KubeletDir, "config.yaml")))
+		}, "config.yaml, which kubeadm join writes, is missing"},
 		{"kubeadm-flags.env lost", func(t *testing.T, res scripttest.Result) {
 			must(t, os.Remove(filepath.Join(res.KubeletDir, "kubeadm-flags.env")))
 		}, "kubeadm-flags.env, which kubeadm join writes, is missing"},
