@@ -34,7 +34,7 @@ import (
 
 // main runs nodegen as the program of its process: its memory policy
 // (the evaluation's collector and memory guard, rendering's budget) is
-// build.OwnProcess, chosen by cli.Command.
+// pipeline.OwnProcess, chosen by cli.Command.
 func main() {
 	os.Exit(cli.Command(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/secrets"
 )
 
@@ -37,7 +37,7 @@ func checkCommand(s *streams) *cli.Command {
 			byHand := &cli.BoolFlag{Name: "by-hand", Usage: "after a clean check, print what nodegen cannot verify from the source and how to verify each by hand", Destination: &f.ByHand}
 			return append(append(outFlags(false)(f), shortcutFlags(f)...), byHand)
 		},
-		func(f *ioFlags, rd *build.Result) error {
+		func(f *ioFlags, rd *pipeline.Result) error {
 			if err := outDirUsable(f.Out, true); err != nil {
 				return err
 			}
@@ -102,7 +102,7 @@ func staleReason(ch outdir.Change) string {
 // printByHand prints what nodegen cannot verify of the selected clusters
 // (all without --cluster), and how to verify each by hand: one line per
 // item, its command indented under it.
-func printByHand(s *streams, f *ioFlags, rd *build.Result) {
+func printByHand(s *streams, f *ioFlags, rd *pipeline.Result) {
 	only := f.Clusters.Value()
 	for _, b := range rd.Source.Fleet.ByHand() {
 		if len(only) > 0 && !slices.Contains(only, b.Cluster) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/secrets"
 	"github.com/nodegen/nodegen/internal/source"
 )
@@ -34,20 +34,20 @@ type streams struct {
 	in       io.Reader
 	out, err io.Writer
 	// memory is the memory policy of the pipeline's runs.
-	memory build.MemoryPolicy
+	memory pipeline.MemoryPolicy
 }
 
 // Main runs nodegen with args (without the program name) and returns the
 // exit code. It never calls os.Exit, and leaves the process's garbage
-// collector and memory limit alone (build.SharedProcess).
+// collector and memory limit alone (pipeline.SharedProcess).
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return run(&streams{in: stdin, out: stdout, err: stderr}, args)
 }
 
 // Command is Main for the program of a process of its own, the nodegen
-// command: its runs have the process's memory (build.OwnProcess).
+// command: its runs have the process's memory (pipeline.OwnProcess).
 func Command(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(&streams{in: stdin, out: stdout, err: stderr, memory: build.OwnProcess}, args)
+	return run(&streams{in: stdin, out: stdout, err: stderr, memory: pipeline.OwnProcess}, args)
 }
 
 // run runs nodegen on the streams s.
@@ -87,7 +87,7 @@ cluster under out/<cluster>/):
                         join-secret.tf, network.tf, vpn.tf (a VPN), nodegroup-<group>.tf,
                         eastwest-gateway-lb.tf (a mesh)
   terraform/root/       main.tf: the root module that applies it (provider, module block)
-  images/<family>/      build.sh, the node image of each image family the groups boot from
+  images/<family>/      pipeline.sh, the node image of each image family the groups boot from
   k8s/                  node-csr-approver.yaml, join-token-renewer.yaml, node-lifecycle.yaml,
                         taint-remover.yaml, gpu-operator-values.yaml
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml

@@ -5,8 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/pipeline"
 )
 
 // fleetExport is what export prints for a fleet source.
@@ -18,7 +18,7 @@ type fleetExport struct {
 func exportCommand(s *streams) *cli.Command {
 	return renderCommand(s, "export", "print the resolved model, derived labels and taints included, as JSON",
 		"export prints the source as nodegen resolved it: defaults applied, derived labels added.", nil,
-		func(_ *ioFlags, r *build.Result) error {
+		func(_ *ioFlags, r *pipeline.Result) error {
 			enc := json.NewEncoder(s.out)
 			enc.SetIndent("", "  ")
 			if r.Source.Fleet.Single {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/pipeline"
 )
 
 const genDoc = `gen renders every artifact of the source into the output directory.
@@ -27,7 +27,7 @@ func genCommand(s *streams) *cli.Command {
 	var flags *ioFlags
 	cmd := renderCommand(s, "gen", "render the source into the output directory", genDoc,
 		func(f *ioFlags) []cli.Flag { flags = f; return outFlags(true)(f) },
-		func(f *ioFlags, rd *build.Result) error {
+		func(f *ioFlags, rd *pipeline.Result) error {
 			if err := outDirUsable(f.Out, false); err != nil {
 				return err
 			}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/validate"
 )
 
@@ -144,7 +144,7 @@ nodeGroups: autoscaler: {
 		written = append(written, p)
 	}
 	// What init writes must pass vet; otherwise nothing is left.
-	if _, err := build.Load(f.dir); err != nil {
+	if _, err := pipeline.Load(f.dir); err != nil {
 		for _, p := range written {
 			os.Remove(p)
 		}

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/urfave/cli/v2"
 )
 
@@ -43,7 +43,7 @@ func outFlags(force bool) func(f *ioFlags) []cli.Flag {
 
 // outOptions are the options of outdir for f and the clusters of r;
 // waiting is said on s.err.
-func outOptions(s *streams, f *ioFlags, r *build.Result) outdir.Options {
+func outOptions(s *streams, f *ioFlags, r *pipeline.Result) outdir.Options {
 	if f.LockTimeout <= 0 {
 		f.LockTimeout = time.Nanosecond // 0 means "do not wait"
 	}

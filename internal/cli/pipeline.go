@@ -10,10 +10,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/secrets"
 )
 
@@ -23,17 +23,17 @@ func clusterFlag(f *ioFlags) cli.Flag {
 	return &cli.StringSliceFlag{Name: "cluster", Usage: "work on the cluster `NAME` only (repeatable or a comma list; default: every cluster of the source)", Destination: &f.Clusters}
 }
 
-// runPipeline runs the pipeline (build.Run) on the source of f
+// runPipeline runs the pipeline (pipeline.Run) on the source of f
 // for the clusters --cluster selects. Findings are printed to s.err and
 // reported as errFindings; a --cluster that names no cluster is a usage
 // error.
-func runPipeline(s *streams, f *ioFlags) (*build.Result, error) {
+func runPipeline(s *streams, f *ioFlags) (*pipeline.Result, error) {
 	if err := sourceDirExists(f.Source); err != nil {
 		return nil, err
 	}
-	r, err := build.Run(f.Source, build.Options{Clusters: f.Clusters.Value(), Memory: s.memory})
+	r, err := pipeline.Run(f.Source, pipeline.Options{Clusters: f.Clusters.Value(), Memory: s.memory})
 	var list diag.List
-	var ce *build.ClusterError
+	var ce *pipeline.ClusterError
 	switch {
 	case errors.As(err, &list):
 		return nil, printFindings(s, list)
@@ -64,7 +64,7 @@ func oneCluster(s *streams, f *ioFlags, cmd string) (*model.Source, layout.Files
 // renderCommand builds a command that takes no arguments, loads,
 // validates and renders the source, and hands the result to run. more
 // adds flags (nil: --source only).
-func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []cli.Flag, run func(f *ioFlags, r *build.Result) error) *cli.Command {
+func renderCommand(s *streams, name, usage, doc string, more func(f *ioFlags) []cli.Flag, run func(f *ioFlags, r *pipeline.Result) error) *cli.Command {
 	f := &ioFlags{}
 	flags := []cli.Flag{sourceFlag(f), clusterFlag(f)}
 	if more != nil {

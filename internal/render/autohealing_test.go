@@ -13,10 +13,10 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
@@ -95,7 +95,7 @@ func withAutohealing(t *testing.T, v string) string {
 
 func renderWith(t *testing.T, edits map[string]string) (*model.Source, layout.Files) {
 	t.Helper()
-	l, err := build.Load(testsrc.Copy(t, edits))
+	l, err := pipeline.Load(testsrc.Copy(t, edits))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/internal/verify"
@@ -96,7 +96,7 @@ func loadCapacity(t *testing.T, autoscaler, cpuPrio, cpuBPrio string) (*model.So
 	if err := os.WriteFile(filepath.Join(dir, "all.cue"), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := build.Load(dir)
+	l, err := pipeline.Load(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -410,7 +410,7 @@ func TestBalanceDefault(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "all.cue"), []byte(fmt.Sprintf(single, "", "", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := build.Load(dir)
+	l, err := pipeline.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

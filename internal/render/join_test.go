@@ -13,10 +13,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/verify"
 	"github.com/nodegen/nodegen/internal/yamlout"
@@ -85,7 +85,7 @@ func loadJoinSource(t *testing.T, edits map[string]string) *model.Source {
 			t.Fatal(err)
 		}
 	}
-	l, err := build.Load(dir)
+	l, err := pipeline.Load(dir)
 	if err != nil {
 		t.Fatalf("the test source is invalid: %v", err)
 	}
@@ -244,7 +244,7 @@ func TestJoinDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = build.Load(dir)
+	_, err = pipeline.Load(dir)
 	if err == nil || !strings.Contains(err.Error(), `nodeGroups.batch.autoscaling.maxNodeProvisionTime: node group "batch": maxNodeProvisionTime 5m0s leaves the join 1m0s`) {
 		t.Errorf("validate: %v", err)
 	}

@@ -16,13 +16,13 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/explain"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/verify"
@@ -86,7 +86,7 @@ func loadCapacitySource(t *testing.T, replace ...string) (*model.Source, layout.
 			t.Fatal(err)
 		}
 	}
-	l, err := build.Load(dir)
+	l, err := pipeline.Load(dir)
 	if err != nil {
 		t.Fatalf("the test source is invalid: %v", err)
 	}

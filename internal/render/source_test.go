@@ -9,9 +9,9 @@ import (
 
 	"cuelang.org/go/cue/literal"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
 )
 
@@ -132,7 +132,7 @@ func (s srcSpec) load(t testing.TB) (*model.Source, error) {
 			return nil, err // a name the file system refuses
 		}
 	}
-	l, err := build.Load(dir)
+	l, err := pipeline.Load(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/parser"
 
-	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/schemadoc"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/schema"
@@ -274,7 +274,7 @@ func TestRequiredMatchesVet(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "src.cue"), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := build.Load(dir)
+		_, err := pipeline.Load(dir)
 		return err
 	}
 	if err := vet(valid); err != nil {

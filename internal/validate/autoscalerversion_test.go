@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/validate"
 )
 
@@ -100,7 +100,7 @@ func TestAutoscalerReleaseWarnings(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := example(t, map[string]func(string) string{"zz.cue": func(string) string { return c.cue }})
-			l, err := build.Load(dir)
+			l, err := pipeline.Load(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodegen/nodegen/internal/build"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/validate"
 )
@@ -64,7 +64,7 @@ func TestFleetGCENames(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := testsrc.CopyFleet(t, map[string]string{"shared.cue": shared, "third.cue": c.third})
-			_, err := build.Load(dir)
+			_, err := pipeline.Load(dir)
 			if len(c.want) == 0 {
 				if err != nil {
 					t.Fatalf("findings:\n%v", err)
@@ -90,7 +90,7 @@ func TestFleetGCENames(t *testing.T) {
 // The tests' fleet source is valid as a whole, and its findings-free
 // members carry their positions.
 func TestFleetValid(t *testing.T) {
-	l, err := build.Load(testsrc.FleetDir())
+	l, err := pipeline.Load(testsrc.FleetDir())
 	if err != nil {
 		t.Fatal(err)
 	}

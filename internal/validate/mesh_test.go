@@ -9,8 +9,8 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/meshtest"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
@@ -25,7 +25,7 @@ func meshFindings(t *testing.T, files map[string]string) []string {
 		files[reachFile] = reach
 	}
 	dir := testsrc.CopyFleet(t, files)
-	_, err := build.Load(dir)
+	_, err := pipeline.Load(dir)
 	if err == nil {
 		return nil
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -56,7 +56,7 @@ func replace(old, new string) func(string) string {
 // parent.
 func findings(t *testing.T, dir string) []string {
 	t.Helper()
-	_, err := build.Load(dir)
+	_, err := pipeline.Load(dir)
 	if err == nil {
 		return nil
 	}

@@ -7,8 +7,8 @@ import (
 
 	"cuelang.org/go/cue"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/validate"
 )
@@ -17,7 +17,7 @@ import (
 // failure of a group's artifact is reported at the group's name in the
 // source, and that one belonging to no group is left to the caller.
 func TestVerificationFailuresArePositioned(t *testing.T) {
-	l, err := build.Load(testsrc.Copy(t, nil))
+	l, err := pipeline.Load(testsrc.Copy(t, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

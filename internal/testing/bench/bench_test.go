@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/bench"
@@ -61,11 +61,11 @@ func sourceDir(tb testing.TB, n int) string {
 	return dir
 }
 
-// load loads and validates a synthetic source (build.Load), failing on
+// load loads and validates a synthetic source (pipeline.Load), failing on
 // any finding.
 func load(tb testing.TB, n int) *source.Loaded {
 	tb.Helper()
-	l, err := build.Load(sourceDir(tb, n))
+	l, err := pipeline.Load(sourceDir(tb, n))
 	if err != nil {
 		tb.Fatalf("loading %d groups: %v", n, err)
 	}
@@ -109,7 +109,7 @@ func TestSynthetic(t *testing.T) {
 			if static != 1 || gpu != n/2 {
 				t.Errorf("%d gce-static and %d GPU groups, want 1 and %d", static, gpu, n/2)
 			}
-			if _, err := build.Run(sourceDir(t, n), build.Options{}); err != nil {
+			if _, err := pipeline.Run(sourceDir(t, n), pipeline.Options{}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -196,14 +196,14 @@ func BenchmarkLoad(b *testing.B) {
 	})
 }
 
-// BenchmarkRun measures the whole pipeline in memory (build.Run): load,
+// BenchmarkRun measures the whole pipeline in memory (pipeline.Run): load,
 // validate, render and verify.
 func BenchmarkRun(b *testing.B) {
 	forSizes(b, func(b *testing.B, n int) {
 		dir := sourceDir(b, n)
 		defer reportCPU(b)()
 		for b.Loop() {
-			if _, err := build.Run(dir, build.Options{}); err != nil {
+			if _, err := pipeline.Run(dir, pipeline.Options{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -348,7 +348,7 @@ func TestVaried(t *testing.T) {
 	if err := bench.WriteVaried(dir, 100); err != nil {
 		t.Fatal(err)
 	}
-	r, err := build.Run(dir, build.Options{})
+	r, err := pipeline.Run(dir, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

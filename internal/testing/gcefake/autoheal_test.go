@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/testing/gcefake"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -19,7 +19,7 @@ import (
 // returns it, with the cluster's project, region and zones.
 func renderOut(t *testing.T, edits map[string]string) (out, project, region string, zones []string) {
 	t.Helper()
-	res, err := build.Run(testsrc.Copy(t, edits), build.Options{})
+	res, err := pipeline.Run(testsrc.Copy(t, edits), pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

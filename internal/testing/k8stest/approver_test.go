@@ -30,10 +30,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
@@ -305,7 +305,7 @@ func TestNodeCSRApprover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := build.Load(dir)
+	l, err := pipeline.Load(dir)
 	if err != nil {
 		t.Fatalf("the test source: %v", err)
 	}

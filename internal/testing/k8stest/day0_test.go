@@ -18,10 +18,10 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
@@ -186,7 +186,7 @@ func TestDayZero(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := build.Load(dir)
+	l, err := pipeline.Load(dir)
 	if err != nil {
 		t.Fatalf("the test source: %v", err)
 	}

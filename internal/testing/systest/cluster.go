@@ -1,7 +1,7 @@
 // Package systest runs the whole system: a rendered out/ served by a fake
 // Compute API (internal/testing/gcefake), a real kube-apiserver
 // (internal/testing/testcp) and the real Cluster Autoscaler, built from
-// source (hack/testca/build.sh), talking to both as in production.
+// source (hack/testca/pipeline.sh), talking to both as in production.
 //
 // A Cluster stands in for what is neither nodegen's nor the autoscaler's:
 //   - the VMs' kubelets: a VM the fake starts registers its Node with the
@@ -48,13 +48,13 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/nodegen/nodegen/internal/agree"
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
 	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/testing/gcefake"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/verify"
@@ -101,7 +101,7 @@ const joinToken = "abcdef.0123456789abcdef"
 // and registers the Nodes of the MIGs' initial VMs (the gce-static groups).
 func New(t testing.TB, dir string, opts Options) *Cluster {
 	t.Helper()
-	res, err := build.Run(dir, build.Options{})
+	res, err := pipeline.Run(dir, pipeline.Options{})
 	if err != nil {
 		t.Fatalf("rendering %s: %v", dir, err)
 	}

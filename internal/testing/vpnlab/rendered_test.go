@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/testing/vpnlab"
 )
@@ -59,7 +59,7 @@ func oneGateway(t *testing.T) rendered {
 
 func render(t *testing.T, dir string) rendered {
 	t.Helper()
-	res, err := build.Run(dir, build.Options{})
+	res, err := pipeline.Run(dir, pipeline.Options{})
 	if err != nil {
 		t.Fatalf("rendering %s: %v", dir, err)
 	}

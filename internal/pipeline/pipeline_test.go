@@ -1,4 +1,4 @@
-package build_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodegen/nodegen/internal/build"
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -19,7 +19,7 @@ import (
 // A one-cluster source is one cluster whose tree is the whole output
 // directory: its files are render's, unscoped.
 func TestRunOneCluster(t *testing.T) {
-	r, err := build.Run(testsrc.Dir(), build.Options{})
+	r, err := pipeline.Run(testsrc.Dir(), pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestRunOneCluster(t *testing.T) {
 // files; a selection renders only the clusters named, scoped to their
 // trees.
 func TestRunFleet(t *testing.T) {
-	all, err := build.Run(testsrc.FleetDir(), build.Options{})
+	all, err := pipeline.Run(testsrc.FleetDir(), pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestRunFleet(t *testing.T) {
 		t.Errorf("no %s in the whole fleet's files", layout.FleetDocsPath)
 	}
 
-	one, err := build.Run(testsrc.FleetDir(), build.Options{Clusters: []string{"train"}})
+	one, err := pipeline.Run(testsrc.FleetDir(), pipeline.Options{Clusters: []string{"train"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +92,8 @@ func TestRunUnknownCluster(t *testing.T) {
 		{testsrc.FleetDir(), "", "needs a cluster name"},
 		{testsrc.Dir(), "other", "is one cluster, named"},
 	} {
-		_, err := build.Run(c.dir, build.Options{Clusters: []string{c.name}})
-		var ce *build.ClusterError
+		_, err := pipeline.Run(c.dir, pipeline.Options{Clusters: []string{c.name}})
+		var ce *pipeline.ClusterError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("cluster %q of %s: %v, want a ClusterError saying %q", c.name, filepath.Base(c.dir), err, c.want)
 		}
@@ -111,7 +111,7 @@ func TestRunFindings(t *testing.T) {
 	if broken == string(b) {
 		t.Fatal("the tests' cpu-burst.cue has no max: 10 to break")
 	}
-	r, err := build.Run(testsrc.Copy(t, map[string]string{"cpu-burst.cue": broken}), build.Options{})
+	r, err := pipeline.Run(testsrc.Copy(t, map[string]string{"cpu-burst.cue": broken}), pipeline.Options{})
 	var list diag.List
 	if r != nil || !errors.As(err, &list) || len(list) == 0 {
 		t.Fatalf("Run: %v, %v; want findings", r, err)

@@ -1,10 +1,10 @@
-// Package build is nodegen's pipeline as one call: Run loads a source
+// Package pipeline is nodegen's pipeline as one call: Run loads a source
 // (one cluster or a fleet), validates it, renders every artifact of the
 // selected clusters, has each artifact re-read by its consumer's parser
 // (package verify) and turns what only the artifacts tell into findings.
 // The commands, the golden tests, the benchmarks and the fuzz targets all
 // call it.
-package build
+package pipeline
 
 import (
 	"fmt"
