@@ -32,7 +32,7 @@ const (
 	TFFirewall           = "google_compute_firewall"
 	MeshLBName           = "eastwest_gateway"
 	MeshLBHealthFirewall = "eastwest_gateway_health_checks"
-	MeshLBClientFirewall = "eastwest_gateway_clients"
+	meshLBClientFirewall = "eastwest_gateway_clients"
 )
 
 // internalLB returns the gateway's load balancer settings, or nil when
@@ -95,7 +95,7 @@ func MeshLoadBalancer(f *model.Fleet, src *model.Source, header string) ([]byte,
 	meshLBForwardingRule(body, src, ports)
 	meshLBFirewall(body, src, MeshLBHealthFirewall, "Google's health-check probes, to the status port.", gce.HealthCheckRanges, []int{model.MeshPortStatus})
 	if len(lb.SourceRanges) > 0 {
-		meshLBFirewall(body, src, MeshLBClientFirewall, "The other clusters' traffic, from the source's sourceRanges, to the forwarded ports.", lb.SourceRanges, ports)
+		meshLBFirewall(body, src, meshLBClientFirewall, "The other clusters' traffic, from the source's sourceRanges, to the forwarded ports.", lb.SourceRanges, ports)
 	}
 	return hclFile(header, hf), nil
 }
@@ -186,7 +186,7 @@ func meshLBFirewall(body *hclwrite.Body, src *model.Source, name, doc string, ra
 	comment(body, doc)
 	fw := body.AppendNewBlock("resource", []string{TFFirewall, name}).Body()
 	fw.SetAttributeRaw("project", exprTokens("coalesce(var.subnetwork_project, local.project)"))
-	fw.SetAttributeValue("name", cty.StringVal(meshLBName(src, map[string]string{MeshLBHealthFirewall: model.MeshLBHealthChecksSuffix, MeshLBClientFirewall: model.MeshLBClientsSuffix}[name])))
+	fw.SetAttributeValue("name", cty.StringVal(meshLBName(src, map[string]string{MeshLBHealthFirewall: model.MeshLBHealthChecksSuffix, meshLBClientFirewall: model.MeshLBClientsSuffix}[name])))
 	fw.SetAttributeRaw("network", ref("var", "network"))
 	fw.SetAttributeValue("direction", cty.StringVal("INGRESS"))
 	fw.SetAttributeValue("source_ranges", strs(ranges))

@@ -15,10 +15,10 @@ const (
 	TFRouterNAT = "google_compute_router_nat"
 )
 
-// FirewallFromOnpremName, FirewallNodeToNodeName and NATName are the GCE
+// firewallFromOnpremName, firewallNodeToNodeName and NATName are the GCE
 // names of the network's resources.
-func FirewallFromOnpremName(c *model.Cluster) string { return c.Name + "-from-onprem" }
-func FirewallNodeToNodeName(c *model.Cluster) string { return c.Name + "-node-to-node" }
+func firewallFromOnpremName(c *model.Cluster) string { return c.Name + "-from-onprem" }
+func firewallNodeToNodeName(c *model.Cluster) string { return c.Name + "-node-to-node" }
 func NATName(c *model.Cluster) string                { return c.Name + "-nat" }
 
 // needsNetwork reports whether a rendered resource names var.network: the
@@ -77,7 +77,7 @@ func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 		"per autohealed group, in its nodegroup file.")
 	w.open("resource", TFFirewall, "from_onprem")
 	w.attr("project", project)
-	w.attr("name", hclString(FirewallFromOnpremName(c)))
+	w.attr("name", hclString(firewallFromOnpremName(c)))
 	w.attr("description", hclString(fmt.Sprintf("the on-prem control plane and nodes to the kubelet and the CNI of the cloud nodes of cluster %s", c.Name)))
 	w.attr("network", hclRef("var", "network"))
 	w.attr("direction", hclString("INGRESS"))
@@ -91,7 +91,7 @@ func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 		w.comment("The CNI between the cloud nodes.")
 		w.open("resource", TFFirewall, "node_to_node")
 		w.attr("project", project)
-		w.attr("name", hclString(FirewallNodeToNodeName(c)))
+		w.attr("name", hclString(firewallNodeToNodeName(c)))
 		w.attr("description", hclString(fmt.Sprintf("the CNI between the cloud nodes of cluster %s", c.Name)))
 		w.attr("network", hclRef("var", "network"))
 		w.attr("direction", hclString("INGRESS"))

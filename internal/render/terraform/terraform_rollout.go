@@ -10,8 +10,8 @@ package terraform
 // New VMs (a resize, createInstances) are made from the new template, and
 // nodegen rollout replaces the old ones with a drain first.
 const (
-	UpdatePolicyType   = "OPPORTUNISTIC"
-	UpdatePolicyAction = "NONE"
+	updatePolicyType   = "OPPORTUNISTIC"
+	updatePolicyAction = "NONE"
 )
 
 // updatePolicy writes a MIG's update_policy block.
@@ -20,8 +20,8 @@ func updatePolicy(w *hclText) {
 		"replaces a running node for it, which would not drain it. nodegen",
 		"rollout replaces the old nodes: a new VM first, then drain, then delete.")
 	w.open("update_policy")
-	w.attr("type", hclString(UpdatePolicyType))
-	w.attr("minimal_action", hclString(UpdatePolicyAction))
-	w.attr("most_disruptive_allowed_action", hclString(UpdatePolicyAction))
+	w.attr("type", hclString(updatePolicyType))
+	w.attr("minimal_action", hclString(updatePolicyAction))
+	w.attr("most_disruptive_allowed_action", hclString(updatePolicyAction))
 	w.close()
 }

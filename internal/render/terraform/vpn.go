@@ -9,7 +9,7 @@ import (
 // Terraform resource and data source types of the HA VPN nodegen renders
 // from cluster.gcp.network.vpn.
 const (
-	TFHAVPNGateway       = "google_compute_ha_vpn_gateway"
+	tfHAVPNGateway       = "google_compute_ha_vpn_gateway"
 	TFExternalVPNGateway = "google_compute_external_vpn_gateway"
 	TFVPNTunnel          = "google_compute_vpn_tunnel"
 	TFRouterInterface    = "google_compute_router_interface"
@@ -17,14 +17,14 @@ const (
 	TFSecretVersion      = "google_secret_manager_secret_version"
 )
 
-// VPNGatewayName, VPNPeerName, VPNRouterName and VPNTunnelName are the GCE
+// vpnGatewayName, vpnPeerName, vpnRouterName and vpnTunnelName are the GCE
 // names of the HA VPN's resources: the HA VPN gateway, the external VPN
 // gateway that stands for the on-prem gateways, the Cloud Router, and
 // tunnel i (its router interface and BGP peer share its name).
-func VPNGatewayName(c *model.Cluster) string { return c.Name + "-vpn" }
-func VPNPeerName(c *model.Cluster) string    { return c.Name + "-onprem" }
-func VPNRouterName(c *model.Cluster) string  { return c.Name + "-vpn" }
-func VPNTunnelName(c *model.Cluster, i int) string {
+func vpnGatewayName(c *model.Cluster) string { return c.Name + "-vpn" }
+func vpnPeerName(c *model.Cluster) string    { return c.Name + "-onprem" }
+func vpnRouterName(c *model.Cluster) string  { return c.Name + "-vpn" }
+func vpnTunnelName(c *model.Cluster, i int) string {
 	return c.Name + "-" + model.TunnelName(i)
 }
 
@@ -50,10 +50,10 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 		"(cluster.gcp.network.vpn; docs/vpn.md): two tunnels, one from each interface",
 		"of the HA VPN gateway, and a BGP session over each between the Cloud Router",
 		"and the on-prem gateways (out/onprem/vpn/). Both sessions are active.")
-	w.open("resource", TFHAVPNGateway, "vpn")
+	w.open("resource", tfHAVPNGateway, "vpn")
 	w.attr("project", project)
 	w.attr("region", hclRef("local", "region"))
-	w.attr("name", hclString(VPNGatewayName(c)))
+	w.attr("name", hclString(vpnGatewayName(c)))
 	w.attr("network", hclRef("var", "network"))
 	w.close()
 
@@ -61,7 +61,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 	w.comment("The on-prem gateways, as Cloud VPN sees them.")
 	w.open("resource", TFExternalVPNGateway, "onprem")
 	w.attr("project", project)
-	w.attr("name", hclString(VPNPeerName(c)))
+	w.attr("name", hclString(vpnPeerName(c)))
 	w.attr("description", hclString(fmt.Sprintf("the on-prem VPN gateways of cluster %s", c.Name)))
 	w.attr("redundancy_type", hclString(v.RedundancyType()))
 	for i, g := range v.PeerGateways {
@@ -80,7 +80,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 	w.open("resource", TFRouter, "vpn")
 	w.attr("project", project)
 	w.attr("region", hclRef("local", "region"))
-	w.attr("name", hclString(VPNRouterName(c)))
+	w.attr("name", hclString(vpnRouterName(c)))
 	w.attr("network", hclRef("var", "network"))
 	w.blank()
 	w.open("bgp")
@@ -123,8 +123,8 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 		w.open("resource", TFVPNTunnel, name)
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
-		w.attr("name", hclString(VPNTunnelName(c, i)))
-		w.attr("vpn_gateway", hclRef(TFHAVPNGateway, "vpn", "id"))
+		w.attr("name", hclString(vpnTunnelName(c, i)))
+		w.attr("vpn_gateway", hclRef(tfHAVPNGateway, "vpn", "id"))
 		w.attr("vpn_gateway_interface", hclInt(int64(i)))
 		w.attr("peer_external_gateway", hclRef(TFExternalVPNGateway, "onprem", "id"))
 		w.attr("peer_external_gateway_interface", hclInt(int64(gw)))
@@ -137,7 +137,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 		w.open("resource", TFRouterInterface, name)
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
-		w.attr("name", hclString(VPNTunnelName(c, i)))
+		w.attr("name", hclString(vpnTunnelName(c, i)))
 		w.attr("router", hclRef(TFRouter, "vpn", "name"))
 		w.attr("ip_range", hclString(fmt.Sprintf("%s/30", cloudAddr)))
 		w.attr("vpn_tunnel", hclRef(TFVPNTunnel, name, "name"))
@@ -146,7 +146,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 		w.open("resource", TFRouterPeer, name)
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
-		w.attr("name", hclString(VPNTunnelName(c, i)))
+		w.attr("name", hclString(vpnTunnelName(c, i)))
 		w.attr("router", hclRef(TFRouter, "vpn", "name"))
 		w.attr("interface", hclRef(TFRouterInterface, name, "name"))
 		w.attr("ip_address", hclString(cloudAddr.String()))
@@ -165,7 +165,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 	w.blank()
 	w.open("output", VPNAddressesOutput)
 	w.attr("description", hclString("The HA VPN gateway's public addresses, by interface: cluster.gcp.network.vpn.haVpnAddresses, which the on-prem gateways' files need."))
-	w.attr("value", fmt.Sprintf("%s.vpn.vpn_interfaces[*].ip_address", TFHAVPNGateway))
+	w.attr("value", fmt.Sprintf("%s.vpn.vpn_interfaces[*].ip_address", tfHAVPNGateway))
 	w.close()
 	return w.file(header)
 }
