@@ -73,8 +73,11 @@ type Cluster struct {
 	KubernetesVersion string `json:"kubernetesVersion"`
 	// ControlPlaneVersion is the on-prem control plane's version, "" when
 	// it is kubernetesVersion (see ControlPlane).
-	ControlPlaneVersion  string `json:"controlPlaneVersion,omitempty"`
-	ControlPlaneEndpoint string `json:"controlPlaneEndpoint"`
+	ControlPlaneVersion string `json:"controlPlaneVersion,omitempty"`
+	// AcceptUnknownKubernetesVersion turns vet's errors about a version
+	// nodegen's table of Kubernetes releases does not know into warnings.
+	AcceptUnknownKubernetesVersion bool   `json:"acceptUnknownKubernetesVersion,omitempty"`
+	ControlPlaneEndpoint           string `json:"controlPlaneEndpoint"`
 	// ControlPlaneNodes are the control plane's Nodes by name.
 	ControlPlaneNodes map[string]FixedNode `json:"controlPlaneNodes,omitempty"`
 	CACertHashes      []string             `json:"caCertHashes"`

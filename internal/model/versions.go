@@ -23,6 +23,29 @@ const (
 	NewestSupportedMinor = 37
 )
 
+// KubernetesLastPatch is the newest patch release of each supported minor
+// that nodegen has read: the tags v0.<minor>.<patch> of k8s.io/api, one
+// for every Kubernetes release v1.<minor>.<patch> (the staging repositories
+// are tagged with each release), as the Go module proxy listed them on
+// 2026-12-02. A newer patch is unknown to nodegen, as a typo is.
+var KubernetesLastPatch = map[int]int{31: 14, 32: 13, 33: 13, 34: 13, 35: 10, 36: 6, 37: 2}
+
+// Known reports whether v is a release nodegen's table has read.
+func (v KubeVersion) Known() bool {
+	last, ok := KubernetesLastPatch[v.Minor]
+	return v.Major == 1 && ok && v.Patch <= last
+}
+
+// NewestKubernetesPatch is the newest release of v's minor in
+// KubernetesLastPatch, "" for a minor it does not have.
+func (v KubeVersion) NewestKubernetesPatch() string {
+	last, ok := KubernetesLastPatch[v.Minor]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("1.%d.%d", v.Minor, last)
+}
+
 // MaxKubeletSkew is how many minor versions a kubelet may be older than
 // the kube-apiserver it talks to; it may never be newer (the Kubernetes
 // version-skew policy, kubernetes/website content/en/releases/version-skew-policy.md,

@@ -62,5 +62,6 @@ func Warnings(src *model.Source, pos Positioner) diag.List {
 	}
 	c.capacityWarnings()
 	c.autoscalerRelease(true)
+	c.kubernetesReleaseWarnings()
 	return c.list.Sorted()
 }

@@ -54,7 +54,34 @@ func (c *checker) supportedVersion(p []cue.Selector, s, whose string) (model.Kub
 		c.at(p, "Kubernetes %s (%s version) is not supported: nodegen supports %s (%s; see docs/versions.md)", v.MinorString(), whose, model.SupportedRange(), why)
 		return v, false
 	}
+	if !v.Known() && !c.src.Cluster.AcceptUnknownKubernetesVersion {
+		c.at(p, "nodegen's table of Kubernetes releases (newest %s) does not know %s (%s version); a typo, or a release nodegen has not read (docs/versions.md); set cluster.acceptUnknownKubernetesVersion: true to use it on purpose", v.NewestKubernetesPatch(), v, whose)
+	}
 	return v, true
+}
+
+// kubernetesReleaseWarnings warns about each Kubernetes version the
+// source accepts (cluster.acceptUnknownKubernetesVersion) although
+// nodegen's table of releases does not know it.
+func (c *checker) kubernetesReleaseWarnings() {
+	cl := &c.src.Cluster
+	if !cl.AcceptUnknownKubernetesVersion {
+		return
+	}
+	warn := func(p []cue.Selector, s string) {
+		if v, err := model.ParseKubeVersion(s); err == nil && v.Supported() && !v.Known() {
+			c.at(p, "warning: nodegen's table of Kubernetes releases (newest %s) does not know %s", v.NewestKubernetesPatch(), v)
+		}
+	}
+	warn(sel("cluster", "kubernetesVersion"), cl.KubernetesVersion)
+	if cl.ControlPlaneVersion != "" {
+		warn(sel("cluster", "controlPlaneVersion"), cl.ControlPlaneVersion)
+	}
+	for _, g := range c.src.Groups() {
+		if g.Cloud() && g.KubernetesVersion != "" && !c.broken.Groups[g.Name] {
+			warn(sel("nodeGroups", g.Name, "kubernetesVersion"), g.KubernetesVersion)
+		}
+	}
 }
 
 // skew reports at p a kubelet version the control plane's does not allow.
