@@ -35,7 +35,6 @@
 #   TOKEN_GROUP         the tokens' bootstrap group (auth-extra-groups): the
 #                       cloud join path's, whose CSRs the node CSR approver
 #                       decides, not kubeadm's auto-approved one
-#   NODEGEN_METADATA_URL, NODEGEN_SECRET_MANAGER_URL  endpoints (tests)
 set -euo pipefail
 
 : "${PROJECT_ID:?PROJECT_ID is required}"
@@ -45,8 +44,8 @@ set -euo pipefail
 : "${TOKEN_LABEL_KEY:?TOKEN_LABEL_KEY is required}"
 : "${TOKEN_LABEL_VALUE:?TOKEN_LABEL_VALUE is required}"
 : "${TOKEN_GROUP:?TOKEN_GROUP is required}"
-METADATA_URL="${NODEGEN_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}"
-SECRET_MANAGER_URL="${NODEGEN_SECRET_MANAGER_URL:-https://secretmanager.googleapis.com/v1}"
+readonly METADATA_URL=http://metadata.google.internal/computeMetadata/v1
+readonly SECRET_MANAGER_URL=https://secretmanager.googleapis.com/v1
 readonly NAMESPACE=kube-system
 readonly NODE_GROUP="${TOKEN_GROUP}"
 readonly SECRET_PATH="projects/${PROJECT_ID}/secrets/${SECRET_NAME}"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/testing/scriptenv"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
@@ -306,17 +308,27 @@ func (e *renewerEnv) admin(t *testing.T, args ...string) string {
 }
 
 // run runs the rendered script under bash as the CronJob would: its
-// environment, kubectl with the ServiceAccount's token, the fakes' URLs.
+// environment, kubectl with the ServiceAccount's token, and the
+// production endpoints it dials itself, metadata.google.internal on port
+// 80 and secretmanager.googleapis.com on 443 (its certificate trusted
+// through the system CA bundle), served by the fakes in a network
+// namespace of the script's own, where the API server is forwarded.
 func (e *renewerEnv) run(t *testing.T, f *fakeGCP) (code int, stderr string) {
 	t.Helper()
+	ns := scriptenv.New(t)
+	ns.Serve("metadata.google.internal", 80, servedUnder("/computeMetadata/v1/", http.HandlerFunc(f.serve)))
+	ns.ServeTLS("secretmanager.googleapis.com", 443, servedUnder("/v1/", http.HandlerFunc(f.serve)))
+	api, err := url.Parse(e.cp.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Forward(api.Host)
 	home := t.TempDir()
-	cmd := exec.Command("bash", e.script)
-	cmd.Env = append(slices.Clone(e.env),
-		"PATH="+os.Getenv("PATH"), "HOME="+home, "KUBECONFIG="+e.sa.Kubeconfig,
-		"NODEGEN_METADATA_URL="+f.MetadataURL(), "NODEGEN_SECRET_MANAGER_URL="+f.SecretManagerURL())
+	cmd := ns.Command("bash", e.script)
+	cmd.Env = append(slices.Clone(e.env), "PATH="+os.Getenv("PATH"), "HOME="+home, "KUBECONFIG="+e.sa.Kubeconfig)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
@@ -327,6 +339,18 @@ func (e *renewerEnv) run(t *testing.T, f *fakeGCP) (code int, stderr string) {
 		t.Errorf("the renewer wrote to stdout: %q", out.String())
 	}
 	return code, errb.String()
+}
+
+// servedUnder serves only the paths under prefix with h: one host of the
+// fakes answers nothing of the other's API.
+func servedUnder(prefix string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, prefix) {
+			http.Error(w, "not this host's API: "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // renewerTokens returns the names of the renewer's token Secrets, as the admin sees them.

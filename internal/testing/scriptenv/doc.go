@@ -10,5 +10,5 @@
 // as it was. It needs root, unshare, nsenter and ip (util-linux,
 // iproute2).
 //
-// It builds on Linux only.
+// Elsewhere New skips the test.
 package scriptenv
