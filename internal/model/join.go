@@ -23,6 +23,15 @@ const (
 	MinJoinDeadline = 2 * time.Minute
 )
 
+// NodeStateDir is where a cloud node's startup script keeps its files:
+// the join configuration (removed at every boot and on exit) and the
+// kubeadm patches directory.
+const NodeStateDir = "/var/lib/nodegen"
+
+// NodePatchesDir is the kubeadm patches directory the JoinConfiguration
+// names.
+const NodePatchesDir = NodeStateDir + "/patches"
+
 // MaxNodeProvisionTime is the group's effective maxNodeProvisionTime: its
 // own autoscaling.maxNodeProvisionTime (read by the autoscaler from
 // kube-env, so only for autoscaled groups), else the cluster's.

@@ -20,6 +20,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render/terraform"
+	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -198,14 +199,14 @@ func TestFixedSizeGroupsAutoheal(t *testing.T) {
 				t.Errorf("firewall targets %v, the group's VMs carry tags %v", targets, strList(tmplTags))
 			}
 
-			kc := kubeletConfig(t, files[layout.StartupScriptPath(g.Name)])
+			kc := scripttest.KubeletConfig(t, files[layout.StartupScriptPath(g.Name)])
 			if kc.HealthzBindAddress != "0.0.0.0" || (kc.HealthzPort != nil && *kc.HealthzPort != model.KubeletHealthzPort) {
 				t.Errorf("the kubelet serves its health endpoint on %q port %v, unreachable by the health check", kc.HealthzBindAddress, kc.HealthzPort)
 			}
 		})
 	}
 	// An autoscaled group's kubelet keeps its health endpoint on localhost.
-	if kc := kubeletConfig(t, files[layout.StartupScriptPath("cpu-burst")]); kc.HealthzBindAddress != "" {
+	if kc := scripttest.KubeletConfig(t, files[layout.StartupScriptPath("cpu-burst")]); kc.HealthzBindAddress != "" {
 		t.Errorf("cpu-burst's kubelet binds its health endpoint to %q", kc.HealthzBindAddress)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render/terraform"
@@ -230,7 +231,7 @@ func (d *day0Doc) beforeYouStart() {
 	d.p("- Tools: `gcloud`, `terraform`, `helm`, `kubectl` with this cluster's admin kubeconfig, and `ssh` with `sudo` to a control-plane node (it has `kubeadm`): set `%s` to it.\n", Day0ControlPlaneHostVar)
 	d.p("- Kubernetes: the control plane runs %s (nodegen supports 1.%d to 1.%d, `docs/versions.md`); the cloud groups' images carry the kubelet and kubeadm of their version.\n",
 		c.ControlPlane(), model.OldestSupportedMinor, model.NewestSupportedMinor)
-	if images, _ := model.BuildableImages(src.NodeImages(hasGPUs)); len(images) > 0 {
+	if images, _ := model.BuildableImages(src.NodeImages(gce.HasGPUs)); len(images) > 0 {
 		d.p("- Node images: the cloud groups boot from ")
 		for i, im := range images {
 			if i > 0 {
@@ -301,7 +302,7 @@ func (d *day0Doc) firstToken() (int, error) {
 		d.p("Then `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` adds it as the first version of the secret. The token goes through the pipe only; it is never written to a file or shown. It is in the cloud join group, `%s`, like the renewer's tokens (`--groups`), never in kubeadm's default group `%s`: the control plane approves a certificate for any node name to a token of that group, and every cloud node's service account can read the secret.\n\n",
 			CloudBootstrapGroup, kubeadmNodeBootstrapGroup)
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
-		tls := JoinTimeouts(deadline).TLSBootstrap.Duration
+		tls := kubeadm.JoinTimeouts(deadline).TLSBootstrap.Duration
 		d.p("The waiting VM reads it at its next attempt, and its kubelet asks for a certificate. Nothing approves it yet: the approver runs on that very node. List the autoscaler's VMs, and the undecided node certificate requests with the requester, its groups and the node name each asks for:\n\n")
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ListCSRsBegin, Day0ListCSRsCommand(src), Day0ListCSRsEnd)
 		d.p("For each VM listed, find the one request that asks for `CN = system:node:<that VM>` and whose groups include `%s`, set `%s` to its name (the first column), and approve it. If two ask for the same name, approve neither and make a new token: someone else holds this one. The kubelet waits %s for its certificate, then the join retries with a new request (list again).\n\n",

@@ -15,6 +15,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/source"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/validate"
 	"github.com/nodegen/nodegen/schema"
 )
@@ -168,7 +169,7 @@ func fastSource(t testing.TB, i int, v string) *model.Source {
 	src.Name, src.Origins, src.ClusterOrigin = fast.loaded.Name, fast.loaded.Origins, fast.loaded.ClusterOrigin
 	fastSet(src, i, v)
 	src.Resolve()
-	if len(validate.Source(src, noPos{})) > 0 {
+	if len(validate.Source(src, testsrc.NoPos{})) > 0 {
 		return nil
 	}
 	return src

@@ -46,11 +46,7 @@ func TestYAMLMatchesLibrary(t *testing.T) {
 			if !g.Cloud() {
 				continue
 			}
-			vars, err := KubeEnvVars(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range []any{vars, g.Kubelet, g.NodeLabels} {
+			for _, v := range []any{g.Kubelet, g.NodeLabels} {
 				want, _ := yaml.Marshal(v)
 				got, err := yamlout.Marshal(v)
 				if err != nil || !bytes.Equal(got, want) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/nodegen/nodegen/internal/kubeadm"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -18,10 +18,10 @@ import (
 // document with the values put into its text, as the script does on a VM.
 // The template itself is left as it was.
 func TestFillJoinIsDecodeOfFilled(t *testing.T) {
-	src, _ := testsrc.Example(t)
+	src, files := testsrc.Example(t)
 	n := 0
 	for _, g := range src.CloudGroups() {
-		doc, err := render.JoinTemplate(src, g)
+		doc, err := JoinTemplateOf(files[layout.StartupScriptPath(g.Name)])
 		if err != nil {
 			t.Fatal(err)
 		}

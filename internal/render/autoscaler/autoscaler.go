@@ -126,3 +126,5 @@ func Values(src *model.Source, header string) ([]byte, error) {
 	}
 	return manifest.MarshalValues(header, values)
 }
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodegen/nodegen/internal/k8sdecode"
+	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/pipeline"
@@ -672,7 +673,7 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := render.JoinTimeouts(deadline).TLSBootstrap.Duration
+	limit := kubeadm.JoinTimeouts(deadline).TLSBootstrap.Duration
 	asked := time.Now()
 	fresh := createCSR(t, joiner, csrRequest(t, "renew-work-ab12"), model.KubeletClientSigner)
 	var cert []byte

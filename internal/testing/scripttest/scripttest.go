@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/model"
 )
 
 // VM is what the fake metadata server says about the VM and its project.
@@ -284,7 +284,7 @@ join)
 	# The key the kubelet's TLS bootstrap would load, as kubeadm starts it.
 	cp "${NODEGEN_KUBELET_DIR}/pki/kubelet-client.key.tmp" "${STUB_DIR}/join-key-${n}.pem" 2>/dev/null || : >"${STUB_DIR}/join-key-${n}.pem"
 	dir=$(sed -n 's/^  directory: \(.*\)$/\1/p' "$3")
-	[[ "${dir}" == ` + "'" + render.PatchesDir + "'" + ` ]] || { echo "stub kubeadm: patches directory ${dir}" >&2; exit 64; }
+	[[ "${dir}" == ` + "'" + model.NodePatchesDir + "'" + ` ]] || { echo "stub kubeadm: patches directory ${dir}" >&2; exit 64; }
 	cp "${NODEGEN_STATE_DIR}/patches/kubeletconfiguration+merge.yaml" "${STUB_DIR}/kubelet-patch.yaml"
 	left=$(cat "${STUB_DIR}/fail-joins")
 	if ((left > 0)); then

@@ -1,4 +1,4 @@
-package render_test
+package gce_test
 
 import (
 	"fmt"
@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"k8s.io/apimachinery/pkg/api/resource"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/explain"
@@ -100,29 +99,9 @@ func loadCapacitySource(t *testing.T, replace ...string) (*model.Source, layout.
 	return l.Fleet.Clusters[0], files
 }
 
-// kubeletConfig decodes the kubelet patch a startup script writes strictly
-// into the kubelet's own v1beta1 KubeletConfiguration.
-func kubeletConfig(t *testing.T, script []byte) *kubeletv1beta1.KubeletConfiguration {
-	t.Helper()
-	open := "<<'" + model.KubeletPatchHeredocDelimiter + "'\n"
-	_, rest, ok := strings.Cut(string(script), open)
-	if !ok {
-		t.Fatal("no kubelet patch heredoc")
-	}
-	body, _, ok := strings.Cut(rest, "\n"+model.KubeletPatchHeredocDelimiter+"\n")
-	if !ok {
-		t.Fatal("kubelet patch heredoc not closed")
-	}
-	var c kubeletv1beta1.KubeletConfiguration
-	if err := yaml.UnmarshalStrict([]byte(body), &c); err != nil {
-		t.Fatal(err)
-	}
-	return &c
-}
-
 func TestCapacityKubeletConfiguration(t *testing.T) {
 	_, files := loadCapacitySource(t)
-	t4 := kubeletConfig(t, files[layout.StartupScriptPath("t4")])
+	t4 := scripttest.KubeletConfig(t, files[layout.StartupScriptPath("t4")])
 	want := map[string]string{
 		"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
 		"imagefs.available": "20%", "imagefs.inodesFree": "5%",
@@ -136,7 +115,7 @@ func TestCapacityKubeletConfiguration(t *testing.T) {
 	if t4.ShutdownGracePeriod.Duration.String() != "30s" || t4.ShutdownGracePeriodCriticalPods.Duration.String() != "10s" {
 		t.Errorf("t4 (Spot) shutdown %s/%s, want 30s/10s", t4.ShutdownGracePeriod.Duration, t4.ShutdownGracePeriodCriticalPods.Duration)
 	}
-	plain := kubeletConfig(t, files[layout.StartupScriptPath("plain")])
+	plain := scripttest.KubeletConfig(t, files[layout.StartupScriptPath("plain")])
 	if len(plain.EvictionHard) != 5 || plain.EvictionHard["imagefs.available"] != "15%" {
 		t.Errorf("plain evictionHard %v, want the kubelet's five defaults", plain.EvictionHard)
 	}

@@ -1,4 +1,4 @@
-package render
+package gce
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 )
 
 var tmpl = template.Must(template.New("").Option("missingkey=error").
-	Funcs(template.FuncMap{"sh": ShellQuote}).
+	Funcs(template.FuncMap{"sh": shellQuote}).
 	ParseFS(templates.FS, "*.tmpl"))
 
-// ShellQuote quotes s for bash as a single word: single quotes, with each
+// shellQuote quotes s for bash as a single word: single quotes, with each
 // embedded single quote written as '\”.
-func ShellQuote(s string) string {
+func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
@@ -48,21 +48,21 @@ type startupData struct {
 	KubeletKeyAttribute                      string
 }
 
-// StartupScript renders a cloud group's startup script. It carries the
-// JoinConfiguration rendered by JoinTemplate in a quoted heredoc; the
+// startupScript renders a cloud group's startup script. It carries the
+// JoinConfiguration rendered by joinTemplate in a quoted heredoc; the
 // script fills in its placeholders.
-func StartupScript(src *model.Source, g *model.NodeGroup, header string) ([]byte, error) {
+func startupScript(src *model.Source, g *model.NodeGroup, header string) ([]byte, error) {
 	c := &src.Cluster
 	mnpt := c.MaxNodeProvisionTime(g)
 	deadline, err := c.JoinDeadline(g)
 	if err != nil {
 		return nil, err
 	}
-	join, err := JoinTemplate(src, g)
+	join, err := joinTemplate(src, g)
 	if err != nil {
 		return nil, err
 	}
-	patch, err := KubeletPatch(g)
+	patch, err := kubeletPatch(g)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func StartupScript(src *model.Source, g *model.NodeGroup, header string) ([]byte
 		BootMargin:           model.JoinBootMargin,
 		RegistrationMargin:   model.JoinRegistrationMargin,
 		DeadlineSeconds:      int(deadline / time.Second),
-		StateDir:             StateDir,
+		StateDir:             model.NodeStateDir,
 		BlockMetadata:        !c.PodsMayReachMetadataServer(g),
 		InstancePlaceholder:  model.InstancePlaceholder,
 		ZonePlaceholder:      model.ZonePlaceholder,

@@ -1,4 +1,4 @@
-package render_test
+package images_test
 
 import (
 	"bytes"
@@ -12,7 +12,8 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/images"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 
@@ -80,7 +81,7 @@ func joinScriptCommands(t *testing.T, script []byte) []string {
 // the source says; the GPU family alone is a GPU host; verify refuses a
 // script whose version or family disagrees with the source.
 func TestImageBuildScripts(t *testing.T) {
-	src, files := srcSpec{}.mustRender(t)
+	src, files := testsrc.Example(t)
 	var scripts []string
 	for _, p := range files.Paths() {
 		if strings.HasPrefix(p, layout.ImagesDir+"/") {
@@ -206,7 +207,7 @@ func (r imageRun) file(t *testing.T, rel string) string {
 // on the GPU family only and installs no NVIDIA package; and it refuses
 // another OS, a containerd too old and a kubeadm of another version.
 func TestImageBuildAgainstFakes(t *testing.T) {
-	_, files := srcSpec{}.mustRender(t)
+	_, files := testsrc.Example(t)
 	join := joinScriptCommands(t, files[layout.StartupScriptPath("gpu-t4")])
 	if !slices.Contains(join, "kubeadm") || !slices.Contains(join, "curl") {
 		t.Fatalf("the join script's commands %v lack kubeadm or curl: the walk is wrong", join)
@@ -224,7 +225,7 @@ func TestImageBuildAgainstFakes(t *testing.T) {
 				}
 			}
 			for _, cmd := range join {
-				pkg, ok := render.ImageJoinPackages[cmd]
+				pkg, ok := images.JoinPackages[cmd]
 				if !ok {
 					t.Errorf("the join script calls %s, which the image recipe does not know", cmd)
 					continue

@@ -1,4 +1,4 @@
-package render
+package gce
 
 import (
 	"strconv"
@@ -33,12 +33,12 @@ func kubeletCapacity(g *model.NodeGroup, p *kubeadm.KubeletConfigurationPatch) {
 	}
 }
 
-// ExtendedResources is the group's kube-env extended_resources: the
+// extendedResources is the group's kube-env extended_resources: the
 // template's pods capacity (the GCE provider gives every template 110
 // pods and has no max-pods variable, but extended_resources overrides any
 // capacity entry, pods included) and, for GPU groups, nvidia.com/gpu as the
 // device plugin will advertise it (count × time-slicing replicas).
-func ExtendedResources(g *model.NodeGroup) map[string]string {
+func extendedResources(g *model.NodeGroup) map[string]string {
 	out := map[string]string{"pods": strconv.Itoa(g.MaxPods())}
 	if g.GPU != nil {
 		out[model.GPUResource] = strconv.Itoa(g.AdvertisedGPUs())

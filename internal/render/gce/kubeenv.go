@@ -1,4 +1,4 @@
-package render
+package gce
 
 import (
 	"strconv"
@@ -8,10 +8,10 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// KubeEnvVars returns the AUTOSCALER_ENV_VARS of a cloud group, in the
+// kubeEnvVars returns the AUTOSCALER_ENV_VARS of a cloud group, in the
 // order they are written. os, os_distribution and arch come first so that
 // no later variable can make the autoscaler lose the OS.
-func KubeEnvVars(g *model.NodeGroup) ([]kubeenv.Var, error) {
+func kubeEnvVars(g *model.NodeGroup) ([]kubeenv.Var, error) {
 	vars := []kubeenv.Var{
 		{Name: kubeenv.VarOS, Value: "linux"},
 		{Name: kubeenv.VarOSDistribution, Value: g.OSDistribution},
@@ -35,27 +35,18 @@ func KubeEnvVars(g *model.NodeGroup) ([]kubeenv.Var, error) {
 		// The autoscaler counts only guestAccelerators for nvidia.com/gpu;
 		// extended_resources also covers machine types with built-in GPUs,
 		// GPU sharing, and maxPods.
-		kubeenv.Var{Name: kubeenv.VarExtendedResources, Value: joinPairs(ExtendedResources(g), "=")},
+		kubeenv.Var{Name: kubeenv.VarExtendedResources, Value: joinPairs(extendedResources(g), "=")},
 	)
 	vars = append(vars, localSSDVars(g)...)
-	if opts := AutoscalingOptions(g.Autoscaling); len(opts) > 0 {
+	if opts := autoscalingOptions(g.Autoscaling); len(opts) > 0 {
 		vars = append(vars, kubeenv.Var{Name: kubeenv.VarAutoscalingOptions, Value: joinPairs(opts, "=")})
 	}
 	return vars, nil
 }
 
-// KubeEnv renders a cloud group's kube-env value.
-func KubeEnv(_ *model.Source, g *model.NodeGroup, header string) ([]byte, error) {
-	vars, err := KubeEnvVars(g)
-	if err != nil {
-		return nil, err
-	}
-	return kubeenv.Marshal(header, vars)
-}
-
-// AutoscalingOptions returns a group's per-MIG autoscaler options under
+// autoscalingOptions returns a group's per-MIG autoscaler options under
 // the keys the autoscaler reads from kube-env.
-func AutoscalingOptions(o model.AutoscalingOptions) map[string]string {
+func autoscalingOptions(o model.AutoscalingOptions) map[string]string {
 	out := map[string]string{}
 	if o.ScaleDownUtilizationThreshold != nil {
 		out["scaledownutilizationthreshold"] = formatFloat(*o.ScaleDownUtilizationThreshold)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package render_test
+package gce_test
 
 import (
 	"bytes"

@@ -1,45 +1,19 @@
-package render
+package gce
 
 import (
 	"bytes"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/yamlout"
 )
 
-// StateDir is where the startup script keeps its files on the VM: the
-// join configuration (removed at every boot and on exit) and the kubeadm
-// patches directory.
-const StateDir = "/var/lib/nodegen"
-
-// PatchesDir is the kubeadm patches directory the JoinConfiguration names.
-const PatchesDir = StateDir + "/patches"
-
-// JoinTimeouts are kubeadm's own timeouts of one join attempt for a
-// script with the given deadline: kubeadm's defaults (discovery and TLS
-// bootstrap 5m, API calls 1m), each cut to a third of the deadline so
-// that an attempt that times out leaves room for another.
-func JoinTimeouts(deadline time.Duration) *kubeadm.Timeouts {
-	third := (deadline / 3).Truncate(time.Second)
-	d := func(def time.Duration) *metav1.Duration {
-		return &metav1.Duration{Duration: min(def, third)}
-	}
-	return &kubeadm.Timeouts{
-		Discovery:         d(5 * time.Minute),
-		TLSBootstrap:      d(5 * time.Minute),
-		KubernetesAPICall: d(time.Minute),
-	}
-}
-
-// JoinConfiguration is the group's JoinConfiguration with the per-VM
+// joinConfiguration is the group's JoinConfiguration with the per-VM
 // values as placeholders.
-func JoinConfiguration(src *model.Source, g *model.NodeGroup) (*kubeadm.JoinConfiguration, error) {
+func joinConfiguration(src *model.Source, g *model.NodeGroup) (*kubeadm.JoinConfiguration, error) {
 	c := &src.Cluster
 	deadline, err := c.JoinDeadline(g)
 	if err != nil {
@@ -66,27 +40,27 @@ func JoinConfiguration(src *model.Source, g *model.NodeGroup) (*kubeadm.JoinConf
 				{Name: "provider-id", Value: c.ProviderIDTemplate()},
 			},
 		},
-		Patches:  &kubeadm.Patches{Directory: PatchesDir},
-		Timeouts: JoinTimeouts(deadline),
+		Patches:  &kubeadm.Patches{Directory: model.NodePatchesDir},
+		Timeouts: kubeadm.JoinTimeouts(deadline),
 	}, nil
 }
 
-// JoinTemplate renders the group's JoinConfiguration as the YAML document
+// joinTemplate renders the group's JoinConfiguration as the YAML document
 // the startup script carries. That the script's substitution of the
 // placeholders (model.JoinPlaceholders) is safe in it is checked where
 // every artifact is re-read, by package verify, on every run.
-func JoinTemplate(src *model.Source, g *model.NodeGroup) ([]byte, error) {
-	cfg, err := JoinConfiguration(src, g)
+func joinTemplate(src *model.Source, g *model.NodeGroup) ([]byte, error) {
+	cfg, err := joinConfiguration(src, g)
 	if err != nil {
 		return nil, err
 	}
 	return yamlout.Marshal(cfg)
 }
 
-// KubeletPatch renders the kubeadm patch (target kubeletconfiguration,
+// kubeletPatch renders the kubeadm patch (target kubeletconfiguration,
 // JSON merge patch) that sets the group's reservations and eviction
 // thresholds in the kubelet's configuration.
-func KubeletPatch(g *model.NodeGroup) ([]byte, error) {
+func kubeletPatch(g *model.NodeGroup) ([]byte, error) {
 	p := kubeadm.KubeletConfigurationPatch{APIVersion: kubeadm.KubeletAPIVersion, Kind: kubeadm.KubeletKind}
 	if g.Kubelet != nil {
 		p.KubeReserved, p.SystemReserved = g.Kubelet.KubeReserved, g.Kubelet.SystemReserved

@@ -1,4 +1,4 @@
-package render
+package images
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 )
 
 // The node image recipe: one build script per image family, run as root
-// on a builder VM booted from ImageBaseFamily, whose disk becomes the
+// on a builder VM booted from imageBaseFamily, whose disk becomes the
 // family's next image. What it installs is what a node of the family
 // runs before and during its join:
 //
@@ -21,27 +21,27 @@ import (
 //   - kubelet, kubeadm and kubectl at the groups' exact version, from the
 //     Kubernetes project's package repository of its minor (pkgs.k8s.io,
 //     "core:/stable:/v<minor>/deb"), held at it;
-//   - every command the join script calls (ImageJoinPackages);
+//   - every command the join script calls (imageJoinPackages);
 //   - the guest agent, which runs the startup script;
 //   - for GPU families only what the GPU Operator needs of its host: no
 //     NVIDIA driver or container toolkit (its driver and toolkit
 //     DaemonSets install them) and nouveau kept out of the kernel, which
 //     the driver container cannot unload.
 const (
-	// ImageBaseProject and ImageBaseFamily are the builder VM's image:
+	// imageBaseProject and imageBaseFamily are the builder VM's image:
 	// Ubuntu 24.04 LTS, an OS the GPU Operator's driver containers support.
-	ImageBaseProject = "ubuntu-os-cloud"
-	ImageBaseOS      = "ubuntu"
-	ImageBaseVersion = "24.04"
+	imageBaseProject = "ubuntu-os-cloud"
+	imageBaseOS      = "ubuntu"
+	imageBaseVersion = "24.04"
 )
 
-// ImageBaseFamily is the builder VM's image family for an architecture.
-func ImageBaseFamily(arch string) string { return "ubuntu-2404-lts-" + arch }
+// imageBaseFamily is the builder VM's image family for an architecture.
+func imageBaseFamily(arch string) string { return "ubuntu-2404-lts-" + arch }
 
-// ImagePauseVersion is kubeadm's PauseVersion (the sandbox image tag) of a
+// imagePauseVersion is kubeadm's PauseVersion (the sandbox image tag) of a
 // Kubernetes minor, from cmd/kubeadm/app/constants/constants.go of each
 // release branch.
-func ImagePauseVersion(minor int) string {
+func imagePauseVersion(minor int) string {
 	switch {
 	case minor <= 32:
 		return "3.10"
@@ -50,20 +50,20 @@ func ImagePauseVersion(minor int) string {
 	}
 }
 
-// ImageContainerdMinimum is the oldest containerd a Kubernetes minor runs
+// imageContainerdMinimum is the oldest containerd a Kubernetes minor runs
 // with: 1.7 through 1.35, 2.0 from 1.36 on (1.35 is the last release
 // that supports containerd 1.x).
-func ImageContainerdMinimum(minor int) string {
+func imageContainerdMinimum(minor int) string {
 	if minor >= 36 {
 		return "2.0"
 	}
 	return "1.7"
 }
 
-// ImageJoinPackages maps each command the rendered join script calls
+// imageJoinPackages maps each command the rendered join script calls
 // (the first word of a simple command, outside its own functions and
 // builtins) to the Ubuntu package that provides it.
-var ImageJoinPackages = map[string]string{
+var imageJoinPackages = map[string]string{
 	"base64":    "coreutils",
 	"cat":       "coreutils",
 	"dirname":   "coreutils",
@@ -82,33 +82,23 @@ var ImageJoinPackages = map[string]string{
 	"kubeadm":   "kubeadm",
 }
 
-// ImagePackagesFromArchive are the packages the script installs from the
+// imagePackagesFromArchive are the packages the script installs from the
 // OS archive, in install order.
-var ImagePackagesFromArchive = []string{"ca-certificates", "curl", "gnupg", "coreutils", "sed", "nftables", "openssl", "containerd", "google-guest-agent"}
+var imagePackagesFromArchive = []string{"ca-certificates", "curl", "gnupg", "coreutils", "sed", "nftables", "openssl", "containerd", "google-guest-agent"}
 
-// ImageKubernetesPackages are the packages installed from pkgs.k8s.io.
-var ImageKubernetesPackages = []string{"kubelet", "kubeadm", "kubectl"}
+// imageKubernetesPackages are the packages installed from pkgs.k8s.io.
+var imageKubernetesPackages = []string{"kubelet", "kubeadm", "kubectl"}
 
-// ImagePackageRevision is the Debian revision of pkgs.k8s.io's packages:
+// imagePackageRevision is the Debian revision of pkgs.k8s.io's packages:
 // kubeadm 1.35.2 is package version 1.35.2-1.1.
-const ImagePackageRevision = "-1.1"
-
-// hasGPUs says whether a group's VMs have GPUs: attached ones, or a
-// machine type's own.
-func hasGPUs(g *model.NodeGroup) bool {
-	if g.GPU != nil {
-		return true
-	}
-	m, ok := gce.MachineType(g.MachineType)
-	return ok && (m.HasBuiltInGPUs() || m.GPUFraction != "")
-}
+const imagePackageRevision = "-1.1"
 
 // Images renders one build script per image family the cloud groups
 // boot from. A family whose groups need different images (another
 // Kubernetes version or architecture) gets none: no one image serves
 // them all.
 func Images(src *model.Source, files layout.Files) error {
-	images, _ := model.BuildableImages(src.NodeImages(hasGPUs))
+	images, _ := model.BuildableImages(src.NodeImages(gce.HasGPUs))
 	for _, im := range images {
 		b, err := imageBuildScript(src, im)
 		if err != nil {
@@ -166,8 +156,8 @@ readonly GPU_HOST=%[15]t
 readonly IMAGE_FAMILY=%[1]s
 root="${IMAGE_ROOT:-}"
 `, im.Family, im.Project, strings.Join(im.Groups, ", "), im.KubernetesVersion, im.Arch, what,
-		ImageBaseProject, ImageBaseFamily(im.Arch), builder, zone,
-		minor, ImagePackageRevision, ImagePauseVersion(v.Minor), ImageContainerdMinimum(v.Minor), im.GPU)
+		imageBaseProject, imageBaseFamily(im.Arch), builder, zone,
+		minor, imagePackageRevision, imagePauseVersion(v.Minor), imageContainerdMinimum(v.Minor), im.GPU)
 	fmt.Fprintf(&b, `
 fail() { echo "nodegen-image[$IMAGE_FAMILY]: ERROR: $*" >&2; exit 1; }
 step() { echo "nodegen-image[$IMAGE_FAMILY]: $*"; }
@@ -256,15 +246,15 @@ step "clean: each VM gets its own machine ID"
 apt-get clean
 : >"$root/etc/machine-id"
 step "done: stop the VM and make the image of family $IMAGE_FAMILY"
-`, ImageBaseOS, ImageBaseVersion, ImageBaseProject, ImageBaseFamily(im.Arch),
-		strings.Join(ImagePackagesFromArchive, " "),
-		kubePackagesPinned(), strings.Join(ImageKubernetesPackages, " "), joinCommands())
+`, imageBaseOS, imageBaseVersion, imageBaseProject, imageBaseFamily(im.Arch),
+		strings.Join(imagePackagesFromArchive, " "),
+		kubePackagesPinned(), strings.Join(imageKubernetesPackages, " "), joinCommands())
 	return []byte(b.String()), nil
 }
 
 func kubePackagesPinned() string {
 	var out []string
-	for _, p := range ImageKubernetesPackages {
+	for _, p := range imageKubernetesPackages {
 		out = append(out, p+"=\"$KUBERNETES_PACKAGE_VERSION\"")
 	}
 	return strings.Join(out, " ")
@@ -272,5 +262,5 @@ func kubePackagesPinned() string {
 
 // joinCommands lists the join script's commands in name order.
 func joinCommands() string {
-	return strings.Join(model.SortedKeys(ImageJoinPackages), " ")
+	return strings.Join(model.SortedKeys(imageJoinPackages), " ")
 }

@@ -1,8 +1,8 @@
-package render_test
+package gce_test
 
 import (
 	"os"
-	"os/exec"
+
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,8 +60,8 @@ func TestStartupScriptJoinsOnceAndKeepsNoSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Patches == nil || cfg.Patches.Directory != render.PatchesDir {
-		t.Errorf("patches = %+v, want %s", cfg.Patches, render.PatchesDir)
+	if cfg.Patches == nil || cfg.Patches.Directory != model.NodePatchesDir {
+		t.Errorf("patches = %+v, want %s", cfg.Patches, model.NodePatchesDir)
 	}
 	if res.JoinConfigMode != "600" {
 		t.Errorf("kubeadm was given a join configuration (with the token) of mode %s, want 600", res.JoinConfigMode)
@@ -170,10 +170,11 @@ func TestStartupScriptFromProjectMetadata(t *testing.T) {
 	src, _ := testsrc.Example(t)
 	src.Cluster.JoinToken = model.JoinToken{MetadataKey: "kubeadm-join-token"}
 	g := src.NodeGroups["cpu-burst"]
-	script, err := render.StartupScript(src, g, "# header\n")
+	files, err := render.All(src)
 	if err != nil {
 		t.Fatal(err)
 	}
+	script := files[layout.StartupScriptPath(g.Name)]
 	vm := gpuVM(src, g)
 	vm.Secret, vm.MetadataKey = "", "kubeadm-join-token"
 	res := scripttest.Run(t, script, vm, scripttest.Options{})
@@ -192,47 +193,6 @@ func TestStartupScriptFromProjectMetadata(t *testing.T) {
 	}
 	if len(cfg.NodeRegistration.Taints) != 0 {
 		t.Errorf("cpu-burst joins with taints %v", cfg.NodeRegistration.Taints)
-	}
-}
-
-// TestScriptsPassShellcheck runs bash -n and shellcheck on every script
-// nodegen ships. CI installs shellcheck; without it (and outside CI) only
-// bash -n runs.
-func TestScriptsPassShellcheck(t *testing.T) {
-	_, files := testsrc.Example(t)
-	dir := t.TempDir()
-	var paths []string
-	for _, p := range files.Paths() {
-		if strings.HasSuffix(p, ".sh") {
-			path := filepath.Join(dir, strings.ReplaceAll(p, "/", "_"))
-			if err := os.WriteFile(path, files[p], 0o644); err != nil {
-				t.Fatal(err)
-			}
-			paths = append(paths, path)
-		}
-	}
-	remover := filepath.Join(dir, "taint-remover.sh")
-	if err := os.WriteFile(remover, shippedScript(t, "taint-remover.sh"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	paths = append(paths, remover)
-	if len(paths) < 4 {
-		t.Fatalf("only %d scripts", len(paths))
-	}
-	for _, p := range paths {
-		if out, err := exec.Command("bash", "-n", p).CombinedOutput(); err != nil {
-			t.Errorf("bash -n %s: %v\n%s", filepath.Base(p), err, out)
-		}
-	}
-	if _, err := exec.LookPath("shellcheck"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("shellcheck is not installed; .ci/run installs it")
-		}
-		t.Skip("shellcheck not installed")
-	}
-	out, err := exec.Command("shellcheck", append([]string{"--shell=bash", "--severity=style"}, paths...)...).CombinedOutput()
-	if err != nil {
-		t.Errorf("shellcheck: %v\n%s", err, out)
 	}
 }
 

@@ -1,0 +1,4 @@
+package images
+
+// JoinPackages is imageJoinPackages for the tests of package images_test.
+var JoinPackages = imageJoinPackages
