@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/schemadoc"
 	"github.com/nodegen/nodegen/internal/yamlout"
@@ -31,7 +32,7 @@ type Placement struct {
 func PodPlacement(g *model.NodeGroup) Placement {
 	p := Placement{NodeSelector: map[string]string{g.SelectorLabel(): g.Name}}
 	if len(g.Taints) > 0 {
-		p.Tolerations = Tolerations(g.Taints)
+		p.Tolerations = manifest.Tolerations(g.Taints)
 	}
 	return p
 }
@@ -413,7 +414,7 @@ func (d *docWriter) sequence(g *model.NodeGroup) {
 		"participant MIG as MIG " + strings.Join(migs, " or "),
 		"participant N as Node " + c.BaseInstanceName(g) + "-xxxx",
 		"participant OP as GPU Operator",
-		"participant TR as DaemonSet " + TaintRemoverDaemonSetName(g),
+		"participant TR as DaemonSet " + g.TaintRemoverDaemonSet(),
 		"S->>P: Pending: no node of " + g.Name + " exists or has a free GPU",
 		"CA->>CA: simulate the pod on the template from kube-env (" + gpus + ", taints and labels of " + g.Name + ")",
 		fmt.Sprintf("CA->>MIG: resize by +1 (at most %d per zone)", g.Max),

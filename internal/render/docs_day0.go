@@ -96,7 +96,7 @@ func Day0TerraformRoles(src *model.Source) [][2]string {
 // control-plane node (kubeadm, with the cluster's admin credentials
 // there) and adds it as the newest version of the Secret Manager secret
 // (gcloud, with the person's credentials), without the token ever being
-// written to a file or shown. The token is in CloudBootstrapGroup only:
+// written to a file or shown. The token is in model.CloudBootstrapGroup only:
 // kubeadm token create's --groups replaces its default group, kubeadm's
 // auto-approved system:bootstrappers:kubeadm:default-node-token
 // (kubernetes/kubernetes v1.37.2, cmd/kubeadm/app/cmd/options/token.go
@@ -110,7 +110,7 @@ func Day0FirstTokenCommand(src *model.Source) (string, error) {
 	}
 	r := src.Renewal()
 	return fmt.Sprintf("ssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl %s --groups %s --description nodegen-first-join-token |\n  gcloud secrets versions add %s --project=%s --data-file=-",
-		Day0ControlPlaneHostVar, model.FormatDuration(r.TTL), CloudBootstrapGroup, sm.Secret, src.Cluster.GCP.Project), nil
+		Day0ControlPlaneHostVar, model.FormatDuration(r.TTL), model.CloudBootstrapGroup, sm.Secret, src.Cluster.GCP.Project), nil
 }
 
 // Day0ListCSRsCommand lists the instances of the autoscaler group's MIGs
@@ -125,7 +125,7 @@ func Day0ListCSRsCommand(src *model.Source) string {
 	for _, z := range ca.Zones {
 		fmt.Fprintf(&b, "gcloud compute instance-groups managed list-instances %s --zone=%s --project=%s --format='value(name)'\n", c.MIGName(ca, z), z, c.GCP.Project)
 	}
-	fmt.Fprintf(&b, "kubectl get csr --field-selector=spec.signerName=%s \\\n", KubeletClientSigner)
+	fmt.Fprintf(&b, "kubectl get csr --field-selector=spec.signerName=%s \\\n", model.KubeletClientSigner)
 	b.WriteString("  -o go-template='{{range .items}}{{if not .status.conditions}}{{.metadata.name}} {{.spec.username}} {{range .spec.groups}}{{.}},{{end}} {{.spec.request}}{{\"\\n\"}}{{end}}{{end}}' |\n")
 	b.WriteString("  while read -r csr user groups request; do\n")
 	b.WriteString("    printf '%s %s %s %s\\n' \"${csr}\" \"${user}\" \"${groups}\" \"$(base64 -d <<<\"${request}\" | openssl req -noout -subject)\"\n")
@@ -300,13 +300,13 @@ func (d *day0Doc) firstToken() (int, error) {
 		}
 		d.p("Right after `terraform apply`, apply the cloud join path: what a cloud join token may read and request, and the node CSR approver, which starts once the autoscaler's node is there:\n\n```sh\nkubectl apply -f %s%s\n```\n\n", d.out, layout.NodeCSRApproverPath)
 		d.p("Then `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` adds it as the first version of the secret. The token goes through the pipe only; it is never written to a file or shown. It is in the cloud join group, `%s`, like the renewer's tokens (`--groups`), never in kubeadm's default group `%s`: the control plane approves a certificate for any node name to a token of that group, and every cloud node's service account can read the secret.\n\n",
-			CloudBootstrapGroup, kubeadmNodeBootstrapGroup)
+			model.CloudBootstrapGroup, model.KubeadmNodeBootstrapGroup)
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
 		tls := kubeadm.JoinTimeouts(deadline).TLSBootstrap.Duration
 		d.p("The waiting VM reads it at its next attempt, and its kubelet asks for a certificate. Nothing approves it yet: the approver runs on that very node. List the autoscaler's VMs, and the undecided node certificate requests with the requester, its groups and the node name each asks for:\n\n")
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ListCSRsBegin, Day0ListCSRsCommand(src), Day0ListCSRsEnd)
 		d.p("For each VM listed, find the one request that asks for `CN = system:node:<that VM>` and whose groups include `%s`, set `%s` to its name (the first column), and approve it. If two ask for the same name, approve neither and make a new token: someone else holds this one. The kubelet waits %s for its certificate, then the join retries with a new request (list again).\n\n",
-			CloudBootstrapGroup, Day0NodeCSRVar, model.FormatDuration(tls))
+			model.CloudBootstrapGroup, Day0NodeCSRVar, model.FormatDuration(tls))
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ApproveCSRBegin, Day0ApproveCSRCommand(), Day0ApproveCSREnd)
 		d.p("If more than %s passed since `terraform apply`, the VM has given up (`nodegen-join[%s]: ERROR ...`): restart it, and its startup script runs again:\n\n",
 			model.FormatDuration(deadline), ca.Name)
@@ -401,7 +401,7 @@ func (d *day0Doc) renewer() (int, error) {
 		d.p("Run the renewer once now, on the autoscaler's node that has joined; from then on its CronJob adds a fresh token every %s, and the approver there decides the cloud nodes' certificate requests. The first token, made by kubeadm, is retired %s after this (its version disabled; it expires by its own %s).\n\n",
 			model.FormatDuration(r.Period), model.FormatDuration(r.Grace()), model.FormatDuration(r.TTL))
 		d.p("```sh\n%s\nkubectl -n %s wait --for=condition=complete job/%s-first --timeout=5m\n```\n",
-			JoinTokenFirstRunCommand(), JoinTokenRenewerNamespace, JoinTokenRenewerName)
+			JoinTokenFirstRunCommand(), model.WorkloadNamespace, model.JoinTokenRenewer.Name())
 	}
 
 	return renewStep, nil
@@ -426,7 +426,7 @@ func (d *day0Doc) lapsed(tokenStep, renewStep int) error {
 	}
 	d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
 	d.p("Each join attempt reads the newest version again, so the VM asks for a certificate with this token within its deadline (%s after it booted): list and approve its request, and label its Node once it is Ready, as in step %d; if it already gave up, restart it as there. Then run the renewer once as in step %d, and find why it lapsed (`kubectl -n %s get cronjob %s`, its failed Jobs).\n",
-		model.FormatDuration(deadline), tokenStep, renewStep, JoinTokenRenewerNamespace, JoinTokenRenewerName)
+		model.FormatDuration(deadline), tokenStep, renewStep, model.WorkloadNamespace, model.JoinTokenRenewer.Name())
 	return nil
 }
 
