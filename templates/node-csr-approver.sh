@@ -11,18 +11,42 @@
 # of that group (it leaves every other CSR alone: on-prem joins with
 # kubeadm's own tokens, kubelet renewals, other signers). It approves
 # system:node:<name> only when all of these hold:
-#   - the PEM request holds one CERTIFICATE REQUEST whose subject has
-#     exactly one common name, system:node:<name>;
+#   - the PEM request holds one CERTIFICATE REQUEST whose subject is exactly
+#     one organization, system:nodes, and one common name,
+#     system:node:<name>, with no attributes (so no extensions, no subject
+#     alternative name), and the usages are those the signer accepts for
+#     kubelet client certificates: what kube-controller-manager's signer
+#     would refuse is denied here rather than approved and then failed
+#     (kubernetes v1.37.2 pkg/apis/certificates/helpers.go
+#     ValidateKubeletClientCSR, called by
+#     pkg/controller/certificates/signer/signer.go isKubeletClient);
 #   - <name> is <base>-<4 characters of [a-z0-9]> for the base instance name
 #     of one of INSTANCE_GROUPS (a MIG's baseInstanceName);
-#   - no other CSR of the group asks for <name> (a second one is denied with
-#     it: two joins for one name are an attack or a mistake) and no approved
-#     one did;
+#   - no CSR for <name> was approved since the instance was created;
 #   - no Node <name> is Ready;
 #   - the Compute API (with the VM service account's token from the
 #     metadata server) has instance <name> in one of the group's zones,
 #     RUNNING, created by that zone's MIG (metadata created-by) at most
-#     max-age seconds ago.
+#     max-age seconds ago, and the MIG holds no per-instance config for it;
+#   - the CSR's public key is the one the VM published: the instance's
+#     guest attribute KEY_ATTRIBUTE (instances.getGuestAttributes) is
+#     "<the instance's id> sha256:<SHA-256 of the CSR's SubjectPublicKeyInfo
+#     DER>". Only the VM itself can write its guest attributes (through its
+#     metadata server); the join script writes the hash of the key the
+#     kubelet's TLS bootstrap signs with before kubeadm join starts it. So a
+#     holder of the join token who asks for a VM's name, before or after the
+#     VM, is denied and the VM approved; a recreated VM of the same name has
+#     another id and publishes its own key. While the instance has
+#     published nothing for its id, its CSRs stay pending.
+# Work per pass is bounded: the CSRs are taken oldest first, at most
+# PER_TOKEN pending CSRs of one bootstrap token id are read a pass (the
+# others wait for a later pass; a CSR already decided is not counted);
+# each instance is read from the Compute API once a pass, whatever the
+# number of CSRs naming it; the approvals are written before the denials;
+# reading CSRs takes at most half of PASS_SECONDS (the CSRs not read wait
+# for the next pass), and writing stops at PASS_SECONDS after at least 10
+# denials: the denials not written are written by the next pass without
+# reading their CSRs again.
 # Anything else is denied, with the reason in the CSR's Denied condition.
 # When the Compute API cannot be read, the CSR stays pending and is tried
 # again. Decisions go through the approval subresource with the CSR's
@@ -48,6 +72,9 @@
 #   CLOUD_BOOTSTRAP_GROUP  the cloud join token's bootstrap group
 #   INSTANCE_GROUPS        one line per node group: "<base> <group> <max-age-seconds> <zone>..."
 #   VERIFIED_LABEL         the label the checked Nodes get (node-restriction.kubernetes.io/...)
+#   KEY_ATTRIBUTE          the guest attribute (namespace/key) holding a VM's kubelet key hash
+#   PER_TOKEN              pending CSRs of one bootstrap token id decided a pass, oldest first (64)
+#   PASS_SECONDS           seconds after which a pass stops deciding (20)
 #   RECHECK_SECONDS        seconds before a Node that failed the check is checked again (60)
 #   POLL_SECONDS           seconds between passes (2)
 #   ONCE                   1: one pass, then exit (0, or 1 if something could not be read)
@@ -59,6 +86,9 @@ set -euo pipefail
 : "${CLOUD_BOOTSTRAP_GROUP:?CLOUD_BOOTSTRAP_GROUP is required}"
 : "${INSTANCE_GROUPS:?INSTANCE_GROUPS is required}"
 : "${VERIFIED_LABEL:?VERIFIED_LABEL is required}"
+: "${KEY_ATTRIBUTE:?KEY_ATTRIBUTE is required}"
+PER_TOKEN="${PER_TOKEN:-64}"
+PASS_SECONDS="${PASS_SECONDS:-20}"
 RECHECK_SECONDS="${RECHECK_SECONDS:-60}"
 POLL_SECONDS="${POLL_SECONDS:-2}"
 ONCE="${ONCE:-0}"
@@ -148,35 +178,136 @@ rfc3339_epoch() {
 	printf '%s' $((t - off))
 }
 
-# common_name prints the subject common name of the base64 PEM CSR $1, or
-# fails unless the PEM is one CERTIFICATE REQUEST block without headers
-# whose subject has exactly one common name (OID 2.5.4.3) with a short
-# UTF8String or PrintableString value. The DER is read as hex bytes.
-common_name() {
-	local pem body
-	pem="$(printf '%s' "$1" | base64 -d 2>/dev/null)" || return 1
-	[[ "$(grep -c -- '-----BEGIN ' <<<"${pem}")" == 1 && "$(grep -c -- '-----END ' <<<"${pem}")" == 1 ]] || return 1
-	body="$(sed -n '/^-----BEGIN CERTIFICATE REQUEST-----$/,/^-----END CERTIFICATE REQUEST-----$/p' <<<"${pem}" | sed '1d;$d')"
-	[[ -n "${body}" && "${body}" != *:* ]] || return 1
-	local -a h
-	read -ra h <<<"$(printf '%s' "${body}" | tr -d ' \r\n\t' | base64 -d 2>/dev/null | od -An -v -tx1 | tr '\n' ' ')"
-	local i n=${#h[@]} at=-1 count=0
-	for ((i = 0; i + 6 < n; i++)); do
-		if [[ "${h[i]}" == 06 && "${h[i + 1]}" == 03 && "${h[i + 2]}" == 55 && "${h[i + 3]}" == 04 && "${h[i + 4]}" == 03 ]]; then
-			at=$i
-			count=$((count + 1))
-		fi
-	done
-	((count == 1)) || return 1
-	local tag="${h[at + 5]}" len=$((16#${h[at + 6]})) out="" j
-	[[ "${tag}" == 0c || "${tag}" == 13 ]] && ((len < 128 && at + 7 + len <= n)) || return 1
-	for ((j = at + 7; j < at + 7 + len; j++)); do
-		# Only printable ASCII: the name is checked against a pattern next.
-		((16#${h[j]} >= 32 && 16#${h[j]} < 127)) || return 1
+# der_at P reads the DER header at byte P of H (the request's bytes as hex):
+# DER_TAG, DER_HDR (header length) and DER_LEN (content length). It fails
+# on a header or content that runs past the end.
+der_at() {
+	local p=$1 b n i
+	((p + 2 <= ${#H[@]})) || return 1
+	DER_TAG="${H[p]}"
+	b=$((16#${H[p + 1]}))
+	if ((b < 128)); then
+		DER_HDR=2 DER_LEN=$b
+	else
+		n=$((b & 127))
+		((n >= 1 && n <= 2 && p + 2 + n <= ${#H[@]})) || return 1
+		DER_LEN=0
+		for ((i = 0; i < n; i++)); do DER_LEN=$((DER_LEN * 256 + 16#${H[p + 2 + i]})); done
+		DER_HDR=$((2 + n))
+	fi
+	((p + DER_HDR + DER_LEN <= ${#H[@]}))
+}
+
+# der_text P sets DER_TEXT to the value at byte P of H (DER_* read): a
+# UTF8String or PrintableString of printable ASCII, or fails.
+der_text() {
+	local j c
+	DER_TEXT=""
+	[[ "${DER_TAG}" == 0c || "${DER_TAG}" == 13 ]] && ((DER_LEN < 128)) || return 1
+	for ((j = $1 + DER_HDR; j < $1 + DER_HDR + DER_LEN; j++)); do
+		((16#${H[j]} >= 32 && 16#${H[j]} < 127)) || return 1
 		# shellcheck disable=SC2059 # the format is \xHH of a checked hex byte
-		out+="$(printf "\\x${h[j]}")"
+		printf -v c "\\x${H[j]}"
+		DER_TEXT+="${c}"
 	done
-	printf '%s' "${out}"
+}
+
+# read_csr REQUEST reads the base64 PEM CSR REQUEST as the signer will:
+# CSR_CN is its common name and CSR_KEY the SHA-256 (hex) of its
+# SubjectPublicKeyInfo DER. It fails, with the reason in CSR_PROBLEM,
+# unless the PEM is one CERTIFICATE REQUEST block without headers whose
+# DER is a CertificationRequest (RFC 2986) whose subject is exactly one
+# organization system:nodes and one common name, in any order, and which
+# has no attributes: the kubelet's TLS bootstrap makes such a CSR (the
+# subject alone, no extensions), and the signer refuses any other
+# organization and every subject alternative name.
+read_csr() {
+	local pem body nl=$'\n' begin="-----BEGIN CERTIFICATE REQUEST-----" end="-----END CERTIFICATE REQUEST-----"
+	CSR_CN="" CSR_KEY="" CSR_SPKI="" CSR_PROBLEM="not one PEM certificate request"
+	pem="$(base64 -d 2>/dev/null <<<"$1")" || return 1
+	# One BEGIN and one END line, each a line of its own, in that order.
+	[[ "${pem}" != *"-----BEGIN "*"-----BEGIN "* && "${pem}" != *"-----END "*"-----END "* ]] || return 1
+	[[ "${nl}${pem}${nl}" == *"${nl}${begin}${nl}"*"${nl}${end}${nl}"* ]] || return 1
+	body="${pem#*"${begin}${nl}"}"
+	body="${body%%"${nl}${end}"*}"
+	[[ -n "${body}" && "${body}" != *[!A-Za-z0-9+/=$'\n']* ]] || return 1
+	H=()
+	read -ra H -d '' < <(base64 -d 2>/dev/null <<<"${body}" | od -An -v -tx1) || :
+	CSR_PROBLEM="not a DER certificate request"
+	local p info_end subject_end set_end atv_end oid cns=0 orgs=0 org="" spki spki_len
+	der_at 0 && [[ "${DER_TAG}" == 30 ]] && ((DER_HDR + DER_LEN == ${#H[@]})) || return 1
+	p=${DER_HDR}
+	der_at "${p}" && [[ "${DER_TAG}" == 30 ]] || return 1 # CertificationRequestInfo
+	info_end=$((p + DER_HDR + DER_LEN)) p=$((p + DER_HDR))
+	der_at "${p}" && [[ "${DER_TAG}" == 02 ]] || return 1 # version
+	p=$((p + DER_HDR + DER_LEN))
+	der_at "${p}" && [[ "${DER_TAG}" == 30 ]] || return 1 # subject
+	subject_end=$((p + DER_HDR + DER_LEN)) p=$((p + DER_HDR))
+	while ((p < subject_end)); do
+		der_at "${p}" && [[ "${DER_TAG}" == 31 ]] || return 1 # RelativeDistinguishedName
+		set_end=$((p + DER_HDR + DER_LEN)) p=$((p + DER_HDR))
+		while ((p < set_end)); do
+			der_at "${p}" && [[ "${DER_TAG}" == 30 ]] || return 1 # AttributeTypeAndValue
+			atv_end=$((p + DER_HDR + DER_LEN)) p=$((p + DER_HDR))
+			der_at "${p}" && [[ "${DER_TAG}" == 06 ]] || return 1
+			oid="${H[*]:p+DER_HDR:DER_LEN}" p=$((p + DER_HDR + DER_LEN))
+			der_at "${p}" || return 1
+			case "${oid}" in
+			"55 04 03")
+				der_text "${p}" || { CSR_PROBLEM="its common name is not a short printable string"; return 1; }
+				CSR_CN="${DER_TEXT}"
+				cns=$((cns + 1))
+				;;
+			"55 04 0a")
+				der_text "${p}" || { CSR_PROBLEM="its organization is not a short printable string"; return 1; }
+				org="${DER_TEXT}"
+				orgs=$((orgs + 1))
+				;;
+			*)
+				CSR_PROBLEM="its subject has an attribute other than the organization and the common name"
+				return 1
+				;;
+			esac
+			p=$((p + DER_HDR + DER_LEN))
+			((p == atv_end)) || return 1
+		done
+		((p == set_end)) || return 1
+	done
+	((p == subject_end)) || return 1
+	der_at "${p}" && [[ "${DER_TAG}" == 30 ]] || return 1 # SubjectPublicKeyInfo
+	spki=${p} spki_len=$((DER_HDR + DER_LEN)) p=$((p + DER_HDR + DER_LEN))
+	der_at "${p}" && [[ "${DER_TAG}" == a0 ]] || return 1 # attributes
+	if ((DER_LEN != 0)); then
+		CSR_PROBLEM="it has attributes (extensions such as a subject alternative name, which the signer refuses); a kubelet's CSR has none"
+		return 1
+	fi
+	((p + DER_HDR == info_end)) || return 1
+	if ((cns != 1 || orgs != 1)) || [[ "${org}" != system:nodes ]]; then
+		CSR_PROBLEM="its subject is not exactly the organization system:nodes and one common name (${orgs} organizations, ${cns} common names), which the signer requires"
+		return 1
+	fi
+	CSR_SPKI="${spki} ${spki_len}"
+}
+
+# csr_key sets CSR_KEY to the SHA-256 (hex) of the SubjectPublicKeyInfo
+# DER of the CSR read_csr read last (computed only for a CSR whose
+# instance published a key: one process less for every other CSR).
+csr_key() {
+	local at="${CSR_SPKI% *}" len="${CSR_SPKI#* }" fmt
+	printf -v fmt '\\x%s' "${H[@]:at:len}"
+	# shellcheck disable=SC2059 # the format is \xHH of hex bytes
+	CSR_KEY="$(printf "${fmt}" | sha256sum)"
+	CSR_KEY="${CSR_KEY%% *}"
+	[[ "${CSR_KEY}" =~ ^[0-9a-f]{64}$ ]]
+}
+
+# usages_ok USAGES succeeds when the JSON array of key usages USAGES is
+# one of the two sets the signer accepts for a kubelet client certificate:
+# digital signature and client auth, with or without key encipherment.
+usages_ok() {
+	local u
+	u="$(printf '%s' "$1" | tr -d '[]"' | tr ',' '\n' | sort | tr '\n' ',')"
+	[[ "${u}" == "client auth,digital signature," || "${u}" == "client auth,digital signature,key encipherment," ]]
 }
 
 # decide NAME RESOURCE_VERSION TYPE REASON MESSAGE writes the Approved or
@@ -200,10 +331,17 @@ deny() { decide "$1" "$2" Denied "${REASON_DENIED}" "$3"; }
 
 # group_of NAME prints the base instance name NAME is an instance of.
 group_of() {
-	local base
-	for base in "${!MAX_AGE[@]}"; do
-		if [[ "$1" =~ ^${base}-[a-z0-9]{4}$ ]]; then
-			printf '%s' "${base}"
+	base_of "$1" && printf '%s' "${BASE}"
+}
+
+# base_of NAME sets BASE to the base instance name NAME is an instance of
+# (group_of without a subshell).
+base_of() {
+	local b
+	BASE=""
+	for b in "${!MAX_AGE[@]}"; do
+		if [[ "$1" =~ ^${b}-[a-z0-9]{4}$ ]]; then
+			BASE="${b}"
 			return 0
 		fi
 	done
@@ -244,131 +382,271 @@ instance_config() {
 	return 2
 }
 
-# check_instance CSR RV NAME BASE decides a CSR whose name passed the
-# cluster checks, against the Compute API. Status 1 leaves it pending.
-check_instance() {
-	local csr="$1" rv="$2" name="$3" base="$4" zone code status created by when age pic
+# guest_key ZONE NAME sets GUEST to the value of the guest attribute
+# KEY_ATTRIBUTE of instance ZONE/NAME (instances.getGuestAttributes with
+# variableKey, whose answer holds variableValue); "" when the instance has
+# not written it (404). Status 1 when the Compute API could not be read.
+guest_key() {
+	local code
+	GUEST=""
+	code="$(printf 'header = "Authorization: Bearer %s"\n' "${TOKEN}" |
+		curl -sS --max-time 10 -K - -o "${WORK}/body" -w '%{http_code}' \
+			"${COMPUTE_URL}/projects/${PROJECT}/zones/$1/instances/$2/getGuestAttributes?variableKey=${KEY_ATTRIBUTE}" 2>"${WORK}/err")" || code="000"
+	tr -d '\n' <"${WORK}/body" >"${WORK}/guest" 2>/dev/null || : >"${WORK}/guest"
+	case "${code}" in
+	200)
+		GUEST="$(grep -oE '"variableValue"[[:space:]]*:[[:space:]]*"[^"]*"' "${WORK}/guest" | head -n 1 | sed -E 's/.*:[[:space:]]*"([^"]*)"$/\1/')"
+		;;
+	404) ;;
+	*)
+		log "the Compute API answered ${code} for the guest attributes of instance $1/$2 ($(summary "$(head -c 300 "${WORK}/guest"; cat "${WORK}/err")"))"
+		[[ "${code}" != 401 ]] || TOKEN=""
+		return 1
+		;;
+	esac
+}
+
+# inspect NAME BASE reads instance NAME of the group with base instance
+# name BASE from the Compute API, once a pass, and sets SEEN[NAME] to
+# "ok", "deny" or "pending" and WHY[NAME] to the reason; for "ok" also
+# ZONE_OF, CREATED_AT (Unix time), AGE and PUBLISHED (the key hash the
+# instance published for its own id, "" if none yet).
+declare -A SEEN=() WHY=() ZONE_OF=() CREATED_AT=() AGE=() PUBLISHED=()
+# The denials a pass decided but had no time left to write: CSR name ->
+# resourceVersion and reason.
+declare -A UNWRITTEN=()
+# The common name of each approved CSR, by CSR name ("" if unreadable).
+declare -A APPROVED_CN=()
+inspect() {
+	local name="$1" base="$2" zone code status created by when age pic id
+	[[ -z "${SEEN[${name}]+x}" ]] || return 0
+	SEEN["${name}"]=pending
 	local -a zones
 	read -ra zones <<<"${ZONES[${base}]}"
-	token || return 1
+	if ! token; then
+		WHY["${name}"]="no access token"
+		return 0
+	fi
 	for zone in "${zones[@]}"; do
 		code="$(instance_status "${zone}" "${name}")"
 		case "${code}" in
 		404) continue ;;
 		200) ;;
 		*)
-			log "CSR ${csr}: the Compute API answered ${code} for instance ${zone}/${name} ($(summary "$(head -c 300 "${WORK}/instance"; cat "${WORK}/err")")); left pending"
+			WHY["${name}"]="the Compute API answered ${code} for instance ${zone}/${name} ($(summary "$(head -c 300 "${WORK}/instance"; cat "${WORK}/err")"))"
 			[[ "${code}" != 401 ]] || TOKEN=""
-			return 1
+			return 0
 			;;
 		esac
 		status="$(field status)"
 		created="$(field creationTimestamp)"
+		id="$(field id)"
 		by="$(created_by)"
 		if [[ "$(field name)" != "${name}" ]]; then
-			log "CSR ${csr}: the Compute API's instance ${zone}/${name} names another instance; left pending"
-			return 1
+			WHY["${name}"]="the Compute API's instance ${zone}/${name} names another instance"
+			return 0
 		fi
+		SEEN["${name}"]=deny
 		if [[ "${status}" != RUNNING ]]; then
-			deny "${csr}" "${rv}" "instance ${zone}/${name} is ${status:-of no status}, not RUNNING"
-			return
+			WHY["${name}"]="instance ${zone}/${name} is ${status:-of no status}, not RUNNING"
+			return 0
 		fi
 		if [[ "${by}" != */zones/"${zone}/instanceGroupManagers/${base}-${zone}" ]]; then
-			deny "${csr}" "${rv}" "instance ${zone}/${name} was not created by MIG ${base}-${zone} (created-by: ${by:-none})"
-			return
+			WHY["${name}"]="instance ${zone}/${name} was not created by MIG ${base}-${zone} (created-by: ${by:-none})"
+			return 0
 		fi
-		if ! when="$(rfc3339_epoch "${created}")"; then
-			log "CSR ${csr}: unreadable creationTimestamp ${created@Q} of instance ${zone}/${name}; left pending"
-			return 1
+		SEEN["${name}"]=pending
+		if ! when="$(rfc3339_epoch "${created}")" || [[ ! "${id}" =~ ^[0-9]{1,20}$ ]]; then
+			WHY["${name}"]="unreadable creationTimestamp ${created@Q} or id ${id@Q} of instance ${zone}/${name}"
+			return 0
 		fi
 		age=$((EPOCHSECONDS - when))
 		if ((age > MAX_AGE[${base}])); then
-			deny "${csr}" "${rv}" "instance ${zone}/${name} was created ${age}s ago, more than ${MAX_AGE[${base}]}s: not a fresh VM"
-			return
+			SEEN["${name}"]=deny
+			WHY["${name}"]="instance ${zone}/${name} was created ${age}s ago, more than ${MAX_AGE[${base}]}s: not a fresh VM"
+			return 0
 		fi
 		pic=0
 		instance_config "${zone}" "${base}-${zone}" "${name}" || pic=$?
 		if ((pic == 0)); then
-			deny "${csr}" "${rv}" "MIG ${base}-${zone} holds a per-instance config for ${name}: its VM may not run the group's template as is"
-			return
+			SEEN["${name}"]=deny
+			WHY["${name}"]="MIG ${base}-${zone} holds a per-instance config for ${name}: its VM may not run the group's template as is"
+			return 0
 		fi
 		if ((pic != 1)); then
-			log "CSR ${csr}: the per-instance configs of MIG ${base}-${zone} could not be read; left pending"
-			return 1
+			WHY["${name}"]="the per-instance configs of MIG ${base}-${zone} could not be read"
+			return 0
 		fi
-		decide "${csr}" "${rv}" Approved "${REASON_APPROVED}" \
-			"instance projects/${PROJECT}/zones/${zone}/instances/${name} is RUNNING, created ${age}s ago by MIG ${base}-${zone}"
-		return
+		if ! guest_key "${zone}" "${name}"; then
+			WHY["${name}"]="the guest attributes of instance ${zone}/${name} could not be read"
+			return 0
+		fi
+		PUBLISHED["${name}"]=""
+		if [[ "${GUEST}" =~ ^([0-9]{1,20})\ sha256:([0-9a-f]{64})$ && "${BASH_REMATCH[1]}" == "${id}" ]]; then
+			PUBLISHED["${name}"]="${BASH_REMATCH[2]}"
+		fi
+		SEEN["${name}"]=ok ZONE_OF["${name}"]="${zone}" CREATED_AT["${name}"]="${when}" AGE["${name}"]="${age}"
+		WHY["${name}"]="instance ${zone}/${name} (id ${id}) has published no kubelet key for its id yet"
+		return 0
 	done
-	deny "${csr}" "${rv}" "no instance ${name} in zones ${ZONES[${base}]} of project ${PROJECT}"
+	SEEN["${name}"]=deny
+	WHY["${name}"]="no instance ${name} in zones ${ZONES[${base}]} of project ${PROJECT}"
 }
 
-# pass decides every pending CSR of the cloud join token once.
+# pass decides the pending CSRs of the cloud join token, oldest first, at
+# most PER_TOKEN of each bootstrap token id, within PASS_SECONDS: the
+# approvals first, then the denials.
 pass() {
-	local sep=$'\x1f' rc=0 line
-	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.metadata.resourceVersion}{"\x1f"}{.spec.signerName}{"\x1f"}{.spec.username}{"\x1f"}{.spec.groups}{"\x1f"}{.status.conditions[*].type}{"\x1f"}{.spec.request}{"\x1f"}{"\n"}{end}'
-	if ! kubectl get csr --request-timeout=20s -o "jsonpath=${fmt}" >"${WORK}/csrs" 2>"${WORK}/err"; then
+	local sep=$'\x1f' rc=0 line started="${EPOCHSECONDS}"
+	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.metadata.resourceVersion}{"\x1f"}{.spec.signerName}{"\x1f"}{.spec.username}{"\x1f"}{.spec.groups}{"\x1f"}{.status.conditions[*].type}{"\x1f"}{.spec.request}{"\x1f"}{.spec.usages}{"\x1f"}{.metadata.creationTimestamp}{"\x1f"}{"\n"}{end}'
+	if ! kubectl get csr --request-timeout=20s --sort-by=.metadata.creationTimestamp -o "jsonpath=${fmt}" >"${WORK}/csrs" 2>"${WORK}/err"; then
 		log "cannot list the CSRs: $(summary "$(cat "${WORK}/err")")"
 		return 1
 	fi
-	# First: the common name of every CSR of the group, and which are
-	# pending, so that two CSRs for one name are seen together.
-	local -a f names=() rvs=() users=() cns=() pending=()
-	local -A asked=() issued=()
+	if ! kubectl get nodes --request-timeout=20s \
+		-o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' >"${WORK}/ready" 2>"${WORK}/err"; then
+		log "cannot list the nodes: $(summary "$(cat "${WORK}/err")")"
+		return 1
+	fi
+	local -A ready=() issued=() per_token=() listed=()
+	local name status
+	while read -r name status; do
+		[[ -z "${name}" ]] || ready["${name}"]="${status}"
+	done <"${WORK}/ready"
+	SEEN=() WHY=() ZONE_OF=() CREATED_AT=() AGE=() PUBLISHED=()
+
+	# First: the approved CSRs' names (and when each was made), and the
+	# pending ones to decide, oldest first, at most PER_TOKEN a token id.
+	local -a f pending=() approve=() deny=()
+	local created cn
 	while IFS= read -r line; do
 		[[ -n "${line}" ]] || continue
 		IFS="${sep}" read -ra f <<<"${line}"
-		((${#f[@]} == 7)) || continue
+		((${#f[@]} == 9)) || continue
 		[[ "${f[2]}" == "${SIGNER}" && "${f[4]}" == *"\"${CLOUD_BOOTSTRAP_GROUP}\""* ]] || continue
-		local cn=""
-		cn="$(common_name "${f[6]}")" || cn=""
-		names+=("${f[0]}") rvs+=("${f[1]}") users+=("${f[3]}") cns+=("${cn}")
-		if [[ -z "${f[5]}" ]]; then
-			pending+=(1)
-			[[ -z "${cn}" ]] || asked["${cn}"]=$((${asked["${cn}"]:-0} + 1))
-		else
-			pending+=(0)
-			[[ "${f[5]}" != *Approved* || -z "${cn}" ]] || issued["${cn}"]="${f[0]}"
-		fi
-	done <"${WORK}/csrs"
-
-	local i csr rv cn name base ready
-	for i in "${!names[@]}"; do
-		((pending[i])) || continue
-		csr="${names[i]}" rv="${rvs[i]}" cn="${cns[i]}"
-		if [[ "${users[i]}" != system:bootstrap:* ]]; then
-			deny "${csr}" "${rv}" "requested by ${users[i]}, not by a bootstrap token" || rc=1
+		if [[ -n "${f[5]}" ]]; then
+			[[ "${f[5]}" == *Approved* ]] || continue
+			if [[ -z "${APPROVED_CN[${f[0]}]+x}" ]]; then
+				# Read once: an approved CSR does not change.
+				APPROVED_CN["${f[0]}"]=""
+				! read_csr "${f[6]}" || APPROVED_CN["${f[0]}"]="${CSR_CN}"
+			fi
+			listed["${f[0]}"]=1
+			cn="${APPROVED_CN[${f[0]}]}"
+			[[ -n "${cn}" ]] || continue
+			created="$(rfc3339_epoch "${f[8]}")" || created=0
+			# The newest approval of a name counts.
+			((created < ${issued["${cn}"]-0})) || issued["${cn}"]="${created}"
 			continue
 		fi
+		if [[ "${UNWRITTEN[${f[0]}]-}" == "${f[1]}${sep}"* ]]; then
+			# Denied in an earlier pass that ran out of time: not read again.
+			deny+=("${f[0]}${sep}${UNWRITTEN[${f[0]}]}")
+			continue
+		fi
+		per_token["${f[3]}"]=$((${per_token["${f[3]}"]:-0} + 1))
+		((per_token["${f[3]}"] <= PER_TOKEN)) || continue
+		pending+=("${line}")
+	done <"${WORK}/csrs"
+	for name in "${!APPROVED_CN[@]}"; do
+		[[ -n "${listed[${name}]+x}" ]] || unset 'APPROVED_CN[${name}]'
+	done
+	for name in "${!per_token[@]}"; do
+		((per_token["${name}"] <= PER_TOKEN)) ||
+			log "${name} has ${per_token["${name}"]} pending CSRs: the oldest ${PER_TOKEN} are read this pass"
+	done
+
+	# Then each pending CSR's decision, without writing any yet.
+	local -A granted=()
+	local csr rv base
+	for line in "${pending[@]}"; do
+		# Reading takes at most half the pass: the rest is for writing.
+		if ((2 * (EPOCHSECONDS - started) >= PASS_SECONDS)); then
+			log "reading CSRs took half of the pass's ${PASS_SECONDS}s: the CSRs left wait for the next pass"
+			break
+		fi
+		IFS="${sep}" read -ra f <<<"${line}"
+		csr="${f[0]}" rv="${f[1]}"
+		if [[ "${f[3]}" != system:bootstrap:* ]]; then
+			deny+=("${csr}${sep}${rv}${sep}requested by ${f[3]}, not by a bootstrap token")
+			continue
+		fi
+		if ! read_csr "${f[6]}"; then
+			deny+=("${csr}${sep}${rv}${sep}${CSR_PROBLEM}")
+			continue
+		fi
+		cn="${CSR_CN}"
 		if [[ "${cn}" != system:node:* ]]; then
-			deny "${csr}" "${rv}" "not one PEM certificate request with exactly one common name system:node:<name>" || rc=1
+			deny+=("${csr}${sep}${rv}${sep}its common name is not system:node:<name>")
+			continue
+		fi
+		if ! usages_ok "${f[7]}"; then
+			deny+=("${csr}${sep}${rv}${sep}usages ${f[7]} are not digital signature and client auth (and key encipherment), which the signer requires")
 			continue
 		fi
 		name="${cn#system:node:}"
-		if [[ ! "${name}" =~ ${NAME_RE} ]] || ! base="$(group_of "${name}")"; then
-			deny "${csr}" "${rv}" "${name} is not the name of an instance of any nodegen MIG of this cluster" || rc=1
+		if [[ ! "${name}" =~ ${NAME_RE} ]] || ! base_of "${name}"; then
+			deny+=("${csr}${sep}${rv}${sep}${name} is not the name of an instance of any nodegen MIG of this cluster")
 			continue
 		fi
-		if [[ -n "${issued["${cn}"]+x}" ]]; then
-			deny "${csr}" "${rv}" "CSR ${issued["${cn}"]} for ${name} was already approved" || rc=1
+		base="${BASE}"
+		if [[ "${ready[${name}]-}" == True ]]; then
+			deny+=("${csr}${sep}${rv}${sep}a Ready Node ${name} exists")
 			continue
 		fi
-		if ((${asked["${cn}"]} > 1)); then
-			deny "${csr}" "${rv}" "${asked["${cn}"]} pending CSRs ask for ${name}: all are denied" || rc=1
+		inspect "${name}" "${base}"
+		case "${SEEN[${name}]}" in
+		deny)
+			deny+=("${csr}${sep}${rv}${sep}${WHY[${name}]}")
 			continue
-		fi
-		if ! ready="$(kubectl get node "${name}" --request-timeout=20s --ignore-not-found \
-			-o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>"${WORK}/err")"; then
-			log "CSR ${csr}: cannot read node ${name}: $(summary "$(cat "${WORK}/err")"); left pending"
+			;;
+		pending)
+			log "CSR ${csr}: ${WHY[${name}]}; left pending"
 			rc=1
 			continue
-		fi
-		if [[ "${ready}" == True ]]; then
-			deny "${csr}" "${rv}" "a Ready Node ${name} exists" || rc=1
+			;;
+		esac
+		if [[ -n "${issued[${cn}]+x}" ]] && ((issued[${cn}] >= CREATED_AT[${name}])); then
+			deny+=("${csr}${sep}${rv}${sep}a CSR for ${name} was already approved since instance ${ZONE_OF[${name}]}/${name} was created")
 			continue
 		fi
-		check_instance "${csr}" "${rv}" "${name}" "${base}" || rc=1
+		if [[ -z "${PUBLISHED[${name}]}" ]]; then
+			log "CSR ${csr}: ${WHY[${name}]}; left pending"
+			continue
+		fi
+		if ! csr_key; then
+			deny+=("${csr}${sep}${rv}${sep}its public key could not be hashed")
+			continue
+		fi
+		if [[ "${CSR_KEY}" != "${PUBLISHED[${name}]}" ]]; then
+			deny+=("${csr}${sep}${rv}${sep}its key sha256:${CSR_KEY} is not the kubelet key sha256:${PUBLISHED[${name}]} that instance ${ZONE_OF[${name}]}/${name} published")
+			continue
+		fi
+		if [[ -n "${granted[${name}]+x}" ]]; then
+			continue # the same key asked twice: one approval; the next pass denies the other
+		fi
+		granted["${name}"]=1
+		approve+=("${csr}${sep}${rv}${sep}instance projects/${PROJECT}/zones/${ZONE_OF[${name}]}/instances/${name} is RUNNING, created ${AGE[${name}]}s ago by MIG ${base}-${ZONE_OF[${name}]}, and published the CSR's key sha256:${CSR_KEY}")
 	done
+
+	local d i
+	for d in "${approve[@]}"; do
+		IFS="${sep}" read -ra f <<<"${d}"
+		decide "${f[0]}" "${f[1]}" Approved "${REASON_APPROVED}" "${f[2]}" || rc=1
+	done
+	UNWRITTEN=()
+	for i in "${!deny[@]}"; do
+		IFS="${sep}" read -ra f <<<"${deny[i]}"
+		# At least 10 denials a pass, however long it took.
+		if ((i >= 10 && EPOCHSECONDS - started >= PASS_SECONDS)); then
+			# Kept for the next pass, which writes them without reading
+			# these CSRs again or counting them against PER_TOKEN.
+			UNWRITTEN["${f[0]}"]="${f[1]}${sep}${f[2]}"
+			continue
+		fi
+		deny "${f[0]}" "${f[1]}" "${f[2]}" || rc=1
+	done
+	((${#UNWRITTEN[@]} == 0)) || log "the pass took ${PASS_SECONDS}s: ${#UNWRITTEN[@]} denials left for the next one"
 	return "${rc}"
 }
 

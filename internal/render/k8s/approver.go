@@ -172,6 +172,7 @@ func nodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
 		{Name: "CLOUD_BOOTSTRAP_GROUP", Value: model.CloudBootstrapGroup},
 		{Name: "INSTANCE_GROUPS", Value: groups},
 		{Name: "VERIFIED_LABEL", Value: model.VerifiedGroupLabel},
+		{Name: "KEY_ATTRIBUTE", Value: model.KubeletKeyAttribute},
 		{Name: "POLL_SECONDS", Value: strconv.Itoa(nodeCSRApproverPoll)},
 	}
 }

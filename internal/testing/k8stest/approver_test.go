@@ -4,13 +4,16 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -29,6 +32,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/kubeadm"
@@ -45,12 +52,17 @@ import (
 const kubeadmNodeGroup = testcp.KubeadmNodeBootstrapGroup
 
 // fakeCompute serves, on loopback, the metadata server's service-account
-// token and the Compute API's instances.get and zonal
-// instanceGroupManagers.listPerInstanceConfigs, in the real API's shapes:
-// creationTimestamp in the API's own offset form, the created-by metadata
-// item a MIG writes, the 404 error body; per-instance configs as POST with
-// an empty body, items named after their instance with preservedState, in
-// pages (nextPageToken, pageToken) of configPage items.
+// token and the Compute API's instances.get, instances.getGuestAttributes
+// and zonal instanceGroupManagers.listPerInstanceConfigs, in the real
+// API's shapes: creationTimestamp in the API's own offset form, the id as
+// a decimal string, the created-by metadata item a MIG writes, the 404
+// error body; guest attributes as the REST reference
+// (compute/docs/reference/rest/v1/instances/getGuestAttributes) has them,
+// GET with variableKey "<namespace>/<key>" answering a GuestAttributes
+// resource with variableKey and variableValue, 404 for a key the VM has
+// not written; per-instance configs as POST with an empty body, items
+// named after their instance with preservedState, in pages
+// (nextPageToken, pageToken) of configPage items.
 type fakeCompute struct {
 	project string
 	token   string
@@ -62,6 +74,7 @@ type fakeCompute struct {
 	// MIG: instance name -> preserved metadata.
 	configs map[string][]fakeConfig
 	asked   []string
+	nextID  uint64
 }
 
 type fakeConfig struct {
@@ -77,6 +90,10 @@ type fakeInstance struct {
 	Status  string
 	Created time.Time
 	MIG     string // the MIG that created it; "" none
+	// ID is the instance's id: set calls give each new instance its own.
+	ID uint64
+	// Guest holds the guest attributes the VM wrote, by "<namespace>/<key>".
+	Guest map[string]string
 }
 
 func newFakeCompute(t *testing.T, project string) *fakeCompute {
@@ -86,10 +103,50 @@ func newFakeCompute(t *testing.T, project string) *fakeCompute {
 	return f
 }
 
-func (f *fakeCompute) set(zone, name string, i fakeInstance) {
+// set creates (or recreates) instance zone/name, with a new id unless i
+// has one, and returns the id.
+func (f *fakeCompute) set(zone, name string, i fakeInstance) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if i.ID == 0 {
+		f.nextID++
+		i.ID = 4105349117032215000 + f.nextID
+	}
 	f.instances[zone+"/"+name] = i
+	return i.ID
+}
+
+// writeGuest is what the VM zone/name does through its metadata server
+// (PUT instance/guest-attributes/<namespace>/<key>): only that VM writes
+// its guest attributes.
+func (f *fakeCompute) writeGuest(zone, name, key, value string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i, ok := f.instances[zone+"/"+name]
+	if !ok {
+		panic("no instance " + zone + "/" + name)
+	}
+	i.Guest = maps.Clone(i.Guest)
+	if i.Guest == nil {
+		i.Guest = map[string]string{}
+	}
+	i.Guest[key] = value
+	f.instances[zone+"/"+name] = i
+}
+
+// guestAttributes answers instances.getGuestAttributes of instance i.
+func (f *fakeCompute) guestAttributes(w http.ResponseWriter, r *http.Request, zone, name string, i fakeInstance) {
+	f.asked = append(f.asked, "guest "+zone+"/"+name)
+	self := "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + zone + "/instances/" + name + "/getGuestAttributes"
+	key := r.URL.Query().Get("variableKey")
+	v, ok := i.Guest[key]
+	if key == "" || !ok {
+		reply(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": 404,
+			"message": "The resource 'projects/" + f.project + "/zones/" + zone + "/instances/" + name + "/guestAttributes/" + key + "' was not found",
+			"errors":  []map[string]any{{"message": "The resource was not found", "domain": "global", "reason": "notFound"}}}})
+		return
+	}
+	reply(w, http.StatusOK, map[string]any{"kind": "compute#guestAttributes", "variableKey": key, "variableValue": v, "selfLink": self + "?variableKey=" + key})
 }
 
 // addConfig adds a per-instance config for instance name to MIG zone/mig.
@@ -160,12 +217,17 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	zone, name, ok2 := strings.Cut(rest, "/instances/")
-	if !ok || !ok2 || r.Method != http.MethodGet {
+	name, guest := strings.CutSuffix(name, "/getGuestAttributes")
+	if !ok || !ok2 || r.Method != http.MethodGet || strings.Contains(name, "/") {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "no such method "+r.Method+" "+r.URL.Path)
 		return
 	}
-	f.asked = append(f.asked, zone+"/"+name)
 	i, found := f.instances[zone+"/"+name]
+	if found && guest {
+		f.guestAttributes(w, r, zone, name, i)
+		return
+	}
+	f.asked = append(f.asked, zone+"/"+name)
 	if !found {
 		reply(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": 404,
 			"message": "The resource 'projects/" + f.project + "/zones/" + zone + "/instances/" + name + "' was not found",
@@ -174,7 +236,7 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body := map[string]any{
 		"kind":              "compute#instance",
-		"id":                "4105349117032215212",
+		"id":                strconv.FormatUint(i.ID, 10),
 		"creationTimestamp": i.Created.In(time.FixedZone("PST", -8*3600)).Format("2006-01-02T15:04:05.000-07:00"),
 		"name":              name,
 		"zone":              "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + zone,
@@ -217,10 +279,73 @@ func csrRequest(t *testing.T, name string, extra ...pkix.AttributeTypeAndValue) 
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
 
+// joiningVM is a cloud VM as it joins: the key its kubelet's TLS bootstrap
+// signs its CSR with, and the hash of its SubjectPublicKeyInfo that its
+// join script publishes as a guest attribute.
+type joiningVM struct {
+	key  *ecdsa.PrivateKey
+	hash string
+}
+
+// newVM makes the key as the kubelet does (client-go's
+// keyutil.MakeEllipticPrivateKeyPEM, what LoadOrGenerateKeyFile writes).
+func newVM(t *testing.T) *joiningVM {
+	t.Helper()
+	pemKey, err := keyutil.MakeEllipticPrivateKeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := keyutil.ParsePrivateKeyPEM(pemKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := k.(*ecdsa.PrivateKey)
+	spki, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(spki)
+	return &joiningVM{key: key, hash: hex.EncodeToString(sum[:])}
+}
+
+// published is the guest attribute value the join script writes on
+// instance id.
+func (v *joiningVM) published(id uint64) string {
+	return strconv.FormatUint(id, 10) + " sha256:" + v.hash
+}
+
+// csr is the kubelet's bootstrap CSR for name, made as the kubelet makes
+// it (kubernetes v1.37.2 pkg/kubelet/certificate/bootstrap/bootstrap.go
+// requestNodeCertificate: client-go's cert.MakeCSR with organization
+// system:nodes and common name system:node:<name>, no SANs).
+func (v *joiningVM) csr(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := certutil.MakeCSR(v.key, &pkix.Name{Organization: []string{"system:nodes"}, CommonName: "system:node:" + name}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// csrWith is a CSR of key with subject and DNS SANs.
+func csrWith(t *testing.T, key *ecdsa.PrivateKey, subject pkix.Name, dns []string) []byte {
+	t.Helper()
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject, DNSNames: dns}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
 // createCSR creates a CSR for signer with request as u and returns its name.
 func createCSR(t *testing.T, u *testcp.User, request []byte, signer string) string {
 	t.Helper()
-	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	return createCSRWith(t, u, request, signer, []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth})
+}
+
+// createCSRWith is createCSR with the usages given.
+func createCSRWith(t *testing.T, u *testcp.User, request []byte, signer string, usages []certificatesv1.KeyUsage) string {
+	t.Helper()
 	obj := map[string]any{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
 		"metadata": map[string]any{"generateName": "node-csr-"},
 		"spec":     map[string]any{"request": base64.StdEncoding.EncodeToString(request), "signerName": signer, "usages": usages}}
@@ -590,13 +715,13 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	f := newFakeCompute(t, e.src.Cluster.GCP.Project)
 	zone, mig := "us-central1-a", "renew-work-us-central1-a"
 	now := time.Now()
-	f.set(zone, "renew-work-ab12", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
-	f.set(zone, "renew-work-du01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+	abID := f.set(zone, "renew-work-ab12", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+	duID := f.set(zone, "renew-work-du01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
 	f.set(zone, "renew-work-old1", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
 	f.set(zone, "renew-work-st01", fakeInstance{Status: "RUNNING", Created: now.Add(-2 * time.Hour), MIG: mig})
 	f.set(zone, "renew-work-tm01", fakeInstance{Status: "STOPPING", Created: now.Add(-30 * time.Second), MIG: mig})
 	f.set(zone, "renew-work-xm01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: "someone-elses-mig"})
-	f.set(zone, "renew-ca-a1b2", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: "renew-ca-us-central1-a"})
+	caID := f.set(zone, "renew-ca-a1b2", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: "renew-ca-us-central1-a"})
 	// A fresh VM of the MIG to which a per-instance config (which the
 	// autoscaler's account may add, with instanceGroupManagers.update) gave
 	// its own startup-script; the MIG's configs span pages, the others
@@ -639,10 +764,29 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	ask("renew-work-st01", "Denied", "not a fresh VM")
 	ask("renew-work-tm01", "Denied", "instance us-central1-a/renew-work-tm01 is STOPPING, not RUNNING")
 	ask("renew-work-xm01", "Denied", "was not created by MIG renew-work-us-central1-a (created-by: projects/123456789012/zones/us-central1-a/instanceGroupManagers/someone-elses-mig)")
-	ask("renew-work-du01", "Denied", "2 pending CSRs ask for renew-work-du01: all are denied")
-	ask("renew-work-du01", "Denied", "2 pending CSRs ask for renew-work-du01: all are denied")
 	ask("renew-work-pi01", "Denied", "MIG renew-work-us-central1-a holds a per-instance config for renew-work-pi01")
-	ask("renew-ca-a1b2", "Approved", "instance projects/renew-project/zones/us-central1-a/instances/renew-ca-a1b2 is RUNNING")
+	askAs := func(name, decision, message string, request []byte) {
+		wants = append(wants, want{createCSR(t, joiner, request, model.KubeletClientSigner), name, decision, message})
+	}
+	// The autoscaler's VM, which published its kubelet's key.
+	caVM := newVM(t)
+	f.writeGuest(zone, "renew-ca-a1b2", model.KubeletKeyAttribute, caVM.published(caID))
+	askAs("renew-ca-a1b2", "Approved", "instance projects/renew-project/zones/us-central1-a/instances/renew-ca-a1b2 is RUNNING", caVM.csr(t, "renew-ca-a1b2"))
+	// The duplicate race: a holder of the join token files a CSR for a
+	// booting VM's name before the VM; the VM's own is approved, the
+	// thief's denied.
+	duVM := newVM(t)
+	f.writeGuest(zone, "renew-work-du01", model.KubeletKeyAttribute, duVM.published(duID))
+	ask("renew-work-du01", "Denied", "is not the kubelet key sha256:"+duVM.hash+" that instance us-central1-a/renew-work-du01 published")
+	askAs("renew-work-du01", "Approved", "instance projects/renew-project/zones/us-central1-a/instances/renew-work-du01 is RUNNING", duVM.csr(t, "renew-work-du01"))
+	// What kube-controller-manager's signer would refuse (ValidateKubeletClientCSR).
+	askAs("renew-work-du01", "Denied", "its subject is not exactly the organization system:nodes and one common name (2 organizations, 1 common names)",
+		csrWith(t, duVM.key, pkix.Name{Organization: []string{"system:nodes", "system:masters"}, CommonName: "system:node:renew-work-du01"}, nil))
+	askAs("renew-work-du01", "Denied", "it has attributes (extensions such as a subject alternative name",
+		csrWith(t, duVM.key, pkix.Name{Organization: []string{"system:nodes"}, CommonName: "system:node:renew-work-du01"}, []string{"renew-work-du01.example"}))
+	wants = append(wants, want{createCSRWith(t, joiner, duVM.csr(t, "renew-work-du01"), model.KubeletClientSigner,
+		[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth, certificatesv1.UsageServerAuth}),
+		"renew-work-du01", "Denied", "are not digital signature and client auth (and key encipherment), which the signer requires"})
 
 	// Nothing but the approver decides the cloud token's CSRs: they are
 	// still pending while the csrapproving controller runs.
@@ -675,7 +819,9 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	}
 	limit := kubeadm.JoinTimeouts(deadline).TLSBootstrap.Duration
 	asked := time.Now()
-	fresh := createCSR(t, joiner, csrRequest(t, "renew-work-ab12"), model.KubeletClientSigner)
+	abVM := newVM(t)
+	f.writeGuest(zone, "renew-work-ab12", model.KubeletKeyAttribute, abVM.published(abID))
+	fresh := createCSR(t, joiner, abVM.csr(t, "renew-work-ab12"), model.KubeletClientSigner)
 	var cert []byte
 	eventually(t, limit, "the fresh instance's CSR approved and signed", func() string {
 		c := e.csr(t, fresh)
@@ -707,7 +853,7 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	}
 
 	// Once issued, another CSR for the same name is denied.
-	ask("renew-work-ab12", "Denied", "for renew-work-ab12 was already approved")
+	askAs("renew-work-ab12", "Denied", "a CSR for renew-work-ab12 was already approved since instance us-central1-a/renew-work-ab12 was created", abVM.csr(t, "renew-work-ab12"))
 	for _, w := range wants {
 		var c *certificatesv1.CertificateSigningRequest
 		eventually(t, 30*time.Second, "CSR for "+w.name+" decided", func() string {
@@ -729,6 +875,18 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	if d := decision(e.csr(t, onprem)); d.Type != certificatesv1.CertificateApproved || d.Reason == model.CSRReasonDenied {
 		t.Errorf("the on-prem CSR: %+v", d)
 	}
+
+	// The recreated-name race: a VM recreated under the same name
+	// (autohealing, Spot) is a new instance with a new id; a holder of the
+	// join token who files a CSR for the name before the new VM publishes
+	// its key gets nothing, nor does the old VM's stale CSR, even if the
+	// approver reads the old instance's guest attribute for the new one;
+	// the new VM's CSR is approved once it published.
+	e.testRecreated(t, f, joiner, zone, mig)
+
+	// The flood: 100 CSRs from the join token, filed before a VM's own,
+	// do not hold its approval past floodBound.
+	e.testFlood(t, f, joiner, zone, mig, &logs)
 
 	// The verified group label: the fresh VM's kubelet registers its Node
 	// (it cannot set the label itself), and the approver labels it once
@@ -785,5 +943,169 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	}
 	if strings.Contains(logs.String(), "ya29.") || strings.Contains(logs.String(), joiner.Token) {
 		t.Error("the approver logged a token")
+	}
+}
+
+// testRecreated runs the recreated-name race against the running approver.
+func (e *approverEnv) testRecreated(t *testing.T, f *fakeCompute, joiner *testcp.User, zone, mig string) {
+	const name = "renew-work-rc01"
+	oldVM, recreated := newVM(t), newVM(t)
+	oldID := f.set(zone, name, fakeInstance{Status: "RUNNING", Created: time.Now().Add(-90 * time.Second), MIG: mig})
+	newID := f.set(zone, name, fakeInstance{Status: "RUNNING", Created: time.Now().Add(-5 * time.Second), MIG: mig})
+	if oldID == newID {
+		t.Fatal("the recreated instance kept its id")
+	}
+	// What a read of the old instance's guest attribute would give.
+	f.writeGuest(zone, name, model.KubeletKeyAttribute, oldVM.published(oldID))
+	thief := createCSR(t, joiner, csrRequest(t, name), model.KubeletClientSigner)
+	stale := createCSR(t, joiner, oldVM.csr(t, name), model.KubeletClientSigner)
+	time.Sleep(4 * time.Second) // passes of the approver
+	for _, c := range []string{thief, stale} {
+		if d := decision(e.csr(t, c)); d != nil && d.Type == certificatesv1.CertificateApproved {
+			t.Errorf("recreated %s: CSR %s approved before the new VM published its key: %s", name, c, d.Message)
+		}
+	}
+	f.writeGuest(zone, name, model.KubeletKeyAttribute, recreated.published(newID))
+	own := createCSR(t, joiner, recreated.csr(t, name), model.KubeletClientSigner)
+	for c, wantType := range map[string]certificatesv1.RequestConditionType{thief: certificatesv1.CertificateDenied, stale: certificatesv1.CertificateDenied, own: certificatesv1.CertificateApproved} {
+		var d *certificatesv1.CertificateSigningRequestCondition
+		eventually(t, 30*time.Second, "CSR "+c+" for the recreated "+name+" decided", func() string {
+			if d = decision(e.csr(t, c)); d == nil {
+				return "pending"
+			}
+			return ""
+		})
+		if d.Type != wantType {
+			who := map[string]string{thief: "the thief's", stale: "the old VM's", own: "the recreated VM's"}[c]
+			t.Errorf("recreated %s: %s CSR was %s (%s); want %s", name, who, d.Type, d.Message, wantType)
+		}
+	}
+}
+
+// floodBound is how long a flood of floodSize CSRs of the VM's own join
+// token, filed just before the VM's CSR, may delay its approval: the
+// flood is more than the approver's PER_TOKEN (64) CSRs of one token a
+// pass, so the VM's CSR is read in the second or, on a loaded machine
+// where a pass reads fewer than the 37 others, a third pass, each at most
+// PASS_SECONDS (20 s) plus the call in flight, and the pauses between;
+// far inside kubeadm's TLS-bootstrap timeout.
+const (
+	floodSize  = 100
+	floodBound = 90 * time.Second
+)
+
+// testFlood files floodSize CSRs as a holder of the join token would, at
+// once (names of no instance, names of no MIG, duplicates of the VM's
+// name with other keys), then the VM's own, and measures how long the
+// approver takes to approve it and to deny the flood.
+func (e *approverEnv) testFlood(t *testing.T, f *fakeCompute, joiner *testcp.User, zone, mig string, logs *syncBuffer) {
+	const name = "renew-work-fl00"
+	vm := newVM(t)
+	id := f.set(zone, name, fakeInstance{Status: "RUNNING", Created: time.Now().Add(-10 * time.Second), MIG: mig})
+	f.writeGuest(zone, name, model.KubeletKeyAttribute, vm.published(id))
+	cfg, err := clientcmd.BuildConfigFromFlags("", joiner.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 200, 200
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := func(request []byte) (string, error) {
+		c, err := cs.CertificatesV1().CertificateSigningRequests().Create(t.Context(), &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-"},
+			Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: model.KubeletClientSigner,
+				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return "", err
+		}
+		return c.Name, nil
+	}
+	requests := make([][]byte, floodSize)
+	for i := range requests {
+		switch i % 5 {
+		case 0:
+			requests[i] = csrRequest(t, name) // the VM's name, another key
+		case 1:
+			requests[i] = csrRequest(t, fmt.Sprintf("flood-%03d", i)) // no MIG's name
+		default:
+			requests[i] = csrRequest(t, fmt.Sprintf("renew-work-f%03d", i)) // no instance
+		}
+	}
+	compute := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.asked)
+	}
+	before := compute()
+	flood := make([]string, floodSize)
+	var wg sync.WaitGroup
+	start := time.Now()
+	errs := make(chan error, floodSize)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < floodSize; i += 8 {
+				n, err := create(requests[i])
+				if err != nil {
+					errs <- err
+					return
+				}
+				flood[i] = n
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("filing the flood: %v", err)
+	}
+	filed := time.Since(start)
+	own, err := create(vm.csr(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := time.Now()
+	eventually(t, floodBound, "the VM's CSR approved behind the flood", func() string {
+		if d := decision(e.csr(t, own)); d == nil {
+			return "pending"
+		} else if d.Type != certificatesv1.CertificateApproved {
+			t.Fatalf("the VM's CSR was %s: %s", d.Type, d.Message)
+		}
+		return ""
+	})
+	approved := time.Since(asked)
+	var decided time.Duration
+	eventually(t, 3*time.Minute, "the flood decided", func() string {
+		list, err := cs.CertificatesV1().CertificateSigningRequests().List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		byName := map[string]*certificatesv1.CertificateSigningRequest{}
+		for i := range list.Items {
+			byName[list.Items[i].Name] = &list.Items[i]
+		}
+		for _, n := range flood {
+			c := byName[n]
+			if c == nil {
+				return "CSR " + n + " gone"
+			}
+			d := decision(c)
+			if d == nil {
+				return "CSR " + n + " pending"
+			}
+			if d.Type != certificatesv1.CertificateDenied {
+				t.Fatalf("flood CSR %s was %s: %s", n, d.Type, d.Message)
+			}
+		}
+		decided = time.Since(start)
+		return ""
+	})
+	calls := compute() - before
+	t.Logf("flood of %d CSRs filed in %v; the VM's CSR, filed after it, approved %v later (bound %v); all %d denied %v after the first was filed; %d Compute API calls for them",
+		floodSize, filed.Round(time.Millisecond), approved.Round(time.Millisecond), floodBound, floodSize, decided.Round(time.Millisecond), calls)
+	if n := strings.Count(logs.String(), "pending CSRs: "); n == 0 {
+		t.Errorf("the approver's log does not say it capped the pending CSRs of the token")
 	}
 }
