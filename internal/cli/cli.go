@@ -91,7 +91,7 @@ cluster under out/<cluster>/):
   k8s/                  node-csr-approver.yaml, join-token-renewer.yaml, node-lifecycle.yaml,
                         taint-remover.yaml, gpu-operator-values.yaml
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml
-  onprem/               set-provider-id.sh
+  onprem/               set-provider-id.sh, label-onprem-nodes.sh (onprem groups' nodes)
   onprem/vpn/<gateway>/ a VPN's on-prem gateway: install.sh, swanctl.conf, frr.conf, and
                         onprem/vpn/<gateway>/conf.d/ <tunnel>.conf,
                         onprem/vpn/<gateway>/strongswan.conf.d/ nodegen.conf,

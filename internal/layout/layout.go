@@ -46,6 +46,9 @@ const (
 	// OnpremProviderIDPath is the one-time command that gives the nodes
 	// outside the MIGs their providerID.
 	OnpremProviderIDPath = "onprem/set-provider-id.sh"
+	// OnpremLabelNodesPath gives the declared nodes of the onprem groups
+	// their group's labels and taints.
+	OnpremLabelNodesPath = "onprem/label-onprem-nodes.sh"
 	// Day0DocsPath holds the ordered steps from an empty project to a
 	// scaling cluster.
 	Day0DocsPath = "docs/day0.md"

@@ -11,6 +11,7 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render/images"
 	"github.com/nodegen/nodegen/internal/render/terraform"
 )
 
@@ -52,6 +53,31 @@ const (
 	// group label.
 	Day0LabelNodesBegin = "<!-- nodegen:label-autoscaler-nodes -->"
 	Day0LabelNodesEnd   = "<!-- /nodegen:label-autoscaler-nodes -->"
+)
+
+// Day0StepMarker, followed by the step's name and " -->", is the line right
+// under each numbered step's heading of docs/day0.md: the tests play the
+// fenced sh blocks of the steps so marked, in order, as a person runs
+// them. A block right under Day0IfLateMarker is run only when the VM gave
+// up waiting, not on a day 0 that goes as written.
+const (
+	Day0StepMarker   = "<!-- nodegen:day0-step "
+	Day0IfLateMarker = "<!-- nodegen:day0-if-late -->"
+)
+
+// The names of day-0 steps, in their order (a step a source does not need
+// is left out).
+const (
+	Day0StepAPIs        = "apis"
+	Day0StepImages      = "images"
+	Day0StepTerraform   = "terraform"
+	Day0StepFirstToken  = "first-token"
+	Day0StepManifests   = "manifests"
+	Day0StepProviderIDs = "provider-ids"
+	Day0StepOnpremNodes = "onprem-nodes"
+	Day0StepCharts      = "charts"
+	Day0StepRenewer     = "renewer"
+	Day0StepCheck       = "check"
 )
 
 // Day0NodeCSRVar is the shell variable the day-0 approval reads the name
@@ -193,6 +219,8 @@ func (w *docWriter) day0() error {
 		return err
 	}
 	d.beforeYouStart()
+	d.apis()
+	d.images()
 	d.terraform()
 	tokenStep, err := d.firstToken()
 	if err != nil {
@@ -200,6 +228,7 @@ func (w *docWriter) day0() error {
 	}
 	d.manifests()
 	d.providerIDs()
+	d.onpremNodes()
 	d.charts()
 	renewStep, err := d.renewer()
 	if err != nil {
@@ -212,10 +241,11 @@ func (w *docWriter) day0() error {
 	return nil
 }
 
-// next starts the next step, titled title, and returns its number.
-func (d *day0Doc) next(title string) int {
+// next starts the next step, named name and titled title, and returns its
+// number.
+func (d *day0Doc) next(name, title string) int {
 	d.step++
-	d.p("\n## %d. %s\n\n", d.step, title)
+	d.p("\n## %d. %s\n%s%s -->\n\n", d.step, title, Day0StepMarker, name)
 	return d.step
 }
 
@@ -239,10 +269,10 @@ func (d *day0Doc) beforeYouStart() {
 			}
 			d.p("family %s (%s: %s)", code(im.Family), strings.Join(im.Groups, ", "), code(d.out+layout.ImageBuildPath(im.Family)))
 		}
-		d.p(". Build each with its script on a builder VM before step 2 (the script's header shows the commands; `docs/images.md`).\n")
+		d.p(". Step 2 builds them (`docs/images.md`).\n")
 	}
 	if n := c.GCP.Network; n != nil {
-		d.p("- Network: subnetwork %s of network %s in %s, routed to %s over the VPN; the on-prem side routes it into the VPN (step 2 creates the firewall rules).\n", code(n.Subnetwork), code(n.Name), code(c.GCP.Region), code(c.ControlPlaneEndpoint))
+		d.p("- Network: subnetwork %s of network %s in %s, routed to %s over the VPN; the on-prem side routes it into the VPN (step %d creates the firewall rules).\n", code(n.Subnetwork), code(n.Name), code(c.GCP.Region), code(c.ControlPlaneEndpoint), d.terraformStep())
 	} else {
 		d.p("- Network: subnetwork in %s routed to %s over the VPN (the module's `subnetwork` variable).\n", code(c.GCP.Region), code(c.ControlPlaneEndpoint))
 	}
@@ -257,14 +287,46 @@ func (d *day0Doc) beforeYouStart() {
 	d.quota()
 }
 
-// terraform writes the steps that enable the APIs and apply the module.
+// buildableImages are the image families whose build scripts are rendered.
+func (d *day0Doc) buildableImages() []model.NodeImage {
+	images, _ := model.BuildableImages(d.src.NodeImages(gce.HasGPUs))
+	return images
+}
+
+// terraformStep is the number of the step that applies the module.
+func (d *day0Doc) terraformStep() int {
+	if len(d.buildableImages()) > 0 {
+		return 3
+	}
+	return 2
+}
+
+// apis writes the step that enables the APIs.
+func (d *day0Doc) apis() {
+	d.next(Day0StepAPIs, "Enable the APIs")
+	d.p("```sh\ngcloud services enable %s --project=%s\n```\n", strings.Join(Day0APIs(d.src), " "), d.c.GCP.Project)
+}
+
+// images writes the step that builds the node images the cloud groups
+// boot from, each with its family's script, before the module's instance
+// templates name them.
+func (d *day0Doc) images() {
+	ims := d.buildableImages()
+	if len(ims) == 0 {
+		return
+	}
+	d.next(Day0StepImages, "Build the node images")
+	d.p("The instance templates of the next step name image families; each family's first image must exist before a VM boots from it. Per family, a builder VM runs the family's script as root, then the family's next image is made from its disk (`docs/images.md`):\n")
+	for _, im := range ims {
+		d.p("\nFamily %s (%s):\n\n```sh\n%s```\n", code(im.Family), strings.Join(im.Groups, ", "), images.ImageBuildCommands(d.src, im, d.out+layout.ImageBuildPath(im.Family)))
+	}
+}
+
+// terraform writes the step that applies the module.
 func (d *day0Doc) terraform() {
 	c, out, ca, deadline, sm := d.c, d.out, d.ca, d.deadline, d.sm
 	src := d.src
-	d.next("Enable the APIs")
-	d.p("```sh\ngcloud services enable %s --project=%s\n```\n", strings.Join(Day0APIs(src), " "), c.GCP.Project)
-
-	d.next("Check out/ and apply Terraform")
+	d.next(Day0StepTerraform, "Check out/ and apply Terraform")
 	if n := c.GCP.Network; n != nil {
 		d.p("`nodegen check` proves %s is what the source renders. Then apply the root module %s: the provider with project %s and region %s, the module block with network %s and subnetwork %s, and a commented backend (local state until you set one):\n\n",
 			code(out), code(out+"terraform/root/"), code(c.GCP.Project), code(c.GCP.Region), code(n.Name), code(n.Subnetwork))
@@ -288,7 +350,7 @@ func (d *day0Doc) terraform() {
 // for the autoscaler's node, and returns its number.
 func (d *day0Doc) firstToken() (int, error) {
 	c, ca, deadline, sm, src := d.c, d.ca, d.deadline, d.sm, d.src
-	tokenStep := d.next("Make the first join token")
+	tokenStep := d.next(Day0StepFirstToken, "Make the first join token")
 	if sm == nil {
 		d.p("The VMs read the token from project metadata key %s, which nodegen does not renew. On a control-plane node, make a token and set it (replace it before it expires):\n\n", code(c.JoinToken.MetadataKey))
 		d.p("```sh\nssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl 24h |\n  gcloud compute project-info add-metadata --project=%s --metadata-from-file=%s=/dev/stdin\n```\n",
@@ -310,7 +372,7 @@ func (d *day0Doc) firstToken() (int, error) {
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ApproveCSRBegin, Day0ApproveCSRCommand(), Day0ApproveCSREnd)
 		d.p("If more than %s passed since `terraform apply`, the VM has given up (`nodegen-join[%s]: ERROR ...`): restart it, and its startup script runs again:\n\n",
 			model.FormatDuration(deadline), ca.Name)
-		d.p("```sh\n")
+		d.p("%s\n```sh\n", Day0IfLateMarker)
 		for _, z := range ca.Zones {
 			d.p("gcloud compute instance-groups managed rolling-action restart %s --zone=%s --project=%s\n", c.MIGName(ca, z), z, c.GCP.Project)
 		}
@@ -330,7 +392,7 @@ func (d *day0Doc) firstToken() (int, error) {
 // providerID.
 func (d *day0Doc) providerIDs() {
 	out, src := d.out, d.src
-	d.next("Give every node outside a MIG a providerID")
+	d.next(Day0StepProviderIDs, "Give every node outside a MIG a providerID")
 	d.p("The Cluster Autoscaler's GCE provider fails on a node without a GCE providerID (the on-prem nodes, the control plane) and then scales nothing. Give each such node one that names no MIG, before the autoscaler starts; `spec.providerID` can be set once and never changed.")
 	if src.Cluster.SetsOnpremProviderID() {
 		d.p(" With the cluster's kubeconfig, once: `--dry-run` first shows what it would set, then the same without it sets it.\n\n```sh\nbash %s%s --dry-run\nbash %s%s\n```\n\nNodes that join later take it from the kubelet's `provider-id` in their kubeadm configuration: see the providerID section of `%sdocs/nodegroups.md`.\n", out, layout.OnpremProviderIDPath, out, layout.OnpremProviderIDPath, out)
@@ -339,10 +401,28 @@ func (d *day0Doc) providerIDs() {
 	}
 }
 
+// onpremNodes writes the step that gives the declared on-prem nodes their
+// group's labels and taints, when an onprem group declares nodes.
+func (d *day0Doc) onpremNodes() {
+	var groups []string
+	for _, g := range d.src.Groups() {
+		if g.Kind == model.KindOnPrem && len(g.Nodes) > 0 {
+			groups = append(groups, code(g.Name))
+		}
+	}
+	if len(groups) == 0 {
+		return
+	}
+	p := d.out + layout.OnpremLabelNodesPath
+	d.next(Day0StepOnpremNodes, "Label and taint the on-prem nodes")
+	d.p("kubeadm gives an on-prem node none of its group's labels and taints, and the pods nodegen places select and tolerate them (the GPU Operator and the workloads on %s). Give the declared nodes of %s theirs, before the charts: `--dry-run` first shows what it would change, then the same without it changes it. It never removes a label or taint; a declared node that has not joined is reported, and the script is run again once it has.\n\n", strings.Join(groups, ", "), strings.Join(groups, ", "))
+	d.p("```sh\nbash %s --dry-run\nbash %s\n```\n", p, p)
+}
+
 // charts writes the step that installs the Helm charts.
 func (d *day0Doc) charts() {
 	c, out, src := d.c, d.out, d.src
-	d.next("Install the charts")
+	d.next(Day0StepCharts, "Install the charts")
 	d.p("The charts at the releases nodegen's values are proven with. The priority expander's ConfigMap, when the expander chain has `priority`, comes from the chart's `expanderPriorities` in `values.yaml`; do not also apply `%scluster-autoscaler/priority-expander.yaml` (for installs without the chart), or Helm refuses to take over the ConfigMap.\n\n", out)
 	gpu := len(src.GPUGroups()) > 0
 	d.p("```sh\nhelm repo add %s %s\n", AutoscalerChartRepoName, AutoscalerChartRepo)
@@ -362,7 +442,7 @@ func (d *day0Doc) charts() {
 // manifests writes the step that applies nodegen's manifests.
 func (d *day0Doc) manifests() {
 	out, src := d.out, d.src
-	d.next("Apply nodegen's manifests")
+	d.next(Day0StepManifests, "Apply nodegen's manifests")
 	d.p("```sh\n")
 	for _, p := range Day0Manifests(src) {
 		// The node CSR approver's file was applied with the first token
@@ -397,7 +477,7 @@ func (d *day0Doc) renewer() (int, error) {
 	renewStep := 0
 	if renews {
 		r := src.Renewal()
-		renewStep = d.next("Let the renewer take over")
+		renewStep = d.next(Day0StepRenewer, "Let the renewer take over")
 		d.p("Run the renewer once now, on the autoscaler's node that has joined; from then on its CronJob adds a fresh token every %s, and the approver there decides the cloud nodes' certificate requests. The first token, made by kubeadm, is retired %s after this (its version disabled; it expires by its own %s).\n\n",
 			model.FormatDuration(r.Period), model.FormatDuration(r.Grace()), model.FormatDuration(r.TTL))
 		d.p("```sh\n%s\nkubectl -n %s wait --for=condition=complete job/%s-first --timeout=5m\n```\n",
@@ -409,7 +489,7 @@ func (d *day0Doc) renewer() (int, error) {
 
 // check writes the last step: the nodes and drift.
 func (d *day0Doc) check() {
-	d.next("Check")
+	d.next(Day0StepCheck, "Check")
 	d.p("```sh\nkubectl get nodes -L %s\nnodegen drift --kubeconfig \"${KUBECONFIG:-$HOME/.kube/config}\"\n```\n", model.GroupLabel)
 	d.p("\nThe autoscaler now grows the cloud groups when pods fit them (`nodegen explain -f workload.yaml` says whether and which).\n")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -16,7 +17,8 @@ import (
 // before the first token, a token of the cloud join group only, the
 // autoscaler's VM approved by hand before it is waited for), every
 // command as it is run
-// (set-provider-id.sh's --dry-run shown), with the charts pinned and
+// (set-provider-id.sh's --dry-run shown), the node images built before
+// the module names them, with the charts pinned and
 // their repositories added, and one path for the priority expander (the
 // chart's).
 func TestDay0Order(t *testing.T) {
@@ -24,6 +26,9 @@ func TestDay0Order(t *testing.T) {
 	doc := string(files[layout.Day0DocsPath])
 	order := []string{
 		"gcloud services enable compute.googleapis.com iam.googleapis.com cloudresourcemanager.googleapis.com secretmanager.googleapis.com",
+		"gcloud compute ssh k8s-node-1-35-builder --project=acme-hybrid-ai --zone=us-central1-a -- sudo bash -s < out/images/k8s-node-1-35/build.sh",
+		"gcloud compute images create k8s-node-1-35-$(date +%Y%m%d%H%M) --project=acme-hybrid-ai \\\n  --family=k8s-node-1-35 ",
+		"gcloud compute images create k8s-node-gpu-1-35-$(date +%Y%m%d%H%M) --project=acme-hybrid-ai \\\n  --family=k8s-node-gpu-1-35 ",
 		"terraform apply",
 		"kubectl apply -f out/k8s/node-csr-approver.yaml",
 		"sudo kubeadm token create --ttl 24h --groups " + model.CloudBootstrapGroup + " ",
@@ -66,6 +71,53 @@ func TestDay0Order(t *testing.T) {
 		if !strings.Contains(doc, want) {
 			t.Errorf("%s lacks %q", layout.Day0DocsPath, want)
 		}
+	}
+}
+
+// TestDay0OnpremNodes: an onprem group that declares its nodes gets
+// out/onprem/label-onprem-nodes.sh, which gives each its group's labels
+// and taints, and a day-0 step that runs it (--dry-run first) after the
+// providerIDs and before the charts; a source that declares none gets
+// neither.
+func TestDay0OnpremNodes(t *testing.T) {
+	_, without := testsrc.Example(t)
+	if _, ok := without[layout.OnpremLabelNodesPath]; ok {
+		t.Errorf("%s rendered for onprem groups that declare no nodes", layout.OnpremLabelNodesPath)
+	}
+	if strings.Contains(string(without[layout.Day0DocsPath]), render.Day0StepMarker+render.Day0StepOnpremNodes+" ") {
+		t.Errorf("%s has the on-prem nodes' step without declared nodes", layout.Day0DocsPath)
+	}
+	l, err := source.Load(testsrc.Copy(t, map[string]string{"nodes.cue": `nodeGroups: "onprem-gpu": nodes: {
+	"a100-02": {cpu: 128, memoryGiB: 1024}
+	"a100-01": {cpu: 128, memoryGiB: 1024}
+}
+`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := render.All(l.Fleet.Clusters[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := string(files[layout.OnpremLabelNodesPath])
+	calls := "\nnode a100-01 onprem-gpu 'example.com/location=onprem' 'example.com/pool=gpu-onprem' 'nodegen.dev/node-group=onprem-gpu' -- 'nvidia.com/gpu=present:NoSchedule'\n" +
+		"node a100-02 onprem-gpu 'example.com/location=onprem' 'example.com/pool=gpu-onprem' 'nodegen.dev/node-group=onprem-gpu' -- 'nvidia.com/gpu=present:NoSchedule'\nfinish\n"
+	if !strings.HasSuffix(script, calls) {
+		t.Errorf("%s does not end in the declared nodes' calls, by name:\n%s", layout.OnpremLabelNodesPath, script)
+	}
+	doc := string(files[layout.Day0DocsPath])
+	at := 0
+	for _, s := range []string{
+		"bash out/onprem/set-provider-id.sh\n",
+		render.Day0StepMarker + render.Day0StepOnpremNodes + " -->",
+		"bash out/onprem/label-onprem-nodes.sh --dry-run\nbash out/onprem/label-onprem-nodes.sh\n",
+		"helm upgrade --install cluster-autoscaler",
+	} {
+		i := strings.Index(doc[at:], s)
+		if i < 0 {
+			t.Fatalf("%s: %q missing or out of order (after byte %d)\n%s", layout.Day0DocsPath, s, at, doc)
+		}
+		at += i + len(s)
 	}
 }
 

@@ -30,6 +30,7 @@ var stages = []stage{
 	file(layout.AutoscalerDockerfilePath, autoscaler.Dockerfile),
 	file(layout.AutoscalerPatchPath, autoscaler.Patch),
 	file(layout.OnpremProviderIDPath, onprem.ProviderIDScript),
+	file(layout.OnpremLabelNodesPath, onprem.LabelNodesScript),
 	terraform.Terraform,
 	onprem.VPN,
 	images.Images,

@@ -78,6 +78,11 @@ func All(src *model.Source, files layout.Files) error {
 	} else if src.Cluster.SetsOnpremProviderID() {
 		errs = append(errs, fmt.Errorf("%s: missing", layout.OnpremProviderIDPath))
 	}
+	if b := files[layout.OnpremLabelNodesPath]; b != nil {
+		if _, err := parseScript(b); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", layout.OnpremLabelNodesPath, err))
+		}
+	}
 	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.NodeCSRApproverPath, layout.PriorityExpanderPath} {
 		if files[p] == nil && p == layout.JoinTokenRenewerPath && !src.Cluster.HasJoinTokenRenewer() {
 			continue

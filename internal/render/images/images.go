@@ -109,6 +109,39 @@ func Images(src *model.Source, files layout.Files) error {
 	return nil
 }
 
+// ImageBuildCommands are the commands that make the next image of im's
+// family: a builder VM from the base image, script (the family's build
+// script, as the shell reads it: a path) run there as root, the VM
+// stopped, an image of its disk in the family, the VM deleted.
+func ImageBuildCommands(src *model.Source, im model.NodeImage, script string) string {
+	builder := im.Family + "-builder"
+	zone := src.CloudGroups()[0].Zones[0]
+	for _, g := range src.CloudGroups() {
+		if g.Name == im.Groups[0] {
+			zone = g.Zones[0]
+		}
+	}
+	return fmt.Sprintf(`gcloud compute instances create %[3]s --project=%[2]s --zone=%[4]s \
+  --image-project=%[5]s --image-family=%[6]s --boot-disk-size=20GB
+gcloud compute ssh %[3]s --project=%[2]s --zone=%[4]s -- sudo bash -s < %[7]s
+gcloud compute instances stop %[3]s --project=%[2]s --zone=%[4]s
+gcloud compute images create %[1]s-$(date +%%Y%%m%%d%%H%%M) --project=%[2]s \
+  --family=%[1]s --source-disk=%[3]s --source-disk-zone=%[4]s
+gcloud compute instances delete %[3]s --project=%[2]s --zone=%[4]s
+`, im.Family, im.Project, builder, zone, imageBaseProject, imageBaseFamily(im.Arch), script)
+}
+
+// commentLines makes each line of s a shell comment indented under "#".
+func commentLines(s string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString("#   " + l)
+		}
+	}
+	return b.String()
+}
+
 func imageBuildScript(src *model.Source, im model.NodeImage) ([]byte, error) {
 	v, err := model.ParseKubeVersion(im.KubernetesVersion)
 	if err != nil {
@@ -119,13 +152,6 @@ func imageBuildScript(src *model.Source, im model.NodeImage) ([]byte, error) {
 	if im.GPU {
 		what = "GPU nodes (the GPU Operator installs the driver and toolkit)"
 	}
-	builder := im.Family + "-builder"
-	zone := src.CloudGroups()[0].Zones[0]
-	for _, g := range src.CloudGroups() {
-		if g.Name == im.Groups[0] {
-			zone = g.Zones[0]
-		}
-	}
 	var b strings.Builder
 	b.WriteString("#!/usr/bin/env bash\n")
 	b.WriteString(layout.HashHeader(src.Name))
@@ -135,14 +161,7 @@ func imageBuildScript(src *model.Source, im model.NodeImage) ([]byte, error) {
 # Run it as root on a builder VM booted from %[7]s's family %[8]s,
 # then make the family's next image from the VM's disk:
 #
-#   gcloud compute instances create %[9]s --project=%[2]s --zone=%[10]s \
-#     --image-project=%[7]s --image-family=%[8]s --boot-disk-size=20GB
-#   gcloud compute ssh %[9]s --project=%[2]s --zone=%[10]s -- sudo bash -s < build.sh # this file
-#   gcloud compute instances stop %[9]s --project=%[2]s --zone=%[10]s
-#   gcloud compute images create %[1]s-$(date +%%Y%%m%%d%%H%%M) --project=%[2]s \
-#     --family=%[1]s --source-disk=%[9]s --source-disk-zone=%[10]s
-#   gcloud compute instances delete %[9]s --project=%[2]s --zone=%[10]s
-#
+%[16]s#
 # IMAGE_ROOT, empty on the builder VM, is prefixed to every file the script
 # writes (a chroot's root, or a test's directory).
 set -euo pipefail
@@ -156,8 +175,9 @@ readonly GPU_HOST=%[15]t
 readonly IMAGE_FAMILY=%[1]s
 root="${IMAGE_ROOT:-}"
 `, im.Family, im.Project, strings.Join(im.Groups, ", "), im.KubernetesVersion, im.Arch, what,
-		imageBaseProject, imageBaseFamily(im.Arch), builder, zone,
-		minor, imagePackageRevision, imagePauseVersion(v.Minor), imageContainerdMinimum(v.Minor), im.GPU)
+		imageBaseProject, imageBaseFamily(im.Arch), "", "",
+		minor, imagePackageRevision, imagePauseVersion(v.Minor), imageContainerdMinimum(v.Minor), im.GPU,
+		commentLines(ImageBuildCommands(src, im, "build.sh # this file")))
 	fmt.Fprintf(&b, `
 fail() { echo "nodegen-image[$IMAGE_FAMILY]: ERROR: $*" >&2; exit 1; }
 step() { echo "nodegen-image[$IMAGE_FAMILY]: $*"; }

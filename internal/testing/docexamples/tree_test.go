@@ -205,8 +205,8 @@ func TestHelpListsRendered(t *testing.T) {
 }
 
 // installCommand matches the commands of an install: manifests applied,
-// the providerID script, Helm repositories and releases.
-var installCommand = regexp.MustCompile(`^(kubectl apply -f out/|bash out/onprem/set-provider-id\.sh$|helm repo (add|update)|helm upgrade --install )`)
+// the providerID and on-prem label scripts, Helm repositories and releases.
+var installCommand = regexp.MustCompile(`^(kubectl apply -f out/|bash out/onprem/(set-provider-id|label-onprem-nodes)\.sh$|helm repo (add|update)|helm upgrade --install )`)
 
 // installCommands returns the install commands of the sh blocks of text,
 // in order, each on one line (continuations joined), without comments.
