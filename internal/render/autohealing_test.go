@@ -171,7 +171,6 @@ func TestAutohealingRepairsFromCurrentTemplate(t *testing.T) {
 // values are among those the provider's schema lists for each attribute
 // ("Valid values are: ..." in google provider v7.45.0's descriptions).
 func TestAutohealingValuesInProviderSchema(t *testing.T) {
-	googleResources(t)
 	desc := lifecycleDescriptions(t)
 	_, staged := renderWith(t, map[string]string{"autoscaler.cue": withAutohealing(t, "repair: false")})
 	_, def := srcSpec{}.mustRender(t)
@@ -195,7 +194,7 @@ func TestAutohealingValuesInProviderSchema(t *testing.T) {
 // attribute of a zonal MIG's instance_lifecycle_policy.
 func lifecycleDescriptions(t *testing.T) map[string]string {
 	t.Helper()
-	bt, ok := googleResources(t)[gce.TFGroupManager].BlockTypes["instance_lifecycle_policy"]
+	bt, ok := providerSchema(t).Resources[gce.TFGroupManager].BlockTypes["instance_lifecycle_policy"]
 	if !ok {
 		t.Fatal("no instance_lifecycle_policy in the provider's schema")
 	}

@@ -1,15 +1,14 @@
 package render_test
 
 import (
-	"compress/gzip"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
+	"github.com/nodegen/nodegen/internal/testing/tfschema"
 )
 
 // TestTerraformRefusesToDeleteMIGs is the guard that keeps terraform apply
@@ -32,15 +31,11 @@ func TestTerraformRefusesToDeleteMIGs(t *testing.T) {
 		}
 	}
 
-	f, err := os.Open(providerSchemaPath)
+	z, err := tfschema.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer z.Close()
 	var doc struct {
 		ProviderSchemas map[string]struct {
 			ResourceSchemas map[string]struct {

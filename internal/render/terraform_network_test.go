@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render/terraform"
+	"github.com/nodegen/nodegen/internal/testing/tfschema"
 )
 
 // networkCUE is a cluster.gcp.network with the given egress and CNI ports.
@@ -93,9 +94,8 @@ func TestTerraformNetworkMatchesProviderSchema(t *testing.T) {
 			t.Errorf("%s: references to nothing in the module: %v", name, u)
 		}
 		root := parseTF(t, files, layout.TerraformRootMainPath)
-		googleResources(t)
 		for _, p := range blocksOf(root, "provider", "google") {
-			for _, e := range checkBlock("root provider", p.Body, providerConfig, false) {
+			for _, e := range tfschema.CheckBlock("root provider", p.Body, providerSchema(t).Config, false) {
 				t.Errorf("%s: %s", name, e)
 			}
 		}
