@@ -63,6 +63,10 @@ const (
 const (
 	Day0StepMarker   = "<!-- nodegen:day0-step "
 	Day0IfLateMarker = "<!-- nodegen:day0-if-late -->"
+	// Day0OnHostMarker, followed by a host's name and " -->", is the line
+	// above a block run on that host (an on-prem VPN gateway), not where
+	// the other steps run.
+	Day0OnHostMarker = "<!-- nodegen:day0-on-host "
 )
 
 // The names of day-0 steps, in their order (a step a source does not need
@@ -70,7 +74,9 @@ const (
 const (
 	Day0StepAPIs        = "apis"
 	Day0StepImages      = "images"
+	Day0StepVPNKeys     = "vpn-keys"
 	Day0StepTerraform   = "terraform"
+	Day0StepVPN         = "vpn"
 	Day0StepFirstToken  = "first-token"
 	Day0StepManifests   = "manifests"
 	Day0StepProviderIDs = "provider-ids"
@@ -87,10 +93,10 @@ const Day0NodeCSRVar = "NODE_CSR"
 // Day0APIs are the Google APIs the day-0 steps and out/terraform use:
 // Compute Engine (instance templates, MIGs), IAM (service accounts,
 // custom roles), Resource Manager (project IAM bindings) and, with a
-// Secret Manager join token, Secret Manager.
+// Secret Manager join token or a VPN's keys, Secret Manager.
 func Day0APIs(src *model.Source) []string {
 	apis := []string{"compute.googleapis.com", "iam.googleapis.com", "cloudresourcemanager.googleapis.com"}
-	if src.Cluster.JoinToken.SecretManager != nil {
+	if src.Cluster.JoinToken.SecretManager != nil || day0VPN(src) != nil {
 		apis = append(apis, "secretmanager.googleapis.com")
 	}
 	return apis
@@ -164,6 +170,13 @@ func Day0ListCSRsCommand(src *model.Source) string {
 // (model.VerifiedGroupLabel): the approver sets it on every later node,
 // but it runs on these, so the admin sets it there (the kubelet cannot).
 func Day0LabelNodesCommand(src *model.Source) string {
+	ca := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
+	return day0ForEachAutoscalerVM(src, fmt.Sprintf("kubectl label node \"${vm}\" %s=%s --overwrite", model.VerifiedGroupLabel, ca.Name))
+}
+
+// day0ForEachAutoscalerVM runs command with vm set to each VM of the
+// autoscaler group's MIGs, as the Compute API lists them.
+func day0ForEachAutoscalerVM(src *model.Source, command string) string {
 	c := &src.Cluster
 	ca := src.NodeGroups[c.Autoscaler.NodeGroup]
 	var b strings.Builder
@@ -171,7 +184,7 @@ func Day0LabelNodesCommand(src *model.Source) string {
 	for _, z := range ca.Zones {
 		fmt.Fprintf(&b, "  gcloud compute instance-groups managed list-instances %s --zone=%s --project=%s --format='value(name)'\n", c.MIGName(ca, z), z, c.GCP.Project)
 	}
-	fmt.Fprintf(&b, "); do\n  kubectl label node \"${vm}\" %s=%s --overwrite\ndone", model.VerifiedGroupLabel, ca.Name)
+	fmt.Fprintf(&b, "); do\n  %s\ndone", command)
 	return b.String()
 }
 
@@ -221,7 +234,9 @@ func (w *docWriter) day0() error {
 	d.beforeYouStart()
 	d.apis()
 	d.images()
+	d.vpnKeys()
 	d.terraform()
+	d.vpn()
 	tokenStep, err := d.firstToken()
 	if err != nil {
 		return err
@@ -295,10 +310,60 @@ func (d *day0Doc) buildableImages() []model.NodeImage {
 
 // terraformStep is the number of the step that applies the module.
 func (d *day0Doc) terraformStep() int {
+	n := 2
 	if len(d.buildableImages()) > 0 {
-		return 3
+		n++
 	}
-	return 2
+	if day0VPN(d.src) != nil {
+		n++
+	}
+	return n
+}
+
+// day0VPN is the source's VPN, nil without one.
+func day0VPN(src *model.Source) *model.VPN {
+	if n := src.Cluster.GCP.Network; n != nil {
+		return n.VPN
+	}
+	return nil
+}
+
+// vpnKeys writes the step that makes the VPN tunnels' pre-shared keys,
+// which the module reads (a secret without a version fails its plan).
+func (d *day0Doc) vpnKeys() {
+	v := day0VPN(d.src)
+	if v == nil {
+		return
+	}
+	d.next(Day0StepVPNKeys, "Make the VPN's keys")
+	d.p("Each tunnel's pre-shared key is a Secret Manager secret the module reads and the on-prem gateway's `install.sh` writes into strongSwan's secrets; the plan fails on a secret without a version. Make each, random, through a pipe only (`docs/vpn.md`):\n\n```sh\n")
+	for _, t := range v.Tunnels {
+		d.p("openssl rand -base64 32 | tr -d '\\n' |\n  gcloud secrets create %s --project=%s --replication-policy=automatic --data-file=-\n", t.SharedSecret.Secret, d.c.GCP.Project)
+	}
+	d.p("```\n")
+}
+
+// vpn writes the step that brings the VPN up: each on-prem gateway
+// installed from its rendered files, once the module made the cloud side.
+// Without the HA VPN gateway's addresses in the source, the gateways'
+// files are not rendered yet: the step says how to get them first.
+func (d *day0Doc) vpn() {
+	v := day0VPN(d.src)
+	if v == nil {
+		return
+	}
+	d.next(Day0StepVPN, "Bring up the VPN")
+	d.p("The cloud nodes reach the control plane over the VPN, so it comes up before the first node joins. ")
+	if len(v.HAVPNAddresses) != len(v.Tunnels) {
+		d.p("The source has no `haVpnAddresses` yet, so the on-prem gateways' files are not rendered: write the addresses Google gave the HA VPN gateway, which this prints, into `cluster.gcp.network.vpn.haVpnAddresses`, then `nodegen gen`:\n\n```sh\n(cd %sterraform/root && terraform output vpn_interface_addresses)\n```\n\nThen install each gateway as below.\n", d.out)
+	} else {
+		d.p("Install each on-prem gateway from its files (`docs/vpn.md`, Installing an on-prem gateway):\n")
+	}
+	for _, gw := range v.PeerGateways {
+		d.p("\nOn gateway %s (%s), a Debian host, as root, from a checkout that holds %s, with gcloud allowed to read the tunnels' secrets:\n\n%s%s -->\n```sh\napt-get install strongswan-swanctl charon-systemd frr\nbash %s%s/%s\n```\n",
+			code(gw.Name), code(gw.Address), code(d.out), Day0OnHostMarker, gw.Name, d.out, layout.OnpremVPNGatewayDir(gw.Name), layout.OnpremVPNInstallFile)
+	}
+	d.p("\n`swanctl --list-sas` on a gateway shows its tunnels, `vtysh -c 'show bgp summary'` the BGP sessions.\n")
 }
 
 // apis writes the step that enables the APIs.
@@ -379,8 +444,8 @@ func (d *day0Doc) firstToken() (int, error) {
 		d.p("```\n")
 	}
 	sel := model.GroupLabel + "=" + ca.Name
-	d.p("\nWait for the autoscaler's node to register, then to be Ready:\n\n```sh\nuntil kubectl get nodes -l %s -o name | grep -q .; do sleep 10; done\nkubectl wait --for=condition=Ready node -l %s --timeout=10m\n```\n",
-		sel, sel)
+	d.p("\nWait for the Node of each of the autoscaler's VMs to register, then for them to be Ready:\n\n```sh\n%s\nkubectl wait --for=condition=Ready node -l %s --timeout=10m\n```\n",
+		day0ForEachAutoscalerVM(src, "until kubectl get node \"${vm}\" -o name >/dev/null 2>&1; do sleep 10; done"), sel)
 	d.p("\nThe autoscaler, the node CSR approver, the node garbage collector and the join-token renewer select `%s=%s`, not `%s`: a kubelet may set `%s` on its own Node, but NodeRestriction refuses it every label under `node-restriction.kubernetes.io/`. The approver gives that label to every later cloud node once the Compute API showed its VM is an instance of its group's MIG; it runs on this node, so give it to the autoscaler's nodes yourself, to the Nodes of the VMs the Compute API lists in the group's MIGs:\n\n",
 		model.VerifiedGroupLabel, ca.Name, model.GroupLabel, model.GroupLabel)
 	d.p("%s\n```sh\n%s\n```\n%s\n", Day0LabelNodesBegin, Day0LabelNodesCommand(src), Day0LabelNodesEnd)
