@@ -87,7 +87,7 @@ cluster under out/<cluster>/):
                         join-secret.tf, network.tf, vpn.tf (a VPN), nodegroup-<group>.tf,
                         eastwest-gateway-lb.tf (a mesh)
   terraform/root/       main.tf: the root module that applies it (provider, module block)
-  images/<family>/      pipeline.sh, the node image of each image family the groups boot from
+  images/<family>/      build.sh, the node image of each image family the groups boot from
   k8s/                  node-csr-approver.yaml, join-token-renewer.yaml, node-lifecycle.yaml,
                         taint-remover.yaml, gpu-operator-values.yaml
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml

@@ -1,7 +1,7 @@
 // Package systest runs the whole system: a rendered out/ served by a fake
 // Compute API (internal/testing/gcefake), a real kube-apiserver
 // (internal/testing/testcp) and the real Cluster Autoscaler, built from
-// source (hack/testca/pipeline.sh), talking to both as in production.
+// source (hack/testca/build.sh), talking to both as in production.
 //
 // A Cluster stands in for what is neither nodegen's nor the autoscaler's:
 //   - the VMs' kubelets: a VM the fake starts registers its Node with the
