@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,9 +67,10 @@ func scriptFunction(t *testing.T, script []byte, name string) string {
 	return out.String()
 }
 
-// listenIn listens on addr inside the network namespace at nsPath; the
-// listener keeps its namespace after the thread leaves it.
-func listenIn(t *testing.T, nsPath, addr string) net.Listener {
+// listenIn listens on addr (network tcp4 or tcp6) inside the network
+// namespace at nsPath; the listener keeps its namespace after the thread
+// leaves it.
+func listenIn(t *testing.T, nsPath, network, addr string) net.Listener {
 	t.Helper()
 	runtime.LockOSThread()
 	orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -86,7 +89,7 @@ func listenIn(t *testing.T, nsPath, addr string) net.Listener {
 		runtime.UnlockOSThread()
 		t.Fatal(err)
 	}
-	ln, lerr := net.Listen("tcp4", addr)
+	ln, lerr := net.Listen(network, addr)
 	if err := unix.Setns(orig, unix.CLONE_NEWNET); err != nil {
 		// Leave the thread locked: it dies with this goroutine rather
 		// than run other goroutines in the wrong namespace.
@@ -99,14 +102,20 @@ func listenIn(t *testing.T, nsPath, addr string) net.Listener {
 	return ln
 }
 
-var dropCounter = regexp.MustCompile(`ip daddr 169\.254\.169\.254 counter packets ([0-9]+) `)
+var dropCounters = map[string]*regexp.Regexp{
+	"IPv4": regexp.MustCompile(`ip daddr 169\.254\.169\.254 counter packets ([0-9]+) `),
+	"IPv6": regexp.MustCompile(`ip6 daddr fd20:ce::254 counter packets ([0-9]+) `),
+}
 
 // TestMetadataBlockedForPods builds, in network namespaces of its own, a
-// node that routes a pod's traffic, and a network holding the metadata
-// server's address 169.254.169.254 with a small HTTP server. It runs the
-// rule installation of a burst group's rendered join script in the node
-// and checks: pods cannot reach the metadata server, the node can, pods
-// reach other addresses, and installing twice leaves one rule.
+// node that routes a pod's traffic over IPv4 and IPv6, and a network
+// holding the metadata server's addresses (169.254.169.254 and
+// fd20:ce::254) with a small HTTP server. It loads the rule set of a
+// burst group's rendered join script in the node as its unit does at
+// boot (nft -f), over the IPv4-only table earlier versions installed, and
+// checks: pods cannot reach the metadata server on either address, the
+// node can, pods reach other addresses, the earlier table is gone and
+// loading twice leaves one rule per address.
 func TestMetadataBlockedForPods(t *testing.T) {
 	requireNetns(t)
 	src := loadJoinSource(t, nil)
@@ -114,9 +123,9 @@ func TestMetadataBlockedForPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := scriptFunction(t, files[layout.StartupScriptPath("batch")], "block_pod_metadata_access")
-	if block == "" {
-		t.Fatal("the batch group's script has no block_pod_metadata_access")
+	rules := scriptFunction(t, files[layout.StartupScriptPath("batch")], "metadata_block_rules")
+	if rules == "" {
+		t.Fatal("the batch group's script has no metadata_block_rules")
 	}
 	// The autoscaler's own group keeps the metadata server for its pods.
 	if f := scriptFunction(t, files[layout.StartupScriptPath("ca")], "block_pod_metadata_access"); f != "" || src.Cluster.PodsMayReachMetadataServer(src.NodeGroups["batch"]) ||
@@ -137,33 +146,45 @@ func TestMetadataBlockedForPods(t *testing.T) {
 		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
 		run("ip", "-n", ns, "link", "set", "lo", "up")
 	}
-	// pod (10.244.0.2) <-> node (10.244.0.1): the pod's veth, as a CNI makes it.
+	// pod (10.244.0.2, fd00:244::2) <-> node (10.244.0.1, fd00:244::1): the
+	// pod's veth, as a CNI makes it.
 	run("ip", "link", "add", prefix+"p", "netns", pod, "type", "veth", "peer", "name", prefix+"n", "netns", node)
 	run("ip", "-n", pod, "addr", "add", "10.244.0.2/24", "dev", prefix+"p")
+	run("ip", "-n", pod, "addr", "add", "fd00:244::2/64", "dev", prefix+"p", "nodad")
 	run("ip", "-n", pod, "link", "set", prefix+"p", "up")
 	run("ip", "-n", pod, "route", "add", "default", "via", "10.244.0.1")
+	run("ip", "-n", pod, "-6", "route", "add", "default", "via", "fd00:244::1")
 	run("ip", "-n", node, "addr", "add", "10.244.0.1/24", "dev", prefix+"n")
+	run("ip", "-n", node, "addr", "add", "fd00:244::1/64", "dev", prefix+"n", "nodad")
 	run("ip", "-n", node, "link", "set", prefix+"n", "up")
-	// node (10.128.0.2) <-> the VPC side (10.128.0.1, and 169.254.169.254).
+	// node (10.128.0.2, fd00:128::2) <-> the VPC side (10.128.0.1,
+	// fd00:128::1, and the metadata server's addresses).
 	run("ip", "link", "add", prefix+"x", "netns", node, "type", "veth", "peer", "name", prefix+"m", "netns", meta)
 	run("ip", "-n", node, "addr", "add", "10.128.0.2/24", "dev", prefix+"x")
+	run("ip", "-n", node, "addr", "add", "fd00:128::2/64", "dev", prefix+"x", "nodad")
 	run("ip", "-n", node, "link", "set", prefix+"x", "up")
 	run("ip", "-n", node, "route", "add", "169.254.169.254/32", "via", "10.128.0.1")
+	run("ip", "-n", node, "-6", "route", "add", "fd20:ce::254/128", "via", "fd00:128::1")
 	run("ip", "netns", "exec", node, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+	run("ip", "netns", "exec", node, "sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1")
 	run("ip", "-n", meta, "addr", "add", "10.128.0.1/24", "dev", prefix+"m")
+	run("ip", "-n", meta, "addr", "add", "fd00:128::1/64", "dev", prefix+"m", "nodad")
 	run("ip", "-n", meta, "addr", "add", "169.254.169.254/32", "dev", prefix+"m")
+	run("ip", "-n", meta, "addr", "add", "fd20:ce::254/128", "dev", prefix+"m", "nodad")
 	run("ip", "-n", meta, "link", "set", prefix+"m", "up")
 	run("ip", "-n", meta, "route", "add", "10.244.0.0/24", "via", "10.128.0.2")
+	run("ip", "-n", meta, "-6", "route", "add", "fd00:244::/64", "via", "fd00:128::2")
 
-	ln := listenIn(t, "/run/netns/"+meta, "0.0.0.0:80")
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "metadata ok")
 	})}
-	go srv.Serve(ln)
+	for _, l := range []net.Listener{listenIn(t, "/run/netns/"+meta, "tcp4", "0.0.0.0:80"), listenIn(t, "/run/netns/"+meta, "tcp6", "[::]:80")} {
+		go srv.Serve(l)
+	}
 	t.Cleanup(func() { srv.Close() })
 
 	get := func(ns, url string) error {
-		out, err := exec.Command("ip", "netns", "exec", ns, "curl", "--silent", "--show-error", "--max-time", "3", url).CombinedOutput()
+		out, err := exec.Command("ip", "netns", "exec", ns, "curl", "--silent", "--show-error", "--globoff", "--max-time", "3", url).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
 		}
@@ -172,46 +193,71 @@ func TestMetadataBlockedForPods(t *testing.T) {
 		}
 		return nil
 	}
-	const metadataURL, otherURL = "http://169.254.169.254/computeMetadata/v1/", "http://10.128.0.1/"
+	metadataURLs := map[string]string{"IPv4": "http://169.254.169.254/computeMetadata/v1/", "IPv6": "http://[fd20:ce::254]/computeMetadata/v1/"}
+	otherURLs := map[string]string{"IPv4": "http://10.128.0.1/", "IPv6": "http://[fd00:128::1]/"}
 	// Without the rule the pod reaches the metadata server: the topology
 	// routes it, so the checks below can fail.
-	if err := get(pod, metadataURL); err != nil {
-		t.Fatalf("before the rule, pod -> metadata: %v", err)
-	}
-
-	install := func() {
-		t.Helper()
-		cmd := exec.Command("ip", "netns", "exec", node, "bash", "-c", "set -euo pipefail\n"+block+"\nblock_pod_metadata_access")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("block_pod_metadata_access: %v\n%s", err, out)
+	for family, url := range metadataURLs {
+		if err := get(pod, url); err != nil {
+			t.Fatalf("before the rule, pod -> metadata (%s): %v", family, err)
 		}
 	}
-	install()
-	install()
+	// The table an earlier version of the script installed.
+	nft := func(ruleset string) {
+		t.Helper()
+		cmd := exec.Command("ip", "netns", "exec", node, "nft", "-f", "-")
+		cmd.Stdin = strings.NewReader(ruleset)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("nft -f: %v\n%s", err, out)
+		}
+	}
+	nft("table ip nodegen_metadata {\n\tchain forward {\n\t\ttype filter hook forward priority -10; policy accept;\n\t\tip daddr 169.254.169.254 counter drop\n\t}\n}\n")
+	load := func() {
+		t.Helper()
+		out, err := exec.Command("bash", "-c", "set -euo pipefail\n"+rules+"\nmetadata_block_rules").Output()
+		if err != nil {
+			t.Fatalf("metadata_block_rules: %v", err)
+		}
+		nft(string(out))
+	}
+	load()
+	load()
 
-	if err := get(pod, metadataURL); err == nil {
-		t.Error("pod -> metadata server: reached it with the rule installed")
-	}
-	if err := get(node, metadataURL); err != nil {
-		t.Errorf("node -> metadata server: %v", err)
-	}
-	if err := get(pod, otherURL); err != nil {
-		t.Errorf("pod -> another address: %v", err)
+	for family, url := range metadataURLs {
+		if err := get(pod, url); err == nil {
+			t.Errorf("pod -> metadata server (%s): reached it with the rule installed", family)
+		}
+		if err := get(node, url); err != nil {
+			t.Errorf("node -> metadata server (%s): %v", family, err)
+		}
+		if err := get(pod, otherURLs[family]); err != nil {
+			t.Errorf("pod -> another address (%s): %v", family, err)
+		}
 	}
 	out, err := exec.Command("ip", "netns", "exec", node, "nft", "list", "ruleset").CombinedOutput()
 	if err != nil {
 		t.Fatalf("nft list ruleset: %v\n%s", err, out)
 	}
-	if n := strings.Count(string(out), "ip daddr 169.254.169.254"); n != 1 {
-		t.Errorf("after two installations the node has %d metadata rules, want 1:\n%s", n, out)
+	if strings.Contains(string(out), "table ip nodegen_metadata") {
+		t.Errorf("the earlier IPv4-only table is left:\n%s", out)
 	}
-	// The pod's packets were dropped by this rule, not lost elsewhere.
-	if m := dropCounter.FindStringSubmatch(string(out)); m == nil || m[1] == "0" {
-		t.Errorf("the metadata rule dropped no packet:\n%s", out)
+	for family, counter := range dropCounters {
+		if n := len(counter.FindAllString(string(out), -1)); n != 1 {
+			t.Errorf("after two loads the node has %d %s metadata rules, want 1:\n%s", n, family, out)
+		}
+		// The pod's packets were dropped by this rule, not lost elsewhere.
+		if m := counter.FindStringSubmatch(string(out)); m == nil || m[1] == "0" {
+			t.Errorf("the %s metadata rule dropped no packet:\n%s", family, out)
+		}
 	}
 }
 
-// The rendered scripts call the installation on burst groups only.
+// unitName is the metadata block's systemd unit, and rulesPath the rule
+// set it loads, as the scripts name them.
+const unitName, rulesPath = "nodegen-metadata-block.service", "/etc/nodegen/metadata-block.nft"
+
+// The rendered scripts install the block on burst groups only: the rule
+// set loaded now, the rule set and the unit written, the unit enabled.
 func TestMetadataBlockOnlyOffTheAutoscalerGroup(t *testing.T) {
 	src := loadJoinSource(t, nil)
 	files, err := render.All(src)
@@ -228,12 +274,92 @@ func TestMetadataBlockOnlyOffTheAutoscalerGroup(t *testing.T) {
 		if res.ExitCode != 0 {
 			t.Fatalf("%s: exit %d\n%s", g.Name, res.ExitCode, res.Stderr)
 		}
-		want := 1
+		rules, rulesErr := os.ReadFile(filepath.Join(res.Etc, strings.TrimPrefix(rulesPath, "/etc/")))
+		unit, unitErr := os.ReadFile(filepath.Join(res.Etc, "systemd", "system", unitName))
 		if src.Cluster.PodsMayReachMetadataServer(g) {
-			want = 0
+			if len(res.NftRulesets) != 0 || len(res.SystemctlCalls) != 0 || rulesErr == nil || unitErr == nil {
+				t.Errorf("%s, the autoscaler's group: %d nft calls, systemctl %q, rules written %v, unit written %v; want none",
+					g.Name, len(res.NftRulesets), res.SystemctlCalls, rulesErr == nil, unitErr == nil)
+			}
+			continue
 		}
-		if len(res.NftRulesets) != want {
-			t.Errorf("%s: %d nft calls, want %d", g.Name, len(res.NftRulesets), want)
+		if rulesErr != nil || unitErr != nil {
+			t.Fatalf("%s: the rule set or the unit is not written: %v, %v", g.Name, rulesErr, unitErr)
 		}
+		if len(res.NftRulesets) != 1 || res.NftRulesets[0] != string(rules) {
+			t.Errorf("%s: nft loaded %q, want the rule set written, %q", g.Name, res.NftRulesets, rules)
+		}
+		if want := []string{"daemon-reload", "enable " + unitName}; !slices.Equal(res.SystemctlCalls, want) {
+			t.Errorf("%s: systemctl %q, want %q", g.Name, res.SystemctlCalls, want)
+		}
+		if !strings.Contains(string(unit), "ExecStart=/usr/sbin/nft -f "+rulesPath+"\n") {
+			t.Errorf("%s: the unit does not load %s:\n%s", g.Name, rulesPath, unit)
+		}
+	}
+}
+
+// TestMetadataBlockUnit: the unit the script writes is one systemd
+// accepts as it is (systemd-analyze verify, which reads it as systemd
+// does and prints what it would ignore or refuse), ordered before the
+// kubelet and required by it, so that at every boot the block is in
+// place before the kubelet can start a pod, and the kubelet does not
+// start without it.
+func TestMetadataBlockUnit(t *testing.T) {
+	src := loadJoinSource(t, nil)
+	files, err := render.All(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := files[layout.StartupScriptPath("batch")]
+	fn := scriptFunction(t, script, "metadata_block_unit")
+	if fn == "" {
+		t.Fatal("the batch group's script has no metadata_block_unit")
+	}
+	unit, err := exec.Command("bash", "-c", "set -euo pipefail\n"+fn+"\nmetadata_block_unit").Output()
+	if err != nil {
+		t.Fatalf("metadata_block_unit: %v", err)
+	}
+	sections := map[string]map[string][]string{}
+	var section string
+	for _, line := range strings.Split(strings.TrimSpace(string(unit)), "\n") {
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section = strings.Trim(line, "[]")
+			sections[section] = map[string][]string{}
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok || section == "" {
+				t.Fatalf("unit line %q is neither a section nor a setting", line)
+			}
+			sections[section][k] = append(sections[section][k], strings.Fields(v)...)
+		}
+	}
+	for _, c := range []struct{ section, key, want string }{
+		{"Unit", "Before", "kubelet.service"},
+		{"Install", "RequiredBy", "kubelet.service"},
+		{"Service", "Type", "oneshot"},
+		{"Service", "RemainAfterExit", "yes"},
+	} {
+		if !slices.Contains(sections[c.section][c.key], c.want) {
+			t.Errorf("[%s] %s= is %q, want %s in it:\n%s", c.section, c.key, sections[c.section][c.key], c.want, unit)
+		}
+	}
+	if got := strings.Join(sections["Service"]["ExecStart"], " "); got != "/usr/sbin/nft -f "+rulesPath {
+		t.Errorf("ExecStart=%s, want /usr/sbin/nft -f %s", got, rulesPath)
+	}
+
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("systemd-analyze is not installed; .ci/run installs systemd")
+		}
+		t.Skip("systemd-analyze not installed")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, unitName)
+	must(t, os.WriteFile(path, unit, 0o644))
+	out, err := exec.Command("systemd-analyze", "verify", path).CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s\nunit:\n%s", err, out, unit)
 	}
 }

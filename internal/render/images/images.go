@@ -79,12 +79,13 @@ var imageJoinPackages = map[string]string{
 	"nft":       "nftables",
 	"openssl":   "openssl",
 	"sed":       "sed",
+	"systemctl": "systemd",
 	"kubeadm":   "kubeadm",
 }
 
 // imagePackagesFromArchive are the packages the script installs from the
 // OS archive, in install order.
-var imagePackagesFromArchive = []string{"ca-certificates", "curl", "gnupg", "coreutils", "sed", "nftables", "openssl", "containerd", "google-guest-agent"}
+var imagePackagesFromArchive = []string{"ca-certificates", "curl", "gnupg", "coreutils", "sed", "nftables", "openssl", "systemd", "containerd", "google-guest-agent"}
 
 // imageKubernetesPackages are the packages installed from pkgs.k8s.io.
 var imageKubernetesPackages = []string{"kubelet", "kubeadm", "kubectl"}

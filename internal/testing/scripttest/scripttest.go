@@ -101,6 +101,11 @@ type Result struct {
 	JoinConfigMode string
 	// NftRulesets are the rulesets given to nft, one per call.
 	NftRulesets []string
+	// SystemctlCalls are the arguments of every systemctl call.
+	SystemctlCalls []string
+	// Etc holds what the script wrote under /etc, at the same paths
+	// (the upper directory of the overlay).
+	Etc string
 	// Elapsed is the script's wall-clock run time.
 	Elapsed time.Duration
 	// GuestAttributes are the guest attributes the script wrote, by
@@ -334,12 +339,58 @@ esac
 // netns tests run the real nft in namespaces of their own.
 const stubNft = `#!/usr/bin/env bash
 set -euo pipefail
-[[ "$*" == "-f -" ]] || { echo "stub nft: unexpected call: $*" >&2; exit 64; }
+[[ $# == 2 && "$1" == -f ]] || { echo "stub nft: unexpected call: $*" >&2; exit 64; }
 n=$(ls "${STUB_DIR}" | grep -c '^nft-' || true)
-cat >"${STUB_DIR}/nft-${n}"
+cat -- "$2" >"${STUB_DIR}/nft-${n}"
 `
 
-// Run runs script under bash as GCE would at boot, against fakes serving vm.
+// stubSystemctl stands in for systemctl, which would change the test
+// machine's own services: it records its calls.
+const stubSystemctl = `#!/usr/bin/env bash
+set -euo pipefail
+case "$*" in
+daemon-reload | "enable "*) printf '%s\n' "$*" >>"${STUB_DIR}/systemctl-calls" ;;
+*) echo "stub systemctl: unexpected call: $*" >&2; exit 64 ;;
+esac
+`
+
+// inVM runs a script in a mount namespace of its own in which /etc is an
+// overlay whose changes land in ETC_UPPER: what the script writes there
+// (a systemd unit, say) the test reads, and the machine's /etc is left
+// as it was.
+const inVM = `set -euo pipefail
+mount -t overlay overlay -o "lowerdir=/etc,upperdir=${ETC_UPPER},workdir=${ETC_WORK}" /etc
+unset ETC_UPPER ETC_WORK
+exec bash "$1"
+`
+
+// RequireVM skips the test unless scripts can run as Run runs them: as
+// root, in a mount namespace of their own (unshare, overlayfs); under
+// NODEGEN_REQUIRE_NETNS=1 (CI) it fails instead.
+func RequireVM(t testing.TB) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	for _, tool := range []string{"unshare", "mount", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("running a startup script as at boot needs %s (a mount namespace with /etc as an overlay)", strings.Join(missing, ", "))
+	if os.Getenv("NODEGEN_REQUIRE_NETNS") == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// Run runs script under bash as GCE would at boot, against fakes serving
+// vm, as root in a mount namespace of its own whose /etc is an overlay
+// (Result.Etc).
 func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	t.Helper()
 	f := &fakes{t: t, vm: vm, outage: opt.MetadataOutage, faults: append([]Fault(nil), opt.Faults...)}
@@ -354,7 +405,8 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 			t.Fatal(err)
 		}
 	}
-	for name, body := range map[string]string{"kubeadm": stubKubeadm, "nft": stubNft} {
+	RequireVM(t)
+	for name, body := range map[string]string{"kubeadm": stubKubeadm, "nft": stubNft, "systemctl": stubSystemctl} {
 		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -381,8 +433,23 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	if err := os.WriteFile(scriptPath, script, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("bash", scriptPath)
+	// The overlay's directories are named by mount options, which a comma
+	// in t.TempDir()'s name (the test's name) would split.
+	overlay, err := os.MkdirTemp("", "nodegen-vm-etc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(overlay) })
+	etc := filepath.Join(overlay, "upper")
+	for _, d := range []string{etc, filepath.Join(overlay, "work")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "bash", "-c", inVM, "in-vm", scriptPath)
 	cmd.Env = []string{
+		"ETC_UPPER=" + etc,
+		"ETC_WORK=" + filepath.Join(overlay, "work"),
 		"PATH=" + bin + string(os.PathListSeparator) + pathWithout(t, filepath.Join(tmp, "path"), opt.Hide),
 		"HOME=" + tmp,
 		"STUB_DIR=" + stub,
@@ -401,8 +468,8 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	// A hung script or a child it left behind must not hang the test.
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
-	err := cmd.Run()
-	res := Result{Stderr: stderr.String(), StateDir: stateDir, KubernetesDir: kubeDir, KubeletDir: kubeletDir, Elapsed: time.Since(start)}
+	err = cmd.Run()
+	res := Result{Stderr: stderr.String(), StateDir: stateDir, KubernetesDir: kubeDir, KubeletDir: kubeletDir, Etc: etc, Elapsed: time.Since(start)}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
@@ -429,6 +496,9 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	res.KubeletPatch, _ = os.ReadFile(filepath.Join(stub, "kubelet-patch.yaml"))
 	if mode, err := os.ReadFile(filepath.Join(stub, "join-config-mode")); err == nil {
 		res.JoinConfigMode = strings.TrimSpace(string(mode))
+	}
+	if calls, err := os.ReadFile(filepath.Join(stub, "systemctl-calls")); err == nil {
+		res.SystemctlCalls = strings.Split(strings.TrimSpace(string(calls)), "\n")
 	}
 	if calls, err := os.ReadFile(filepath.Join(stub, "calls")); err == nil {
 		res.KubeadmCalls = strings.Split(strings.TrimSpace(string(calls)), "\n")

@@ -202,25 +202,68 @@ json_string() {
 }
 
 # block_pod_metadata_access drops the packets this node forwards to the GCE
-# metadata server (169.254.169.254), so no pod of this group reaches it or
-# the VM service account's token; the node's own processes (kubelet, this
-# script) send rather than forward and keep their access. nftables rules
-# do not survive a reboot, so this runs at every boot. The table is
-# replaced in one transaction: running it again leaves one rule. A drop in
-# any nftables base chain is final, whatever the CNI's or kube-proxy's own
-# chains accept. Not covered: hostNetwork pods (their traffic is the
-# node's own) and CNIs whose eBPF datapath bypasses netfilter.
-block_pod_metadata_access() {
-	nft -f - <<'NODEGEN_NFT'
+# metadata server (169.254.169.254 and, on a VM with IPv6, fd20:ce::254),
+# so no pod of this group reaches it or the VM service account's token;
+# the node's own processes (kubelet, this script) send rather than forward
+# and keep their access. nftables rules do not survive a reboot, and on a
+# reboot the kubelet may start its pods before this script runs: so the
+# block is also a systemd unit (METADATA_BLOCK_UNIT) that the kubelet
+# requires and that runs before it, at every boot, and this script
+# installs it again at every boot. The table is replaced in one
+# transaction (the IPv4-only table of earlier versions with it): running
+# it again leaves one rule per address. A drop in any nftables base chain
+# is final, whatever the CNI's or kube-proxy's own chains accept. Not
+# covered: hostNetwork pods (their traffic is the node's own) and CNIs
+# whose eBPF datapath bypasses netfilter.
+readonly METADATA_BLOCK_RULES=/etc/nodegen/metadata-block.nft
+readonly METADATA_BLOCK_UNIT=nodegen-metadata-block.service
+
+# metadata_block_rules prints the nftables rule set of the block.
+metadata_block_rules() {
+	cat <<'NODEGEN_NFT'
 table ip nodegen_metadata
 delete table ip nodegen_metadata
-table ip nodegen_metadata {
+table inet nodegen_metadata
+delete table inet nodegen_metadata
+table inet nodegen_metadata {
 	chain forward {
 		type filter hook forward priority -10; policy accept;
 		ip daddr 169.254.169.254 counter drop comment "nodegen: pods may not reach the metadata server"
+		ip6 daddr fd20:ce::254 counter drop comment "nodegen: pods may not reach the metadata server"
 	}
 }
 NODEGEN_NFT
+}
+
+# metadata_block_unit prints the systemd unit that loads the rule set
+# (METADATA_BLOCK_RULES) at every boot before the kubelet starts; the
+# kubelet requires it, so it does not start when the block cannot be
+# installed.
+metadata_block_unit() {
+	cat <<'NODEGEN_UNIT'
+[Unit]
+Description=nodegen: pods may not reach the GCE metadata server
+Before=kubelet.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/sbin/nft -f /etc/nodegen/metadata-block.nft
+
+[Install]
+RequiredBy=kubelet.service
+NODEGEN_UNIT
+}
+
+# block_pod_metadata_access writes the rule set and the unit, enables the
+# unit for the boots to come and loads the rule set for this one.
+block_pod_metadata_access() {
+	mkdir -p "$(dirname -- "${METADATA_BLOCK_RULES}")" &&
+		metadata_block_rules >"${METADATA_BLOCK_RULES}" &&
+		metadata_block_unit >"/etc/systemd/system/${METADATA_BLOCK_UNIT}" &&
+		nft -f "${METADATA_BLOCK_RULES}" &&
+		systemctl daemon-reload &&
+		systemctl enable "${METADATA_BLOCK_UNIT}"
 }
 
 # kubeconfig_value KEY FILE prints the first value of KEY in the kubeconfig
@@ -353,7 +396,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,cloud.google.com/gke-spot=true,example.com/location=cloud,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=spot-gpu-t4,nodegen.dev/revision=ab6950a11ac5,nvidia.com/device-plugin.config=spot-gpu-t4,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,cloud.google.com/gke-spot=true,example.com/location=cloud,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=spot-gpu-t4,nodegen.dev/revision=2bc44138d113,nvidia.com/device-plugin.config=spot-gpu-t4,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
@@ -495,7 +538,7 @@ main() {
 	for n in "${JOIN_DEADLINE}" "${RETRY_DELAY}" "${MAX_RETRY_DELAY}" "${HTTP_RETRY_DELAY}" "${HTTP_MAX_RETRY_DELAY}" "${HTTP_TIMEOUT}" "${IAM_PROPAGATION_WINDOW}"; do
 		[[ "${n}" =~ ^[0-9]+$ ]] || die "settings: ${n} is not a whole number of seconds"
 	done
-	block_pod_metadata_access || die "firewall: could not block pods' access to the metadata server (is nftables installed?)"
+	block_pod_metadata_access || die "firewall: could not block pods' access to the metadata server (are nftables and systemd installed?)"
 	log "pods on this node cannot reach the metadata server"
 
 	if [[ -e "${KUBERNETES_DIR}/kubelet.conf" ]]; then

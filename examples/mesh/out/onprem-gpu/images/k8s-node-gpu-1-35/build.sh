@@ -40,7 +40,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 step "packages from the ubuntu archive"
 apt-get update -q
-apt-get install -y -q --no-install-recommends ca-certificates curl gnupg coreutils sed nftables openssl containerd google-guest-agent
+apt-get install -y -q --no-install-recommends ca-certificates curl gnupg coreutils sed nftables openssl systemd containerd google-guest-agent
 
 step "kubelet, kubeadm and kubectl $KUBERNETES_PACKAGE_VERSION from pkgs.k8s.io"
 install -d -m 0755 "$root/etc/apt/keyrings"
@@ -106,7 +106,7 @@ step "services"
 systemctl enable containerd.service kubelet.service google-guest-agent.service
 systemctl cat google-startup-scripts.service >/dev/null ||
 	fail "the guest agent has no google-startup-scripts.service: the join script would never run"
-for cmd in base64 cat curl dirname head kubeadm ls mkdir nft openssl rm sed sha256sum sleep timeout tr; do
+for cmd in base64 cat curl dirname head kubeadm ls mkdir nft openssl rm sed sha256sum sleep systemctl timeout tr; do
 	command -v "$cmd" >/dev/null || fail "$cmd is missing: the join script calls it"
 done
 
