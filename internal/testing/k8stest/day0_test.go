@@ -556,7 +556,7 @@ func bootVM(t *testing.T, f *fakeGCP, script, path string, cp *testcp.ControlPla
 	cmd.Env = []string{
 		"PATH=" + path, "HOME=" + tmp, "STUB_DIR=" + v.stub, "CP_URL=" + cp.URL,
 		"NODEGEN_METADATA_URL=" + f.MetadataURL(), "NODEGEN_SECRET_MANAGER_URL=" + f.SecretManagerURL(),
-		"NODEGEN_KUBERNETES_DIR=" + v.kubeDir, "NODE_NAME=" + instance, "STUB_TLS_BOOTSTRAP_SECONDS=60", "NODEGEN_STATE_DIR=" + filepath.Join(tmp, "var-lib-nodegen"),
+		"NODEGEN_KUBERNETES_DIR=" + v.kubeDir, "NODEGEN_KUBELET_DIR=" + filepath.Join(tmp, "var-lib-kubelet"), "NODE_NAME=" + instance, "STUB_TLS_BOOTSTRAP_SECONDS=60", "NODEGEN_STATE_DIR=" + filepath.Join(tmp, "var-lib-nodegen"),
 		fmt.Sprintf("NODEGEN_JOIN_DEADLINE=%d", int(day0Deadline.Seconds())),
 		"NODEGEN_RETRY_DELAY=1", "NODEGEN_MAX_RETRY_DELAY=2", "NODEGEN_HTTP_RETRY_DELAY=1", "NODEGEN_HTTP_MAX_RETRY_DELAY=2",
 	}

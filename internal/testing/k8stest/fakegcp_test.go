@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -42,6 +44,9 @@ type fakeGCP struct {
 	// instance and zone are what the metadata server says about the VM
 	// a join script runs on (setVM).
 	instance, zone string
+	// guest holds the guest attributes the VM wrote, by
+	// "<namespace>/<key>".
+	guest map[string]string
 }
 
 type smVersion struct {
@@ -180,7 +185,13 @@ func (f *fakeGCP) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Metadata-Flavor", "Google")
+		if r.Method == http.MethodPut {
+			f.putGuestAttribute(w, r, p)
+			return
+		}
 		switch {
+		case p == "instance/id" && f.instance != "":
+			fmt.Fprint(w, instanceID(f.instance))
 		case p == "instance/name" && f.instance != "":
 			fmt.Fprint(w, f.instance)
 		case p == "instance/zone" && f.zone != "":
@@ -310,4 +321,34 @@ func (f *fakeGCP) serve(w http.ResponseWriter, r *http.Request) {
 		v.State = "DISABLED"
 		reply(w, http.StatusOK, f.versionJSON(v))
 	}
+}
+
+// instanceID is the numeric id the fake gives the VM named instance: a
+// stable number per name, as Compute gives each VM one at its creation.
+func instanceID(instance string) string {
+	h := fnv.New64a()
+	h.Write([]byte(instance))
+	return strconv.FormatUint(h.Sum64()>>1, 10)
+}
+
+// putGuestAttribute stores a guest attribute, as the metadata server does
+// for a PUT of instance/guest-attributes/<namespace>/<key> with the value
+// as the body (Compute Engine documentation, "Set and query guest
+// attributes"); no other path may be written. f.mu is held.
+func (f *fakeGCP) putGuestAttribute(w http.ResponseWriter, r *http.Request, p string) {
+	rest, ok := strings.CutPrefix(p, "instance/guest-attributes/")
+	ns, key, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || ns == "" || key == "" || strings.Contains(key, "/") {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, 1024))
+	if err != nil || len(b) > 256 {
+		http.Error(w, "value too long", http.StatusBadRequest)
+		return
+	}
+	if f.guest == nil {
+		f.guest = map[string]string{}
+	}
+	f.guest[ns+"/"+key] = string(b)
 }
