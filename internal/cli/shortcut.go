@@ -26,7 +26,7 @@ func shortcutFlags(f *ioFlags) []cli.Flag {
 // goes; every other flag of the command is part of fastcheck's inputs
 // (with its value, set or default), so a flag added later counts unless
 // it is listed here.
-var notInputs = []string{"source", "out", "lock-timeout", "force", "full", "verbose"}
+var notInputs = []string{"source", "out", "lock-timeout", "force", "full", "verbose", "by-hand"}
 
 // fastInputs are fastcheck's inputs for the command of c.
 func fastInputs(c *cli.Context, f *ioFlags) fastcheck.Inputs {
@@ -54,7 +54,11 @@ func shortcut(s *streams, f *ioFlags, full cli.ActionFunc) cli.ActionFunc {
 			// Neither the record nor the shortcut: what CI and a
 			// check of a scratch copy want, and --by-hand, which
 			// needs the source.
-			f.verbose(s, "full check (--full or --by-hand)")
+			why := "--full"
+			if !f.Full {
+				why = "--by-hand"
+			}
+			f.verbose(s, "full check (%s)", why)
 			return full(c)
 		}
 		in := fastInputs(c, f)
