@@ -5,6 +5,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render/docs"
 	"github.com/nodegen/nodegen/internal/render/istio"
 	"github.com/nodegen/nodegen/internal/render/terraform"
 )
@@ -48,7 +49,7 @@ func MeshFiles(f *model.Fleet, src *model.Source) (layout.Files, error) {
 		{layout.EastWestGatewayValuesPath, istio.EastWestGatewayValues},
 		{layout.IstioNamespacePath, istio.Namespace},
 		{layout.MeshManifestsPath, istio.Manifests},
-		{layout.MeshDocsPath, MeshDocs},
+		{layout.MeshDocsPath, docs.Mesh},
 		{layout.MeshLBPath, terraform.MeshLoadBalancer},
 	} {
 		b, err := r.render(f, src, header)
@@ -69,5 +70,5 @@ func FleetWide(f *model.Fleet) (layout.Files, error) {
 	if f.Single {
 		return layout.Files{}, nil
 	}
-	return layout.Files{layout.FleetDocsPath: fleetDocs(f)}, nil
+	return layout.Files{layout.FleetDocsPath: docs.Fleet(f)}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render/autoscaler"
+	"github.com/nodegen/nodegen/internal/render/docs"
 	"github.com/nodegen/nodegen/internal/render/gce"
 	"github.com/nodegen/nodegen/internal/render/images"
 	"github.com/nodegen/nodegen/internal/render/k8s"
@@ -34,8 +35,8 @@ var stages = []stage{
 	terraform.Terraform,
 	onprem.VPN,
 	images.Images,
-	Day0Docs,
-	Docs,
+	docs.Day0,
+	docs.NodeGroups,
 }
 
 // file is the stage of a renderer of one cluster-wide file at path; a

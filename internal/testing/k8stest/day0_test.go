@@ -23,6 +23,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/docs"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
@@ -196,16 +197,16 @@ func TestDayZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(files[layout.Day0DocsPath])
-	commands := markedCommands(t, doc, render.Day0FirstTokenBegin, render.Day0FirstTokenEnd)
+	commands := markedCommands(t, doc, docs.Day0FirstTokenBegin, docs.Day0FirstTokenEnd)
 	if len(commands) != 2 || commands[0] != commands[1] {
 		t.Fatalf("%s: want the first-token command twice (day 0, and the way back), the same; got %q", layout.Day0DocsPath, commands)
 	}
-	list := markedCommands(t, doc, render.Day0ListCSRsBegin, render.Day0ListCSRsEnd)
-	approve := markedCommands(t, doc, render.Day0ApproveCSRBegin, render.Day0ApproveCSREnd)
+	list := markedCommands(t, doc, docs.Day0ListCSRsBegin, docs.Day0ListCSRsEnd)
+	approve := markedCommands(t, doc, docs.Day0ApproveCSRBegin, docs.Day0ApproveCSREnd)
 	if len(list) != 1 || len(approve) != 1 {
 		t.Fatalf("%s: want the commands that list and approve node CSRs once each; got %q and %q", layout.Day0DocsPath, list, approve)
 	}
-	label := markedCommands(t, doc, render.Day0LabelNodesBegin, render.Day0LabelNodesEnd)
+	label := markedCommands(t, doc, docs.Day0LabelNodesBegin, docs.Day0LabelNodesEnd)
 	if len(label) != 1 {
 		t.Fatalf("%s: want the command that labels the autoscaler's nodes once; got %q", layout.Day0DocsPath, label)
 	}
@@ -245,7 +246,7 @@ func TestDayZero(t *testing.T) {
 	person := func(t *testing.T, command string, env ...string) string {
 		t.Helper()
 		cmd := exec.Command("bash", "-euo", "pipefail", "-c", command)
-		cmd.Env = append([]string{"PATH=" + path, "HOME=" + t.TempDir(), render.Day0ControlPlaneHostVar + "=" + host, "EXPECT_SSH_HOST=" + host,
+		cmd.Env = append([]string{"PATH=" + path, "HOME=" + t.TempDir(), docs.Day0ControlPlaneHostVar + "=" + host, "EXPECT_SSH_HOST=" + host,
 			"KUBECONFIG=" + cp.Admin().Kubeconfig, "STUB_MIGS=" + migs,
 			"CP_ADMIN_KUBECONFIG=" + cp.Admin().Kubeconfig, "GCLOUD_ACCESS_TOKEN=" + f.accessToken, "GCLOUD_SECRET_MANAGER_URL=" + f.SecretManagerURL()}, env...)
 		out, err := cmd.CombinedOutput()
@@ -283,7 +284,7 @@ func TestDayZero(t *testing.T) {
 			csr = found[0]
 			return ""
 		})
-		person(t, approve[0], render.Day0NodeCSRVar+"="+csr)
+		person(t, approve[0], docs.Day0NodeCSRVar+"="+csr)
 	}
 	setMIG := func(vm string) {
 		if err := os.WriteFile(filepath.Join(migs, src.Cluster.MIGName(ca, ca.Zones[0])), []byte(vm+"\n"), 0o644); err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/docs"
 )
 
 // testOnpremProviderID registers the nodes of a hybrid cluster on the real
@@ -134,7 +134,7 @@ func (e *env) testOnpremProviderID(t *testing.T) {
 	var pid string
 	for _, a := range reg.KubeletExtraArgs {
 		if a.Name == "provider-id" {
-			pid = strings.ReplaceAll(a.Value, render.OnpremNodeNamePlaceholder, later)
+			pid = strings.ReplaceAll(a.Value, docs.OnpremNodeNamePlaceholder, later)
 		}
 	}
 	if pid == "" {

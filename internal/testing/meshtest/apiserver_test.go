@@ -18,7 +18,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/docs"
 	"github.com/nodegen/nodegen/internal/testing/istiotest"
 	"github.com/nodegen/nodegen/internal/testing/meshtest"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
@@ -193,7 +193,7 @@ func playCACerts(t *testing.T, cp *testcp.ControlPlane, cluster string, doc []by
 	// temporary repository.
 	repo := t.TempDir()
 	tree := filepath.Join(repo, "out", cluster)
-	dir := filepath.Join(repo, filepath.FromSlash(render.CACertsDir(cluster)))
+	dir := filepath.Join(repo, filepath.FromSlash(docs.CACertsDir(cluster)))
 	for _, d := range []string{tree, dir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,7 @@
-package render
+// Package docs renders out/docs: the pages a person reads to run the
+// cluster (its node groups, day 0, a mesh cluster's install steps and a
+// fleet's drawing), from the model and the files rendered before them.
+package docs
 
 import (
 	"bytes"
@@ -117,12 +120,12 @@ func Provenance(src *model.Source, paths []string) []Edge {
 	return out
 }
 
-// Docs renders out/docs/nodegroups.md: every group at a glance, how a pod
+// NodeGroups renders out/docs/nodegroups.md: every group at a glance, how a pod
 // lands on each, the GPU scale-up sequence with the groups' real names,
 // and which source file produced which artifact. Column descriptions come
 // from the schema's comments. It must run last: the provenance graph
 // lists the artifacts already in files.
-func Docs(src *model.Source, files layout.Files) error {
+func NodeGroups(src *model.Source, files layout.Files) error {
 	sch, err := schemadoc.Load()
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package render_test
+package docs_test
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/docs"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -45,7 +46,7 @@ func TestDay0Order(t *testing.T) {
 		"helm repo add nvidia https://helm.ngc.nvidia.com/nvidia",
 		"helm upgrade --install cluster-autoscaler autoscaler/cluster-autoscaler --version 9.59.0",
 		"helm upgrade --install gpu-operator nvidia/gpu-operator --version v26.7.0",
-		render.JoinTokenFirstRunCommand(),
+		docs.JoinTokenFirstRunCommand(),
 		"## When renewal lapsed",
 	}
 	at := 0
@@ -84,7 +85,7 @@ func TestDay0OnpremNodes(t *testing.T) {
 	if _, ok := without[layout.OnpremLabelNodesPath]; ok {
 		t.Errorf("%s rendered for onprem groups that declare no nodes", layout.OnpremLabelNodesPath)
 	}
-	if strings.Contains(string(without[layout.Day0DocsPath]), render.Day0StepMarker+render.Day0StepOnpremNodes+" ") {
+	if strings.Contains(string(without[layout.Day0DocsPath]), docs.Day0StepMarker+docs.Day0StepOnpremNodes+" ") {
 		t.Errorf("%s has the on-prem nodes' step without declared nodes", layout.Day0DocsPath)
 	}
 	l, err := source.Load(testsrc.Copy(t, map[string]string{"nodes.cue": `nodeGroups: "onprem-gpu": nodes: {
@@ -109,7 +110,7 @@ func TestDay0OnpremNodes(t *testing.T) {
 	at := 0
 	for _, s := range []string{
 		"bash out/onprem/set-provider-id.sh\n",
-		render.Day0StepMarker + render.Day0StepOnpremNodes + " -->",
+		docs.Day0StepMarker + docs.Day0StepOnpremNodes + " -->",
 		"bash out/onprem/label-onprem-nodes.sh --dry-run\nbash out/onprem/label-onprem-nodes.sh\n",
 		"helm upgrade --install cluster-autoscaler",
 	} {
@@ -131,7 +132,7 @@ func TestDay0MetadataKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(files[layout.Day0DocsPath])
-	for _, absent := range []string{"join-token-renewer", "secretmanager", render.Day0FirstTokenBegin} {
+	for _, absent := range []string{"join-token-renewer", "secretmanager", docs.Day0FirstTokenBegin} {
 		if strings.Contains(doc, absent) {
 			t.Errorf("%s names %q without a renewer", layout.Day0DocsPath, absent)
 		}

@@ -1,4 +1,4 @@
-package render
+package docs
 
 import (
 	"bytes"
@@ -14,10 +14,10 @@ import (
 // IstioChartRepo is the Helm repository of the official Istio charts.
 const IstioChartRepo = "https://istio-release.storage.googleapis.com/charts"
 
-// MeshDocs renders the cluster's docs/mesh.md: the mesh drawn (clusters,
+// Mesh renders the cluster's docs/mesh.md: the mesh drawn (clusters,
 // networks, gateways, istiod, each remote's link to its primary) and what
 // to install in this cluster, in order, with the commands.
-func MeshDocs(f *model.Fleet, src *model.Source, _ string) ([]byte, error) {
+func Mesh(f *model.Fleet, src *model.Source, _ string) ([]byte, error) {
 	mc, err := f.InMesh(src)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package render
+package docs
 
 import (
 	"sigs.k8s.io/yaml"

@@ -1,4 +1,4 @@
-package render
+package docs
 
 import (
 	"bytes"
@@ -193,10 +193,10 @@ func Day0ApproveCSRCommand() string {
 	return "kubectl certificate approve \"${" + Day0NodeCSRVar + ":?set it to the name of the request to approve}\""
 }
 
-// Day0Docs renders docs/day0.md: the ordered steps that take this
+// Day0 renders docs/day0.md: the ordered steps that take this
 // cluster from an empty GCP project to a scaling cluster, with the
 // prerequisites (APIs, roles, quota), in an order that does not deadlock.
-func Day0Docs(src *model.Source, files layout.Files) error {
+func Day0(src *model.Source, files layout.Files) error {
 	var b bytes.Buffer
 	d := &docWriter{b: &b, src: src}
 	b.WriteString(markdownHeader(src.Name))

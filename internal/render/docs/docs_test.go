@@ -1,4 +1,4 @@
-package render_test
+package docs_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/render/docs"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -303,7 +304,7 @@ var mutations = map[string]func(*model.NodeGroup){
 // group's file.
 func TestProvenanceIsWhatChanges(t *testing.T) {
 	src, files := testsrc.Example(t)
-	edges := render.Provenance(src, files.Paths())
+	edges := docs.Provenance(src, files.Paths())
 	doc := string(files[layout.DocsPath])
 	graph := fenced(t, doc, "## Which source file produced which artifact", "mermaid")
 	for _, e := range edges {

@@ -1,4 +1,4 @@
-package render
+package docs
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// fleetDocs renders out/docs/fleet.md: the clusters at a glance and a
+// Fleet renders out/docs/fleet.md: the clusters at a glance and a
 // Mermaid drawing of the clusters, their node groups and, with a mesh,
 // its networks and east-west gateways.
-func fleetDocs(f *model.Fleet) []byte {
+func Fleet(f *model.Fleet) []byte {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	name := ""
