@@ -12,7 +12,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/outdir"
-	"github.com/nodegen/nodegen/internal/render/terraform"
 )
 
 // startRepairing names the MIGs the changes give autohealing that repairs
@@ -28,7 +27,7 @@ func startRepairing(changes []outdir.Change) []string {
 		}
 		before, after := migHealing(ch.Path, ch.Old), migHealing(ch.Path, ch.New)
 		for name, repairs := range after {
-			if healed, existed := before[name]; existed && healed == "" && repairs == terraform.LifecycleActionRepair {
+			if healed, existed := before[name]; existed && healed == "" && repairs == gce.LifecycleActionRepair {
 				out = append(out, name)
 			}
 		}
@@ -59,7 +58,7 @@ func migHealing(name string, b []byte) map[string]string {
 		action := ""
 		for _, b := range blk.Body.Blocks {
 			if b.Type == "auto_healing_policies" && action == "" {
-				action = terraform.LifecycleActionRepair
+				action = gce.LifecycleActionRepair
 			}
 		}
 		for _, b := range blk.Body.Blocks {

@@ -350,6 +350,9 @@ func (c *Cluster) BaseInstanceName(g *NodeGroup) string { return c.Name + "-" + 
 // TemplatePrefix is the name_prefix of the group's instance templates.
 func (c *Cluster) TemplatePrefix(g *NodeGroup) string { return c.Name + "-" + g.Name + "-" }
 
+// NATName is the name of the cluster's Cloud NAT (and of its router).
+func (c *Cluster) NATName() string { return c.Name + "-nat" }
+
 // MIGName is the name of the group's zonal MIG in zone.
 func (c *Cluster) MIGName(g *NodeGroup, zone string) string {
 	return c.Name + "-" + g.Name + "-" + zone

@@ -7,7 +7,6 @@ import (
 	"github.com/google/cel-go/cel"
 
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render/terraform"
 )
 
 // evalCondition evaluates an IAM condition expression with CEL (IAM
@@ -80,7 +79,7 @@ func checkCondition(t *testing.T, src *model.Source, expr string) {
 }
 
 // TestAutoscalerConditionLong: a source with too many groups for
-// terraform.ConditionCap still gets a condition naming each MIG, not one
+// model.AutoscalerConditionCap still gets a condition naming each MIG, not one
 // on the cluster's name prefix, which would also grant a cluster named
 // "<cluster>-2" (vet refuses such a source: vet_iam_condition_prefix.txtar).
 func TestAutoscalerConditionLong(t *testing.T) {
@@ -96,9 +95,9 @@ func TestAutoscalerConditionLong(t *testing.T) {
 		g.Name = "g" + strings.Repeat("x", 20) + string(rune('a'+i%26)) + string(rune('a'+i/26))
 		big.NodeGroups[g.Name] = &g
 	}
-	expr := terraform.AutoscalerCondition(&big)
-	if len(expr) <= terraform.ConditionCap {
-		t.Fatalf("the condition of 25 more groups is %d characters, not over the cap %d: the test no longer tests a long one", len(expr), terraform.ConditionCap)
+	expr := big.AutoscalerCondition()
+	if len(expr) <= model.AutoscalerConditionCap {
+		t.Fatalf("the condition of 25 more groups is %d characters, not over the cap %d: the test no longer tests a long one", len(expr), model.AutoscalerConditionCap)
 	}
 	c := &src.Cluster
 	p := "projects/" + c.GCP.Project

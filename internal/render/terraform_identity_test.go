@@ -214,8 +214,8 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		t.Fatalf("%s has %d condition blocks, want 1", computeBinding.Name, len(conds))
 	}
 	expr := m.str(t, *computeBinding, conds[0].Body, "expression")
-	if expr != terraform.AutoscalerCondition(src) {
-		t.Errorf("condition %q, want terraform.AutoscalerCondition", expr)
+	if expr != src.AutoscalerCondition() {
+		t.Errorf("condition %q, want the source's AutoscalerCondition", expr)
 	}
 	checkCondition(t, src, expr)
 

@@ -1,13 +1,11 @@
 package validate
 
-import (
-	"github.com/nodegen/nodegen/internal/render/terraform"
-)
+import "github.com/nodegen/nodegen/internal/model"
 
 // iamCondition refuses a source whose autoscaler IAM condition
-// (terraform.AutoscalerCondition: each autoscaled MIG by name, each cloud
+// (model.Source.AutoscalerCondition: each autoscaled MIG by name, each cloud
 // group's instance prefix per zone, each autoscaled group's template
-// prefix) is longer than terraform.ConditionCap. A condition that fits by
+// prefix) is longer than model.AutoscalerConditionCap. A condition that fits by
 // naming only the cluster's prefix, "<cluster>-", per zone would also
 // grant the MIGs, instances and templates of every cluster of the project
 // whose name starts with it (cluster "<cluster>-2" among them), so nodegen
@@ -16,12 +14,12 @@ func (c *checker) iamCondition() {
 	if len(c.src.CloudGroups()) == 0 {
 		return
 	}
-	n := len(terraform.AutoscalerCondition(c.src))
-	if n <= terraform.ConditionCap || c.src.Cluster.GCP.IAMConditionByClusterPrefix {
+	n := len(c.src.AutoscalerCondition())
+	if n <= model.AutoscalerConditionCap || c.src.Cluster.GCP.IAMConditionByClusterPrefix {
 		return
 	}
 	name := c.src.Cluster.Name
 	c.at(sel("cluster", "name"),
 		"the autoscaler's IAM condition, naming each of the cluster's %d autoscaled MIGs and each cloud group's instance and template prefix, is %d characters, over the %d nodegen renders; a condition on the prefix %q would fit but also grant the MIGs, instances and templates of any other cluster in project %s whose name starts with %q (e.g. %q): use fewer cloud groups or zones, or shorter group names, or, where no such cluster exists or will, set cluster.gcp.iamConditionByClusterPrefix: true",
-		len(c.src.AutoscaledMIGs()), n, terraform.ConditionCap, name+"-", c.src.Cluster.GCP.Project, name+"-", name+"-2")
+		len(c.src.AutoscaledMIGs()), n, model.AutoscalerConditionCap, name+"-", c.src.Cluster.GCP.Project, name+"-", name+"-2")
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render/images"
-	"github.com/nodegen/nodegen/internal/render/terraform"
 )
 
 // The Helm charts the day-0 steps install, at the releases nodegen's
@@ -383,7 +381,7 @@ func (d *day0Doc) images() {
 	d.next(Day0StepImages, "Build the node images")
 	d.p("The instance templates of the next step name image families; each family's first image must exist before a VM boots from it. Per family, a builder VM runs the family's script as root, then the family's next image is made from its disk (`docs/images.md`):\n")
 	for _, im := range ims {
-		d.p("\nFamily %s (%s):\n\n```sh\n%s```\n", code(im.Family), strings.Join(im.Groups, ", "), images.ImageBuildCommands(d.src, im, d.out+layout.ImageBuildPath(im.Family)))
+		d.p("\nFamily %s (%s):\n\n```sh\n%s```\n", code(im.Family), strings.Join(im.Groups, ", "), gce.ImageBuildCommands(d.src, im, d.out+layout.ImageBuildPath(im.Family)))
 	}
 }
 
@@ -655,7 +653,7 @@ func day0NetworkText(src *model.Source) string {
 	}
 	b.WriteString("; Google's health checkers reach the autohealed groups' kubelet health port (each group's file)")
 	if n.Egress == model.EgressCloudNAT {
-		fmt.Fprintf(&b, "; and the Cloud NAT %s through which the nodes, without external IPs, pull images and call Google APIs", code(terraform.NATName(c)))
+		fmt.Fprintf(&b, "; and the Cloud NAT %s through which the nodes, without external IPs, pull images and call Google APIs", code(c.NATName()))
 	} else {
 		fmt.Fprintf(&b, "; no egress: subnetwork %s must have Private Google Access on, and every image must come from Artifact Registry or a mirror in reach", code(n.Subnetwork))
 	}

@@ -1,18 +1,8 @@
-package images
-
-import (
-	"fmt"
-	"strings"
-
-	"github.com/nodegen/nodegen/internal/gce"
-	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/model"
-)
-
-// The node image recipe: one build script per image family, run as root
-// on a builder VM booted from imageBaseFamily, whose disk becomes the
-// family's next image. What it installs is what a node of the family
-// runs before and during its join:
+// Package images renders out/images, the node image recipe: one build
+// script per image family, run as root on a builder VM booted from
+// gce.ImageBaseFamily, whose disk becomes the family's next image. What
+// it installs is what a node of the family runs before and during its
+// join:
 //
 //   - containerd, configured as kubeadm's kubelet expects it: the systemd
 //     cgroup driver (kubeadm's KubeletConfiguration default cgroupDriver
@@ -27,16 +17,16 @@ import (
 //     NVIDIA driver or container toolkit (its driver and toolkit
 //     DaemonSets install them) and nouveau kept out of the kernel, which
 //     the driver container cannot unload.
-const (
-	// imageBaseProject and imageBaseFamily are the builder VM's image:
-	// Ubuntu 24.04 LTS, an OS the GPU Operator's driver containers support.
-	imageBaseProject = "ubuntu-os-cloud"
-	imageBaseOS      = "ubuntu"
-	imageBaseVersion = "24.04"
-)
+package images
 
-// imageBaseFamily is the builder VM's image family for an architecture.
-func imageBaseFamily(arch string) string { return "ubuntu-2404-lts-" + arch }
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
+)
 
 // imagePauseVersion is kubeadm's PauseVersion (the sandbox image tag) of a
 // Kubernetes minor, from cmd/kubeadm/app/constants/constants.go of each
@@ -110,28 +100,6 @@ func Images(src *model.Source, files layout.Files) error {
 	return nil
 }
 
-// ImageBuildCommands are the commands that make the next image of im's
-// family: a builder VM from the base image, script (the family's build
-// script, as the shell reads it: a path) run there as root, the VM
-// stopped, an image of its disk in the family, the VM deleted.
-func ImageBuildCommands(src *model.Source, im model.NodeImage, script string) string {
-	builder := im.Family + "-builder"
-	zone := src.CloudGroups()[0].Zones[0]
-	for _, g := range src.CloudGroups() {
-		if g.Name == im.Groups[0] {
-			zone = g.Zones[0]
-		}
-	}
-	return fmt.Sprintf(`gcloud compute instances create %[3]s --project=%[2]s --zone=%[4]s \
-  --image-project=%[5]s --image-family=%[6]s --boot-disk-size=20GB
-gcloud compute ssh %[3]s --project=%[2]s --zone=%[4]s -- sudo bash -s < %[7]s
-gcloud compute instances stop %[3]s --project=%[2]s --zone=%[4]s
-gcloud compute images create %[1]s-$(date +%%Y%%m%%d%%H%%M) --project=%[2]s \
-  --family=%[1]s --source-disk=%[3]s --source-disk-zone=%[4]s
-gcloud compute instances delete %[3]s --project=%[2]s --zone=%[4]s
-`, im.Family, im.Project, builder, zone, imageBaseProject, imageBaseFamily(im.Arch), script)
-}
-
 // commentLines makes each line of s a shell comment indented under "#".
 func commentLines(s string) string {
 	var b strings.Builder
@@ -176,9 +144,9 @@ readonly GPU_HOST=%[15]t
 readonly IMAGE_FAMILY=%[1]s
 root="${IMAGE_ROOT:-}"
 `, im.Family, im.Project, strings.Join(im.Groups, ", "), im.KubernetesVersion, im.Arch, what,
-		imageBaseProject, imageBaseFamily(im.Arch), "", "",
+		gce.ImageBaseProject, gce.ImageBaseFamily(im.Arch), "", "",
 		minor, imagePackageRevision, imagePauseVersion(v.Minor), imageContainerdMinimum(v.Minor), im.GPU,
-		commentLines(ImageBuildCommands(src, im, "build.sh # this file")))
+		commentLines(gce.ImageBuildCommands(src, im, "build.sh # this file")))
 	fmt.Fprintf(&b, `
 fail() { echo "nodegen-image[$IMAGE_FAMILY]: ERROR: $*" >&2; exit 1; }
 step() { echo "nodegen-image[$IMAGE_FAMILY]: $*"; }
@@ -267,7 +235,7 @@ step "clean: each VM gets its own machine ID"
 apt-get clean
 : >"$root/etc/machine-id"
 step "done: stop the VM and make the image of family $IMAGE_FAMILY"
-`, imageBaseOS, imageBaseVersion, imageBaseProject, imageBaseFamily(im.Arch),
+`, gce.ImageBaseOS, gce.ImageBaseVersion, gce.ImageBaseProject, gce.ImageBaseFamily(im.Arch),
 		strings.Join(imagePackagesFromArchive, " "),
 		kubePackagesPinned(), strings.Join(imageKubernetesPackages, " "), joinCommands())
 	return []byte(b.String()), nil

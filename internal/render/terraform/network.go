@@ -15,11 +15,10 @@ const (
 	TFRouterNAT = "google_compute_router_nat"
 )
 
-// firewallFromOnpremName, firewallNodeToNodeName and NATName are the GCE
-// names of the network's resources.
+// firewallFromOnpremName and firewallNodeToNodeName are the GCE names of
+// the network's firewall rules.
 func firewallFromOnpremName(c *model.Cluster) string { return c.Name + "-from-onprem" }
 func firewallNodeToNodeName(c *model.Cluster) string { return c.Name + "-node-to-node" }
-func NATName(c *model.Cluster) string                { return c.Name + "-nat" }
 
 // needsNetwork reports whether a rendered resource names var.network: the
 // health checks' firewall rule of an autohealed group, or network.tf.
@@ -108,14 +107,14 @@ func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 		w.open("resource", TFRouter, "nat")
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
-		w.attr("name", hclString(NATName(c)))
+		w.attr("name", hclString(c.NATName()))
 		w.attr("network", hclRef("var", "network"))
 		w.close()
 		w.blank()
 		w.open("resource", TFRouterNAT, "nat")
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
-		w.attr("name", hclString(NATName(c)))
+		w.attr("name", hclString(c.NATName()))
 		w.attr("router", hclRef(TFRouter, "nat", "name"))
 		w.attr("nat_ip_allocate_option", hclString("AUTO_ONLY"))
 		w.attr("source_subnetwork_ip_ranges_to_nat", hclString("LIST_OF_SUBNETWORKS"))

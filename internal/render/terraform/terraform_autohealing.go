@@ -26,21 +26,6 @@ const (
 	autohealingTagSuffix = "-hc"
 )
 
-// The instance lifecycle policy of an autohealed group's MIGs (google
-// provider v7.45.0, google_compute_instance_group_manager
-// instance_lifecycle_policy): a repair recreates the VM from the group's
-// current template (force_update_on_repair "YES"; with the default "NO" a
-// VM made from an older template, one without the health check's network
-// tag or with the kubelet's health endpoint on 127.0.0.1, would come back
-// as it was and fail again, for ever). A VM that fails (stops on its own)
-// is repaired; one that fails its health check is repaired, or, with
-// autohealing.repair false, left as it is.
-const (
-	LifecycleActionRepair        = "REPAIR"
-	LifecycleActionNothing       = "DO_NOTHING"
-	LifecycleForceUpdateOnRepair = "YES"
-)
-
 // HealthCheckInterval is the check interval of group g's health check:
 // the shortest, at least 10 s, under which unhealthyThreshold − 1
 // intervals cover the group's reboot time (the first failed check may
@@ -106,17 +91,17 @@ func autohealingPolicy(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	w.attr("initial_delay_sec", hclInt(int64(delay/time.Second)))
 	w.close()
 
-	onHealth := LifecycleActionRepair
+	onHealth := gce.LifecycleActionRepair
 	if !g.AutohealingRepairs() {
-		onHealth = LifecycleActionNothing
+		onHealth = gce.LifecycleActionNothing
 	}
 	w.blank()
 	w.comment("A repair recreates the VM from the group's current template, not",
 		"the one it was made from, which may predate the health check.")
 	w.open("instance_lifecycle_policy")
-	w.attr("default_action_on_failure", hclString(LifecycleActionRepair))
+	w.attr("default_action_on_failure", hclString(gce.LifecycleActionRepair))
 	w.attr("on_failed_health_check", hclString(onHealth))
-	w.attr("force_update_on_repair", hclString(LifecycleForceUpdateOnRepair))
+	w.attr("force_update_on_repair", hclString(gce.LifecycleForceUpdateOnRepair))
 	w.close()
 }
 

@@ -144,7 +144,7 @@ var AutoscalerComputePermissions = []ComputePermission{
 
 // AutoscalerScopedPermissions are the permissions checked on a named MIG,
 // template or instance: the custom role bound with the condition
-// AutoscalerCondition. AutoscalerProjectPermissions are the others,
+// model.Source.AutoscalerCondition. AutoscalerProjectPermissions are the others,
 // checked on the project (listing, machine types, operations): read-only,
 // in a second custom role bound without a condition, since a condition on
 // resource names would deny them. Both sorted.
@@ -160,66 +160,6 @@ func autoscalerPermissions(scoped bool) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// ConditionCap is the longest AutoscalerCondition nodegen renders, in
-// characters: vet refuses a source whose condition is longer (too many
-// groups or zones, or long names) rather than fall back to a shorter
-// condition on the cluster's name prefix, which would also match every
-// resource of a cluster whose name starts with this one's and "-"
-// (cluster "<name>-2" among them).
-const ConditionCap = 8000
-
-// AutoscalerCondition is the IAM condition (CEL) of the autoscaler's
-// scoped Compute binding: the resource is one of the source's autoscaled
-// MIGs (by name), an instance of one of its cloud groups (the MIG's base
-// instance name and "-", in one of the group's zones), or an instance
-// template of an autoscaled group (its name prefix). Resource names are
-// in the form of IAM's resource attributes for Compute Engine
-// (projects/<project>/zones/<zone>/instances/<name>,
-// .../instanceGroupManagers/<name>, projects/<project>/global/instanceTemplates/<name>).
-// vet refuses a source for which it is longer than ConditionCap, unless
-// the source sets cluster.gcp.iamConditionByClusterPrefix: then it falls
-// back to the cluster's name followed by "-" in each zone of its cloud
-// groups, which also matches the resources of a cluster whose name starts
-// with this one's and "-".
-func AutoscalerCondition(src *model.Source) string {
-	c := &src.Cluster
-	p := "projects/" + c.GCP.Project
-	var terms []string
-	seen := map[string]bool{}
-	add := func(t string) {
-		if !seen[t] {
-			seen[t] = true
-			terms = append(terms, t)
-		}
-	}
-	for _, m := range src.AutoscaledMIGs() {
-		add(`resource.name == ` + strconv.Quote(p+"/zones/"+m.Zone+"/instanceGroupManagers/"+c.MIGName(m.Group, m.Zone)))
-	}
-	for _, g := range src.CloudGroups() {
-		for _, z := range g.Zones {
-			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instances/"+c.BaseInstanceName(g)+"-") + `)`)
-		}
-	}
-	for _, g := range src.CloudGroups() {
-		if g.Autoscaled() {
-			add(`resource.name.startsWith(` + strconv.Quote(p+"/global/instanceTemplates/"+c.TemplatePrefix(g)) + `)`)
-		}
-	}
-	expr := strings.Join(terms, " || ")
-	if len(expr) <= ConditionCap || !c.GCP.IAMConditionByClusterPrefix {
-		return expr
-	}
-	terms, seen = nil, map[string]bool{}
-	for _, g := range src.CloudGroups() {
-		for _, z := range g.Zones {
-			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instanceGroupManagers/"+c.Name+"-") + `)`)
-			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instances/"+c.Name+"-") + `)`)
-		}
-	}
-	add(`resource.name.startsWith(` + strconv.Quote(p+"/global/instanceTemplates/"+c.Name+"-") + `)`)
-	return strings.Join(terms, " || ")
 }
 
 // ApproverMIGPermissions is the custom role that lets the node CSR
@@ -394,7 +334,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 	cond := b.AppendNewBlock("condition", nil).Body()
 	cond.SetAttributeValue("title", cty.StringVal("nodegen cluster "+c.Name))
 	cond.SetAttributeValue("description", cty.StringVal("Only the MIGs, instance templates and instances of cluster "+c.Name+"."))
-	cond.SetAttributeValue("expression", cty.StringVal(AutoscalerCondition(src)))
+	cond.SetAttributeValue("expression", cty.StringVal(src.AutoscalerCondition()))
 
 	body.AppendNewline()
 	lr := body.AppendNewBlock("resource", []string{TFCustomRole, TFAutoscalerListRole}).Body()
