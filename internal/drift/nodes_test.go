@@ -133,6 +133,9 @@ func TestNodeDifferences(t *testing.T) {
 	}{
 		{"a label set by hand", func(n *corev1.Node) { n.Labels["team"] = "ml" }, []string{"label-extra:team"}, "label team=ml is not in the source"},
 		{"a label changed", func(n *corev1.Node) { n.Labels["example.com/pool"] = "cpu" }, []string{"label-different:example.com/pool"}, "label example.com/pool is cpu, the source says cpu-burst"},
+		{"the verified group label, as the approver sets it", func(n *corev1.Node) { n.Labels[model.VerifiedGroupLabel] = "cpu-burst" }, []string{}, ""},
+		{"the verified group label of another group", func(n *corev1.Node) { n.Labels[model.VerifiedGroupLabel] = "gpu-t4" },
+			[]string{"label-different:" + model.VerifiedGroupLabel}, "label " + model.VerifiedGroupLabel + " is gpu-t4, the source says cpu-burst"},
 		{"wrong arch", func(n *corev1.Node) { n.Labels["kubernetes.io/arch"] = "arm64" }, []string{"label-different:kubernetes.io/arch"}, ""},
 		{"wrong instance type", func(n *corev1.Node) { n.Labels["node.kubernetes.io/instance-type"] = "n2-standard-4" }, []string{"label-different:node.kubernetes.io/instance-type"}, ""},
 		{"zone label disagrees with the providerID", func(n *corev1.Node) { n.Labels["topology.kubernetes.io/zone"] = "us-central1-b" }, []string{"label-different:topology.kubernetes.io/zone"}, ""},

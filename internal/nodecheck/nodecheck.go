@@ -258,6 +258,15 @@ func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref model.
 		}
 		want[corev1.LabelArchStable] = g.Arch
 		want[corev1.LabelOSStable] = "linux"
+		// The verified group label: the node CSR approver sets it once it
+		// checked the VM (and the day-0 steps on the autoscaler's nodes),
+		// so a node that just joined may not have it yet; another value
+		// is reported.
+		for k, v := range model.VerifiedLabels(g) {
+			if _, ok := n.Labels[k]; ok {
+				want[k] = v
+			}
+		}
 		if isGCE && slices.Contains(g.Zones, ref.Zone) {
 			want[model.ZoneLabel] = ref.Zone
 		} else if z, ok := n.Labels[model.ZoneLabel]; ok && !slices.Contains(g.Zones, z) {
