@@ -289,6 +289,9 @@ func (d *day0Doc) beforeYouStart() {
 	} else {
 		d.p("- Network: subnetwork in %s routed to %s over the VPN (the module's `subnetwork` variable).\n", code(c.GCP.Region), code(c.ControlPlaneEndpoint))
 	}
+	if len(c.ControlPlaneNodes) == 0 && len(src.DeclaredNodes()) > 0 {
+		d.p("- Nodes outside the MIGs: the source declares on-prem nodes but not the control plane's. Declare each control-plane node in `cluster.controlPlaneNodes` (its name, `cpu` and `memoryGiB`), then `nodegen gen`: the autoscaler's caps count every Node, and the last step's `nodegen drift` reports each node outside the MIGs that the source does not declare.\n")
+	}
 	d.p("- Roles of whoever runs the steps, in project %s:\n\n", code(c.GCP.Project))
 	d.p("  | role | for |\n  |---|---|\n")
 	for _, r := range Day0TerraformRoles(src) {

@@ -79,7 +79,8 @@ func TestDay0Order(t *testing.T) {
 // out/onprem/label-onprem-nodes.sh, which gives each its group's labels
 // and taints, and a day-0 step that runs it (--dry-run first) after the
 // providerIDs and before the charts; a source that declares none gets
-// neither.
+// neither. Without the control plane's nodes declared, the prerequisites
+// ask for them.
 func TestDay0OnpremNodes(t *testing.T) {
 	_, without := testsrc.Example(t)
 	if _, ok := without[layout.OnpremLabelNodesPath]; ok {
@@ -107,6 +108,24 @@ func TestDay0OnpremNodes(t *testing.T) {
 		t.Errorf("%s does not end in the declared nodes' calls, by name:\n%s", layout.OnpremLabelNodesPath, script)
 	}
 	doc := string(files[layout.Day0DocsPath])
+	// The source declares the on-prem nodes and not the control plane's,
+	// which drift then reports: the prerequisites say to declare it.
+	if !strings.Contains(doc, "- Nodes outside the MIGs: the source declares on-prem nodes but not the control plane's. Declare each control-plane node in `cluster.controlPlaneNodes`") {
+		t.Errorf("%s does not ask for the control plane's nodes, which drift reports once on-prem nodes are declared:\n%s", layout.Day0DocsPath, doc)
+	}
+	l, err = source.Load(testsrc.Copy(t, map[string]string{"nodes.cue": `nodeGroups: "onprem-gpu": nodes: "a100-01": {cpu: 128, memoryGiB: 1024}
+cluster: controlPlaneNodes: "cp-1": {cpu: 16, memoryGiB: 64}
+`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, err := render.All(l.Fleet.Clusters[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(declared[layout.Day0DocsPath]), "- Nodes outside the MIGs:") {
+		t.Errorf("%s asks for the control plane's nodes, which the source declares", layout.Day0DocsPath)
+	}
 	at := 0
 	for _, s := range []string{
 		"bash out/onprem/set-provider-id.sh\n",
