@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -102,4 +103,46 @@ func dirDiff(t *testing.T, a, b string) string {
 		}
 	}
 	return ""
+}
+
+// testOverride matches what a script reading a setting from its
+// environment, for tests to change, looks like: ${NODEGEN_...}.
+var testOverride = regexp.MustCompile(`\$\{NODEGEN_[A-Za-z0-9_]*`)
+
+// TestShippedScriptsReadNoTestOverrides: the scripts in the committed
+// outputs of the shipped examples (the startup scripts, and the scripts
+// of the manifests' ConfigMaps) take their endpoints, directories and
+// delays as constants, not from an environment variable that tests set.
+// The golden tests above tie these files to what gen renders.
+func TestShippedScriptsReadNoTestOverrides(t *testing.T) {
+	root := testsrc.RepoRoot()
+	startupScripts := 0
+	for _, out := range []string{filepath.Join(root, "out"), filepath.Join(root, "examples", "mesh", "out")} {
+		err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			for _, m := range testOverride.FindAll(b, -1) {
+				t.Errorf("%s reads %s}", rel, m)
+			}
+			if d.Name() == "startup-script.sh" {
+				startupScripts++
+				if !bytes.Contains(b, []byte("\nreadonly METADATA_URL=http://metadata.google.internal/computeMetadata/v1\n")) {
+					t.Errorf("%s does not set METADATA_URL to the metadata server", rel)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if startupScripts == 0 {
+		t.Fatal("no startup script in out/ or examples/mesh/out")
+	}
 }

@@ -194,7 +194,7 @@ func setArg(c *kubeadm.JoinConfiguration, name, value string) {
 	}
 }
 
-var renderedDeadline = regexp.MustCompile(`(?m)^readonly RENDERED_DEADLINE=([0-9]+)$`)
+var renderedDeadline = regexp.MustCompile(`(?m)^readonly JOIN_DEADLINE=([0-9]+)$`)
 
 // TestJoinDeadline: the deadline rendered into each script is the group's
 // effective maxNodeProvisionTime (its own, else the cluster's; always the
@@ -211,7 +211,7 @@ func TestJoinDeadline(t *testing.T) {
 		script := files[layout.StartupScriptPath(group)]
 		m := renderedDeadline.FindSubmatch(script)
 		if m == nil {
-			t.Fatalf("%s: no RENDERED_DEADLINE in the script", group)
+			t.Fatalf("%s: no JOIN_DEADLINE in the script", group)
 		}
 		got, _ := strconv.Atoi(string(m[1]))
 		if want := int((mnpt - margin) / time.Second); got != want {

@@ -345,8 +345,8 @@ func TestCapacityStartupScriptLocalSSDs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := scripttest.Run(t, script, vm, scripttest.Options{Env: []string{
-				"NODEGEN_BOOT_DIR=" + boot, "NODEGEN_KUBELET_DIR=" + c.kubelet, "NODEGEN_CONTAINERD_DIR=" + c.containerd,
+			res := scripttest.Run(t, script, vm, scripttest.Options{KubeletDir: c.kubelet, Constants: map[string]string{
+				"BOOT_DIR": boot, "CONTAINERD_DIR": c.containerd,
 			}})
 			if c.want == "" {
 				if res.ExitCode != 0 || len(res.KubeadmCalls) != 1 {

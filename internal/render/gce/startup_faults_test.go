@@ -1,6 +1,7 @@
 package gce_test
 
 import (
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -44,7 +45,7 @@ func TestStartupScriptFaults(t *testing.T) {
 	cases := []struct {
 		name     string
 		opt      scripttest.Options
-		deadline int    // NODEGEN_JOIN_DEADLINE; 0 keeps the rendered one
+		deadline int    // JOIN_DEADLINE; 0 keeps the rendered one
 		errWant  string // the ERROR line's start; "" means the VM joins
 		within   time.Duration
 	}{
@@ -56,8 +57,8 @@ func TestStartupScriptFaults(t *testing.T) {
 			{Path: "instance/zone", Count: 1, Status: http.StatusTooManyRequests},
 			{Path: "service-accounts/default/token", Count: 1, Action: scripttest.Drop}}}, within: 20 * time.Second},
 		{name: "a metadata request hangs past curl's max time", opt: scripttest.Options{
-			Faults: []scripttest.Fault{{Path: "instance/zone", Count: 1, Action: scripttest.Hang, Hang: time.Minute}},
-			Env:    []string{"NODEGEN_HTTP_TIMEOUT=1"}}, within: 20 * time.Second},
+			Faults:    []scripttest.Fault{{Path: "instance/zone", Count: 1, Action: scripttest.Hang, Hang: time.Minute}},
+			Constants: map[string]string{"HTTP_TIMEOUT": "1"}}, within: 20 * time.Second},
 		{name: "Secret Manager 403 (IAM not propagated), then 200", opt: scripttest.Options{Faults: []scripttest.Fault{
 			{Path: secretPath, Count: 3, Status: http.StatusForbidden}}}, within: 20 * time.Second},
 		{name: "Secret Manager 404 (no version yet: day 0), then 200", opt: scripttest.Options{Faults: []scripttest.Fault{
@@ -65,32 +66,30 @@ func TestStartupScriptFaults(t *testing.T) {
 		{name: "Secret Manager drops a connection and answers 500", opt: scripttest.Options{Faults: []scripttest.Fault{
 			{Path: secretPath, Count: 1, Action: scripttest.Drop},
 			{Path: secretPath, Count: 1, Status: http.StatusInternalServerError}}}, within: 20 * time.Second},
-		{name: "flapping VPN: kubeadm fails twice", opt: scripttest.Options{FailJoins: 2, Env: []string{"NODEGEN_RETRY_DELAY=1"}},
+		{name: "flapping VPN: kubeadm fails twice", opt: scripttest.Options{FailJoins: 2, Constants: map[string]string{"RETRY_DELAY": "1"}},
 			within: 20 * time.Second},
 
 		{name: "metadata server down", deadline: 6, opt: scripttest.Options{Faults: []scripttest.Fault{
 			{Path: "/computeMetadata/", Count: 1 << 20, Status: http.StatusServiceUnavailable}},
-			Env: []string{"NODEGEN_HTTP_RETRY_DELAY=1"}},
+			Constants: map[string]string{"HTTP_RETRY_DELAY": "1"}},
 			errWant: "ERROR: metadata: could not read this VM's name"},
 		{name: "metadata answers 404", opt: scripttest.Options{Faults: []scripttest.Fault{
 			{Path: "project/project-id", Count: 1, Status: http.StatusNotFound}}},
 			errWant: "ERROR: metadata: could not read the project", within: 20 * time.Second},
 		{name: "Secret Manager 403 past the IAM propagation window", deadline: 30, opt: scripttest.Options{
-			Faults: []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Status: http.StatusForbidden}},
-			Env:    []string{"NODEGEN_IAM_PROPAGATION_WINDOW=3", "NODEGEN_HTTP_RETRY_DELAY=1"}},
+			Faults:    []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Status: http.StatusForbidden}},
+			Constants: map[string]string{"IAM_PROPAGATION_WINDOW": "3", "HTTP_RETRY_DELAY": "1"}},
 			errWant: "ERROR: secret access: could not read Secret Manager secret lab-join", within: 20 * time.Second},
 		{name: "Secret Manager 404 until the deadline (no first token)", deadline: 5, opt: scripttest.Options{
-			Faults: []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Status: http.StatusNotFound}},
-			Env:    []string{"NODEGEN_HTTP_RETRY_DELAY=1"}},
+			Faults:    []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Status: http.StatusNotFound}},
+			Constants: map[string]string{"HTTP_RETRY_DELAY": "1"}},
 			errWant: "ERROR: secret access: could not read Secret Manager secret lab-join (version latest); has the first join token been added?"},
 		{name: "Secret Manager hangs every time", deadline: 6, opt: scripttest.Options{
 			Faults: []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Action: scripttest.Hang, Hang: time.Hour}}},
 			errWant: "ERROR: secret access: could not read Secret Manager secret lab-join"},
 		{name: "control plane unreachable: kubeadm fails", deadline: 8, opt: scripttest.Options{
-			FailJoins: 1 << 20, Env: []string{"NODEGEN_RETRY_DELAY=1"}},
+			FailJoins: 1 << 20, Constants: map[string]string{"RETRY_DELAY": "1"}},
 			errWant: "ERROR: join: kubeadm join failed"},
-		{name: "a setting that is not a number", opt: scripttest.Options{Env: []string{"NODEGEN_HTTP_TIMEOUT=10s"}},
-			errWant: "ERROR: settings: 10s is not a whole number of seconds", within: 20 * time.Second},
 		{name: "control plane unreachable: kubeadm hangs", deadline: 6, opt: scripttest.Options{HangJoins: 1 << 20},
 			errWant: "ERROR: join: kubeadm join was still running at the deadline (6s)"},
 	}
@@ -99,7 +98,8 @@ func TestStartupScriptFaults(t *testing.T) {
 			t.Parallel() // the runs mostly wait
 			opt := c.opt
 			if c.deadline > 0 {
-				opt.Env = append(opt.Env, "NODEGEN_JOIN_DEADLINE="+strconv.Itoa(c.deadline))
+				opt.Constants = map[string]string{"JOIN_DEADLINE": strconv.Itoa(c.deadline)}
+				maps.Copy(opt.Constants, c.opt.Constants)
 			}
 			res := scripttest.Run(t, script, vm, opt)
 			errors := strings.Count(res.Stderr, "nodegen-join[batch]: ERROR")

@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,7 +44,9 @@ func reboot(t *testing.T, script []byte, vm scripttest.VM, prev scripttest.Resul
 		o = opt[0]
 	}
 	o.StateDir, o.KubernetesDir, o.KubeletDir = prev.StateDir, prev.KubernetesDir, prev.KubeletDir
-	o.Env = append([]string{"NODEGEN_JOIN_DEADLINE=" + strconv.Itoa(rejoinDeadline), "NODEGEN_CREDENTIAL_CHECK_DELAY=0.2"}, o.Env...)
+	constants := map[string]string{"JOIN_DEADLINE": strconv.Itoa(rejoinDeadline), "CREDENTIAL_CHECK_DELAY": "0.2"}
+	maps.Copy(constants, o.Constants)
+	o.Constants = constants
 	return scripttest.Run(t, script, vm, o)
 }
 
@@ -396,12 +399,12 @@ func TestStartupScriptRejoinsAfterLocalSSDLoss(t *testing.T) {
 		SecretVersion: "latest",
 	}
 	kubelet, containerd := scripttest.OtherFilesystemDir(t), scripttest.OtherFilesystemDir(t)
-	env := []string{"NODEGEN_BOOT_DIR=" + t.TempDir(), "NODEGEN_CONTAINERD_DIR=" + containerd}
-	first := joinedNode(t, script, vm, scripttest.Options{KubeletDir: kubelet, Env: env})
+	dirs := map[string]string{"BOOT_DIR": t.TempDir(), "CONTAINERD_DIR": containerd}
+	first := joinedNode(t, script, vm, scripttest.Options{KubeletDir: kubelet, Constants: dirs})
 	must(t, os.WriteFile(filepath.Join(containerd, "image"), []byte("layer"), 0o600))
 	emptyDir(t, kubelet)
 	emptyDir(t, containerd)
-	res := reboot(t, script, vm, first, scripttest.Options{Env: env})
+	res := reboot(t, script, vm, first, scripttest.Options{Constants: dirs})
 	if res.ExitCode != 0 || len(res.KubeadmCalls) != 2 || res.KubeadmCalls[0] != "reset --force" || !strings.Contains(res.Stderr, "half-joined: ") {
 		t.Fatalf("exit %d, kubeadm calls %q\n%s", res.ExitCode, res.KubeadmCalls, res.Stderr)
 	}

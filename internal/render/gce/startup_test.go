@@ -136,10 +136,10 @@ func TestStartupScriptRefusesBadInput(t *testing.T) {
 	g := src.NodeGroups["gpu-t4"]
 	script := files[layout.StartupScriptPath(g.Name)]
 	cases := []struct {
-		name string
-		edit func(*scripttest.VM)
-		want string
-		env  []string
+		name      string
+		edit      func(*scripttest.VM)
+		want      string
+		constants map[string]string
 	}{
 		{"not a bootstrap token", func(vm *scripttest.VM) { vm.JoinToken = "hunter2" }, "ERROR: token: the join token read at boot is not a kubeadm bootstrap token", nil},
 		{"zone outside the region", func(vm *scripttest.VM) { vm.Zone = "europe-west4-a" }, "ERROR: metadata: zone europe-west4-a is not in region us-central1", nil},
@@ -147,7 +147,7 @@ func TestStartupScriptRefusesBadInput(t *testing.T) {
 		// Secret Manager's 404 is also what a secret without a version
 		// answers: retried until the deadline, then refused.
 		{"secret not found", func(vm *scripttest.VM) { vm.Secret = "other" }, "ERROR: secret access: could not read Secret Manager secret kubeadm-join-token (version latest); has the first join token been added?",
-			[]string{"NODEGEN_JOIN_DEADLINE=3", "NODEGEN_HTTP_RETRY_DELAY=1"}},
+			map[string]string{"JOIN_DEADLINE": "3", "HTTP_RETRY_DELAY": "1"}},
 		{"odd instance name", func(vm *scripttest.VM) { vm.Instance = "Bad_Name" }, "ERROR: metadata: unexpected instance name", nil},
 		{"placeholder as instance name", func(vm *scripttest.VM) { vm.Instance = model.ZonePlaceholder }, "ERROR: metadata: unexpected instance name", nil},
 	}
@@ -155,7 +155,7 @@ func TestStartupScriptRefusesBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			vm := gpuVM(src, g)
 			c.edit(&vm)
-			res := scripttest.Run(t, script, vm, scripttest.Options{Env: c.env})
+			res := scripttest.Run(t, script, vm, scripttest.Options{Constants: c.constants})
 			if res.ExitCode != 1 || len(res.KubeadmCalls) != 0 || !strings.Contains(res.Stderr, c.want) || strings.Count(res.Stderr, "ERROR") != 1 {
 				t.Errorf("exit %d, kubeadm calls %v, want an error containing %q\n%s", res.ExitCode, res.KubeadmCalls, c.want, res.Stderr)
 			}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/render/docs"
+	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
@@ -31,7 +33,7 @@ import (
 var tokenRE = regexp.MustCompile(`[a-z0-9]{6}\.[a-z0-9]{16}`)
 
 // day0Deadline is the join deadline the test gives the join script
-// (NODEGEN_JOIN_DEADLINE), short so that the test is quick; the script's
+// (its JOIN_DEADLINE), short so that the test is quick; the script's
 // retry delays are shortened to match.
 const day0Deadline = 90 * time.Second
 
@@ -118,8 +120,8 @@ EOF
 	for ((i = 0; i < STUB_TLS_BOOTSTRAP_SECONDS; i++)); do
 		if [[ -n "$(k get csr "${csr}" -o jsonpath='{.status.certificate}')" ]]; then
 			printf '%s' "${token}" >"${STUB_DIR}/joined-token"
-			mkdir -p "${NODEGEN_KUBERNETES_DIR}"
-			echo kubeconfig >"${NODEGEN_KUBERNETES_DIR}/kubelet.conf"
+			mkdir -p "${STUB_KUBERNETES_DIR}"
+			echo kubeconfig >"${STUB_KUBERNETES_DIR}/kubelet.conf"
 			exit 0
 		fi
 		sleep 1
@@ -211,10 +213,7 @@ func TestDayZero(t *testing.T) {
 		t.Fatalf("%s: want the command that labels the autoscaler's nodes once; got %q", layout.Day0DocsPath, label)
 	}
 	ca := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
-	joinScript := filepath.Join(t.TempDir(), "startup-script.sh")
-	if err := os.WriteFile(joinScript, files[layout.StartupScriptPath(ca.Name)], 0o755); err != nil {
-		t.Fatal(err)
-	}
+	joinScript := files[layout.StartupScriptPath(ca.Name)]
 
 	cp := testcp.StartWith(t, testcp.Options{Production: true})
 	cp.StartControllerManager(t, testcp.CSRSigningController, testcp.CSRApprovingController)
@@ -544,8 +543,10 @@ type vmResult struct {
 }
 
 // bootVM starts the join script as GCE does at a fresh VM's first boot,
-// against the fakes (which now describe this VM) and the stub kubeadm.
-func bootVM(t *testing.T, f *fakeGCP, script, path string, cp *testcp.ControlPlane, instance, zone string) *vm {
+// against the fakes (which now describe this VM) and the stub kubeadm:
+// the script's endpoints are the fakes', its directories the VM's own,
+// its deadline day0Deadline and its retry delays shortened to match.
+func bootVM(t *testing.T, f *fakeGCP, script []byte, path string, cp *testcp.ControlPlane, instance, zone string) *vm {
 	t.Helper()
 	f.setVM(instance, zone)
 	tmp := t.TempDir()
@@ -553,13 +554,23 @@ func bootVM(t *testing.T, f *fakeGCP, script, path string, cp *testcp.ControlPla
 	if err := os.Mkdir(v.stub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("bash", script)
+	script, err := scripttest.WithConstants(script, map[string]string{
+		"METADATA_URL": f.MetadataURL(), "SECRET_MANAGER_URL": f.SecretManagerURL(),
+		"KUBERNETES_DIR": v.kubeDir, "KUBELET_DIR": filepath.Join(tmp, "var-lib-kubelet"), "STATE_DIR": filepath.Join(tmp, "var-lib-nodegen"),
+		"JOIN_DEADLINE": strconv.Itoa(int(day0Deadline.Seconds())),
+		"RETRY_DELAY":   "1", "MAX_RETRY_DELAY": "2", "HTTP_RETRY_DELAY": "1", "HTTP_MAX_RETRY_DELAY": "2",
+	})
+	if err != nil {
+		t.Fatalf("the join script: %v", err)
+	}
+	scriptPath := filepath.Join(tmp, "startup-script.sh")
+	if err := os.WriteFile(scriptPath, script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", scriptPath)
 	cmd.Env = []string{
 		"PATH=" + path, "HOME=" + tmp, "STUB_DIR=" + v.stub, "CP_URL=" + cp.URL,
-		"NODEGEN_METADATA_URL=" + f.MetadataURL(), "NODEGEN_SECRET_MANAGER_URL=" + f.SecretManagerURL(),
-		"NODEGEN_KUBERNETES_DIR=" + v.kubeDir, "NODEGEN_KUBELET_DIR=" + filepath.Join(tmp, "var-lib-kubelet"), "NODE_NAME=" + instance, "STUB_TLS_BOOTSTRAP_SECONDS=60", "NODEGEN_STATE_DIR=" + filepath.Join(tmp, "var-lib-nodegen"),
-		fmt.Sprintf("NODEGEN_JOIN_DEADLINE=%d", int(day0Deadline.Seconds())),
-		"NODEGEN_RETRY_DELAY=1", "NODEGEN_MAX_RETRY_DELAY=2", "NODEGEN_HTTP_RETRY_DELAY=1", "NODEGEN_HTTP_MAX_RETRY_DELAY=2",
+		"STUB_KUBERNETES_DIR=" + v.kubeDir, "NODE_NAME=" + instance, "STUB_TLS_BOOTSTRAP_SECONDS=60",
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

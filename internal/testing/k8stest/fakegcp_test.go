@@ -69,7 +69,8 @@ func newFakeGCP(t *testing.T, project, secret string) *fakeGCP {
 	return f
 }
 
-// MetadataURL and SecretManagerURL are the script's endpoint overrides.
+// MetadataURL and SecretManagerURL are the fakes' endpoints, the base URLs
+// of the metadata server and Secret Manager.
 func (f *fakeGCP) MetadataURL() string      { return f.srv.URL + "/computeMetadata/v1" }
 func (f *fakeGCP) SecretManagerURL() string { return f.srv.URL + "/v1" }
 

@@ -50,10 +50,14 @@ type Options struct {
 	MetadataOutage int
 	// Faults are injected into the fakes' answers, see Fault.
 	Faults []Fault
-	// Env sets NODEGEN_* settings of the script (deadline, delays,
-	// timeouts), e.g. "NODEGEN_JOIN_DEADLINE=10". Run sets
-	// NODEGEN_RETRY_DELAY=0 and NODEGEN_HTTP_RETRY_DELAY=0 unless given.
-	Env []string
+	// Constants replace the values of the script's constants (deadline,
+	// delays, timeouts, directories), by name, e.g. {"JOIN_DEADLINE":
+	// "10"}: see WithConstants. Run points METADATA_URL and
+	// SECRET_MANAGER_URL at the fakes, KUBERNETES_DIR, STATE_DIR and
+	// KUBELET_DIR at the run's directories (set those with the fields
+	// below, which the stub kubeadm shares), and sets RETRY_DELAY and
+	// HTTP_RETRY_DELAY to 0 unless given.
+	Constants map[string]string
 	// Hide leaves these commands off the script's PATH (a node image
 	// without them).
 	Hide []string
@@ -257,10 +261,11 @@ var guestNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // exists (kubeadm's FileAvailable preflight check), copies the --config
 // file (and its permissions) and the kubelet patch from the patches
 // directory it names, which must be the one nodegen renders (the script
-// puts it under NODEGEN_STATE_DIR); it fails, then hangs, while countdowns
-// last, and on success writes what a real join leaves: the kubelet's
-// configuration and flags in NODEGEN_KUBELET_DIR, its client certificate
-// and key in NODEGEN_KUBELET_DIR/pki and kubelet.conf naming them. reset
+// puts it under the run's STATE_DIR, STUB_STATE_DIR); it fails, then
+// hangs, while countdowns last, and on success writes what a real join
+// leaves: the kubelet's configuration and flags in the run's KUBELET_DIR
+// (STUB_KUBELET_DIR), its client certificate and key in its pki and
+// kubelet.conf (in STUB_KUBERNETES_DIR) naming them. reset
 // deletes what kubeadm reset's cleanup-node phase deletes on a worker
 // (kubernetes/kubernetes cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go,
 // v1.37.2): the contents of the kubelet's directory (not the directory,
@@ -279,18 +284,18 @@ clean() {
 case "$1" in
 join)
 	[[ "$2" == --config ]] || { echo "stub kubeadm: want join --config FILE" >&2; exit 64; }
-	if [[ -e "${NODEGEN_KUBERNETES_DIR}/kubelet.conf" ]]; then
-		echo "stub kubeadm: [ERROR FileAvailable--etc-kubernetes-kubelet.conf]: ${NODEGEN_KUBERNETES_DIR}/kubelet.conf already exists" >&2
+	if [[ -e "${STUB_KUBERNETES_DIR}/kubelet.conf" ]]; then
+		echo "stub kubeadm: [ERROR FileAvailable--etc-kubernetes-kubelet.conf]: ${STUB_KUBERNETES_DIR}/kubelet.conf already exists" >&2
 		exit 1
 	fi
 	n=$(ls "${STUB_DIR}" | grep -c '^join-config-[0-9]' || true)
 	cp "$3" "${STUB_DIR}/join-config-${n}.yaml"
 	stat -c %a "$3" >"${STUB_DIR}/join-config-mode"
 	# The key the kubelet's TLS bootstrap would load, as kubeadm starts it.
-	cp "${NODEGEN_KUBELET_DIR}/pki/kubelet-client.key.tmp" "${STUB_DIR}/join-key-${n}.pem" 2>/dev/null || : >"${STUB_DIR}/join-key-${n}.pem"
+	cp "${STUB_KUBELET_DIR}/pki/kubelet-client.key.tmp" "${STUB_DIR}/join-key-${n}.pem" 2>/dev/null || : >"${STUB_DIR}/join-key-${n}.pem"
 	dir=$(sed -n 's/^  directory: \(.*\)$/\1/p' "$3")
 	[[ "${dir}" == ` + "'" + model.NodePatchesDir + "'" + ` ]] || { echo "stub kubeadm: patches directory ${dir}" >&2; exit 64; }
-	cp "${NODEGEN_STATE_DIR}/patches/kubeletconfiguration+merge.yaml" "${STUB_DIR}/kubelet-patch.yaml"
+	cp "${STUB_STATE_DIR}/patches/kubeletconfiguration+merge.yaml" "${STUB_DIR}/kubelet-patch.yaml"
 	left=$(cat "${STUB_DIR}/fail-joins")
 	if ((left > 0)); then
 		echo $((left - 1)) >"${STUB_DIR}/fail-joins"
@@ -303,12 +308,12 @@ join)
 		echo "stub kubeadm: waiting for the control plane" >&2
 		exec sleep 3600
 	fi
-	mkdir -p "${NODEGEN_KUBERNETES_DIR}/pki" "${NODEGEN_KUBELET_DIR}/pki"
-	echo "ca" >"${NODEGEN_KUBERNETES_DIR}/pki/ca.crt"
-	echo "kind: KubeletConfiguration" >"${NODEGEN_KUBELET_DIR}/config.yaml"
-	echo "KUBELET_KUBEADM_ARGS=" >"${NODEGEN_KUBELET_DIR}/kubeadm-flags.env"
-	cp "${STUB_DIR}/kubelet-client.pem" "${NODEGEN_KUBELET_DIR}/pki/kubelet-client-current.pem"
-	cat >"${NODEGEN_KUBERNETES_DIR}/kubelet.conf" <<EOF
+	mkdir -p "${STUB_KUBERNETES_DIR}/pki" "${STUB_KUBELET_DIR}/pki"
+	echo "ca" >"${STUB_KUBERNETES_DIR}/pki/ca.crt"
+	echo "kind: KubeletConfiguration" >"${STUB_KUBELET_DIR}/config.yaml"
+	echo "KUBELET_KUBEADM_ARGS=" >"${STUB_KUBELET_DIR}/kubeadm-flags.env"
+	cp "${STUB_DIR}/kubelet-client.pem" "${STUB_KUBELET_DIR}/pki/kubelet-client-current.pem"
+	cat >"${STUB_KUBERNETES_DIR}/kubelet.conf" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -318,16 +323,16 @@ clusters:
 users:
 - name: default-auth
   user:
-    client-certificate: ${NODEGEN_KUBELET_DIR}/pki/kubelet-client-current.pem
-    client-key: ${NODEGEN_KUBELET_DIR}/pki/kubelet-client-current.pem
+    client-certificate: ${STUB_KUBELET_DIR}/pki/kubelet-client-current.pem
+    client-key: ${STUB_KUBELET_DIR}/pki/kubelet-client-current.pem
 EOF
 	;;
 reset)
-	clean "${NODEGEN_KUBELET_DIR}"
-	clean "${NODEGEN_KUBERNETES_DIR}/manifests"
-	clean "${NODEGEN_KUBERNETES_DIR}/pki"
+	clean "${STUB_KUBELET_DIR}"
+	clean "${STUB_KUBERNETES_DIR}/manifests"
+	clean "${STUB_KUBERNETES_DIR}/pki"
 	for f in admin.conf kubelet.conf bootstrap-kubelet.conf controller-manager.conf scheduler.conf; do
-		rm -rf "${NODEGEN_KUBERNETES_DIR:?}/${f}"
+		rm -rf "${STUB_KUBERNETES_DIR:?}/${f}"
 	done
 	;;
 *) echo "stub kubeadm: unexpected call: $*" >&2; exit 64 ;;
@@ -429,6 +434,28 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 	if kubeletDir == "" {
 		kubeletDir = filepath.Join(tmp, "var-lib-kubelet")
 	}
+	constants := map[string]string{
+		"METADATA_URL":     srv.URL + "/computeMetadata/v1",
+		"KUBERNETES_DIR":   kubeDir,
+		"STATE_DIR":        stateDir,
+		"KUBELET_DIR":      kubeletDir,
+		"RETRY_DELAY":      "0",
+		"HTTP_RETRY_DELAY": "0",
+	}
+	if hasConstant(script, "SECRET_MANAGER_URL") {
+		constants["SECRET_MANAGER_URL"] = srv.URL + "/v1"
+	}
+	for name, v := range opt.Constants {
+		switch name {
+		case "KUBERNETES_DIR", "STATE_DIR", "KUBELET_DIR":
+			t.Fatalf("Options.Constants sets %s: set Options.KubernetesDir, StateDir or KubeletDir, which the stub kubeadm shares", name)
+		}
+		constants[name] = v
+	}
+	script, err := WithConstants(script, constants)
+	if err != nil {
+		t.Fatalf("the startup script: %v", err)
+	}
 	scriptPath := filepath.Join(tmp, "startup-script.sh")
 	if err := os.WriteFile(scriptPath, script, 0o755); err != nil {
 		t.Fatal(err)
@@ -453,15 +480,10 @@ func Run(t testing.TB, script []byte, vm VM, opt Options) Result {
 		"PATH=" + bin + string(os.PathListSeparator) + pathWithout(t, filepath.Join(tmp, "path"), opt.Hide),
 		"HOME=" + tmp,
 		"STUB_DIR=" + stub,
-		"NODEGEN_METADATA_URL=" + srv.URL + "/computeMetadata/v1",
-		"NODEGEN_SECRET_MANAGER_URL=" + srv.URL + "/v1",
-		"NODEGEN_KUBERNETES_DIR=" + kubeDir,
-		"NODEGEN_STATE_DIR=" + stateDir,
-		"NODEGEN_KUBELET_DIR=" + kubeletDir,
-		"NODEGEN_RETRY_DELAY=0",
-		"NODEGEN_HTTP_RETRY_DELAY=0",
+		"STUB_KUBERNETES_DIR=" + kubeDir,
+		"STUB_STATE_DIR=" + stateDir,
+		"STUB_KUBELET_DIR=" + kubeletDir,
 	}
-	cmd.Env = append(cmd.Env, opt.Env...) // later entries win
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr

@@ -36,36 +36,34 @@ readonly REGION='us-central1'
 readonly TOKEN_SECRET='cloud-serve-join-token'
 readonly TOKEN_SECRET_VERSION='latest'
 # Seconds from the script's start to giving up: maxNodeProvisionTime less the margins.
-readonly RENDERED_DEADLINE=660
+readonly JOIN_DEADLINE=660
 readonly INSTANCE_PLACEHOLDER='@NODEGEN_INSTANCE_NAME@'
 readonly ZONE_PLACEHOLDER='@NODEGEN_ZONE@'
 readonly TOKEN_PLACEHOLDER='@NODEGEN_JOIN_TOKEN@'
 
-# Endpoints, paths, deadline and retry policy; the environment overrides
-# them in tests.
-METADATA_URL="${NODEGEN_METADATA_URL:-http://metadata.google.internal/computeMetadata/v1}"
-SECRET_MANAGER_URL="${NODEGEN_SECRET_MANAGER_URL:-https://secretmanager.googleapis.com/v1}"
-KUBERNETES_DIR="${NODEGEN_KUBERNETES_DIR:-/etc/kubernetes}"
-STATE_DIR="${NODEGEN_STATE_DIR:-/var/lib/nodegen}"
-JOIN_DEADLINE="${NODEGEN_JOIN_DEADLINE:-${RENDERED_DEADLINE}}"
+# Endpoints, paths and retry policy.
+readonly METADATA_URL=http://metadata.google.internal/computeMetadata/v1
+readonly SECRET_MANAGER_URL=https://secretmanager.googleapis.com/v1
+readonly KUBERNETES_DIR=/etc/kubernetes
+readonly STATE_DIR='/var/lib/nodegen'
 # First and longest wait between kubeadm join attempts, and between HTTP
 # attempts; each wait doubles and never reaches past the deadline.
-RETRY_DELAY="${NODEGEN_RETRY_DELAY:-10}"
-MAX_RETRY_DELAY="${NODEGEN_MAX_RETRY_DELAY:-60}"
-HTTP_RETRY_DELAY="${NODEGEN_HTTP_RETRY_DELAY:-1}"
-HTTP_MAX_RETRY_DELAY="${NODEGEN_HTTP_MAX_RETRY_DELAY:-10}"
+readonly RETRY_DELAY=10
+readonly MAX_RETRY_DELAY=60
+readonly HTTP_RETRY_DELAY=1
+readonly HTTP_MAX_RETRY_DELAY=10
 # Seconds one HTTP request may take.
-HTTP_TIMEOUT="${NODEGEN_HTTP_TIMEOUT:-10}"
+readonly HTTP_TIMEOUT=10
 # How long Secret Manager's 403 is taken for an IAM binding that has not
 # propagated yet (Google documents up to 7 minutes) rather than a refusal.
-IAM_PROPAGATION_WINDOW="${NODEGEN_IAM_PROPAGATION_WINDOW:-420}"
+readonly IAM_PROPAGATION_WINDOW=420
 
-KUBELET_DIR="${NODEGEN_KUBELET_DIR:-/var/lib/kubelet}"
+readonly KUBELET_DIR=/var/lib/kubelet
 # How many times, CREDENTIAL_CHECK_DELAY seconds apart, what kubeadm join
 # left is looked at before the node counts as half-joined: the kubelet,
 # started beside this script, may be replacing its client certificate.
-CREDENTIAL_CHECKS="${NODEGEN_CREDENTIAL_CHECKS:-5}"
-CREDENTIAL_CHECK_DELAY="${NODEGEN_CREDENTIAL_CHECK_DELAY:-1}"
+readonly CREDENTIAL_CHECKS=5
+readonly CREDENTIAL_CHECK_DELAY=1
 
 readonly STARTED="${EPOCHSECONDS}"
 CONFIG_FILE="${STATE_DIR}/join-configuration.yaml"
@@ -331,7 +329,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=ff40413a7e67,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=b4f21e546e54,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
@@ -466,10 +464,6 @@ main() {
 	# loss left behind, and the one this run writes when it exits.
 	rm -f "${CONFIG_FILE}"
 	trap on_exit EXIT
-	local n
-	for n in "${JOIN_DEADLINE}" "${RETRY_DELAY}" "${MAX_RETRY_DELAY}" "${HTTP_RETRY_DELAY}" "${HTTP_MAX_RETRY_DELAY}" "${HTTP_TIMEOUT}" "${IAM_PROPAGATION_WINDOW}"; do
-		[[ "${n}" =~ ^[0-9]+$ ]] || die "settings: ${n} is not a whole number of seconds"
-	done
 	# Pods of this group, the autoscaler's, call Google APIs as the VM: the
 	# metadata server is left open to them.
 
