@@ -269,20 +269,11 @@ func FromKubeEnv(kubeEnv []byte) (rev string, ok bool, err error) {
 	return rev, ok, nil
 }
 
-// Check reports, as an error, whether the kube-env and startup script of
-// the cloud group g declare its revision: the label in kube-env's
-// node_labels and in the kubelet's --node-labels, with the digest of the
-// two artifacts as its value.
-func Check(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) error {
-	t, err := kubeenv.ReadTemplate(kubeEnv)
-	if err != nil {
-		return fmt.Errorf("kube-env: %w", err)
-	}
-	return CheckRead(src, g, kubeEnv, script, t)
-}
-
-// CheckRead is Check with the kube-env already read the autoscaler's way:
-// t is kubeenv.ReadTemplate(kubeEnv).
+// CheckRead reports, as an error, whether the kube-env and startup
+// script of the cloud group g declare its revision: the label in
+// kube-env's node_labels and in the kubelet's --node-labels, with the
+// digest of the two artifacts as its value. t is kube-env read the
+// autoscaler's way, kubeenv.ReadTemplate(kubeEnv).
 func CheckRead(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte, t *kubeenv.Template) error {
 	env, err := kubeenv.Parse(Empty(kubeEnv))
 	if err != nil {

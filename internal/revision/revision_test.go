@@ -3,11 +3,13 @@ package revision_test
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
@@ -49,7 +51,7 @@ func revisions(t *testing.T, old, new string) map[string]string {
 		if !validRevision(rev) {
 			t.Fatalf("%s: revision %q is not %d hex digits", g.Name, rev, revision.Len)
 		}
-		if err := revision.Check(l.Fleet.Clusters[0], g, env, script); err != nil {
+		if err := check(l.Fleet.Clusters[0], g, env, script); err != nil {
 			t.Fatalf("%s: %v", g.Name, err)
 		}
 		out[g.Name] = rev
@@ -96,7 +98,7 @@ func TestRevisionFollowsTheNode(t *testing.T) {
 }
 
 // The digest does not depend on itself, on the header, or on the file the
-// group is defined in; Check catches artifacts edited after the digest.
+// group is defined in; CheckRead catches artifacts edited after the digest.
 func TestRevisionCheck(t *testing.T) {
 	src, files := testsrc.Example(t)
 	g := src.NodeGroups["cpu-burst"]
@@ -123,12 +125,21 @@ func TestRevisionCheck(t *testing.T) {
 		if bytes.Equal(c.env, env) && bytes.Equal(c.script, script) {
 			t.Fatalf("%s: the edit changed nothing", name)
 		}
-		if err := revision.Check(src, g, c.env, c.script); err == nil {
-			t.Errorf("%s: Check accepted it", name)
+		if err := check(src, g, c.env, c.script); err == nil {
+			t.Errorf("%s: CheckRead accepted it", name)
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
 	}
+}
+
+// check is revision.CheckRead of kube-env read as the autoscaler reads it.
+func check(src *model.Source, g *model.NodeGroup, env, script []byte) error {
+	t, err := kubeenv.ReadTemplate(env)
+	if err != nil {
+		return fmt.Errorf("kube-env: %w", err)
+	}
+	return revision.CheckRead(src, g, env, script, t)
 }
 
 // validRevision reports whether s has the form of a revision: Len

@@ -12,18 +12,14 @@ import (
 	"github.com/nodegen/nodegen/internal/par"
 )
 
-// Terraform parses every .tf file of the rendered Terraform module as
+// terraform parses every .tf file of the rendered Terraform module as
 // Terraform does (native HCL syntax: hclsyntax.ParseConfig, which is what
-// hclparse.Parser.ParseHCL calls), one file per CPU. That the files are
-// canonical is render's job (it ends each with hclwrite.Format) and the
-// tests' to prove; formatting every file a second time here would double
-// the cost of the largest stage of gen.
-func Terraform(files layout.Files) error {
-	return terraform(files, nil)
-}
-
-// terraform is Terraform, taking the result of the files parsed already
-// (path → diagnostics) instead of parsing them again.
+// hclparse.Parser.ParseHCL calls), one file per CPU, taking the result of
+// the files parsed already (path → diagnostics; nil for none) instead of
+// parsing them again. That the files are canonical is render's job (it
+// ends each with hclwrite.Format) and the tests' to prove; formatting
+// every file a second time here would double the cost of the largest
+// stage of gen.
 func terraform(files layout.Files, parsed map[string]hcl.Diagnostics) error {
 	var paths []string
 	for _, path := range files.Paths() {

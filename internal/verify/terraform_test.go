@@ -1,4 +1,4 @@
-package verify_test
+package verify
 
 import (
 	"strings"
@@ -6,12 +6,11 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
-	"github.com/nodegen/nodegen/internal/verify"
 )
 
 func TestTerraform(t *testing.T) {
 	_, files := testsrc.Example(t)
-	if err := verify.Terraform(files); err != nil {
+	if err := terraform(files, nil); err != nil {
 		t.Fatalf("the example's module: %v", err)
 	}
 	// Canonical formatting is render's job, proven on its output by
@@ -23,7 +22,7 @@ func TestTerraform(t *testing.T) {
 	}
 	for name, body := range cases {
 		bad := layout.Files{layout.TerraformMainPath: []byte(body)}
-		err := verify.Terraform(bad)
+		err := terraform(bad, nil)
 		if err == nil || !strings.Contains(err.Error(), layout.TerraformMainPath) {
 			t.Errorf("%s: error %v, want one naming %s", name, err, layout.TerraformMainPath)
 		}

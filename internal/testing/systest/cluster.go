@@ -96,10 +96,10 @@ type Cluster struct {
 // nothing checks it here (no kubeadm runs).
 const joinToken = "abcdef.0123456789abcdef"
 
-// New renders the source in dir (a one-cluster source) into a temporary
+// newCluster renders the source in dir (a one-cluster source) into a temporary
 // out/, starts a control plane and the fake Compute API serving that out/,
 // and registers the Nodes of the MIGs' initial VMs (the gce-static groups).
-func New(t testing.TB, dir string, opts Options) *Cluster {
+func newCluster(t testing.TB, dir string, opts Options) *Cluster {
 	t.Helper()
 	res, err := pipeline.Run(dir, pipeline.Options{})
 	if err != nil {
@@ -507,9 +507,9 @@ func fits(p *corev1.Pod, req corev1.ResourceList, n *corev1.Node, used corev1.Re
 	return true
 }
 
-// Pod is a pending pod of the default namespace with requests, tolerating
+// pendingPod is a pending pod of the default namespace with requests, tolerating
 // tolerate (keys, any value and effect) and selecting selector.
-func Pod(name string, requests corev1.ResourceList, selector map[string]string, tolerate ...string) *corev1.Pod {
+func pendingPod(name string, requests corev1.ResourceList, selector map[string]string, tolerate ...string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
 			// A pod without a controller: the autoscaler may still count it
@@ -691,8 +691,8 @@ func freePort() (string, error) {
 	return port, err
 }
 
-// Eventually polls cond every 500ms until it holds or timeout passes.
-func Eventually(timeout time.Duration, cond func() bool) bool {
+// eventually polls cond every 500ms until it holds or timeout passes.
+func eventually(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {

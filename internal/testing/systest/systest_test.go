@@ -86,7 +86,7 @@ func fixture(t *testing.T, edits ...edit) string {
 // their declared capacity, and waits for the autoscaler group's own nodes.
 func hybrid(t *testing.T, opts Options, edits ...edit) *Cluster {
 	t.Helper()
-	c := New(t, fixture(t, edits...), opts)
+	c := newCluster(t, fixture(t, edits...), opts)
 	for _, n := range c.Source.DeclaredNodes() {
 		capacity := corev1.ResourceList{
 			corev1.ResourceCPU:    *resource.NewQuantity(n.CPU, resource.DecimalSI),
@@ -109,7 +109,7 @@ func hybrid(t *testing.T, opts Options, edits ...edit) *Cluster {
 		c.RegisterNode(n.Name, g.NodeLabels, taints, capacity)
 	}
 	ca := c.Source.Cluster.BaseInstanceName(group(t, c, c.Source.Cluster.Autoscaler.NodeGroup))
-	if !Eventually(30*time.Second, func() bool { return len(c.Nodes(ca)) == 2 }) {
+	if !eventually(30*time.Second, func() bool { return len(c.Nodes(ca)) == 2 }) {
 		t.Fatalf("the autoscaler group's nodes did not register: %v\n%s", c.Nodes(""), c.Events())
 	}
 	return c
@@ -163,7 +163,7 @@ func mutated(c *Cluster) string {
 // gpuPod is a pod for the example's GPU groups: one GPU, the GPU taint
 // tolerated.
 func gpuPod(name string) *corev1.Pod {
-	return Pod(name, resources("1", 1), map[string]string{"example.com/pool": "gpu-burst"}, "nvidia.com/gpu")
+	return pendingPod(name, resources("1", 1), map[string]string{"example.com/pool": "gpu-burst"}, "nvidia.com/gpu")
 }
 
 // TestScaleUpFromZero: with the rendered set-provider-id.sh run, the stock
@@ -181,19 +181,19 @@ func TestScaleUpFromZero(t *testing.T) {
 	start := time.Now()
 	c.Create(gpuPod("train"))
 	spot, onDemand := group(t, c, "spot-gpu-t4"), group(t, c, "gpu-t4")
-	if !Eventually(2*time.Minute, func() bool { return len(created(c, spot)) > 0 }) {
+	if !eventually(2*time.Minute, func() bool { return len(created(c, spot)) > 0 }) {
 		t.Fatalf("no spot-gpu-t4 VM in 2m; calls:\n%s", mutated(c))
 	}
 	t.Logf("spot-gpu-t4 scaled up %v after the pod", time.Since(start).Round(time.Second))
 	vm := created(c, spot)[0]
-	if !Eventually(30*time.Second, func() bool { return c.Node(vm.Name) != nil }) {
+	if !eventually(30*time.Second, func() bool { return c.Node(vm.Name) != nil }) {
 		t.Fatalf("the VM %s registered no node", vm.Name)
 	}
 	n := c.Node(vm.Name)
 	if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return strings.HasPrefix(t.Key, model.StartupTaintPrefix) }) {
 		t.Errorf("node %s registered without the startup taint: %v", n.Name, n.Spec.Taints)
 	}
-	if !Eventually(2*time.Minute, func() bool { return c.NodeOf("default", "train") == vm.Name }) {
+	if !eventually(2*time.Minute, func() bool { return c.NodeOf("default", "train") == vm.Name }) {
 		t.Fatalf("the pod was not bound to %s", vm.Name)
 	}
 	// The autoscaler had the whole GPU initialisation to add a duplicate;
@@ -222,7 +222,7 @@ func TestNoProviderIDNoScaling(t *testing.T) {
 	c := hybrid(t, Options{Register: 2 * time.Second, GPUInit: 5 * time.Second, GPUValidated: time.Second})
 	ca := c.StartAutoscaler(bin)
 	c.Create(gpuPod("train"))
-	if !Eventually(90*time.Second, func() bool { return ca.Count(trackerError) >= 3 }) {
+	if !eventually(90*time.Second, func() bool { return ca.Count(trackerError) >= 3 }) {
 		t.Fatalf("the autoscaler did not log %q three times in 90s", trackerError)
 	}
 	if m := c.Compute.Mutations(); len(m) > 0 {
@@ -232,7 +232,7 @@ func TestNoProviderIDNoScaling(t *testing.T) {
 
 // cpuPod is a pod only cpu-burst takes: 7 of an n2-standard-8's CPUs.
 func cpuPod(name string) *corev1.Pod {
-	return Pod(name, resources("7", 0), map[string]string{"example.com/pool": "cpu-burst"})
+	return pendingPod(name, resources("7", 0), map[string]string{"example.com/pool": "cpu-burst"})
 }
 
 // freeze creates a GPU pod, waits for its node to register (its GPUs
@@ -243,14 +243,14 @@ func freeze(t *testing.T, c *Cluster, ca *Autoscaler) time.Duration {
 	t.Helper()
 	c.Create(gpuPod("train"))
 	spot := group(t, c, "spot-gpu-t4")
-	if !Eventually(2*time.Minute, func() bool { v := created(c, spot); return len(v) > 0 && c.Node(v[0].Name) != nil }) {
+	if !eventually(2*time.Minute, func() bool { v := created(c, spot); return len(v) > 0 && c.Node(v[0].Name) != nil }) {
 		t.Fatalf("no spot-gpu-t4 node registered in 2m; calls:\n%s", mutated(c))
 	}
 	gpuNode := created(c, spot)[0].Name
 	c.Create(cpuPod("batch"))
 	start := time.Now()
 	burst := group(t, c, "cpu-burst")
-	got := Eventually(45*time.Second, func() bool { return len(created(c, burst)) > 0 })
+	got := eventually(45*time.Second, func() bool { return len(created(c, burst)) > 0 })
 	if n := c.Node(gpuNode); n == nil || !n.Status.Allocatable.Name(corev1.ResourceName(model.GPUResource), resource.DecimalSI).IsZero() {
 		t.Fatalf("the GPU node %s finished initialising during the test: it must last longer", gpuNode)
 	}
@@ -342,14 +342,14 @@ func TestScaleDownEmptyNode(t *testing.T) {
 	burst := group(t, c, "cpu-burst")
 	zone := burst.Zones[0]
 	c.Compute.Resize(zone, c.Source.Cluster.MIGName(burst, zone), 1)
-	if !Eventually(30*time.Second, func() bool { v := created(c, burst); return len(v) == 1 && c.Node(v[0].Name) != nil }) {
+	if !eventually(30*time.Second, func() bool { v := created(c, burst); return len(v) == 1 && c.Node(v[0].Name) != nil }) {
 		t.Fatal("the cpu-burst node did not register")
 	}
 	empty := created(c, burst)[0].Name
 	before := c.Nodes("")
 	c.StartAutoscaler(bin, "--scale-down-unneeded-time=1m")
 	start := time.Now()
-	if !Eventually(4*time.Minute, func() bool { return c.Node(empty) == nil }) {
+	if !eventually(4*time.Minute, func() bool { return c.Node(empty) == nil }) {
 		t.Fatalf("the empty node %s was not removed in 4m; calls:\n%s", empty, mutated(c))
 	}
 	t.Logf("the empty node was removed %v after the autoscaler started", time.Since(start).Round(time.Second))
@@ -381,7 +381,7 @@ func TestSpotStockoutFallsBack(t *testing.T) {
 	setProviderID(t, c)
 	c.StartAutoscaler(bin)
 	c.Create(gpuPod("train"))
-	if !Eventually(4*time.Minute, func() bool { v := created(c, onDemand); return len(v) > 0 && c.NodeOf("default", "train") == v[0].Name }) {
+	if !eventually(4*time.Minute, func() bool { v := created(c, onDemand); return len(v) > 0 && c.NodeOf("default", "train") == v[0].Name }) {
 		t.Fatalf("the pod did not land on gpu-t4 in 4m; calls:\n%s", mutated(c))
 	}
 	tried := map[string]bool{}
@@ -414,7 +414,7 @@ func TestGPUCap(t *testing.T) {
 	for i := range 20 {
 		c.Create(gpuPod(fmt.Sprintf("infer-%02d", i)))
 	}
-	if !Eventually(4*time.Minute, func() bool { return len(created(c, spot)) >= want && ca.Count("quota exceeded") > 0 }) {
+	if !eventually(4*time.Minute, func() bool { return len(created(c, spot)) >= want && ca.Count("quota exceeded") > 0 }) {
 		t.Fatalf("want %d spot-gpu-t4 VMs and the cap reported; got %d; calls:\n%s", want, len(created(c, spot)), mutated(c))
 	}
 	time.Sleep(15 * time.Second)
@@ -472,7 +472,7 @@ func TestCapsCountOnprem(t *testing.T) {
 	got := func() map[string]int {
 		return map[string]int{burst.Name: len(created(c, burst)), spot.Name: len(created(c, spot)), onDemand.Name: len(created(c, onDemand))}
 	}
-	if !Eventually(6*time.Minute, func() bool { return got()[burst.Name] == want[burst.Name] && got()[spot.Name] == want[spot.Name] }) {
+	if !eventually(6*time.Minute, func() bool { return got()[burst.Name] == want[burst.Name] && got()[spot.Name] == want[spot.Name] }) {
 		t.Errorf("after 6m: VMs %v, explain's plan %v", got(), want)
 	}
 	time.Sleep(15 * time.Second)
@@ -485,7 +485,7 @@ func TestCapsCountOnprem(t *testing.T) {
 	if n := ca.Count(`"cluster-wide" quota exceeded, resources: [cpu]`); n > 0 {
 		t.Errorf("the vCPU cap stopped scale-ups %d times: the rendered --cores-total does not leave the cloud its budget", n)
 	}
-	if !Eventually(time.Minute, func() bool { return unbound(c) == pending }) {
+	if !eventually(time.Minute, func() bool { return unbound(c) == pending }) {
 		t.Errorf("%d pods pending, explain's plan says %d", unbound(c), pending)
 	}
 }
@@ -559,8 +559,8 @@ func TestHarness(t *testing.T) {
 	for _, tt := range g.Taints {
 		tol = append(tol, tt.Key)
 	}
-	c.Create(Pod("fits", resources("100m", 0), map[string]string{model.VerifiedGroupLabel: g.Name}, tol...), Pod("nowhere", resources("500", 0), nil))
-	if !Eventually(20*time.Second, func() bool {
+	c.Create(pendingPod("fits", resources("100m", 0), map[string]string{model.VerifiedGroupLabel: g.Name}, tol...), pendingPod("nowhere", resources("500", 0), nil))
+	if !eventually(20*time.Second, func() bool {
 		return strings.HasPrefix(c.NodeOf("default", "fits"), c.Source.Cluster.BaseInstanceName(g))
 	}) {
 		t.Errorf("the pod that fits the autoscaler's node was not bound:\n%s", c.Events())

@@ -52,9 +52,9 @@ var (
 	frrDir    = "/usr/lib/frr"
 )
 
-// Require skips the test unless the machine can run the lab, or fails it
+// requireLab skips the test unless the machine can run the lab, or fails it
 // when EnvRequire is "1".
-func Require(t testing.TB) {
+func requireLab(t testing.TB) {
 	t.Helper()
 	var missing []string
 	if os.Geteuid() != 0 {
@@ -146,11 +146,11 @@ var idSeq struct {
 // tunnelTimeout bounds the wait for the CHILD_SAs at start.
 const tunnelTimeout = 20 * time.Second
 
-// Start builds the namespaces, starts charon for each tunnel, loads the
+// startLab builds the namespaces, starts charon for each tunnel, loads the
 // connections, waits for every CHILD_SA, then starts FRR and applies its
 // configuration; it does not wait for BGP (see WaitUp).
 // Everything is removed when the test ends.
-func Start(t testing.TB, a, b Side) *Lab {
+func startLab(t testing.TB, a, b Side) *Lab {
 	t.Helper()
 	l, err := TryStart(t, a, b)
 	if err != nil {
@@ -159,7 +159,7 @@ func Start(t testing.TB, a, b Side) *Lab {
 	return l
 }
 
-// TryStart is Start, returning the error when a tunnel does not come up.
+// TryStart is startLab, returning the error when a tunnel does not come up.
 func TryStart(t testing.TB, a, b Side) (*Lab, error) {
 	t.Helper()
 	idSeq.Lock()
@@ -508,7 +508,7 @@ type State struct {
 }
 
 // State reads side i's tunnels and BGP sessions (0 is the first side
-// given to Start).
+// given to startLab).
 func (l *Lab) State(i int) State {
 	s := l.sides[i]
 	var st State

@@ -1,6 +1,6 @@
 //go:build linux
 
-package vpnlab_test
+package vpnlab
 
 import (
 	"bytes"
@@ -18,7 +18,6 @@ import (
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
-	"github.com/nodegen/nodegen/internal/testing/vpnlab"
 )
 
 // rendered is a source with a VPN to one on-prem gateway, rendered.
@@ -96,7 +95,7 @@ func lan(t *testing.T, cidr string) netip.Prefix {
 // Terraform, each with the same random pre-shared key per tunnel (as
 // Secret Manager would hand both). edit may change the on-prem files
 // first.
-func (r rendered) sides(t *testing.T) (onprem, cloud vpnlab.Side, cloudHost netip.Addr, v vpnlab.CloudVPN) {
+func (r rendered) sides(t *testing.T) (onprem, cloud Side, cloudHost netip.Addr, v CloudVPN) {
 	t.Helper()
 	keys := map[string]string{}
 	key := func(secret string) string {
@@ -114,11 +113,11 @@ func (r rendered) sides(t *testing.T) (onprem, cloud vpnlab.Side, cloudHost neti
 		secretOf[model.TunnelName(i)] = tn.SharedSecret.Secret
 	}
 	var err error
-	onprem, err = vpnlab.OnpremSide(r.gwDir, func(conn string) string { return key(secretOf[conn]) }, lan(t, r.network.OnpremRanges[0]), r.cp)
+	onprem, err = onpremSide(r.gwDir, func(conn string) string { return key(secretOf[conn]) }, lan(t, r.network.OnpremRanges[0]), r.cp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err = vpnlab.CloudFromTerraform(filepath.Join(r.out, "terraform")); err != nil {
+	if v, err = cloudFromTerraform(filepath.Join(r.out, "terraform")); err != nil {
 		t.Fatal(err)
 	}
 	var addrs []netip.Addr
@@ -127,7 +126,7 @@ func (r rendered) sides(t *testing.T) (onprem, cloud vpnlab.Side, cloudHost neti
 	}
 	gw := lan(t, r.network.SubnetworkRange)
 	cloudHost = gw.Addr().Next().Next().Next()
-	if cloud, err = vpnlab.CloudSide(v, addrs, key, gw, cloudHost); err != nil {
+	if cloud, err = cloudSide(v, addrs, key, gw, cloudHost); err != nil {
 		t.Fatal(err)
 	}
 	return onprem, cloud, cloudHost, v
@@ -142,7 +141,7 @@ func (r rendered) sides(t *testing.T) (onprem, cloud vpnlab.Side, cloudHost neti
 // BGP hold time the source sets runs out (Cloud Router runs no BFD on HA
 // VPN tunnels), and when both are cut the routes are withdrawn.
 func TestRenderedVPN(t *testing.T) {
-	vpnlab.Require(t)
+	requireLab(t)
 	r := oneGateway(t)
 	onprem, cloud, _, v := r.sides(t)
 	hold := time.Duration(3*v.Keepalive) * time.Second
@@ -154,7 +153,7 @@ func TestRenderedVPN(t *testing.T) {
 	}
 
 	start := time.Now()
-	lab := vpnlab.Start(t, onprem, cloud)
+	lab := startLab(t, onprem, cloud)
 	if err := lab.WaitUp(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +226,7 @@ func TestRenderedVPN(t *testing.T) {
 // the on-prem files changed as a renderer bug would change them, each
 // change keeps the VPN from coming up.
 func TestRenderedVPNDisagree(t *testing.T) {
-	vpnlab.Require(t)
+	requireLab(t)
 	r := oneGateway(t)
 	asn := "remote-as " + itoa(r.vpn.CloudRouterASN)
 	for _, c := range []struct {
@@ -256,7 +255,7 @@ func TestRenderedVPNDisagree(t *testing.T) {
 				t.Fatal(err)
 			}
 			onprem, cloud, _, _ := changed.sides(t)
-			lab, err := vpnlab.TryStart(t, onprem, cloud)
+			lab, err := TryStart(t, onprem, cloud)
 			if err == nil {
 				err = lab.WaitUp(20 * time.Second)
 			}

@@ -47,7 +47,7 @@ func cloudVPNProposals(esp bool) string {
 	return join(cloudVPNAEAD, cloudVPNPRF, cloudVPNDH) + "," + join(cloudVPNCipher, cloudVPNIntegrity, cloudVPNPRF, cloudVPNDH)
 }
 
-// CloudSide is the stand-in for Cloud VPN and the Cloud Router, built
+// cloudSide is the stand-in for Cloud VPN and the Cloud Router, built
 // from the rendered Terraform's values: one tunnel per HA VPN interface,
 // at the address Google gave that interface (addrs, by interface), which
 // answers the on-prem gateway's IKE with any supported algorithm, and a
@@ -56,7 +56,7 @@ func cloudVPNProposals(esp bool) string {
 // learns (as the VPC does with equal priorities). psk gives each tunnel's
 // pre-shared key from its Secret Manager secret's name. The Cloud Router
 // runs no BFD on HA VPN tunnels, and neither does the stand-in.
-func CloudSide(v CloudVPN, addrs []netip.Addr, psk func(secret string) string, gateway netip.Prefix, host netip.Addr) (Side, error) {
+func cloudSide(v CloudVPN, addrs []netip.Addr, psk func(secret string) string, gateway netip.Prefix, host netip.Addr) (Side, error) {
 	s := Side{Name: "cl", Gateway: gateway, Host: host}
 	if v.AdvertiseMode != "CUSTOM" {
 		return s, fmt.Errorf("the Cloud Router advertises in %s mode: the stand-in knows only custom ranges", v.AdvertiseMode)
@@ -136,7 +136,7 @@ var (
 	swanConn   = regexp.MustCompile(`(?m)^connections\s*\{\s*\n\s*([A-Za-z0-9_-]+)\s*\{`)
 )
 
-// OnpremSide is an on-prem gateway as its rendered folder
+// onpremSide is an on-prem gateway as its rendered folder
 // (out/onprem/vpn/<gateway>/) configures it: a charon per conf.d/ file,
 // loaded with that file as written plus its pre-shared key in the form
 // docs/vpn.md writes to secrets.d/ (psk gives the key of a tunnel by its
@@ -144,7 +144,7 @@ var (
 // the systemd-networkd files whose InterfaceId is the connection's
 // if_id; strongswan.conf.d/ added to charon's settings; frr.conf as
 // written.
-func OnpremSide(dir string, psk func(conn string) string, gateway netip.Prefix, host netip.Addr) (Side, error) {
+func onpremSide(dir string, psk func(conn string) string, gateway netip.Prefix, host netip.Addr) (Side, error) {
 	s := Side{Name: "op", Gateway: gateway, Host: host}
 	var err error
 	if s.FRR, err = os.ReadFile(filepath.Join(dir, "frr.conf")); err != nil {

@@ -65,14 +65,14 @@ type tfResource struct {
 
 func (r tfResource) addr() string { return r.kind + "." + r.name }
 
-// CloudFromTerraform reads the VPN resources of the Terraform in tfDir
+// cloudFromTerraform reads the VPN resources of the Terraform in tfDir
 // with hclparse: google_compute_ha_vpn_gateway, _external_vpn_gateway,
 // _vpn_tunnel, _router (the one the tunnels name), _router_interface and
 // _router_peer, and the Secret Manager secret versions the tunnels' shared
 // secrets come from. References between them are followed by resource
 // address; variables and locals are unknown, so every attribute read here
 // must be a literal or a reference to another resource.
-func CloudFromTerraform(tfDir string) (CloudVPN, error) {
+func cloudFromTerraform(tfDir string) (CloudVPN, error) {
 	var v CloudVPN
 	entries, err := os.ReadDir(tfDir)
 	if err != nil {
