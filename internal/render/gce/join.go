@@ -24,25 +24,17 @@ func joinConfiguration(src *model.Source, g *model.NodeGroup) (*kubeadm.JoinConf
 	for _, t := range g.JoinTaints() {
 		taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 	}
-	return &kubeadm.JoinConfiguration{
-		APIVersion: kubeadm.APIVersion,
-		Kind:       kubeadm.JoinKind,
-		Discovery: kubeadm.Discovery{BootstrapToken: &kubeadm.BootstrapTokenDiscovery{
-			Token:             model.TokenPlaceholder,
-			APIServerEndpoint: c.ControlPlaneEndpoint,
-			CACertHashes:      c.CACertHashes,
-		}},
-		NodeRegistration: kubeadm.NodeRegistrationOptions{
-			Name:   model.InstancePlaceholder,
-			Taints: taints,
-			KubeletExtraArgs: []kubeadm.Arg{
-				{Name: "node-labels", Value: joinPairs(labels, "=")},
-				{Name: "provider-id", Value: c.ProviderIDTemplate()},
-			},
-		},
-		Patches:  &kubeadm.Patches{Directory: model.NodePatchesDir},
-		Timeouts: kubeadm.JoinTimeouts(deadline),
-	}, nil
+	return kubeadm.NewJoin(kubeadm.Join{
+		Token:             model.TokenPlaceholder,
+		APIServerEndpoint: c.ControlPlaneEndpoint,
+		CACertHashes:      c.CACertHashes,
+		Name:              model.InstancePlaceholder,
+		Taints:            taints,
+		Labels:            labels,
+		ProviderID:        c.ProviderIDTemplate(),
+		PatchesDir:        model.NodePatchesDir,
+		Timeouts:          kubeadm.JoinTimeouts(deadline),
+	}), nil
 }
 
 // joinTemplate renders the group's JoinConfiguration as the YAML document
