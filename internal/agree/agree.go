@@ -1,7 +1,7 @@
 // Package agree checks nodegen's central promise: the labels and taints the
 // Cluster Autoscaler reads from a group's kube-env are the labels and taints
 // its nodes register with at join (the startup taint aside), and both are
-// the source's.
+// the source's; and a new on-prem server registers with its group's.
 package agree
 
 import (
@@ -107,6 +107,44 @@ func CheckTemplate(cl *model.Cluster, g *model.NodeGroup, tmpl *kubeenv.Template
 		fail("the node joins with its startup taint %s %d times, want once", g.StartupTaint, startup)
 	}
 	if want := fmt.Sprintf("gce://%s/%s/%s", cl.GCP.Project, zone, node.Name); node.ProviderID != want {
+		fail("provider-id %q, want %q", node.ProviderID, want)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("group %s: %s", g.Name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// CheckOnprem compares a new server of the onprem group g, as its join
+// registers it, with the source: the labels are the group's that a
+// kubelet may set on itself (model.NodeGroup.OnpremJoinLabels; the others,
+// which the kubelet would refuse to start with, are label-onprem-nodes.sh's),
+// the taints the group's, and the providerID the one the nodes outside
+// the MIGs get (none when the source leaves it to the user).
+func CheckOnprem(cl *model.Cluster, g *model.NodeGroup, node Joined) error {
+	var errs []string
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	for _, k := range model.SortedKeys(node.Labels) {
+		if !model.KubeletMaySetLabel(k) {
+			fail("the join sets label %s, which a kubelet may not set on its own Node: the kubelet would not start", k)
+		}
+	}
+	if want := g.OnpremJoinLabels(); !maps.Equal(node.Labels, want) {
+		fail("labels differ: join %v, source %v", node.Labels, want)
+	}
+	var got, want []string
+	for _, t := range node.Taints {
+		got = append(got, t.String())
+	}
+	for _, t := range g.Taints {
+		want = append(want, t.String())
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		fail("taints differ: join %v, source %v", got, want)
+	}
+	if want := cl.OnpremJoinProviderID(node.Name); node.ProviderID != want {
 		fail("provider-id %q, want %q", node.ProviderID, want)
 	}
 	if len(errs) > 0 {

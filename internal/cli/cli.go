@@ -92,6 +92,7 @@ cluster under out/<cluster>/):
                         taint-remover.yaml, gpu-operator-values.yaml
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml
   onprem/               set-provider-id.sh, label-onprem-nodes.sh (onprem groups' nodes)
+  onprem/join/          <group>.sh, the kubeadm join of a new server of each onprem group
   onprem/vpn/<gateway>/ a VPN's on-prem gateway: install.sh, swanctl.conf, frr.conf, and
                         onprem/vpn/<gateway>/conf.d/ <tunnel>.conf,
                         onprem/vpn/<gateway>/strongswan.conf.d/ nodegen.conf,

@@ -115,6 +115,13 @@ const (
 // OnpremVPNGatewayDir is the directory of an on-prem VPN gateway's files.
 func OnpremVPNGatewayDir(gateway string) string { return OnpremVPNDir + "/" + gateway }
 
+// OnpremJoinDir holds the join script of each onprem group.
+const OnpremJoinDir = "onprem/join"
+
+// OnpremJoinPath is the join script of a new server of onprem group
+// group (a group name is an RFC 1035 label: a file name as it is).
+func OnpremJoinPath(group string) string { return OnpremJoinDir + "/" + group + ".sh" }
+
 // KubeEnvPath is the path of a group's kube-env value.
 func KubeEnvPath(group string) string { return "gce/" + group + "/kube-env" }
 

@@ -32,6 +32,7 @@ var stages = []stage{
 	file(layout.AutoscalerPatchPath, autoscaler.Patch),
 	file(layout.OnpremProviderIDPath, onprem.ProviderIDScript),
 	file(layout.OnpremLabelNodesPath, onprem.LabelNodesScript),
+	onprem.JoinScripts,
 	terraform.Terraform,
 	onprem.VPN,
 	images.Images,

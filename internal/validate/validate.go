@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
-	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/internal/gce"
@@ -313,7 +312,7 @@ func (c *checker) label(p []cue.Selector, k, v string) {
 		c.atKey(p, "%s", msg)
 		return
 	}
-	if isKubernetesLabel(k) && !kubeletapis.IsKubeletLabel(k) {
+	if !model.KubeletMaySetLabel(k) {
 		c.atKey(p, "label %q is in a kubernetes.io/k8s.io namespace the kubelet may not set on itself: the kubelet refuses to start with it (and NodeRestriction rejects it); use your own prefix, e.g. %q", k, suggestPrefix(k))
 	}
 }
@@ -326,21 +325,6 @@ func kubeEnvNote(s string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (kube-env cannot carry %q: the autoscaler splits node_labels and node_taints at ';', ',', '=' and ':')", s[i:i+1])
-}
-
-// isKubernetesLabel reports whether a label key's namespace is kubernetes.io,
-// k8s.io or a subdomain of either.
-func isKubernetesLabel(key string) bool {
-	ns, _, ok := strings.Cut(key, "/")
-	if !ok {
-		return false
-	}
-	for _, d := range []string{"kubernetes.io", "k8s.io"} {
-		if ns == d || strings.HasSuffix(ns, "."+d) {
-			return true
-		}
-	}
-	return false
 }
 
 func suggestPrefix(key string) string {

@@ -83,6 +83,7 @@ func All(src *model.Source, files layout.Files) error {
 			errs = append(errs, fmt.Errorf("%s: %w", layout.OnpremLabelNodesPath, err))
 		}
 	}
+	errs = append(errs, onpremJoins(src, files))
 	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.NodeCSRApproverPath, layout.PriorityExpanderPath} {
 		if files[p] == nil && p == layout.JoinTokenRenewerPath && !src.Cluster.HasJoinTokenRenewer() {
 			continue

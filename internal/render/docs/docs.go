@@ -104,6 +104,9 @@ func Provenance(src *model.Source, paths []string) []Edge {
 				add(o, layout.ImageBuildPath(family)) // its image family's version and GPUs
 			}
 		}
+		if g.Kind == model.KindOnPrem {
+			add(o, layout.OnpremJoinPath(g.Name)) // its nodes, labels and taints
+		}
 		if g.Kind == model.KindOnPrem && len(g.Nodes) > 0 {
 			add(o, layout.OnpremLabelNodesPath) // its nodes, labels and taints
 			add(o, layout.Day0DocsPath)         // the step that runs it

@@ -22,8 +22,9 @@ import (
 // (two clusters in a mesh) with gen and returns every file gen wrote as a
 // kind: the path under out/ with a fleet's cluster directory taken off and
 // a group's name written <group> (gce/<group>/kube-env,
-// terraform/nodegroup-<group>.tf), an on-prem VPN gateway's <gateway> and
-// a tunnel's <tunnel>, each with one path it stands for.
+// terraform/nodegroup-<group>.tf, onprem/join/<group>.sh), an on-prem VPN
+// gateway's <gateway> and a tunnel's <tunnel>, each with one path it
+// stands for.
 func renderedKinds(t *testing.T) map[string]string {
 	t.Helper()
 	t.Setenv("NODEGEN_CACHE_DIR", t.TempDir())
@@ -42,7 +43,7 @@ func renderedKinds(t *testing.T) map[string]string {
 		groupPath := map[string]string{}
 		for _, c := range l.Fleet.Clusters {
 			for g := range c.NodeGroups {
-				for _, p := range []func(string) string{layout.KubeEnvPath, layout.StartupScriptPath, layout.TerraformGroupPath} {
+				for _, p := range []func(string) string{layout.KubeEnvPath, layout.StartupScriptPath, layout.TerraformGroupPath, layout.OnpremJoinPath} {
 					groupPath[c.Tree+p(g)] = p("<group>")
 				}
 			}
