@@ -22,45 +22,45 @@ import (
 // markdownHeader is HeaderLine in Markdown's comment syntax.
 func markdownHeader(origin string) string { return "<!-- " + layout.HeaderLine(origin) + " -->\n" }
 
-// Placement is what a pod spec needs to run on a group's nodes.
-type Placement struct {
+// placement is what a pod spec needs to run on a group's nodes.
+type placement struct {
 	NodeSelector map[string]string   `json:"nodeSelector"`
 	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
 }
 
-// PodPlacement selects the group by its identity label (the verified one
+// podPlacement selects the group by its identity label (the verified one
 // for a cloud group: model.NodeGroup.SelectorLabel) and tolerates its
 // taints, but not its startup taint: a pod must wait until the node is
 // ready for it.
-func PodPlacement(g *model.NodeGroup) Placement {
-	p := Placement{NodeSelector: map[string]string{g.SelectorLabel(): g.Name}}
+func podPlacement(g *model.NodeGroup) placement {
+	p := placement{NodeSelector: map[string]string{g.SelectorLabel(): g.Name}}
 	if len(g.Taints) > 0 {
 		p.Tolerations = manifest.Tolerations(g.Taints)
 	}
 	return p
 }
 
-// Edge says that artifact To is rendered (in part) from source file From.
-type Edge struct{ From, To string }
+// edge says that artifact To is rendered (in part) from source file From.
+type edge struct{ From, To string }
 
 // Provenance lists which source file each artifact depends on: a group's
 // file feeds its own artifacts and the shared ones that list it; the
 // cluster's file feeds every artifact. paths are the rendered artifacts.
-func Provenance(src *model.Source, paths []string) []Edge {
+func Provenance(src *model.Source, paths []string) []edge {
 	origin := func(g *model.NodeGroup) string {
 		if o := src.Origins[g.Name]; o != "" {
 			return o
 		}
 		return src.Name
 	}
-	var out []Edge
+	var out []edge
 	rendered := make(map[string]bool, len(paths))
 	for _, p := range paths {
 		rendered[p] = true
 	}
-	seen := map[Edge]bool{}
+	seen := map[edge]bool{}
 	add := func(from, to string) {
-		if e := (Edge{from, to}); rendered[to] && !seen[e] {
+		if e := (edge{from, to}); rendered[to] && !seen[e] {
 			seen[e] = true
 			out = append(out, e)
 		}
@@ -375,7 +375,7 @@ func (d *docWriter) group(g *model.NodeGroup) error {
 		}
 	}
 
-	snippet, err := yamlout.Marshal(PodPlacement(g))
+	snippet, err := yamlout.Marshal(podPlacement(g))
 	if err != nil {
 		return err
 	}
@@ -460,7 +460,7 @@ func mermaidLabel(s string) string {
 	).Replace(s)
 }
 
-func (d *docWriter) provenance(edges []Edge) {
+func (d *docWriter) provenance(edges []edge) {
 	d.p("\n## Which source file produced which artifact\n\n")
 	d.p("Paths under `out/%s`. The cluster's file feeds every artifact; a group's file feeds its own artifacts and the shared ones that list the group.\n\n", d.src.Tree)
 	d.p("```mermaid\nflowchart LR\n")

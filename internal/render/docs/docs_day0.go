@@ -88,11 +88,11 @@ const (
 // of the CSR to approve from.
 const Day0NodeCSRVar = "NODE_CSR"
 
-// Day0APIs are the Google APIs the day-0 steps and out/terraform use:
+// day0APIs are the Google APIs the day-0 steps and out/terraform use:
 // Compute Engine (instance templates, MIGs), IAM (service accounts,
 // custom roles), Resource Manager (project IAM bindings) and, with a
 // Secret Manager join token or a VPN's keys, Secret Manager.
-func Day0APIs(src *model.Source) []string {
+func day0APIs(src *model.Source) []string {
 	apis := []string{"compute.googleapis.com", "iam.googleapis.com", "cloudresourcemanager.googleapis.com"}
 	if src.Cluster.JoinToken.SecretManager != nil || day0VPN(src) != nil {
 		apis = append(apis, "secretmanager.googleapis.com")
@@ -100,9 +100,9 @@ func Day0APIs(src *model.Source) []string {
 	return apis
 }
 
-// Day0TerraformRoles are the predefined roles whoever runs terraform apply
+// day0TerraformRoles are the predefined roles whoever runs terraform apply
 // on out/terraform needs in the project, each with what it is for.
-func Day0TerraformRoles(src *model.Source) [][2]string {
+func day0TerraformRoles(src *model.Source) [][2]string {
 	roles := [][2]string{
 		{"roles/serviceusage.serviceUsageAdmin", "enable the APIs (step 1; or have them enabled)"},
 		{"roles/compute.instanceAdmin.v1", "instance templates and zonal MIGs"},
@@ -122,7 +122,7 @@ func Day0TerraformRoles(src *model.Source) [][2]string {
 	return roles
 }
 
-// Day0FirstTokenCommand is the command that makes a join token on a
+// day0FirstTokenCommand is the command that makes a join token on a
 // control-plane node (kubeadm, with the cluster's admin credentials
 // there) and adds it as the newest version of the Secret Manager secret
 // (gcloud, with the person's credentials), without the token ever being
@@ -133,7 +133,7 @@ func Day0TerraformRoles(src *model.Source) [][2]string {
 // AddGroupsFlag, a pflag string slice whose first value replaces the
 // default; cmd/kubeadm/app/apis/bootstraptoken/v1/defaults.go
 // SetDefaults_BootstrapToken).
-func Day0FirstTokenCommand(src *model.Source) (string, error) {
+func day0FirstTokenCommand(src *model.Source) (string, error) {
 	sm := src.Cluster.JoinToken.SecretManager
 	if sm == nil {
 		return "", fmt.Errorf("no Secret Manager join token")
@@ -143,12 +143,12 @@ func Day0FirstTokenCommand(src *model.Source) (string, error) {
 		Day0ControlPlaneHostVar, model.FormatDuration(r.TTL), model.CloudBootstrapGroup, sm.Secret, src.Cluster.GCP.Project), nil
 }
 
-// Day0ListCSRsCommand lists the instances of the autoscaler group's MIGs
+// day0ListCSRsCommand lists the instances of the autoscaler group's MIGs
 // (gcloud) and the undecided kubelet client CSRs, each with its requester,
 // groups and the subject it asks for (kubectl, openssl), so that the
 // person can approve the autoscaler's node by hand on day 0, before the
 // approver runs.
-func Day0ListCSRsCommand(src *model.Source) string {
+func day0ListCSRsCommand(src *model.Source) string {
 	c := &src.Cluster
 	ca := src.NodeGroups[c.Autoscaler.NodeGroup]
 	var b strings.Builder
@@ -163,11 +163,11 @@ func Day0ListCSRsCommand(src *model.Source) string {
 	return b.String()
 }
 
-// Day0LabelNodesCommand gives the Node of each VM of the autoscaler
+// day0LabelNodesCommand gives the Node of each VM of the autoscaler
 // group's MIGs, as the Compute API lists them, the verified group label
 // (model.VerifiedGroupLabel): the approver sets it on every later node,
 // but it runs on these, so the admin sets it there (the kubelet cannot).
-func Day0LabelNodesCommand(src *model.Source) string {
+func day0LabelNodesCommand(src *model.Source) string {
 	ca := src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]
 	return day0ForEachAutoscalerVM(src, fmt.Sprintf("kubectl label node \"${vm}\" %s=%s --overwrite", model.VerifiedGroupLabel, ca.Name))
 }
@@ -186,8 +186,8 @@ func day0ForEachAutoscalerVM(src *model.Source, command string) string {
 	return b.String()
 }
 
-// Day0ApproveCSRCommand approves the CSR named in Day0NodeCSRVar.
-func Day0ApproveCSRCommand() string {
+// day0ApproveCSRCommand approves the CSR named in Day0NodeCSRVar.
+func day0ApproveCSRCommand() string {
 	return "kubectl certificate approve \"${" + Day0NodeCSRVar + ":?set it to the name of the request to approve}\""
 }
 
@@ -294,7 +294,7 @@ func (d *day0Doc) beforeYouStart() {
 	}
 	d.p("- Roles of whoever runs the steps, in project %s:\n\n", code(c.GCP.Project))
 	d.p("  | role | for |\n  |---|---|\n")
-	for _, r := range Day0TerraformRoles(src) {
+	for _, r := range day0TerraformRoles(src) {
 		d.p("  | `%s` | %s |\n", r[0], mdCell(r[1]))
 	}
 	if sm != nil {
@@ -370,7 +370,7 @@ func (d *day0Doc) vpn() {
 // apis writes the step that enables the APIs.
 func (d *day0Doc) apis() {
 	d.next(Day0StepAPIs, "Enable the APIs")
-	d.p("```sh\ngcloud services enable %s --project=%s\n```\n", strings.Join(Day0APIs(d.src), " "), d.c.GCP.Project)
+	d.p("```sh\ngcloud services enable %s --project=%s\n```\n", strings.Join(day0APIs(d.src), " "), d.c.GCP.Project)
 }
 
 // images writes the step that builds the node images the cloud groups
@@ -422,7 +422,7 @@ func (d *day0Doc) firstToken() (int, error) {
 		d.p("```sh\nssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl 24h |\n  gcloud compute project-info add-metadata --project=%s --metadata-from-file=%s=/dev/stdin\n```\n",
 			Day0ControlPlaneHostVar, c.GCP.Project, c.JoinToken.MetadataKey)
 	} else {
-		cmd, err := Day0FirstTokenCommand(src)
+		cmd, err := day0FirstTokenCommand(src)
 		if err != nil {
 			return 0, err
 		}
@@ -432,10 +432,10 @@ func (d *day0Doc) firstToken() (int, error) {
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
 		tls := kubeadm.JoinTimeouts(deadline).TLSBootstrap.Duration
 		d.p("The waiting VM reads it at its next attempt, and its kubelet asks for a certificate. Nothing approves it yet: the approver runs on that very node. List the autoscaler's VMs, and the undecided node certificate requests with the requester, its groups and the node name each asks for:\n\n")
-		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ListCSRsBegin, Day0ListCSRsCommand(src), Day0ListCSRsEnd)
+		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ListCSRsBegin, day0ListCSRsCommand(src), Day0ListCSRsEnd)
 		d.p("For each VM listed, find the one request that asks for `CN = system:node:<that VM>` and whose groups include `%s`, set `%s` to its name (the first column), and approve it. If two ask for the same name, approve neither and make a new token: someone else holds this one. The kubelet waits %s for its certificate, then the join retries with a new request (list again).\n\n",
 			model.CloudBootstrapGroup, Day0NodeCSRVar, model.FormatDuration(tls))
-		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ApproveCSRBegin, Day0ApproveCSRCommand(), Day0ApproveCSREnd)
+		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ApproveCSRBegin, day0ApproveCSRCommand(), Day0ApproveCSREnd)
 		d.p("If more than %s passed since `terraform apply`, the VM has given up (`nodegen-join[%s]: ERROR ...`): restart it, and its startup script runs again:\n\n",
 			model.FormatDuration(deadline), ca.Name)
 		d.p("%s\n```sh\n", Day0IfLateMarker)
@@ -449,7 +449,7 @@ func (d *day0Doc) firstToken() (int, error) {
 		day0ForEachAutoscalerVM(src, "until kubectl get node \"${vm}\" -o name >/dev/null 2>&1; do sleep 10; done"), sel)
 	d.p("\nThe autoscaler, the node CSR approver, the node garbage collector and the join-token renewer select `%s=%s`, not `%s`: a kubelet may set `%s` on its own Node, but NodeRestriction refuses it every label under `node-restriction.kubernetes.io/`. The approver gives that label to every later cloud node once the Compute API showed its VM is an instance of its group's MIG; it runs on this node, so give it to the autoscaler's nodes yourself, to the Nodes of the VMs the Compute API lists in the group's MIGs:\n\n",
 		model.VerifiedGroupLabel, ca.Name, model.GroupLabel, model.GroupLabel)
-	d.p("%s\n```sh\n%s\n```\n%s\n", Day0LabelNodesBegin, Day0LabelNodesCommand(src), Day0LabelNodesEnd)
+	d.p("%s\n```sh\n%s\n```\n%s\n", Day0LabelNodesBegin, day0LabelNodesCommand(src), Day0LabelNodesEnd)
 
 	return tokenStep, nil
 }
@@ -510,7 +510,7 @@ func (d *day0Doc) manifests() {
 	out, src := d.out, d.src
 	d.next(Day0StepManifests, "Apply nodegen's manifests")
 	d.p("```sh\n")
-	for _, p := range Day0Manifests(src) {
+	for _, p := range day0Manifests(src) {
 		// The node CSR approver's file was applied with the first token
 		// (the cloud join path: cloud nodes need it to join).
 		if p == layout.NodeCSRApproverPath && d.sm != nil {
@@ -521,11 +521,11 @@ func (d *day0Doc) manifests() {
 	d.p("```\n")
 }
 
-// Day0Manifests lists the manifests the day-0 steps apply, in their
+// day0Manifests lists the manifests the day-0 steps apply, in their
 // order: the node CSR approver first (cloud joins wait for it), then the
 // taint remover, the node garbage collector and the join-token renewer,
 // each when it is rendered.
-func Day0Manifests(src *model.Source) []string {
+func day0Manifests(src *model.Source) []string {
 	var out []string
 	for _, p := range []string{layout.NodeCSRApproverPath, layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath} {
 		if (p == layout.JoinTokenRenewerPath && !src.Cluster.HasJoinTokenRenewer()) || (p == layout.NodeCSRApproverPath && !src.Cluster.HasNodeCSRApprover()) {
@@ -566,7 +566,7 @@ func (d *day0Doc) lapsed(tokenStep, renewStep int) error {
 	ca, deadline, src := d.ca, d.deadline, d.src
 	d.p("\n## When renewal lapsed and the autoscaler's node is lost\n\n")
 	d.p("The renewer runs on the autoscaler's node. If its CronJob has not succeeded for longer than the token's lifetime and that node's VM is then replaced (a MIG recreate, autohealing, a zone outage), the new VM finds only an expired token, and nothing on the cluster can make a new one. Its serial console shows `nodegen-join[%s]: kubeadm join failed ... retrying`. The way back is step %d again (a token of the cloud join group, then approving the new VM's request by hand: no approver runs while that node is lost), then step %d:\n\n", ca.Name, tokenStep, renewStep)
-	cmd, err := Day0FirstTokenCommand(src)
+	cmd, err := day0FirstTokenCommand(src)
 	if err != nil {
 		return err
 	}

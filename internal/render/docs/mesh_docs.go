@@ -11,8 +11,8 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// IstioChartRepo is the Helm repository of the official Istio charts.
-const IstioChartRepo = "https://istio-release.storage.googleapis.com/charts"
+// istioChartRepo is the Helm repository of the official Istio charts.
+const istioChartRepo = "https://istio-release.storage.googleapis.com/charts"
 
 // Mesh renders the cluster's docs/mesh.md: the mesh drawn (clusters,
 // networks, gateways, istiod, each remote's link to its primary) and what
@@ -111,7 +111,7 @@ func meshInstall(d *docWriter, f *model.Fleet, src *model.Source, mc *model.Mesh
 		return fmt.Sprintf("helm upgrade --install %s istio/%s%s --kube-context %s -n %s -f %s%s", release, chart, v, name, model.IstioNamespace, out, values)
 	}
 	d.p("\n## Install, in order\n\n")
-	d.p("The commands run from the directory that holds `out/` (the repository root), as those of `%sdocs/day0.md` do, after them, with a kubeconfig context named after each cluster of the mesh, and the official charts' repository added: `helm repo add istio %s`.", out, IstioChartRepo)
+	d.p("The commands run from the directory that holds `out/` (the repository root), as those of `%sdocs/day0.md` do, after them, with a kubeconfig context named after each cluster of the mesh, and the official charts' repository added: `helm repo add istio %s`.", out, istioChartRepo)
 	if m.IstioVersion != "" {
 		d.p(" Every cluster installs Istio %s, the charts and `istioctl` alike.", code(m.IstioVersion))
 	} else {

@@ -29,18 +29,18 @@ func TFName(parts ...string) string {
 	return strings.ReplaceAll(strings.Join(parts, "_"), "-", "_")
 }
 
-// TerraformProviderConstraint is the google provider version constraint:
+// terraformProviderConstraint is the google provider version constraint:
 // 7.45.0 is the release whose schema the tests check the module against,
 // deletion_policy of google_compute_instance_group_manager included (5.0
 // is the first major release with the self_link_unique attribute and the
 // labels model nodegen relies on).
-const TerraformProviderConstraint = ">= 7.45.0"
+const terraformProviderConstraint = ">= 7.45.0"
 
-// TerraformVPNVersionConstraint is the Terraform release a module with a
+// terraformVPNVersionConstraint is the Terraform release a module with a
 // VPN needs: write-only arguments (shared_secret_wo), from 1.11.
-const TerraformVPNVersionConstraint = ">= 1.11"
+const terraformVPNVersionConstraint = ">= 1.11"
 
-// MIGDeletionPolicyVariable is the module variable every MIG's
+// migDeletionPolicyVariable is the module variable every MIG's
 // deletion_policy reads, PREVENT by default: with it in the state,
 // "When a 'terraform destroy' or 'terraform apply' would delete the
 // instance, the command will fail" (hashicorp/google v7.45.0 provider
@@ -48,14 +48,14 @@ const TerraformVPNVersionConstraint = ">= 1.11"
 // once the resource block left the configuration, unlike Terraform's
 // lifecycle prevent_destroy.
 const (
-	MIGDeletionPolicyVariable = "mig_deletion_policy"
-	MIGDeletionPolicyPrevent  = "PREVENT"
+	migDeletionPolicyVariable = "mig_deletion_policy"
+	migDeletionPolicyPrevent  = "PREVENT"
 )
 
-// DefaultServiceAccountScopes are the scopes the node VMs get unless the
+// defaultServiceAccountScopes are the scopes the node VMs get unless the
 // module user sets service_account_scopes: Google recommends cloud-platform
 // with permissions granted through IAM roles.
-var DefaultServiceAccountScopes = []string{"cloud-platform"}
+var defaultServiceAccountScopes = []string{"cloud-platform"}
 
 // Terraform renders out/terraform into files: a module with one file per
 // cloud node group (instance template and zonal MIGs), the cluster's
@@ -188,12 +188,12 @@ func terraformVersions(src *model.Source, header string) []byte {
 	if n := src.Cluster.GCP.Network; n != nil && n.VPN != nil {
 		// vpn.tf's pre-shared keys: an ephemeral resource (Terraform 1.10)
 		// into write-only arguments (Terraform 1.11).
-		tf.SetAttributeValue("required_version", cty.StringVal(TerraformVPNVersionConstraint))
+		tf.SetAttributeValue("required_version", cty.StringVal(terraformVPNVersionConstraint))
 	}
 	rp := tf.AppendNewBlock("required_providers", nil).Body()
 	rp.SetAttributeValue("google", cty.ObjectVal(map[string]cty.Value{
 		"source":  cty.StringVal("hashicorp/google"),
-		"version": cty.StringVal(TerraformProviderConstraint),
+		"version": cty.StringVal(terraformProviderConstraint),
 	}))
 	return hclFile(header, f)
 }
@@ -220,9 +220,9 @@ func networkVariable(src *model.Source) terraformVariable {
 		doc: "Network of the subnetwork; null lets Compute Engine infer it from the subnetwork."}
 }
 
-// TerraformRootModuleSource is the root module's source of the module:
+// terraformRootModuleSource is the root module's source of the module:
 // out/terraform, the root module's parent directory.
-const TerraformRootModuleSource = "../"
+const terraformRootModuleSource = "../"
 
 // terraformRoot renders out/terraform/root/main.tf: the provider with the
 // source's project and region, a commented backend, and the module block
@@ -241,7 +241,7 @@ func terraformRoot(src *model.Source, header string) []byte {
 	rp := tf.AppendNewBlock("required_providers", nil).Body()
 	rp.SetAttributeValue("google", cty.ObjectVal(map[string]cty.Value{
 		"source":  cty.StringVal("hashicorp/google"),
-		"version": cty.StringVal(TerraformProviderConstraint),
+		"version": cty.StringVal(terraformProviderConstraint),
 	}))
 	tf.AppendNewline()
 	comment(tf,
@@ -257,7 +257,7 @@ func terraformRoot(src *model.Source, header string) []byte {
 	p.SetAttributeValue("region", cty.StringVal(c.GCP.Region))
 	body.AppendNewline()
 	m := body.AppendNewBlock("module", []string{"nodegroups"}).Body()
-	m.SetAttributeValue("source", cty.StringVal(TerraformRootModuleSource))
+	m.SetAttributeValue("source", cty.StringVal(terraformRootModuleSource))
 	m.AppendNewline()
 	m.SetAttributeValue("network", cty.StringVal(n.Name))
 	m.SetAttributeValue("subnetwork", cty.StringVal(n.Subnetwork))
@@ -285,9 +285,9 @@ func terraformVariables(src *model.Source, header string) []byte {
 	str := hclwrite.TokensForIdentifier("string")
 	listStr := hclwrite.TokensForFunctionCall("list", hclwrite.TokensForIdentifier("string"))
 	null := cty.NullVal(cty.String)
-	scopes := strs(DefaultServiceAccountScopes)
+	scopes := strs(defaultServiceAccountScopes)
 	empty := cty.ListValEmpty(cty.String)
-	prevent := cty.StringVal(MIGDeletionPolicyPrevent)
+	prevent := cty.StringVal(migDeletionPolicyPrevent)
 	saDoc := map[string]string{
 		model.RoleNodes:      "Email of an existing service account for the nodes (every cloud node group but the autoscaler's); null creates one.",
 		model.RoleAutoscaler: "Email of an existing service account for the Cluster Autoscaler's node; null creates one. Use another account than the nodes'.",
@@ -303,7 +303,7 @@ func terraformVariables(src *model.Source, header string) []byte {
 		{name: ServiceAccountVariable(model.RoleAutoscaler), typ: str, def: &null, doc: saDoc[model.RoleAutoscaler]},
 		{name: "service_account_scopes", typ: listStr, def: &scopes, doc: "OAuth scopes of the node VMs' service account; grant permissions with IAM roles instead of narrowing scopes."},
 		{name: "network_tags", typ: listStr, def: &empty, doc: "Network tags of the node VMs, for firewall rules (e.g. the ones that let the VPN reach the kubelet)."},
-		{name: MIGDeletionPolicyVariable, typ: str, def: &prevent, notNull: true, doc: "deletion_policy of every MIG: PREVENT, terraform apply refuses to delete a MIG (nodegen rollout drains and deletes one whose zone or group left the source); DELETE only to tear the module down: apply with it, then destroy."},
+		{name: migDeletionPolicyVariable, typ: str, def: &prevent, notNull: true, doc: "deletion_policy of every MIG: PREVENT, terraform apply refuses to delete a MIG (nodegen rollout drains and deletes one whose zone or group left the source); DELETE only to tear the module down: apply with it, then destroy."},
 	}
 	f := hclwrite.NewEmptyFile()
 	body := f.Body()
@@ -360,14 +360,14 @@ func terraformOutputs(src *model.Source, header string) []byte {
 // escaping (no quote, backslash, '$' or '%').
 var safePathRE = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
 
-// TerraformMetadataFiles maps each instance-template metadata key to the
+// terraformMetadataFiles maps each instance-template metadata key to the
 // generated file (relative to the output directory) it is read from.
 // GuestAttributesKey is the instance metadata key that lets a VM write
 // its guest attributes (Compute Engine documentation, "Set and query
 // guest attributes": enable-guest-attributes=TRUE).
 const GuestAttributesKey = "enable-guest-attributes"
 
-func TerraformMetadataFiles(g *model.NodeGroup) map[string]string {
+func terraformMetadataFiles(g *model.NodeGroup) map[string]string {
 	return map[string]string{
 		"kube-env":       layout.KubeEnvPath(g.Name),
 		"startup-script": layout.StartupScriptPath(g.Name),
@@ -400,8 +400,8 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 	}
 	w.object("labels", entries)
 	var meta []hclLine
-	for _, key := range model.SortedKeys(TerraformMetadataFiles(g)) {
-		p := TerraformMetadataFiles(g)[key]
+	for _, key := range model.SortedKeys(terraformMetadataFiles(g)) {
+		p := terraformMetadataFiles(g)[key]
 		if !safePathRE.MatchString(p) {
 			return nil, fmt.Errorf("artifact path %q cannot be embedded in HCL", p)
 		}
@@ -488,7 +488,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 		w.comment("Terraform never deletes the MIG, whose VMs would go undrained, not",
 			"even once its zone or group left the source: nodegen rollout drains",
 			"and deletes its nodes, then the MIG. The policy is read from the state.")
-		w.attr("deletion_policy", hclRef("var", MIGDeletionPolicyVariable))
+		w.attr("deletion_policy", hclRef("var", migDeletionPolicyVariable))
 
 		w.blank()
 		if g.Autoscaled() {
@@ -569,8 +569,8 @@ func GCELabels(src *model.Source, g *model.NodeGroup) map[string]string {
 	return out
 }
 
-// GCELabelMax is the longest GCE label key or value.
-const GCELabelMax = 63
+// gceLabelMax is the longest GCE label key or value.
+const gceLabelMax = 63
 
 func gceLabelChars(s string) string {
 	var b strings.Builder
@@ -591,8 +591,8 @@ func GCELabelKey(k string) string {
 	if s == "" || s[0] < 'a' || s[0] > 'z' {
 		s = "k" + s
 	}
-	if len(s) > GCELabelMax {
-		s = s[:GCELabelMax]
+	if len(s) > gceLabelMax {
+		s = s[:gceLabelMax]
 	}
 	return s
 }
@@ -600,8 +600,8 @@ func GCELabelKey(k string) string {
 // GCELabelValue turns a Kubernetes label value into a GCE label value.
 func GCELabelValue(v string) string {
 	s := gceLabelChars(v)
-	if len(s) > GCELabelMax {
-		s = s[:GCELabelMax]
+	if len(s) > gceLabelMax {
+		s = s[:gceLabelMax]
 	}
 	return s
 }

@@ -16,7 +16,7 @@ const (
 	// (the firewall rule that lets it reach the nodes is a TFFirewall).
 	TFHealthCheck = "google_compute_health_check"
 	// Health check timing: a VM is unhealthy after unhealthyThreshold
-	// failed checks, HealthCheckInterval apart (HealthCheckInterval).
+	// failed checks, healthCheckInterval apart (healthCheckInterval).
 	healthCheckTimeout   = 5
 	healthyThreshold     = 2
 	unhealthyThreshold   = 10   // the Compute API's largest
@@ -26,36 +26,30 @@ const (
 	autohealingTagSuffix = "-hc"
 )
 
-// HealthCheckInterval is the check interval of group g's health check:
+// healthCheckInterval is the check interval of group g's health check:
 // the shortest, at least 10 s, under which unhealthyThreshold − 1
 // intervals cover the group's reboot time (the first failed check may
 // come as the kubelet stops, so a VM is declared unhealthy between that
 // many and unhealthyThreshold intervals after). vet keeps the reboot time
 // within what 300 s allows (model.MaxRebootTime).
-func HealthCheckInterval(g *model.NodeGroup) int64 {
+func healthCheckInterval(g *model.NodeGroup) int64 {
 	reboot := int64((g.AutohealingRebootTime() + time.Second - 1) / time.Second)
 	n := int64(unhealthyThreshold - 1)
 	return min(max((reboot+n-1)/n, minCheckInterval), maxCheckInterval)
 }
 
-// UnhealthyAfter is how long group g's health check takes at most to
-// declare a VM unhealthy once its kubelet stopped answering.
-func UnhealthyAfter(g *model.NodeGroup) time.Duration {
-	return time.Duration(HealthCheckInterval(g)*unhealthyThreshold) * time.Second
-}
-
-// AutohealingName is the name of group g's health check and firewall rule,
+// autohealingName is the name of group g's health check and firewall rule,
 // and the network tag its VMs carry for that rule: the MIGs' base instance
 // name plus "-hc" (at most 61 characters, as the base leaves room for the
 // MIG's 5-character instance suffix).
-func AutohealingName(c *model.Cluster, g *model.NodeGroup) string {
+func autohealingName(c *model.Cluster, g *model.NodeGroup) string {
 	return c.BaseInstanceName(g) + autohealingTagSuffix
 }
 
-// AutohealingInitialDelay is how long after a VM is created the MIG
+// autohealingInitialDelay is how long after a VM is created the MIG
 // ignores its health: the group's maxNodeProvisionTime (the VM boots and
 // joins within it, or the join script gives up), at most an hour.
-func AutohealingInitialDelay(c *model.Cluster, g *model.NodeGroup) time.Duration {
+func autohealingInitialDelay(c *model.Cluster, g *model.NodeGroup) time.Duration {
 	return min(c.MaxNodeProvisionTime(g), maxInitialDelaySec*time.Second)
 }
 
@@ -66,7 +60,7 @@ func templateTags(c *model.Cluster, g *model.NodeGroup) string {
 	if !g.Autohealed() {
 		return hclRef("var", "network_tags")
 	}
-	return hclCall("concat", hclRef("var", "network_tags"), hclStrings([]string{AutohealingName(c, g)}))
+	return hclCall("concat", hclRef("var", "network_tags"), hclStrings([]string{autohealingName(c, g)}))
 }
 
 // autohealingPolicy adds an autohealed group's auto_healing_policies to
@@ -75,7 +69,7 @@ func autohealingPolicy(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	if !g.Autohealed() {
 		return
 	}
-	delay := AutohealingInitialDelay(c, g)
+	delay := autohealingInitialDelay(c, g)
 	w.blank()
 	if g.AutohealingRepairs() {
 		w.comment("The MIG recreates a VM whose kubelet stops answering its health",
@@ -113,16 +107,16 @@ func autohealingResources(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	if !g.Autohealed() {
 		return
 	}
-	name := AutohealingName(c, g)
+	name := autohealingName(c, g)
 	w.blank()
 	w.comment(fmt.Sprintf("Autohealing of group %s: the kubelet's health endpoint, http://<VM>:%d%s.", g.Name, model.KubeletHealthzPort, model.KubeletHealthzPath),
-		fmt.Sprintf("A VM is unhealthy after %d failed checks %d s apart: %d s of them outlast", unhealthyThreshold, HealthCheckInterval(g), (unhealthyThreshold-1)*HealthCheckInterval(g)),
+		fmt.Sprintf("A VM is unhealthy after %d failed checks %d s apart: %d s of them outlast", unhealthyThreshold, healthCheckInterval(g), (unhealthyThreshold-1)*healthCheckInterval(g)),
 		fmt.Sprintf("a reboot (autohealing.rebootTime %s), which the initial delay does not cover.", model.FormatDuration(g.AutohealingRebootTime())))
 	w.open("resource", TFHealthCheck, TFName(g.Name))
 	w.attr("project", hclRef("local", "project"))
 	w.attr("name", hclString(name))
 	w.attr("description", hclString(fmt.Sprintf("kubelet health of nodegen node group %s of cluster %s", g.Name, c.Name)))
-	w.attr("check_interval_sec", hclInt(HealthCheckInterval(g)))
+	w.attr("check_interval_sec", hclInt(healthCheckInterval(g)))
 	w.attr("timeout_sec", hclInt(healthCheckTimeout))
 	w.attr("healthy_threshold", hclInt(healthyThreshold))
 	w.attr("unhealthy_threshold", hclInt(unhealthyThreshold))

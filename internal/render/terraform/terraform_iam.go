@@ -42,10 +42,10 @@ const (
 	TFSecretIAMMember  = "google_secret_manager_secret_iam_member"
 )
 
-// ProjectRoles are the predefined roles each service account gets on the
+// projectRoles are the predefined roles each service account gets on the
 // project: logs and metrics only. Neither holds a compute or secret
 // permission.
-var ProjectRoles = []string{"roles/logging.logWriter", "roles/monitoring.metricWriter"}
+var projectRoles = []string{"roles/logging.logWriter", "roles/monitoring.metricWriter"}
 
 // Roles on the join token secret (and only on it).
 const (
@@ -54,7 +54,7 @@ const (
 	JoinSecretReader = "roles/secretmanager.secretAccessor"
 )
 
-// JoinSecretRenewerPermissions are the permissions of the token renewer's
+// joinSecretRenewerPermissions are the permissions of the token renewer's
 // custom role on the join secret: exactly the Secret Manager calls
 // templates/join-token-renewer.sh makes besides reading a version's
 // payload (JoinSecretReader): versions.addVersion, versions.list,
@@ -64,7 +64,7 @@ const (
 // a stolen identity of the autoscaler's node can add a version VMs then
 // read, or disable one, and the owner can enable it again; it cannot
 // erase one.
-var JoinSecretRenewerPermissions = []string{
+var joinSecretRenewerPermissions = []string{
 	"secretmanager.versions.add",
 	"secretmanager.versions.disable",
 	"secretmanager.versions.list",
@@ -96,11 +96,11 @@ const (
 	OnProject  = "project"
 )
 
-// AutoscalerPermissionsSource is where AutoscalerComputePermissions come
+// autoscalerPermissionsSource is where AutoscalerComputePermissions come
 // from: every Compute Engine API call the Cluster Autoscaler's GCE provider
 // makes with nodegen's configuration (MIGs listed with --nodes, zonal),
 // read from the source at that commit.
-const AutoscalerPermissionsSource = "kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go"
+const autoscalerPermissionsSource = "kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go"
 
 // AutoscalerComputePermissions is the autoscaler node's custom role, one
 // entry per permission, sorted. Left out on purpose, because nodegen's
@@ -162,19 +162,19 @@ func autoscalerPermissions(scoped bool) []string {
 	return out
 }
 
-// ApproverMIGPermissions is the custom role that lets the node CSR
+// approverMIGPermissions is the custom role that lets the node CSR
 // approver on the autoscaler's node read the per-instance configs of the
 // MIGs of the cloud groups that are not autoscaled (the autoscaler's own
 // among them), whose MIGs the scoped Compute role does not name:
 // instanceGroupManagers.listPerInstanceConfigs needs
 // compute.instanceGroupManagers.get on the MIG (Compute Engine API
 // reference, instanceGroupManagers.listPerInstanceConfigs).
-var ApproverMIGPermissions = []string{"compute.instanceGroupManagers.get"}
+var approverMIGPermissions = []string{"compute.instanceGroupManagers.get"}
 
-// ApproverMIGCondition is the IAM condition (CEL) of the ApproverMIGPermissions
+// approverMIGCondition is the IAM condition (CEL) of the approverMIGPermissions
 // binding: the resource is the MIG of a cloud group that is not autoscaled,
 // in one of its zones. "" when every cloud group is autoscaled.
-func ApproverMIGCondition(src *model.Source) string {
+func approverMIGCondition(src *model.Source) string {
 	c := &src.Cluster
 	var terms []string
 	for _, g := range src.CloudGroups() {
@@ -197,9 +197,9 @@ func CustomRoleID(cluster string) string { return customRoleID(cluster, "autosca
 const (
 	// TFAutoscalerListRole holds AutoscalerProjectPermissions.
 	TFAutoscalerListRole = "autoscaler_list"
-	// TFApproverMIGRole holds ApproverMIGPermissions.
+	// TFApproverMIGRole holds approverMIGPermissions.
 	TFApproverMIGRole = "approver_mig_read"
-	// TFJoinSecretRenewerRole holds JoinSecretRenewerPermissions.
+	// TFJoinSecretRenewerRole holds joinSecretRenewerPermissions.
 	TFJoinSecretRenewerRole = "join_token_renewer"
 )
 
@@ -300,7 +300,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		sa.SetAttributeValue("description", cty.StringVal("Runs the VMs of "+fmt.Sprintf(roleDoc[role], c.Name)+"."))
 	}
 	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
-		for _, pr := range ProjectRoles {
+		for _, pr := range projectRoles {
 			body.AppendNewline()
 			b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, roleResourceName(role, pr)}).Body()
 			b.SetAttributeRaw("project", ref("local", "project"))
@@ -322,7 +322,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 	cr.SetAttributeRaw("project", ref("local", "project"))
 	cr.SetAttributeValue("role_id", cty.StringVal(CustomRoleID(c.Name)))
 	cr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name))
-	cr.SetAttributeValue("description", cty.StringVal("Resize the MIGs of cluster "+c.Name+" and read their templates and instances (bound with a condition on their names). Source: "+AutoscalerPermissionsSource+"."))
+	cr.SetAttributeValue("description", cty.StringVal("Resize the MIGs of cluster "+c.Name+" and read their templates and instances (bound with a condition on their names). Source: "+autoscalerPermissionsSource+"."))
 	cr.SetAttributeValue("permissions", strs(AutoscalerScopedPermissions()))
 
 	body.AppendNewline()
@@ -341,7 +341,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 	lr.SetAttributeRaw("project", ref("local", "project"))
 	lr.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(c.Name, TFAutoscalerListRole)))
 	lr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name+": project reads"))
-	lr.SetAttributeValue("description", cty.StringVal("List MIGs and instances, read machine types and wait for operations: read-only calls checked on the project. Source: "+AutoscalerPermissionsSource+"."))
+	lr.SetAttributeValue("description", cty.StringVal("List MIGs and instances, read machine types and wait for operations: read-only calls checked on the project. Source: "+autoscalerPermissionsSource+"."))
 	lr.SetAttributeValue("permissions", strs(AutoscalerProjectPermissions()))
 
 	body.AppendNewline()
@@ -350,7 +350,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 	lb.SetAttributeRaw("role", ref(TFCustomRole, TFAutoscalerListRole, "name"))
 	lb.SetAttributeRaw("member", member(model.RoleAutoscaler))
 
-	if expr := ApproverMIGCondition(src); expr != "" {
+	if expr := approverMIGCondition(src); expr != "" {
 		body.AppendNewline()
 		comment(body,
 			"The node CSR approver on the autoscaler's node reads the per-instance",
@@ -362,7 +362,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		ar.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(c.Name, TFApproverMIGRole)))
 		ar.SetAttributeValue("title", cty.StringVal("nodegen node CSR approver of "+c.Name+": MIGs not autoscaled"))
 		ar.SetAttributeValue("description", cty.StringVal("Read the MIGs of the cloud groups of cluster "+c.Name+" that are not autoscaled and their per-instance configs (bound with a condition on their names)."))
-		ar.SetAttributeValue("permissions", strs(ApproverMIGPermissions))
+		ar.SetAttributeValue("permissions", strs(approverMIGPermissions))
 
 		body.AppendNewline()
 		ab := body.AppendNewBlock("resource", []string{TFProjectIAMMember, model.RoleAutoscaler + "_" + TFApproverMIGRole}).Body()
@@ -380,7 +380,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 
 // JoinSecretGrants lists the roles granted on the join secret, by service
 // account role, in the order they are written. SecretRole "" is the
-// renewer's custom role (JoinSecretRenewerPermissions).
+// renewer's custom role (joinSecretRenewerPermissions).
 var JoinSecretGrants = []struct{ Role, SecretRole, Name string }{
 	{model.RoleNodes, JoinSecretReader, "nodes_read"},
 	{model.RoleAutoscaler, JoinSecretReader, "autoscaler_read"},
@@ -425,7 +425,7 @@ func terraformJoinSecret(src *model.Source, header string) []byte {
 	rr.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(src.Cluster.Name, TFJoinSecretRenewerRole)))
 	rr.SetAttributeValue("title", cty.StringVal("nodegen join-token renewer of "+src.Cluster.Name))
 	rr.SetAttributeValue("description", cty.StringVal("Add, list and disable versions of the join token secret; no destroy."))
-	rr.SetAttributeValue("permissions", strs(JoinSecretRenewerPermissions))
+	rr.SetAttributeValue("permissions", strs(joinSecretRenewerPermissions))
 	for _, g := range JoinSecretGrants {
 		body.AppendNewline()
 		b := body.AppendNewBlock("resource", []string{TFSecretIAMMember, TFJoinSecretName + "_" + g.Name}).Body()
