@@ -29,8 +29,9 @@ import (
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
-// tokenRE matches a kubeadm bootstrap token.
-var tokenRE = regexp.MustCompile(`[a-z0-9]{6}\.[a-z0-9]{16}`)
+// tokenRE matches a kubeadm bootstrap token, a word of its own (not a
+// part of "policy.admissionregistration.k8s.io").
+var tokenRE = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)
 
 // day0Deadline is the join deadline the test gives the join script
 // (its JOIN_DEADLINE), short so that the test is quick; the script's
@@ -53,7 +54,12 @@ const day0Deadline = 90 * time.Second
 //     as a join does;
 //   - gcloud secrets versions add adds stdin as a new version; gcloud
 //     compute instance-groups managed list-instances prints the VMs the
-//     test put in the MIG.
+//     test put in the MIG. Under STUB_STATE (the day-0 script test) it
+//     also enables APIs, makes the image builder VMs (which keep the
+//     recipe given to them over ssh and parse it with bash -n) and images
+//     of their disks, each refusing what Compute refuses (an API not
+//     enabled, a VM that does not exist, an image of a running VM's
+//     disk), and adds versions only to a secret terraform apply created.
 var day0Stubs = map[string]string{
 	"ssh": `#!/usr/bin/env bash
 set -euo pipefail
@@ -120,6 +126,8 @@ EOF
 	for ((i = 0; i < STUB_TLS_BOOTSTRAP_SECONDS; i++)); do
 		if [[ -n "$(k get csr "${csr}" -o jsonpath='{.status.certificate}')" ]]; then
 			printf '%s' "${token}" >"${STUB_DIR}/joined-token"
+			# What the kubelet registers its Node with.
+			cp "$3" "${STUB_DIR}/join-configuration.yaml"
 			mkdir -p "${STUB_KUBERNETES_DIR}"
 			echo kubeconfig >"${STUB_KUBERNETES_DIR}/kubelet.conf"
 			exit 0
@@ -136,15 +144,105 @@ esac
 `,
 	"gcloud": `#!/usr/bin/env bash
 set -euo pipefail
+if [[ -n "${STUB_LOG:-}" ]]; then printf 'gcloud %s\n' "$*" >>"${STUB_LOG}"; fi
+unexpected() { echo "stub gcloud: unexpected call: gcloud ${call}" >&2; exit 64; }
+call="$*"
+# The calls of the day-0 steps before the first token (the APIs and the
+# node images) keep their effects under STUB_STATE, which only the
+# day-0 script test sets: the APIs enabled, the builder VMs, the images.
+# flags NAME... reads --NAME=VALUE arguments, exactly those, into flag[NAME].
+declare -A flag=()
+flags() {
+	local want=" $* " a k
+	for a in "${args[@]}"; do
+		[[ "${a}" == --*=* ]] || unexpected
+		k="${a%%=*}" k="${k#--}"
+		[[ "${want}" == *" ${k} "* && -z "${flag[${k}]+x}" ]] || unexpected
+		flag["${k}"]="${a#*=}"
+	done
+	for k in "$@"; do [[ -n "${flag[${k}]+x}" ]] || unexpected; done
+}
+instance() {
+	[[ -d "${STUB_STATE}/instances/$1" ]] || { echo "ERROR: (gcloud) The resource 'projects/${flag[project]}/zones/${flag[zone]}/instances/$1' was not found" >&2; exit 1; }
+}
+case "$1 $2 $3" in
+"services enable "*)
+	[[ -n "${STUB_STATE:-}" ]] || unexpected
+	shift 2
+	apis=() args=()
+	for a in "$@"; do if [[ "${a}" == --* ]]; then args+=("${a}"); else apis+=("${a}"); fi; done
+	flags project
+	((${#apis[@]})) || unexpected
+	mkdir -p "${STUB_STATE}/apis/${flag[project]}"
+	for a in "${apis[@]}"; do touch "${STUB_STATE}/apis/${flag[project]}/${a}"; done
+	exit 0
+	;;
+"compute instances create" | "compute instances stop" | "compute instances delete" | "compute ssh "* | "compute images create")
+	[[ -n "${STUB_STATE:-}" ]] || unexpected
+	if [[ "$2" == ssh ]]; then name="$3" op=ssh; shift 3; else name="$4" op="$2 $3"; shift 4; fi
+	args=()
+	while (($#)) && [[ "$1" != -- ]]; do args+=("$1"); shift; done
+	case "${op}" in
+	"instances create") flags project zone image-project image-family boot-disk-size ;;
+	"images create") flags project family source-disk source-disk-zone ;;
+	*) flags project zone ;;
+	esac
+	[[ -e "${STUB_STATE}/apis/${flag[project]}/compute.googleapis.com" ]] ||
+		{ echo "ERROR: (gcloud) Compute Engine API has not been used in project ${flag[project]} before or it is disabled" >&2; exit 1; }
+	case "${op}" in
+	"instances create")
+		(($# == 0)) || unexpected
+		[[ ! -e "${STUB_STATE}/instances/${name}" ]] || { echo "ERROR: (gcloud) The resource '${name}' already exists" >&2; exit 1; }
+		mkdir -p "${STUB_STATE}/instances/${name}"
+		echo RUNNING >"${STUB_STATE}/instances/${name}/status"
+		;;
+	ssh)
+		# The builder VM runs the recipe it is given on stdin as root:
+		# here it is kept, and bash reads it without running it.
+		[[ "$*" == "-- sudo bash -s" ]] || unexpected
+		instance "${name}"
+		[[ "$(cat "${STUB_STATE}/instances/${name}/status")" == RUNNING ]] || { echo "ssh: connect to host ${name}: Connection refused" >&2; exit 255; }
+		cat >"${STUB_STATE}/instances/${name}/recipe.sh"
+		bash -n "${STUB_STATE}/instances/${name}/recipe.sh"
+		;;
+	"instances stop")
+		(($# == 0)) || unexpected
+		instance "${name}"
+		echo TERMINATED >"${STUB_STATE}/instances/${name}/status"
+		;;
+	"instances delete")
+		(($# == 0)) || unexpected
+		instance "${name}"
+		rm -r "${STUB_STATE}/instances/${name}"
+		;;
+	"images create")
+		(($# == 0)) || unexpected
+		flag[zone]="${flag[source-disk-zone]}"
+		instance "${flag[source-disk]}"
+		disk="${STUB_STATE}/instances/${flag[source-disk]}"
+		[[ "$(cat "${disk}/status")" == TERMINATED ]] ||
+			{ echo "ERROR: (gcloud) The disk resource '${flag[source-disk]}' is already being used by '${flag[source-disk]}'" >&2; exit 1; }
+		[[ -e "${disk}/recipe.sh" ]] || { echo "stub gcloud: an image of a builder that ran no recipe" >&2; exit 1; }
+		mkdir -p "${STUB_STATE}/images/${flag[project]}/${flag[family]}"
+		cp "${disk}/recipe.sh" "${STUB_STATE}/images/${flag[project]}/${flag[family]}/recipe.sh"
+		echo "${name}" >>"${STUB_STATE}/images/${flag[project]}/${flag[family]}/images"
+		;;
+	esac
+	exit 0
+	;;
+esac
 if [[ "$1 $2 $3 $4" == "compute instance-groups managed list-instances" ]]; then
-	[[ "$6" == --zone=* && "$7" == --project=* && "$8" == "--format=value(name)" && $# == 8 ]] ||
-		{ echo "stub gcloud: unexpected call: $*" >&2; exit 64; }
+	[[ "$6" == --zone=* && "$7" == --project=* && "$8" == "--format=value(name)" && $# == 8 ]] || unexpected
 	cat "${STUB_MIGS}/$5" 2>/dev/null || true
 	exit 0
 fi
-[[ "$1 $2 $3" == "secrets versions add" && "$5" == --project=* && "$6" == --data-file=- && $# == 6 ]] ||
-	{ echo "stub gcloud: unexpected call: $*" >&2; exit 64; }
+[[ "$1 $2 $3" == "secrets versions add" && "$5" == --project=* && "$6" == --data-file=- && $# == 6 ]] || unexpected
 secret="$4" project="${5#--project=}"
+# Under STUB_STATE, terraform apply creates the secret.
+if [[ -n "${STUB_STATE:-}" && ! -e "${STUB_STATE}/secrets/${project}/${secret}" ]]; then
+	echo "ERROR: (gcloud.secrets.versions.add) NOT_FOUND: Secret [projects/${project}/secrets/${secret}] not found or has no versions." >&2
+	exit 1
+fi
 data="$(base64 | tr -d '\n')"
 [[ -n "${data}" ]] || { echo "stub gcloud: empty stdin" >&2; exit 1; }
 code="$(printf '{"payload":{"data":"%s"}}' "${data}" | curl --silent --max-time 10 \
@@ -230,61 +328,11 @@ func TestDayZero(t *testing.T) {
 	e.script, e.env = renewerScript(t, manifest)
 	f := newFakeGCP(t, src.Cluster.GCP.Project, src.Cluster.JoinToken.SecretManager.Secret)
 
-	bin := t.TempDir()
-	for name, body := range day0Stubs {
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
 	migs := t.TempDir() // per MIG, the names of its VMs
-	const host = "cp-1.example.internal"
-	// person runs a documented command as the person would, with
-	// CONTROL_PLANE_HOST set as the docs say, the admin's kubeconfig, and
-	// env, and returns its output.
-	person := func(t *testing.T, command string, env ...string) string {
-		t.Helper()
-		cmd := exec.Command("bash", "-euo", "pipefail", "-c", command)
-		cmd.Env = append([]string{"PATH=" + path, "HOME=" + t.TempDir(), docs.Day0ControlPlaneHostVar + "=" + host, "EXPECT_SSH_HOST=" + host,
-			"KUBECONFIG=" + cp.Admin().Kubeconfig, "STUB_MIGS=" + migs,
-			"CP_ADMIN_KUBECONFIG=" + cp.Admin().Kubeconfig, "GCLOUD_ACCESS_TOKEN=" + f.accessToken, "GCLOUD_SECRET_MANAGER_URL=" + f.SecretManagerURL()}, env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", command, err, out)
-		}
-		if tokenRE.Match(out) {
-			t.Errorf("the command shows the token:\n%s", out)
-		}
-		return string(out)
-	}
-	// approveVM lists the VMs and the undecided requests as the docs say,
-	// until the one request for the VM's name of the cloud group shows,
-	// and approves it with the docs' command.
-	approveVM := func(t *testing.T, vm string) {
-		t.Helper()
-		subject := regexp.MustCompile(`CN ?= ?system:node:` + regexp.QuoteMeta(vm) + `(,|$)`)
-		var csr string
-		eventually(t, 45*time.Second, "the request of VM "+vm+" listed", func() string {
-			out := person(t, list[0])
-			lines := strings.Split(strings.TrimSpace(out), "\n")
-			if !slices.Contains(lines, vm) {
-				return "the VM is not listed:\n" + out
-			}
-			var found []string
-			for _, l := range lines {
-				fields := strings.Fields(l)
-				if len(fields) >= 4 && strings.Contains(","+fields[2], ","+model.CloudBootstrapGroup+",") && subject.MatchString(l) {
-					found = append(found, fields[0])
-				}
-			}
-			if len(found) != 1 {
-				return fmt.Sprintf("%d requests for %s of %s:\n%s", len(found), vm, model.CloudBootstrapGroup, out)
-			}
-			csr = found[0]
-			return ""
-		})
-		person(t, approve[0], docs.Day0NodeCSRVar+"="+csr)
-	}
+	p := newDay0Person(t, cp, f, migs, "")
+	path := p.path
+	approveVM := func(t *testing.T, vm string) { p.approveVM(t, list[0], approve[0], vm) }
+	person := p.run
 	setMIG := func(vm string) {
 		if err := os.WriteFile(filepath.Join(migs, src.Cluster.MIGName(ca, ca.Zones[0])), []byte(vm+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -379,6 +427,90 @@ func TestDayZero(t *testing.T) {
 	}
 	e.acceptedSoon(t, "the renewer's new token", string(versions[len(versions)-1].Payload), model.CloudBootstrapGroup)
 	e.noKubeadmTokens(t)
+}
+
+// day0Host is the control-plane node the day-0 steps ssh to.
+const day0Host = "cp-1.example.internal"
+
+// day0Person runs the documented commands as the person does, in dir,
+// with the stand-ins of day0Stubs first on PATH.
+type day0Person struct {
+	path string // PATH: the stand-ins, then the machine's
+	bin  string // the stand-ins' folder
+	dir  string // the working directory ("" for the test's)
+	env  []string
+}
+
+// newDay0Person writes the stand-ins and returns the person: with
+// CONTROL_PLANE_HOST set as the docs say, the admin's kubeconfig, and
+// gcloud's credentials for the fake; migs holds, per MIG, its VMs.
+func newDay0Person(t *testing.T, cp *testcp.ControlPlane, f *fakeGCP, migs, dir string) *day0Person {
+	t.Helper()
+	bin := t.TempDir()
+	for name, body := range day0Stubs {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	return &day0Person{path: path, bin: bin, dir: dir, env: []string{
+		"PATH=" + path, "HOME=" + t.TempDir(), docs.Day0ControlPlaneHostVar + "=" + day0Host, "EXPECT_SSH_HOST=" + day0Host,
+		"KUBECONFIG=" + cp.Admin().Kubeconfig, "STUB_MIGS=" + migs,
+		"CP_ADMIN_KUBECONFIG=" + cp.Admin().Kubeconfig, "GCLOUD_ACCESS_TOKEN=" + f.accessToken, "GCLOUD_SECRET_MANAGER_URL=" + f.SecretManagerURL(),
+	}}
+}
+
+// command is a documented command as the person runs it, under bash
+// -euo pipefail, with env added; the person answers "yes" to a prompt.
+func (p *day0Person) command(command string, env ...string) *exec.Cmd {
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", command)
+	cmd.Dir = p.dir
+	cmd.Env = append(slices.Clone(p.env), env...)
+	cmd.Stdin = strings.NewReader("yes\n")
+	return cmd
+}
+
+// run runs a documented command and returns its output; it fails the
+// test if the command fails or shows a bootstrap token.
+func (p *day0Person) run(t *testing.T, command string, env ...string) string {
+	t.Helper()
+	out, err := p.command(command, env...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", command, err, out)
+	}
+	if tokenRE.Match(out) {
+		t.Errorf("the command shows the token:\n%s", out)
+	}
+	return string(out)
+}
+
+// approveVM lists the VMs and the undecided requests with the docs'
+// command list, until the one request for the VM's name of the cloud
+// group shows, and approves it with the docs' command approve.
+func (p *day0Person) approveVM(t *testing.T, list, approve, vm string) {
+	t.Helper()
+	subject := regexp.MustCompile(`CN ?= ?system:node:` + regexp.QuoteMeta(vm) + `(,|$)`)
+	var csr string
+	eventually(t, 45*time.Second, "the request of VM "+vm+" listed", func() string {
+		out := p.run(t, list)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if !slices.Contains(lines, vm) {
+			return "the VM is not listed:\n" + out
+		}
+		var found []string
+		for _, l := range lines {
+			fields := strings.Fields(l)
+			if len(fields) >= 4 && strings.Contains(","+fields[2], ","+model.CloudBootstrapGroup+",") && subject.MatchString(l) {
+				found = append(found, fields[0])
+			}
+		}
+		if len(found) != 1 {
+			return fmt.Sprintf("%d requests for %s of %s:\n%s", len(found), vm, model.CloudBootstrapGroup, out)
+		}
+		csr = found[0]
+		return ""
+	})
+	p.run(t, approve, docs.Day0NodeCSRVar+"="+csr)
 }
 
 // registerAndLabel creates VM vm's Node of group g as its kubelet does
@@ -548,14 +680,14 @@ type vmResult struct {
 // its deadline day0Deadline and its retry delays shortened to match.
 func bootVM(t *testing.T, f *fakeGCP, script []byte, path string, cp *testcp.ControlPlane, instance, zone string) *vm {
 	t.Helper()
-	f.setVM(instance, zone)
+	f.addVM(instance, zone)
 	tmp := t.TempDir()
 	v := &vm{stub: filepath.Join(tmp, "stub"), kubeDir: filepath.Join(tmp, "etc-kubernetes"), done: make(chan vmResult, 1)}
 	if err := os.Mkdir(v.stub, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	script, err := scripttest.WithConstants(script, map[string]string{
-		"METADATA_URL": f.MetadataURL(), "SECRET_MANAGER_URL": f.SecretManagerURL(),
+		"METADATA_URL": f.MetadataURLOf(instance), "SECRET_MANAGER_URL": f.SecretManagerURL(),
 		"KUBERNETES_DIR": v.kubeDir, "KUBELET_DIR": filepath.Join(tmp, "var-lib-kubelet"), "STATE_DIR": filepath.Join(tmp, "var-lib-nodegen"),
 		"JOIN_DEADLINE": strconv.Itoa(int(day0Deadline.Seconds())),
 		"RETRY_DELAY":   "1", "MAX_RETRY_DELAY": "2", "HTTP_RETRY_DELAY": "1", "HTTP_MAX_RETRY_DELAY": "2",

@@ -44,8 +44,11 @@ type fakeGCP struct {
 	// instance and zone are what the metadata server says about the VM
 	// a join script runs on (setVM).
 	instance, zone string
-	// guest holds the guest attributes the VM wrote, by
-	// "<namespace>/<key>".
+	// vms are the zones of the VMs that have a metadata server of their
+	// own, under /vm/<name>/computeMetadata/v1 (addVM), by name.
+	vms map[string]string
+	// guest holds the guest attributes the VMs wrote, by
+	// "<instance>/<namespace>/<key>".
 	guest map[string]string
 }
 
@@ -113,6 +116,22 @@ func (f *fakeGCP) setVM(instance, zone string) {
 	f.instance, f.zone = instance, zone
 }
 
+// addVM gives VM instance of zone a metadata server of its own, at
+// MetadataURLOf(instance), so that VMs boot side by side.
+func (f *fakeGCP) addVM(instance, zone string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.vms == nil {
+		f.vms = map[string]string{}
+	}
+	f.vms[instance] = zone
+}
+
+// MetadataURLOf is the metadata server of a VM added with addVM.
+func (f *fakeGCP) MetadataURLOf(instance string) string {
+	return f.srv.URL + "/vm/" + instance + "/computeMetadata/v1"
+}
+
 // count returns how many requests so far contain s.
 func (f *fakeGCP) count(s string) int {
 	f.mu.Lock()
@@ -168,7 +187,17 @@ func (f *fakeGCP) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, r.Method+" "+r.URL.Path)
-	if r.URL.Path == "/computeMetadata/v1/instance/service-accounts/default/token" {
+	path, instance, zone := r.URL.Path, f.instance, f.zone
+	if rest, ok := strings.CutPrefix(path, "/vm/"); ok {
+		name, p, _ := strings.Cut(rest, "/")
+		z, ok := f.vms[name]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		path, instance, zone = "/"+p, name, z
+	}
+	if path == "/computeMetadata/v1/instance/service-accounts/default/token" {
 		if r.Header.Get("Metadata-Flavor") != "Google" {
 			http.Error(w, "missing Metadata-Flavor: Google", http.StatusForbidden)
 			return
@@ -180,23 +209,23 @@ func (f *fakeGCP) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusOK, map[string]any{"access_token": f.accessToken, "expires_in": 3599, "token_type": "Bearer"})
 		return
 	}
-	if p, ok := strings.CutPrefix(r.URL.Path, "/computeMetadata/v1/"); ok {
+	if p, ok := strings.CutPrefix(path, "/computeMetadata/v1/"); ok {
 		if r.Header.Get("Metadata-Flavor") != "Google" {
 			http.Error(w, "missing Metadata-Flavor: Google", http.StatusForbidden)
 			return
 		}
 		w.Header().Set("Metadata-Flavor", "Google")
 		if r.Method == http.MethodPut {
-			f.putGuestAttribute(w, r, p)
+			f.putGuestAttribute(w, r, instance, p)
 			return
 		}
 		switch {
-		case p == "instance/id" && f.instance != "":
-			fmt.Fprint(w, instanceID(f.instance))
-		case p == "instance/name" && f.instance != "":
-			fmt.Fprint(w, f.instance)
-		case p == "instance/zone" && f.zone != "":
-			fmt.Fprintf(w, "projects/%s/zones/%s", projectNumber, f.zone)
+		case p == "instance/id" && instance != "":
+			fmt.Fprint(w, instanceID(instance))
+		case p == "instance/name" && instance != "":
+			fmt.Fprint(w, instance)
+		case p == "instance/zone" && zone != "":
+			fmt.Fprintf(w, "projects/%s/zones/%s", projectNumber, zone)
 		case p == "project/project-id":
 			fmt.Fprint(w, f.project)
 		default:
@@ -332,11 +361,11 @@ func instanceID(instance string) string {
 	return strconv.FormatUint(h.Sum64()>>1, 10)
 }
 
-// putGuestAttribute stores a guest attribute, as the metadata server does
-// for a PUT of instance/guest-attributes/<namespace>/<key> with the value
-// as the body (Compute Engine documentation, "Set and query guest
-// attributes"); no other path may be written. f.mu is held.
-func (f *fakeGCP) putGuestAttribute(w http.ResponseWriter, r *http.Request, p string) {
+// putGuestAttribute stores a guest attribute of instance, as the metadata
+// server does for a PUT of instance/guest-attributes/<namespace>/<key>
+// with the value as the body (Compute Engine documentation, "Set and
+// query guest attributes"); no other path may be written. f.mu is held.
+func (f *fakeGCP) putGuestAttribute(w http.ResponseWriter, r *http.Request, instance, p string) {
 	rest, ok := strings.CutPrefix(p, "instance/guest-attributes/")
 	ns, key, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 || ns == "" || key == "" || strings.Contains(key, "/") {
@@ -351,5 +380,5 @@ func (f *fakeGCP) putGuestAttribute(w http.ResponseWriter, r *http.Request, p st
 	if f.guest == nil {
 		f.guest = map[string]string{}
 	}
-	f.guest[ns+"/"+key] = string(b)
+	f.guest[instance+"/"+ns+"/"+key] = string(b)
 }
