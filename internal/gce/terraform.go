@@ -1,10 +1,39 @@
 package gce
 
 // The Terraform resource types (hashicorp/terraform-provider-google) of
-// the Compute Engine objects nodegen writes.
+// the Google Cloud objects nodegen writes.
 const (
+	// The node groups: their instance templates and MIGs, and the health
+	// check of an autohealed group (the firewall rule that lets it reach
+	// the nodes is a TFFirewall).
 	TFInstanceTemplate = "google_compute_instance_template"
 	TFGroupManager     = "google_compute_instance_group_manager"
+	TFHealthCheck      = "google_compute_health_check"
+
+	// The network nodegen renders from cluster.gcp.network.
+	TFFirewall  = "google_compute_firewall"
+	TFRouter    = "google_compute_router"
+	TFRouterNAT = "google_compute_router_nat"
+
+	// The HA VPN (cluster.gcp.network.vpn).
+	TFExternalVPNGateway = "google_compute_external_vpn_gateway"
+	TFVPNTunnel          = "google_compute_vpn_tunnel"
+	TFRouterInterface    = "google_compute_router_interface"
+	TFRouterPeer         = "google_compute_router_peer"
+
+	// The identity and the join secret.
+	TFServiceAccount   = "google_service_account"
+	TFCustomRole       = "google_project_iam_custom_role"
+	TFProjectIAMMember = "google_project_iam_member"
+	TFSecret           = "google_secret_manager_secret"
+	TFSecretIAMMember  = "google_secret_manager_secret_iam_member"
+	TFSecretVersion    = "google_secret_manager_secret_version"
+
+	// A mesh cluster's east-west gateway load balancer.
+	TFAddress           = "google_compute_address"
+	TFRegionHealthCheck = "google_compute_region_health_check"
+	TFRegionBackend     = "google_compute_region_backend_service"
+	TFForwardingRule    = "google_compute_forwarding_rule"
 )
 
 // The instance lifecycle policy of an autohealed group's MIGs (google

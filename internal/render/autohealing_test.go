@@ -18,7 +18,6 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -69,7 +68,7 @@ func readAutohealed(t *testing.T, files layout.Files, group string) autohealed {
 				t.Fatalf("MIG %s has %d instance_lifecycle_policy blocks", b.Labels[1], n)
 			}
 			a.lifecycle = append(a.lifecycle, policy)
-		case b.Type == "resource" && b.Labels[0] == terraform.TFHealthCheck:
+		case b.Type == "resource" && b.Labels[0] == gce.TFHealthCheck:
 			for name, dst := range map[string]*int64{"check_interval_sec": &a.interval, "timeout_sec": &a.timeout, "unhealthy_threshold": &a.unhealthy} {
 				*dst, _ = attrValue(t, b.Body, name, nil).AsBigFloat().Int64()
 			}

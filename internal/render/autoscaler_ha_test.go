@@ -19,7 +19,6 @@ import (
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -137,23 +136,23 @@ func TestFixedSizeGroupsAutoheal(t *testing.T) {
 				}
 			}
 			if !g.Autohealed() {
-				if len(healing) != 0 || len(res[terraform.TFHealthCheck]) != 0 || len(res[terraform.TFFirewall]) != 0 || tmplTags.LengthInt() != 1 {
+				if len(healing) != 0 || len(res[gce.TFHealthCheck]) != 0 || len(res[gce.TFFirewall]) != 0 || tmplTags.LengthInt() != 1 {
 					t.Errorf("autoscaled group %s: %d autohealing policies, %d health checks, %d firewalls, tags %v",
-						g.Name, len(healing), len(res[terraform.TFHealthCheck]), len(res[terraform.TFFirewall]), tmplTags.GoString())
+						g.Name, len(healing), len(res[gce.TFHealthCheck]), len(res[gce.TFFirewall]), tmplTags.GoString())
 				}
 				return
 			}
 			if g.Name == src.Cluster.Autoscaler.NodeGroup && len(migZones) < 2 {
 				t.Errorf("the autoscaler's group has MIGs in zones %v, want two or more", migZones)
 			}
-			if len(healing) != len(res[gce.TFGroupManager]) || len(res[terraform.TFHealthCheck]) != 1 || len(res[terraform.TFFirewall]) != 1 {
+			if len(healing) != len(res[gce.TFGroupManager]) || len(res[gce.TFHealthCheck]) != 1 || len(res[gce.TFFirewall]) != 1 {
 				t.Fatalf("%d MIGs, %d autohealing policies, %d health checks, %d firewalls",
-					len(res[gce.TFGroupManager]), len(healing), len(res[terraform.TFHealthCheck]), len(res[terraform.TFFirewall]))
+					len(res[gce.TFGroupManager]), len(healing), len(res[gce.TFHealthCheck]), len(res[gce.TFFirewall]))
 			}
-			hc := res[terraform.TFHealthCheck][0]
+			hc := res[gce.TFHealthCheck][0]
 			for _, p := range healing {
 				ref := p.Body.Attributes["health_check"].Expr.(*hclsyntax.ScopeTraversalExpr).Traversal
-				if got := ref.RootName() + "." + ref[1].(hcl.TraverseAttr).Name + "." + ref[2].(hcl.TraverseAttr).Name; got != terraform.TFHealthCheck+"."+hc.Labels[1]+".id" {
+				if got := ref.RootName() + "." + ref[1].(hcl.TraverseAttr).Name + "." + ref[2].(hcl.TraverseAttr).Name; got != gce.TFHealthCheck+"."+hc.Labels[1]+".id" {
 					t.Errorf("autohealing with %s, want the group's health check %s", got, hc.Labels[1])
 				}
 				mnpt := src.Cluster.MaxNodeProvisionTime(g)
@@ -175,7 +174,7 @@ func TestFixedSizeGroupsAutoheal(t *testing.T) {
 				t.Errorf("health check of port %d path %s, want the kubelet's 10248 /healthz", port, attrValue(t, http.Body, "request_path", ctx).GoString())
 			}
 
-			fw := res[terraform.TFFirewall][0].Body
+			fw := res[gce.TFFirewall][0].Body
 			if got := strList(attrValue(t, fw, "source_ranges", ctx)); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"130.211.0.0/22", "35.191.0.0/16"}) {
 				t.Errorf("firewall sources %v, want Google's health-check ranges only", got)
 			}

@@ -163,19 +163,19 @@ func checkLoadBalancer(t *testing.T, files layout.Files, src *model.Source, gw *
 	if u := m.unresolved(); len(u) > 0 {
 		t.Errorf("references to nothing in the module: %v", u)
 	}
-	addrRes := terraform.TFAddress + "." + terraform.MeshLBName
+	addrRes := gce.TFAddress + "." + terraform.MeshLBName
 	if got := m.literal(t, addrRes, "address"); got != addr {
 		t.Errorf("reserved address %s, want %s", got, addr)
 	}
 	if got := m.literal(t, addrRes, "address_type"); got != "INTERNAL" {
 		t.Errorf("address_type %s", got)
 	}
-	rule := terraform.TFForwardingRule + "." + terraform.MeshLBName
-	backend := terraform.TFRegionBackend + "." + terraform.MeshLBName
+	rule := gce.TFForwardingRule + "." + terraform.MeshLBName
+	backend := gce.TFRegionBackend + "." + terraform.MeshLBName
 	for _, c := range []struct{ res, attr, target string }{
 		{rule, "ip_address", addrRes + ".address"},
 		{rule, "backend_service", backend + ".id"},
-		{backend, "health_checks", terraform.TFRegionHealthCheck + "." + terraform.MeshLBName + ".id"},
+		{backend, "health_checks", gce.TFRegionHealthCheck + "." + terraform.MeshLBName + ".id"},
 	} {
 		if !m.references(c.res, c.attr, c.target) {
 			t.Errorf("%s.%s does not refer to %s", c.res, c.attr, c.target)
@@ -217,7 +217,7 @@ func checkLoadBalancer(t *testing.T, files layout.Files, src *model.Source, gw *
 	}
 	// The health check probes the status port, and the firewall lets
 	// Google's probes reach it at the address.
-	hc := m.resources[terraform.TFRegionHealthCheck+"."+terraform.MeshLBName]
+	hc := m.resources[gce.TFRegionHealthCheck+"."+terraform.MeshLBName]
 	for _, b := range hc.Blocks {
 		if b.Type == "http_health_check" {
 			pv, _ := b.Body.Attributes["port"].Expr.Value(nil)
@@ -226,7 +226,7 @@ func checkLoadBalancer(t *testing.T, files layout.Files, src *model.Source, gw *
 			}
 		}
 	}
-	fw := terraform.TFFirewall + "." + terraform.MeshLBHealthFirewall
+	fw := gce.TFFirewall + "." + terraform.MeshLBHealthFirewall
 	rv, _ := m.resources[fw].Attributes["source_ranges"].Expr.Value(nil)
 	var ranges []string
 	for _, r := range rv.AsValueSlice() {
@@ -275,7 +275,7 @@ func TestMeshLoadBalancer(t *testing.T) {
 	if string(broken[layout.MeshLBPath]) == string(files[layout.MeshLBPath]) {
 		t.Fatal("address not found in the load balancer's file")
 	}
-	if parseLBModule(t, broken).literal(t, terraform.TFAddress+"."+terraform.MeshLBName, "address") == addr {
+	if parseLBModule(t, broken).literal(t, gce.TFAddress+"."+terraform.MeshLBName, "address") == addr {
 		t.Error("the broken module still has the address")
 	}
 	broken[layout.MeshLBPath] = []byte(strings.Replace(string(files[layout.MeshLBPath]), "instance_group_manager.gateway_", "instance_group_manager.gatewa_", 1))
@@ -347,7 +347,7 @@ func TestMeshExampleLoadBalancer(t *testing.T) {
 	a := addr.Service.ExternalIPs[0]
 	checkAddresses(t, cloud, onprem, a)
 	m := parseLBModule(t, cloud)
-	if got := m.literal(t, terraform.TFAddress+"."+terraform.MeshLBName, "address"); got != a {
+	if got := m.literal(t, gce.TFAddress+"."+terraform.MeshLBName, "address"); got != a {
 		t.Errorf("load balancer at %s, gateway at %s", got, a)
 	}
 	for _, e := range checkProviderSchema(t, cloud) {

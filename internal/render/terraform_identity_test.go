@@ -105,7 +105,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		if local == nil {
 			t.Fatalf("no local %s", terraform.ServiceAccountLocal(role))
 		}
-		want := []string{terraform.TFServiceAccount + "." + role + ".email", "var." + terraform.ServiceAccountVariable(role), "var." + terraform.ServiceAccountVariable(role)}
+		want := []string{gce.TFServiceAccount + "." + role + ".email", "var." + terraform.ServiceAccountVariable(role), "var." + terraform.ServiceAccountVariable(role)}
 		slices.Sort(want)
 		if got := refs(local.Expr); !slices.Equal(got, want) {
 			t.Errorf("local %s reads %v, want %v", terraform.ServiceAccountLocal(role), got, want)
@@ -115,20 +115,20 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	// Project-level grants, by account.
 	projectRoles := map[string][]string{}
 	var computeBinding, approverBinding *tfResource
-	for _, r := range m.byType(terraform.TFProjectIAMMember) {
+	for _, r := range m.byType(gce.TFProjectIAMMember) {
 		role := memberRole(t, r)
 		a := r.Body.Attributes["role"]
 		if rs := refs(a.Expr); len(rs) > 0 {
 			switch {
-			case slices.Equal(rs, []string{terraform.TFCustomRole + "." + model.RoleAutoscaler + ".name"}):
+			case slices.Equal(rs, []string{gce.TFCustomRole + "." + model.RoleAutoscaler + ".name"}):
 				projectRoles[role] = append(projectRoles[role], "custom:autoscaler")
 				computeBinding = &r
-			case slices.Equal(rs, []string{terraform.TFCustomRole + "." + terraform.TFAutoscalerListRole + ".name"}):
+			case slices.Equal(rs, []string{gce.TFCustomRole + "." + terraform.TFAutoscalerListRole + ".name"}):
 				projectRoles[role] = append(projectRoles[role], "custom:autoscaler_list")
 				if len(blocks(r.Body, "condition")) != 0 {
 					t.Errorf("%s: the project reads have a condition, which would deny them", r.Name)
 				}
-			case slices.Equal(rs, []string{terraform.TFCustomRole + "." + terraform.TFApproverMIGRole + ".name"}):
+			case slices.Equal(rs, []string{gce.TFCustomRole + "." + terraform.TFApproverMIGRole + ".name"}):
 				projectRoles[role] = append(projectRoles[role], "custom:"+terraform.TFApproverMIGRole)
 				approverBinding = &r
 			default:
@@ -157,7 +157,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	// renewer's role on the join secret; together exactly the documented
 	// lists; no destroy anywhere.
 	perms := map[string][]string{}
-	for _, r := range m.byType(terraform.TFCustomRole) {
+	for _, r := range m.byType(gce.TFCustomRole) {
 		for _, v := range m.eval(t, r, r.Body, "permissions").AsValueSlice() {
 			perms[r.Name] = append(perms[r.Name], v.AsString())
 		}
@@ -244,7 +244,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	if len(m.byType("google_secret_manager_secret_version")) != 0 {
 		t.Error("the module holds a secret version")
 	}
-	secrets := m.byType(terraform.TFSecret)
+	secrets := m.byType(gce.TFSecret)
 	if len(secrets) != 1 || m.str(t, secrets[0], secrets[0].Body, "secret_id") != src.Cluster.JoinToken.SecretManager.Secret {
 		t.Fatalf("secrets %v, want the join secret %s", secrets, src.Cluster.JoinToken.SecretManager.Secret)
 	}
@@ -252,14 +252,14 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 		t.Error("the join secret's replication is not automatic")
 	}
 	secretRoles := map[string][]string{}
-	for _, r := range m.byType(terraform.TFSecretIAMMember) {
-		want := []string{terraform.TFSecret + "." + terraform.TFJoinSecretName + ".secret_id"}
+	for _, r := range m.byType(gce.TFSecretIAMMember) {
+		want := []string{gce.TFSecret + "." + terraform.TFJoinSecretName + ".secret_id"}
 		if got := refs(r.Body.Attributes["secret_id"].Expr); !slices.Equal(got, want) {
 			t.Errorf("%s grants on %v, not on the join secret", r.Name, got)
 		}
 		role := memberRole(t, r)
 		if rs := refs(r.Body.Attributes["role"].Expr); len(rs) > 0 {
-			if !slices.Equal(rs, []string{terraform.TFCustomRole + "." + terraform.TFJoinSecretRenewerRole + ".name"}) {
+			if !slices.Equal(rs, []string{gce.TFCustomRole + "." + terraform.TFJoinSecretRenewerRole + ".name"}) {
 				t.Errorf("%s: role %v", r.Name, rs)
 			}
 			secretRoles[role] = append(secretRoles[role], "custom:"+terraform.TFJoinSecretRenewerRole)
@@ -290,7 +290,7 @@ func parseBodies(t *testing.T, b []byte) *hclsyntax.Body {
 func TestTerraformBringYourOwn(t *testing.T) {
 	_, files := srcSpec{}.mustRender(t)
 	m := parseModule(t, files)
-	for _, r := range m.byType(terraform.TFServiceAccount) {
+	for _, r := range m.byType(gce.TFServiceAccount) {
 		for _, tc := range []struct {
 			v    cty.Value
 			want int64
@@ -310,8 +310,8 @@ func TestTerraformBringYourOwn(t *testing.T) {
 		for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 			email := role + "@mine.iam.gserviceaccount.com"
 			ctx := &hcl.EvalContext{Variables: map[string]cty.Value{
-				"var":                      cty.ObjectVal(map[string]cty.Value{terraform.ServiceAccountVariable(role): cty.StringVal(email)}),
-				terraform.TFServiceAccount: cty.ObjectVal(map[string]cty.Value{role: cty.EmptyTupleVal}),
+				"var":                cty.ObjectVal(map[string]cty.Value{terraform.ServiceAccountVariable(role): cty.StringVal(email)}),
+				gce.TFServiceAccount: cty.ObjectVal(map[string]cty.Value{role: cty.EmptyTupleVal}),
 			}}
 			v, diags := b.Body.Attributes[terraform.ServiceAccountLocal(role)].Expr.Value(ctx)
 			if diags.HasErrors() || v.AsString() != email {
@@ -329,10 +329,10 @@ func TestTerraformBringYourOwn(t *testing.T) {
 func TestTerraformJoinSecretModes(t *testing.T) {
 	_, files := srcSpec{Secret: "my-token", Cluster: `joinToken: secretManager: terraform: "iam"`}.mustRender(t)
 	m := parseModule(t, files)
-	if len(m.byType(terraform.TFSecret)) != 0 {
+	if len(m.byType(gce.TFSecret)) != 0 {
 		t.Error(`"iam" creates the secret`)
 	}
-	grants := m.byType(terraform.TFSecretIAMMember)
+	grants := m.byType(gce.TFSecretIAMMember)
 	if len(grants) != len(terraform.JoinSecretGrants) {
 		t.Fatalf("%d grants, want %d", len(grants), len(terraform.JoinSecretGrants))
 	}

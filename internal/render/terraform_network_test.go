@@ -12,8 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/testing/tfschema"
 )
 
@@ -132,7 +132,7 @@ func TestTerraformNetworkRules(t *testing.T) {
 		}
 		return out
 	}
-	fw := blocksOf(nw, "resource", terraform.TFFirewall)
+	fw := blocksOf(nw, "resource", gce.TFFirewall)
 	if len(fw) != 2 {
 		t.Fatalf("%d firewall rules, want from_onprem and node_to_node", len(fw))
 	}
@@ -158,16 +158,16 @@ func TestTerraformNetworkRules(t *testing.T) {
 			}
 		}
 	}
-	if len(blocksOf(nw, "resource", terraform.TFRouterNAT)) != 1 || len(blocksOf(nw, "resource", terraform.TFRouter)) != 1 {
+	if len(blocksOf(nw, "resource", gce.TFRouterNAT)) != 1 || len(blocksOf(nw, "resource", gce.TFRouter)) != 1 {
 		t.Error("cloud-nat: no router and NAT")
 	}
 
 	_, files = srcSpec{Cluster: networkCUE("private-google-access", "")}.mustRender(t)
 	nw = parseTF(t, files, layout.TerraformNetworkPath)
-	if n := len(blocksOf(nw, "resource", terraform.TFRouterNAT)) + len(blocksOf(nw, "resource", terraform.TFRouter)); n != 0 {
+	if n := len(blocksOf(nw, "resource", gce.TFRouterNAT)) + len(blocksOf(nw, "resource", gce.TFRouter)); n != 0 {
 		t.Errorf("private-google-access: %d router and NAT resources", n)
 	}
-	if fw := blocksOf(nw, "resource", terraform.TFFirewall); len(fw) != 1 || fw[0].Labels[1] != "from_onprem" {
+	if fw := blocksOf(nw, "resource", gce.TFFirewall); len(fw) != 1 || fw[0].Labels[1] != "from_onprem" {
 		t.Errorf("without CNI ports: firewall rules %v, want from_onprem alone", fw)
 	}
 

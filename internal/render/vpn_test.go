@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render/terraform"
@@ -161,12 +162,12 @@ func tfVPN(t *testing.T, files layout.Files) (asn int64, keepalive int64, ranges
 		return n
 	}
 	peers = map[int64]string{}
-	for _, r := range blocksOf(b, "resource", terraform.TFExternalVPNGateway) {
+	for _, r := range blocksOf(b, "resource", gce.TFExternalVPNGateway) {
 		for _, i := range blocksOf(r.Body, "interface") {
 			peers[num(i.Body, "id")] = constValue(t, i.Body, "ip_address").AsString()
 		}
 	}
-	for _, r := range blocksOf(b, "resource", terraform.TFRouter) {
+	for _, r := range blocksOf(b, "resource", gce.TFRouter) {
 		for _, bgp := range blocksOf(r.Body, "bgp") {
 			asn, keepalive = num(bgp.Body, "asn"), num(bgp.Body, "keepalive_interval")
 			for _, a := range blocksOf(bgp.Body, "advertised_ip_ranges") {
@@ -174,18 +175,18 @@ func tfVPN(t *testing.T, files layout.Files) (asn int64, keepalive int64, ranges
 			}
 		}
 	}
-	for _, r := range blocksOf(b, "resource", terraform.TFVPNTunnel) {
+	for _, r := range blocksOf(b, "resource", gce.TFVPNTunnel) {
 		tt := get(r.Labels[1])
 		tt.vpnIface, tt.peerIface = num(r.Body, "vpn_gateway_interface"), num(r.Body, "peer_external_gateway_interface")
 	}
-	for _, r := range blocksOf(b, "data", terraform.TFSecretVersion) {
+	for _, r := range blocksOf(b, "data", gce.TFSecretVersion) {
 		tt := get(r.Labels[1])
 		tt.secret, tt.secretVersion = constValue(t, r.Body, "secret").AsString(), constValue(t, r.Body, "version").AsString()
 	}
-	for _, r := range blocksOf(b, "resource", terraform.TFRouterInterface) {
+	for _, r := range blocksOf(b, "resource", gce.TFRouterInterface) {
 		get(r.Labels[1]).ipRange = constValue(t, r.Body, "ip_range").AsString()
 	}
-	for _, r := range blocksOf(b, "resource", terraform.TFRouterPeer) {
+	for _, r := range blocksOf(b, "resource", gce.TFRouterPeer) {
 		tt := get(r.Labels[1])
 		tt.cloud, tt.peer = constValue(t, r.Body, "ip_address").AsString(), constValue(t, r.Body, "peer_ip_address").AsString()
 		tt.peerASN, tt.priority = num(r.Body, "peer_asn"), num(r.Body, "advertised_route_priority")

@@ -23,13 +23,8 @@ import (
 // the forwarding rule's address on the status port 15021 (the gateway's
 // /healthz/ready), from 35.191.0.0/16 and 130.211.0.0/22.
 
-// Terraform resource types and names of the load balancer.
+// Terraform names of the load balancer's resources.
 const (
-	TFAddress            = "google_compute_address"
-	TFRegionHealthCheck  = "google_compute_region_health_check"
-	TFRegionBackend      = "google_compute_region_backend_service"
-	TFForwardingRule     = "google_compute_forwarding_rule"
-	TFFirewall           = "google_compute_firewall"
 	MeshLBName           = "eastwest_gateway"
 	MeshLBHealthFirewall = "eastwest_gateway_health_checks"
 	meshLBClientFirewall = "eastwest_gateway_clients"
@@ -119,7 +114,7 @@ func meshLBAddress(body *hclwrite.Body, src *model.Source, mc *model.MeshCluster
 
 	body.AppendNewline()
 	comment(body, "The reserved address: the remotes' remotePilotAddress and the gateway Service's externalIPs.")
-	a := body.AppendNewBlock("resource", []string{TFAddress, MeshLBName}).Body()
+	a := body.AppendNewBlock("resource", []string{gce.TFAddress, MeshLBName}).Body()
 	a.SetAttributeRaw("project", ref("local", "project"))
 	a.SetAttributeRaw("region", ref("local", "region"))
 	a.SetAttributeValue("name", cty.StringVal(meshLBName(src, "")))
@@ -134,7 +129,7 @@ func meshLBAddress(body *hclwrite.Body, src *model.Source, mc *model.MeshCluster
 func meshLBBackend(body *hclwrite.Body, src *model.Source, g *model.NodeGroup) {
 	body.AppendNewline()
 	comment(body, fmt.Sprintf("Ready when the gateway is: its status port %d, %s.", model.MeshPortStatus, model.MeshHealthPath))
-	h := body.AppendNewBlock("resource", []string{TFRegionHealthCheck, MeshLBName}).Body()
+	h := body.AppendNewBlock("resource", []string{gce.TFRegionHealthCheck, MeshLBName}).Body()
 	h.SetAttributeRaw("project", ref("local", "project"))
 	h.SetAttributeRaw("region", ref("local", "region"))
 	h.SetAttributeValue("name", cty.StringVal(meshLBName(src, "")))
@@ -147,13 +142,13 @@ func meshLBBackend(body *hclwrite.Body, src *model.Source, g *model.NodeGroup) {
 
 	body.AppendNewline()
 	comment(body, fmt.Sprintf("The gateway group's MIGs (node group %s), one per zone.", g.Name))
-	bs := body.AppendNewBlock("resource", []string{TFRegionBackend, MeshLBName}).Body()
+	bs := body.AppendNewBlock("resource", []string{gce.TFRegionBackend, MeshLBName}).Body()
 	bs.SetAttributeRaw("project", ref("local", "project"))
 	bs.SetAttributeRaw("region", ref("local", "region"))
 	bs.SetAttributeValue("name", cty.StringVal(meshLBName(src, "")))
 	bs.SetAttributeValue("load_balancing_scheme", cty.StringVal("INTERNAL"))
 	bs.SetAttributeValue("protocol", cty.StringVal("TCP"))
-	bs.SetAttributeRaw("health_checks", hclwrite.TokensForTuple([]hclwrite.Tokens{ref(TFRegionHealthCheck, MeshLBName, "id")}))
+	bs.SetAttributeRaw("health_checks", hclwrite.TokensForTuple([]hclwrite.Tokens{ref(gce.TFRegionHealthCheck, MeshLBName, "id")}))
 	for _, z := range g.Zones {
 		bs.AppendNewline()
 		b := bs.AppendNewBlock("backend", nil).Body()
@@ -166,13 +161,13 @@ func meshLBBackend(body *hclwrite.Body, src *model.Source, g *model.NodeGroup) {
 // backend service, for ports.
 func meshLBForwardingRule(body *hclwrite.Body, src *model.Source, ports []int) {
 	body.AppendNewline()
-	fr := body.AppendNewBlock("resource", []string{TFForwardingRule, MeshLBName}).Body()
+	fr := body.AppendNewBlock("resource", []string{gce.TFForwardingRule, MeshLBName}).Body()
 	fr.SetAttributeRaw("project", ref("local", "project"))
 	fr.SetAttributeRaw("region", ref("local", "region"))
 	fr.SetAttributeValue("name", cty.StringVal(meshLBName(src, "")))
 	fr.SetAttributeValue("load_balancing_scheme", cty.StringVal("INTERNAL"))
-	fr.SetAttributeRaw("backend_service", ref(TFRegionBackend, MeshLBName, "id"))
-	fr.SetAttributeRaw("ip_address", ref(TFAddress, MeshLBName, "address"))
+	fr.SetAttributeRaw("backend_service", ref(gce.TFRegionBackend, MeshLBName, "id"))
+	fr.SetAttributeRaw("ip_address", ref(gce.TFAddress, MeshLBName, "address"))
 	fr.SetAttributeValue("ip_protocol", cty.StringVal("TCP"))
 	fr.SetAttributeValue("ports", ints(ports))
 	fr.SetAttributeRaw("subnetwork", ref("local", "eastwest_gateway_subnetwork"))
@@ -184,14 +179,14 @@ func meshLBForwardingRule(body *hclwrite.Body, src *model.Source, ports []int) {
 func meshLBFirewall(body *hclwrite.Body, src *model.Source, name, doc string, ranges []string, fwPorts []int) {
 	body.AppendNewline()
 	comment(body, doc)
-	fw := body.AppendNewBlock("resource", []string{TFFirewall, name}).Body()
+	fw := body.AppendNewBlock("resource", []string{gce.TFFirewall, name}).Body()
 	fw.SetAttributeRaw("project", exprTokens("coalesce(var.subnetwork_project, local.project)"))
 	fw.SetAttributeValue("name", cty.StringVal(meshLBName(src, map[string]string{MeshLBHealthFirewall: model.MeshLBHealthChecksSuffix, meshLBClientFirewall: model.MeshLBClientsSuffix}[name])))
 	fw.SetAttributeRaw("network", ref("var", "network"))
 	fw.SetAttributeValue("direction", cty.StringVal("INGRESS"))
 	fw.SetAttributeValue("source_ranges", strs(ranges))
 	comment(fw, "Only packets to the load balancer's address: no other port of the nodes opens.")
-	fw.SetAttributeRaw("destination_ranges", hclwrite.TokensForTuple([]hclwrite.Tokens{exprTokens(`"${` + TFAddress + "." + MeshLBName + `.address}/32"`)}))
+	fw.SetAttributeRaw("destination_ranges", hclwrite.TokensForTuple([]hclwrite.Tokens{exprTokens(`"${` + gce.TFAddress + "." + MeshLBName + `.address}/32"`)}))
 	fw.AppendNewline()
 	al := fw.AppendNewBlock("allow", nil).Body()
 	al.SetAttributeValue("protocol", cty.StringVal("tcp"))

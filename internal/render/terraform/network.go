@@ -5,14 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
-)
-
-// Terraform resource types of the network nodegen renders from
-// cluster.gcp.network.
-const (
-	TFRouter    = "google_compute_router"
-	TFRouterNAT = "google_compute_router_nat"
 )
 
 // firewallFromOnpremName and firewallNodeToNodeName are the GCE names of
@@ -74,7 +68,7 @@ func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 		"The firewall rules target the nodes' two service accounts (iam.tf): every",
 		"cloud node runs as one of them. Google's health checkers are admitted",
 		"per autohealed group, in its nodegroup file.")
-	w.open("resource", TFFirewall, "from_onprem")
+	w.open("resource", gce.TFFirewall, "from_onprem")
 	w.attr("project", project)
 	w.attr("name", hclString(firewallFromOnpremName(c)))
 	w.attr("description", hclString(fmt.Sprintf("the on-prem control plane and nodes to the kubelet and the CNI of the cloud nodes of cluster %s", c.Name)))
@@ -88,7 +82,7 @@ func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 	if len(n.CNIPorts) > 0 {
 		w.blank()
 		w.comment("The CNI between the cloud nodes.")
-		w.open("resource", TFFirewall, "node_to_node")
+		w.open("resource", gce.TFFirewall, "node_to_node")
 		w.attr("project", project)
 		w.attr("name", hclString(firewallNodeToNodeName(c)))
 		w.attr("description", hclString(fmt.Sprintf("the CNI between the cloud nodes of cluster %s", c.Name)))
@@ -104,18 +98,18 @@ func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 		w.blank()
 		w.comment("The nodes have no external IP: they reach image registries and Google",
 			"APIs through this Cloud NAT, for the subnetwork's ranges only.")
-		w.open("resource", TFRouter, "nat")
+		w.open("resource", gce.TFRouter, "nat")
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
 		w.attr("name", hclString(c.NATName()))
 		w.attr("network", hclRef("var", "network"))
 		w.close()
 		w.blank()
-		w.open("resource", TFRouterNAT, "nat")
+		w.open("resource", gce.TFRouterNAT, "nat")
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
 		w.attr("name", hclString(c.NATName()))
-		w.attr("router", hclRef(TFRouter, "nat", "name"))
+		w.attr("router", hclRef(gce.TFRouter, "nat", "name"))
 		w.attr("nat_ip_allocate_option", hclString("AUTO_ONLY"))
 		w.attr("source_subnetwork_ip_ranges_to_nat", hclString("LIST_OF_SUBNETWORKS"))
 		w.blank()

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -32,15 +33,6 @@ import (
 // would multiply accounts and bindings without separating any privilege;
 // the one privilege boundary is between the nodes and the autoscaler's
 // node.
-
-// Terraform resource types of the identity and the join secret.
-const (
-	TFServiceAccount   = "google_service_account"
-	TFCustomRole       = "google_project_iam_custom_role"
-	TFProjectIAMMember = "google_project_iam_member"
-	TFSecret           = "google_secret_manager_secret"
-	TFSecretIAMMember  = "google_secret_manager_secret_iam_member"
-)
 
 // projectRoles are the predefined roles each service account gets on the
 // project: logs and metrics only. Neither holds a compute or secret
@@ -273,7 +265,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		cond = append(cond, &hclwrite.Token{Type: hclsyntax.TokenQuestion, Bytes: []byte("?")})
 		cond = append(cond, v...)
 		cond = append(cond, &hclwrite.Token{Type: hclsyntax.TokenColon, Bytes: []byte(":")})
-		cond = append(cond, hclwrite.TokensForTraversal(traversal(TFServiceAccount, role))...)
+		cond = append(cond, hclwrite.TokensForTraversal(traversal(gce.TFServiceAccount, role))...)
 		cond = append(cond,
 			&hclwrite.Token{Type: hclsyntax.TokenOBrack, Bytes: []byte("[")},
 			&hclwrite.Token{Type: hclsyntax.TokenNumberLit, Bytes: []byte("0")},
@@ -285,7 +277,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 	}
 	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		body.AppendNewline()
-		sa := body.AppendNewBlock("resource", []string{TFServiceAccount, role}).Body()
+		sa := body.AppendNewBlock("resource", []string{gce.TFServiceAccount, role}).Body()
 		countIf := append(hclwrite.Tokens{}, ref("var", ServiceAccountVariable(role))...)
 		countIf = append(countIf, &hclwrite.Token{Type: hclsyntax.TokenEqualOp, Bytes: []byte("==")})
 		countIf = append(countIf, hclwrite.TokensForIdentifier("null")...)
@@ -302,7 +294,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		for _, pr := range projectRoles {
 			body.AppendNewline()
-			b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, roleResourceName(role, pr)}).Body()
+			b := body.AppendNewBlock("resource", []string{gce.TFProjectIAMMember, roleResourceName(role, pr)}).Body()
 			b.SetAttributeRaw("project", ref("local", "project"))
 			b.SetAttributeValue("role", cty.StringVal(pr))
 			b.SetAttributeRaw("member", member(role))
@@ -318,7 +310,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		"ones checked on the project (lists, machine types, operations), which no",
 		"condition on resource names can narrow. The list, with the call behind each",
 		"permission, is in docs/terraform.md.")
-	cr := body.AppendNewBlock("resource", []string{TFCustomRole, model.RoleAutoscaler}).Body()
+	cr := body.AppendNewBlock("resource", []string{gce.TFCustomRole, model.RoleAutoscaler}).Body()
 	cr.SetAttributeRaw("project", ref("local", "project"))
 	cr.SetAttributeValue("role_id", cty.StringVal(CustomRoleID(c.Name)))
 	cr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name))
@@ -326,9 +318,9 @@ func terraformIAM(src *model.Source, header string) []byte {
 	cr.SetAttributeValue("permissions", strs(AutoscalerScopedPermissions()))
 
 	body.AppendNewline()
-	b := body.AppendNewBlock("resource", []string{TFProjectIAMMember, model.RoleAutoscaler + "_compute"}).Body()
+	b := body.AppendNewBlock("resource", []string{gce.TFProjectIAMMember, model.RoleAutoscaler + "_compute"}).Body()
 	b.SetAttributeRaw("project", ref("local", "project"))
-	b.SetAttributeRaw("role", ref(TFCustomRole, model.RoleAutoscaler, "name"))
+	b.SetAttributeRaw("role", ref(gce.TFCustomRole, model.RoleAutoscaler, "name"))
 	b.SetAttributeRaw("member", member(model.RoleAutoscaler))
 	b.AppendNewline()
 	cond := b.AppendNewBlock("condition", nil).Body()
@@ -337,7 +329,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 	cond.SetAttributeValue("expression", cty.StringVal(src.AutoscalerCondition()))
 
 	body.AppendNewline()
-	lr := body.AppendNewBlock("resource", []string{TFCustomRole, TFAutoscalerListRole}).Body()
+	lr := body.AppendNewBlock("resource", []string{gce.TFCustomRole, TFAutoscalerListRole}).Body()
 	lr.SetAttributeRaw("project", ref("local", "project"))
 	lr.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(c.Name, TFAutoscalerListRole)))
 	lr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name+": project reads"))
@@ -345,9 +337,9 @@ func terraformIAM(src *model.Source, header string) []byte {
 	lr.SetAttributeValue("permissions", strs(AutoscalerProjectPermissions()))
 
 	body.AppendNewline()
-	lb := body.AppendNewBlock("resource", []string{TFProjectIAMMember, model.RoleAutoscaler + "_compute_list"}).Body()
+	lb := body.AppendNewBlock("resource", []string{gce.TFProjectIAMMember, model.RoleAutoscaler + "_compute_list"}).Body()
 	lb.SetAttributeRaw("project", ref("local", "project"))
-	lb.SetAttributeRaw("role", ref(TFCustomRole, TFAutoscalerListRole, "name"))
+	lb.SetAttributeRaw("role", ref(gce.TFCustomRole, TFAutoscalerListRole, "name"))
 	lb.SetAttributeRaw("member", member(model.RoleAutoscaler))
 
 	if expr := approverMIGCondition(src); expr != "" {
@@ -357,7 +349,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 			"configs of every cloud group's MIG (instanceGroupManagers.listPerInstanceConfigs,",
 			"which needs compute.instanceGroupManagers.get): the scoped role names the",
 			"autoscaled groups' MIGs, this one the others', read-only.")
-		ar := body.AppendNewBlock("resource", []string{TFCustomRole, TFApproverMIGRole}).Body()
+		ar := body.AppendNewBlock("resource", []string{gce.TFCustomRole, TFApproverMIGRole}).Body()
 		ar.SetAttributeRaw("project", ref("local", "project"))
 		ar.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(c.Name, TFApproverMIGRole)))
 		ar.SetAttributeValue("title", cty.StringVal("nodegen node CSR approver of "+c.Name+": MIGs not autoscaled"))
@@ -365,9 +357,9 @@ func terraformIAM(src *model.Source, header string) []byte {
 		ar.SetAttributeValue("permissions", strs(approverMIGPermissions))
 
 		body.AppendNewline()
-		ab := body.AppendNewBlock("resource", []string{TFProjectIAMMember, model.RoleAutoscaler + "_" + TFApproverMIGRole}).Body()
+		ab := body.AppendNewBlock("resource", []string{gce.TFProjectIAMMember, model.RoleAutoscaler + "_" + TFApproverMIGRole}).Body()
 		ab.SetAttributeRaw("project", ref("local", "project"))
-		ab.SetAttributeRaw("role", ref(TFCustomRole, TFApproverMIGRole, "name"))
+		ab.SetAttributeRaw("role", ref(gce.TFCustomRole, TFApproverMIGRole, "name"))
 		ab.SetAttributeRaw("member", member(model.RoleAutoscaler))
 		ab.AppendNewline()
 		ac := ab.AppendNewBlock("condition", nil).Body()
@@ -409,18 +401,18 @@ func terraformJoinSecret(src *model.Source, header string) []byte {
 		comment(body,
 			"The join token's secret, without a value: Terraform never holds the token.",
 			"Add it as a version outside Terraform (the token renewer does).")
-		s := body.AppendNewBlock("resource", []string{TFSecret, TFJoinSecretName}).Body()
+		s := body.AppendNewBlock("resource", []string{gce.TFSecret, TFJoinSecretName}).Body()
 		s.SetAttributeRaw("project", ref("local", "project"))
 		s.SetAttributeValue("secret_id", cty.StringVal(sm.Secret))
 		s.SetAttributeValue("labels", cty.MapVal(map[string]cty.Value{GCELabelCluster: cty.StringVal(GCELabelValue(src.Cluster.Name))}))
 		s.AppendNewline()
 		s.AppendNewBlock("replication", nil).Body().AppendNewBlock("auto", nil)
 		body.AppendNewline()
-		secretID = ref(TFSecret, TFJoinSecretName, "secret_id")
+		secretID = ref(gce.TFSecret, TFJoinSecretName, "secret_id")
 	}
 	comment(body,
 		"The token renewer may add, list and disable versions, never destroy one.")
-	rr := body.AppendNewBlock("resource", []string{TFCustomRole, TFJoinSecretRenewerRole}).Body()
+	rr := body.AppendNewBlock("resource", []string{gce.TFCustomRole, TFJoinSecretRenewerRole}).Body()
 	rr.SetAttributeRaw("project", ref("local", "project"))
 	rr.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(src.Cluster.Name, TFJoinSecretRenewerRole)))
 	rr.SetAttributeValue("title", cty.StringVal("nodegen join-token renewer of "+src.Cluster.Name))
@@ -428,11 +420,11 @@ func terraformJoinSecret(src *model.Source, header string) []byte {
 	rr.SetAttributeValue("permissions", strs(joinSecretRenewerPermissions))
 	for _, g := range JoinSecretGrants {
 		body.AppendNewline()
-		b := body.AppendNewBlock("resource", []string{TFSecretIAMMember, TFJoinSecretName + "_" + g.Name}).Body()
+		b := body.AppendNewBlock("resource", []string{gce.TFSecretIAMMember, TFJoinSecretName + "_" + g.Name}).Body()
 		b.SetAttributeRaw("project", ref("local", "project"))
 		b.SetAttributeRaw("secret_id", secretID)
 		if g.SecretRole == "" {
-			b.SetAttributeRaw("role", ref(TFCustomRole, TFJoinSecretRenewerRole, "name"))
+			b.SetAttributeRaw("role", ref(gce.TFCustomRole, TFJoinSecretRenewerRole, "name"))
 		} else {
 			b.SetAttributeValue("role", cty.StringVal(g.SecretRole))
 		}

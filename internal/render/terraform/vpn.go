@@ -3,18 +3,14 @@ package terraform
 import (
 	"fmt"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
 // Terraform resource and data source types of the HA VPN nodegen renders
 // from cluster.gcp.network.vpn.
 const (
-	tfHAVPNGateway       = "google_compute_ha_vpn_gateway"
-	TFExternalVPNGateway = "google_compute_external_vpn_gateway"
-	TFVPNTunnel          = "google_compute_vpn_tunnel"
-	TFRouterInterface    = "google_compute_router_interface"
-	TFRouterPeer         = "google_compute_router_peer"
-	TFSecretVersion      = "google_secret_manager_secret_version"
+	tfHAVPNGateway = "google_compute_ha_vpn_gateway"
 )
 
 // vpnGatewayName, vpnPeerName, vpnRouterName and vpnTunnelName are the GCE
@@ -59,7 +55,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 
 	w.blank()
 	w.comment("The on-prem gateways, as Cloud VPN sees them.")
-	w.open("resource", TFExternalVPNGateway, "onprem")
+	w.open("resource", gce.TFExternalVPNGateway, "onprem")
 	w.attr("project", project)
 	w.attr("name", hclString(vpnPeerName(c)))
 	w.attr("description", hclString(fmt.Sprintf("the on-prem VPN gateways of cluster %s", c.Name)))
@@ -77,7 +73,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 	w.blank()
 	w.comment("The Cloud Router of the VPN's BGP sessions, apart from the Cloud NAT's: it",
 		"advertises only the prefixes the source lists (custom mode).")
-	w.open("resource", TFRouter, "vpn")
+	w.open("resource", gce.TFRouter, "vpn")
 	w.attr("project", project)
 	w.attr("region", hclRef("local", "region"))
 	w.attr("name", hclString(vpnRouterName(c)))
@@ -107,48 +103,48 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 			"Secret Manager by an ephemeral resource into write-only arguments: it is in",
 			"neither the plan nor the state. The data source reads the version's number",
 			"only (no payload), so that a new version of the secret updates the tunnel.")
-		w.open("data", TFSecretVersion, name)
+		w.open("data", gce.TFSecretVersion, name)
 		w.attr("project", hclRef("local", "project"))
 		w.attr("secret", hclString(t.SharedSecret.Secret))
 		w.attr("version", hclString(t.SharedSecret.Version))
 		w.attr("fetch_secret_data", "false")
 		w.close()
 		w.blank()
-		w.open("ephemeral", TFSecretVersion, name)
+		w.open("ephemeral", gce.TFSecretVersion, name)
 		w.attr("project", hclRef("local", "project"))
 		w.attr("secret", hclString(t.SharedSecret.Secret))
-		w.attr("version", hclRef("data", TFSecretVersion, name, "version"))
+		w.attr("version", hclRef("data", gce.TFSecretVersion, name, "version"))
 		w.close()
 		w.blank()
-		w.open("resource", TFVPNTunnel, name)
+		w.open("resource", gce.TFVPNTunnel, name)
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
 		w.attr("name", hclString(vpnTunnelName(c, i)))
 		w.attr("vpn_gateway", hclRef(tfHAVPNGateway, "vpn", "id"))
 		w.attr("vpn_gateway_interface", hclInt(int64(i)))
-		w.attr("peer_external_gateway", hclRef(TFExternalVPNGateway, "onprem", "id"))
+		w.attr("peer_external_gateway", hclRef(gce.TFExternalVPNGateway, "onprem", "id"))
 		w.attr("peer_external_gateway_interface", hclInt(int64(gw)))
-		w.attr("router", hclRef(TFRouter, "vpn", "id"))
+		w.attr("router", hclRef(gce.TFRouter, "vpn", "id"))
 		w.attr("ike_version", "2")
-		w.attr("shared_secret_wo", hclRef("ephemeral", TFSecretVersion, name, "secret_data"))
-		w.attr("shared_secret_wo_version", hclRef("data", TFSecretVersion, name, "version"))
+		w.attr("shared_secret_wo", hclRef("ephemeral", gce.TFSecretVersion, name, "secret_data"))
+		w.attr("shared_secret_wo_version", hclRef("data", gce.TFSecretVersion, name, "version"))
 		w.close()
 		w.blank()
-		w.open("resource", TFRouterInterface, name)
+		w.open("resource", gce.TFRouterInterface, name)
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
 		w.attr("name", hclString(vpnTunnelName(c, i)))
-		w.attr("router", hclRef(TFRouter, "vpn", "name"))
+		w.attr("router", hclRef(gce.TFRouter, "vpn", "name"))
 		w.attr("ip_range", hclString(fmt.Sprintf("%s/30", cloudAddr)))
-		w.attr("vpn_tunnel", hclRef(TFVPNTunnel, name, "name"))
+		w.attr("vpn_tunnel", hclRef(gce.TFVPNTunnel, name, "name"))
 		w.close()
 		w.blank()
-		w.open("resource", TFRouterPeer, name)
+		w.open("resource", gce.TFRouterPeer, name)
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
 		w.attr("name", hclString(vpnTunnelName(c, i)))
-		w.attr("router", hclRef(TFRouter, "vpn", "name"))
-		w.attr("interface", hclRef(TFRouterInterface, name, "name"))
+		w.attr("router", hclRef(gce.TFRouter, "vpn", "name"))
+		w.attr("interface", hclRef(gce.TFRouterInterface, name, "name"))
 		w.attr("ip_address", hclString(cloudAddr.String()))
 		w.attr("peer_ip_address", hclString(onpremAddr.String()))
 		w.attr("peer_asn", hclInt(v.OnpremASN))

@@ -18,10 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	ngmodel "github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/istiotest"
 	"github.com/nodegen/nodegen/internal/testing/meshtest"
@@ -114,7 +114,7 @@ func lbAddress(t *testing.T, files layout.Files) string {
 		t.Fatal(diags.Error())
 	}
 	for _, blk := range f.Body.(*hclsyntax.Body).Blocks {
-		if blk.Type == "resource" && blk.Labels[0] == terraform.TFAddress {
+		if blk.Type == "resource" && blk.Labels[0] == gce.TFAddress {
 			v, diags := blk.Body.Attributes["address"].Expr.Value(nil)
 			if diags.HasErrors() {
 				t.Fatal(diags.Error())
@@ -122,7 +122,7 @@ func lbAddress(t *testing.T, files layout.Files) string {
 			return v.AsString()
 		}
 	}
-	t.Fatalf("%s: no %s", layout.MeshLBPath, terraform.TFAddress)
+	t.Fatalf("%s: no %s", layout.MeshLBPath, gce.TFAddress)
 	return ""
 }
 
