@@ -367,8 +367,9 @@ func (d *docWriter) group(g *model.NodeGroup) error {
 			d.p("\nThe Cluster Autoscaler runs here (`out/%s%s` carries the placement below).\n", d.src.Tree, layout.AutoscalerValuesPath)
 		}
 	default:
-		d.p("\nnodegen does not join or scale these nodes. The selector below needs the group's labels on them, e.g. `kubectl label node <node> %s`.\n",
+		d.p("\nnodegen never scales these nodes. The selector below needs the group's labels on them, e.g. `kubectl label node <node> %s`.\n",
 			strings.Join(pairs(g.NodeLabels), " "))
+		d.onpremJoin(g)
 		if l := g.Locality; l != nil {
 			d.p("\nThe labels %s and %s carry the group's locality (region %s, zone %s): Istio's locality load balancing prefers endpoints in the caller's own region and zone.\n",
 				code(model.RegionLabel), code(model.ZoneLabel), mdCode(l.Region), mdCode(l.Zone))

@@ -470,10 +470,11 @@ func (d *day0Doc) providerIDs() {
 // onpremNodes writes the step that gives the declared on-prem nodes their
 // group's labels and taints, when an onprem group declares nodes.
 func (d *day0Doc) onpremNodes() {
-	var groups []string
+	var groups, joins []string
 	for _, g := range d.src.Groups() {
 		if g.Kind == model.KindOnPrem && len(g.Nodes) > 0 {
 			groups = append(groups, code(g.Name))
+			joins = append(joins, code(d.out+layout.OnpremJoinPath(g.Name)))
 		}
 	}
 	if len(groups) == 0 {
@@ -481,8 +482,13 @@ func (d *day0Doc) onpremNodes() {
 	}
 	p := d.out + layout.OnpremLabelNodesPath
 	d.next(Day0StepOnpremNodes, "Label and taint the on-prem nodes")
-	d.p("kubeadm gives an on-prem node none of its group's labels and taints, and the pods nodegen places select and tolerate them (the GPU Operator and the workloads on %s). Give the declared nodes of %s theirs, before the charts: `--dry-run` first shows what it would change, then the same without it changes it. It never removes a label or taint; a declared node that has not joined is reported, and the script is run again once it has.\n\n", strings.Join(groups, ", "), strings.Join(groups, ", "))
+	d.p("An on-prem server that kubeadm joined without its group's join script has none of its group's labels and taints, and the pods nodegen places select and tolerate them (the GPU Operator and the workloads on %s). Give the declared nodes of %s theirs, before the charts: `--dry-run` first shows what it would change, then the same without it changes it. It never removes a label or taint; a declared node that has not joined is reported, and the script is run again once it has.\n\n", strings.Join(groups, ", "), strings.Join(groups, ", "))
 	d.p("```sh\nbash %s --dry-run\nbash %s\n```\n", p, p)
+	pid := ""
+	if d.c.SetsOnpremProviderID() {
+		pid = " and its providerID"
+	}
+	d.p("\nA declared server that has not joined yet joins with its group's join script (%s), which registers it with the group's taints, its labels that a kubelet may set on itself%s; NodeRestriction refuses a kubelet the others (the `node-restriction.kubernetes.io/` prefix, most `kubernetes.io` and `k8s.io` keys), which this step gives. The group's section of `%sdocs/nodegroups.md` shows the commands; run this step again afterwards.\n", strings.Join(joins, ", "), pid, d.out)
 }
 
 // charts writes the step that installs the Helm charts.

@@ -1,6 +1,8 @@
 package docs
 
 import (
+	"strings"
+
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/kubeadm"
@@ -35,7 +37,17 @@ func (d *docWriter) onpremProviderID() error {
 	if err != nil {
 		return err
 	}
-	d.p("\n**Nodes that join later** (on-prem workers, and control-plane nodes): the kubelet writes its `--provider-id` into the Node it creates. In the `JoinConfiguration` (or `InitConfiguration`) given to kubeadm, with `%s` the node's name (kubeadm's default is the host name, lower-cased):\n\n```yaml\n%s```\n",
+	d.p("\n**Nodes that join later**: the kubelet writes its `--provider-id` into the Node it creates.")
+	var joins []string
+	for _, g := range d.src.Groups() {
+		if g.Kind == model.KindOnPrem {
+			joins = append(joins, code("out/"+d.src.Tree+layout.OnpremJoinPath(g.Name)))
+		}
+	}
+	if len(joins) > 0 {
+		d.p(" A new server of an onprem group joins with its group's join script (%s, in the group's section below), whose JoinConfiguration sets it.", strings.Join(joins, ", "))
+	}
+	d.p(" A control-plane node that joins later, or a server in no onprem group, needs it in the `JoinConfiguration` (or `InitConfiguration`) given to kubeadm, with `%s` the node's name (kubeadm's default is the host name, lower-cased):\n\n```yaml\n%s```\n",
 		OnpremNodeNamePlaceholder, snippet)
 	return nil
 }
