@@ -78,8 +78,6 @@
 #   RECHECK_SECONDS        seconds before a Node that failed the check is checked again (60)
 #   POLL_SECONDS           seconds between passes (2)
 #   ONCE                   1: one pass, then exit (0, or 1 if something could not be read)
-#   METADATA_URL           metadata server (http://169.254.169.254/computeMetadata/v1)
-#   COMPUTE_URL            Compute API (https://compute.googleapis.com/compute/v1)
 set -euo pipefail
 
 : "${PROJECT:?PROJECT is required}"
@@ -92,8 +90,8 @@ PASS_SECONDS="${PASS_SECONDS:-20}"
 RECHECK_SECONDS="${RECHECK_SECONDS:-60}"
 POLL_SECONDS="${POLL_SECONDS:-2}"
 ONCE="${ONCE:-0}"
-METADATA_URL="${METADATA_URL:-http://169.254.169.254/computeMetadata/v1}"
-COMPUTE_URL="${COMPUTE_URL:-https://compute.googleapis.com/compute/v1}"
+readonly METADATA_URL=http://169.254.169.254/computeMetadata/v1
+readonly COMPUTE_URL=https://compute.googleapis.com/compute/v1
 readonly SIGNER=kubernetes.io/kube-apiserver-client-kubelet
 readonly NAME_RE='^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$'
 readonly REASON_APPROVED=NodegenInstanceVerified

@@ -31,8 +31,6 @@
 #   GRACE_SECONDS  seconds a Node whose VM exists may be not Ready before the
 #                  log calls it stuck; seconds a Node without a Ready
 #                  condition is left alone after its creation
-#   METADATA_URL   metadata server (http://169.254.169.254/computeMetadata/v1)
-#   COMPUTE_URL    Compute API (https://compute.googleapis.com/compute/v1)
 # Exit status: 0 when every considered Node was decided, 1 when something
 # could not be read or deleted (the next run tries again).
 set -euo pipefail
@@ -40,8 +38,8 @@ set -euo pipefail
 : "${PROJECT:?PROJECT is required}"
 : "${NODE_GROUPS:?NODE_GROUPS is required}"
 : "${GRACE_SECONDS:?GRACE_SECONDS is required}"
-METADATA_URL="${METADATA_URL:-http://169.254.169.254/computeMetadata/v1}"
-COMPUTE_URL="${COMPUTE_URL:-https://compute.googleapis.com/compute/v1}"
+readonly METADATA_URL=http://169.254.169.254/computeMetadata/v1
+readonly COMPUTE_URL=https://compute.googleapis.com/compute/v1
 readonly GROUP_LABEL=node-restriction.kubernetes.io/nodegen-node-group
 readonly ZONE_RE='^[a-z]+-[a-z]+[0-9]+-[a-z]$'
 readonly NAME_RE='^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$'

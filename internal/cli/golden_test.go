@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -106,18 +109,38 @@ func dirDiff(t *testing.T, a, b string) string {
 }
 
 // testOverride matches what a script reading a setting from its
-// environment, for tests to change, looks like: ${NODEGEN_...}.
-var testOverride = regexp.MustCompile(`\$\{NODEGEN_[A-Za-z0-9_]*`)
+// environment, for tests to change, looks like: ${NODEGEN_...}, or an
+// endpoint with a default, ${..._URL:-...}.
+var testOverride = regexp.MustCompile(`\$\{(NODEGEN_[A-Za-z0-9_]*|[A-Za-z0-9_]*_URL:-)`)
 
 // TestShippedScriptsReadNoTestOverrides: the scripts in the committed
-// outputs of the shipped examples (the startup scripts, and the scripts
-// of the manifests' ConfigMaps) take their endpoints, directories and
-// delays as constants, not from an environment variable that tests set.
-// The golden tests above tie these files to what gen renders.
+// outputs of the shipped examples (the startup scripts, the other .sh
+// files, and the scripts of the manifests' ConfigMaps) take their
+// endpoints, directories and delays as constants, not from an environment
+// variable that tests set. The golden tests above tie these files to what
+// gen renders.
 func TestShippedScriptsReadNoTestOverrides(t *testing.T) {
 	root := testsrc.RepoRoot()
-	startupScripts := 0
+	// The constants the scripts must set, by script name.
+	wants := map[string][]string{
+		"startup-script.sh":     {"readonly METADATA_URL=http://metadata.google.internal/computeMetadata/v1"},
+		"node-csr-approver.sh":  {"readonly METADATA_URL=http://169.254.169.254/computeMetadata/v1", "readonly COMPUTE_URL=https://compute.googleapis.com/compute/v1"},
+		"node-lifecycle.sh":     {"readonly METADATA_URL=http://169.254.169.254/computeMetadata/v1", "readonly COMPUTE_URL=https://compute.googleapis.com/compute/v1"},
+		"join-token-renewer.sh": {"readonly METADATA_URL=http://metadata.google.internal/computeMetadata/v1"},
+	}
 	for _, out := range []string{filepath.Join(root, "out"), filepath.Join(root, "examples", "mesh", "out")} {
+		seen := map[string]int{}
+		check := func(where, name, script string) {
+			seen[name]++
+			for _, m := range testOverride.FindAllString(script, -1) {
+				t.Errorf("%s reads %s...}", where, m)
+			}
+			for _, line := range wants[name] {
+				if !slices.Contains(strings.Split(script, "\n"), line) {
+					t.Errorf("%s has no line %s", where, line)
+				}
+			}
+		}
 		err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
@@ -127,22 +150,34 @@ func TestShippedScriptsReadNoTestOverrides(t *testing.T) {
 				return err
 			}
 			rel, _ := filepath.Rel(root, path)
-			for _, m := range testOverride.FindAll(b, -1) {
-				t.Errorf("%s reads %s}", rel, m)
+			if strings.HasSuffix(path, ".sh") {
+				check(rel, d.Name(), string(b))
+				return nil
 			}
-			if d.Name() == "startup-script.sh" {
-				startupScripts++
-				if !bytes.Contains(b, []byte("\nreadonly METADATA_URL=http://metadata.google.internal/computeMetadata/v1\n")) {
-					t.Errorf("%s does not set METADATA_URL to the metadata server", rel)
+			// The manifests (not the Helm values beside them in k8s/).
+			if objs, err := k8sdecode.Objects(b); err == nil && strings.HasSuffix(path, ".yaml") {
+				for _, o := range objs {
+					if cm, ok := o.(*corev1.ConfigMap); ok {
+						for key, script := range cm.Data {
+							if strings.HasSuffix(key, ".sh") {
+								check(rel+": ConfigMap "+cm.Name+" "+key, key, script)
+							}
+						}
+					}
 				}
+			}
+			if m := testOverride.Find(b); m != nil {
+				t.Errorf("%s holds %s...}", rel, m)
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if startupScripts == 0 {
-		t.Fatal("no startup script in out/ or examples/mesh/out")
+		for name := range wants {
+			if seen[name] == 0 {
+				t.Errorf("%s holds no %s", out, name)
+			}
+		}
 	}
 }

@@ -15,9 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -51,9 +49,10 @@ import (
 // control plane has kubeadm's bindings for it (testcp.KubeadmBindings).
 const kubeadmNodeGroup = testcp.KubeadmNodeBootstrapGroup
 
-// fakeCompute serves, on loopback, the metadata server's service-account
-// token and the Compute API's instances.get, instances.getGuestAttributes
-// and zonal instanceGroupManagers.listPerInstanceConfigs, in the real
+// fakeCompute serves (gceNamespace puts it at the production addresses)
+// the metadata server's service-account token and the Compute API's
+// instances.get, instances.getGuestAttributes and zonal
+// instanceGroupManagers.listPerInstanceConfigs, in the real
 // API's shapes: creationTimestamp in the API's own offset form, the id as
 // a decimal string, the created-by metadata item a MIG writes, the 404
 // error body; guest attributes as the REST reference
@@ -66,7 +65,6 @@ const kubeadmNodeGroup = testcp.KubeadmNodeBootstrapGroup
 type fakeCompute struct {
 	project string
 	token   string
-	srv     *httptest.Server
 
 	mu        sync.Mutex
 	instances map[string]fakeInstance // by zone + "/" + name
@@ -98,8 +96,6 @@ type fakeInstance struct {
 
 func newFakeCompute(t *testing.T, project string) *fakeCompute {
 	f := &fakeCompute{project: project, token: "ya29.compute-" + fmt.Sprint(time.Now().UnixNano()), instances: map[string]fakeInstance{}, configs: map[string][]fakeConfig{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
 	return f
 }
 
@@ -797,9 +793,9 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 		}
 	}
 
-	cmd := exec.Command("bash", e.script)
+	cmd := gceNamespace(t, http.HandlerFunc(f.serve), e.cp.URL).Command("bash", e.script)
 	cmd.Env = append(slices.Clone(e.env), "PATH="+os.Getenv("PATH"), "HOME="+t.TempDir(), "KUBECONFIG="+e.sa.Kubeconfig,
-		"POLL_SECONDS=1", "METADATA_URL="+f.srv.URL+"/computeMetadata/v1", "COMPUTE_URL="+f.srv.URL+"/compute/v1")
+		"POLL_SECONDS=1")
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

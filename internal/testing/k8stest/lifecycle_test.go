@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/testing/scriptenv"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/templates"
 )
@@ -33,12 +34,13 @@ import (
 var gcPolicyDenied = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ",
 	model.NodeCollector.Name(), model.NodeCollector.Name())
 
-// fakeGCE is a loopback metadata server and Compute API. The metadata
+// fakeGCE is a metadata server and Compute API (gceNamespace serves it at
+// their production addresses to the script under test). The metadata
 // server hands out token to requests with Metadata-Flavor: Google; the
 // Compute API answers GET instance with the status set for the instance's
 // name (200 if none), only with that token, and records what was asked.
 type fakeGCE struct {
-	srv     *httptest.Server
+	handler http.Handler
 	project string
 	token   string
 	// tokenDown makes the metadata server answer 503 for the token.
@@ -106,9 +108,27 @@ func newFakeGCE(t *testing.T, project string) *fakeGCE {
 			fmt.Fprintf(w, `{"error":{"code":%d,"message":"fake error %d for %s"}}`, status, status, resource)
 		}
 	})
-	f.srv = httptest.NewServer(mux) // 127.0.0.1
-	t.Cleanup(f.srv.Close)
+	f.handler = mux
 	return f
+}
+
+// gceNamespace returns a namespace (scriptenv) in which a script reaches
+// the Google endpoints the node CSR approver and the node collector dial
+// in production, the metadata server at 169.254.169.254 on port 80 and the
+// Compute API at compute.googleapis.com on 443 (its certificate trusted
+// through the system CA bundle), both served by h, and the API server at
+// apiURL, forwarded from the test's network.
+func gceNamespace(t *testing.T, h http.Handler, apiURL string) *scriptenv.Env {
+	t.Helper()
+	ns := scriptenv.New(t)
+	ns.Serve("169.254.169.254", 80, servedUnder("/computeMetadata/v1/", h))
+	ns.ServeTLS("compute.googleapis.com", 443, servedUnder("/compute/v1/", h))
+	api, err := url.Parse(apiURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Forward(api.Host)
+	return ns
 }
 
 func (f *fakeGCE) problem(s string) {
@@ -196,8 +216,8 @@ func (e *env) gcIdentity(t *testing.T, node string) *testcp.User {
 
 // runGC runs the CronJob's container once as a local process: its command
 // and environment, the ConfigMap's script, a fresh emptyDir, kubectl with
-// the pod's credentials, and the fake's URLs in METADATA_URL and
-// COMPUTE_URL.
+// the pod's credentials, and the fake answering at the production
+// endpoints the script dials (gceNamespace).
 func (e *env) runGC(t *testing.T, f *fakeGCE, u *testcp.User) (code int, stdout, stderr string) {
 	t.Helper()
 	spec := e.cronJob.Spec.JobTemplate.Spec.Template.Spec
@@ -232,8 +252,7 @@ func (e *env) runGC(t *testing.T, f *fakeGCE, u *testcp.User) (code int, stdout,
 	if err != nil {
 		t.Skipf("kubectl not on PATH: %v", err)
 	}
-	env := []string{"PATH=" + filepath.Dir(kubectlPath) + ":/usr/local/bin:/usr/bin:/bin", "KUBECONFIG=" + u.Kubeconfig,
-		"METADATA_URL=" + f.srv.URL + "/computeMetadata/v1", "COMPUTE_URL=" + f.srv.URL + "/compute/v1"}
+	env := []string{"PATH=" + filepath.Dir(kubectlPath) + ":/usr/local/bin:/usr/bin:/bin", "KUBECONFIG=" + u.Kubeconfig}
 	for _, ev := range c.Env {
 		if ev.ValueFrom != nil {
 			t.Fatalf("env %s comes from a source this test does not map", ev.Name)
@@ -244,7 +263,7 @@ func (e *env) runGC(t *testing.T, f *fakeGCE, u *testcp.User) (code int, stdout,
 	for i := range args {
 		args[i] = local(args[i])
 	}
-	cmd := exec.Command(args[0], args[1:]...)
+	cmd := gceNamespace(t, f.handler, e.cp.URL).Command(args[0], args[1:]...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out, errb bytes.Buffer

@@ -182,11 +182,21 @@ func (e *Env) Address(ip string) {
 	}
 }
 
-// Serve serves h over HTTP at host:port: host resolves to 127.0.0.1 in
-// the namespace.
+// Serve serves h over HTTP at host:port: a host name resolves to
+// 127.0.0.1 in the namespace; an IP address (169.254.169.254, the
+// metadata server a script dials by number) is added to its loopback.
 func (e *Env) Serve(host string, port int, h http.Handler) {
-	e.Host(host)
-	e.serve(e.Listen(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))), h)
+	e.t.Helper()
+	ip := "127.0.0.1"
+	if addr := net.ParseIP(host); addr != nil {
+		ip = host
+		if !addr.IsLoopback() {
+			e.Address(host)
+		}
+	} else {
+		e.Host(host)
+	}
+	e.serve(e.Listen(net.JoinHostPort(ip, strconv.Itoa(port))), h)
 }
 
 // ServeTLS serves h over HTTPS at host:port with a certificate for host

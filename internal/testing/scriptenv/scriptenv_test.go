@@ -18,10 +18,10 @@ import (
 )
 
 // TestProductionInputs runs curl in the namespace as a shipped script
-// would: the production names on their real ports reach the test's
-// servers, with TLS verified against the system CA bundle, a forwarded
-// server of the test's own network answers at its address, a bound file
-// is at its production path, and nothing else is reachable. The machine's
+// would: the production names and addresses on their real ports reach
+// the test's servers, with TLS verified against the system CA bundle, a
+// forwarded server of the test's own network answers at its address, a
+// bound file is at its production path, and nothing else is reachable. The machine's
 // own /etc/hosts and CA bundle are left as they were.
 func TestProductionInputs(t *testing.T) {
 	e := scriptenv.New(t)
@@ -31,6 +31,9 @@ func TestProductionInputs(t *testing.T) {
 			return
 		}
 		fmt.Fprint(w, "metadata "+r.URL.Path)
+	}))
+	e.Serve("169.254.169.254", 80, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "by number "+r.URL.Path)
 	}))
 	e.ServeTLS("secretmanager.googleapis.com", 443, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "secret manager "+r.URL.Path)
@@ -57,6 +60,7 @@ func TestProductionInputs(t *testing.T) {
 
 	script := `set -u
 curl -sS --max-time 5 -H 'Metadata-Flavor: Google' http://metadata.google.internal/computeMetadata/v1/instance/name; echo
+curl -sS --max-time 5 http://169.254.169.254/computeMetadata/v1/project/project-id; echo
 curl -sS --max-time 5 https://secretmanager.googleapis.com/v1/projects/p; echo
 curl -sS --max-time 5 ` + outside.URL + `; echo
 cat "$1"
@@ -70,7 +74,7 @@ if curl -sS --max-time 2 --resolve secretmanager.googleapis.com:443:127.0.0.1 ht
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	want := "metadata /computeMetadata/v1/instance/name\nsecret manager /v1/projects/p\noutside\nbound\n"
+	want := "metadata /computeMetadata/v1/instance/name\nby number /computeMetadata/v1/project/project-id\nsecret manager /v1/projects/p\noutside\nbound\n"
 	if stdout.String() != want {
 		t.Errorf("the script printed\n%s\nwant\n%s\nstderr:\n%s", stdout.String(), want, stderr.String())
 	}
