@@ -507,7 +507,7 @@ func TestTerraformMatchesSource(t *testing.T) {
 			t.Errorf("%s: guest_accelerator or scheduling without GPUs", r.Name)
 		}
 		labels := m.eval(t, r, r.Body, "labels").AsValueMap()
-		if labels[terraform.GCELabelNodeGroup].AsString() != g.Name || labels[terraform.GCELabelCluster].AsString() != c.Name {
+		if labels[gce.LabelNodeGroup].AsString() != g.Name || labels[gce.LabelCluster].AsString() != c.Name {
 			t.Errorf("%s labels %v lack the cluster and group", r.Name, labels)
 		}
 		for k, v := range labels {
@@ -616,46 +616,4 @@ func TestTerraformSpotAndGPUScheduling(t *testing.T) {
 			}
 		}
 	}
-}
-
-func TestGCELabels(t *testing.T) {
-	src, _ := testsrc.Example(t)
-	g := &model.NodeGroup{Name: "gpu", Labels: map[string]string{
-		"example.com/pool":                       "GPU.Burst",
-		"example_com/pool":                       "collides",
-		"1st.example.com/tier":                   "a",
-		"nodegen-cluster":                        "not-mine",
-		"example.com/" + strings.Repeat("x", 63): strings.Repeat("V", 63),
-	}}
-	got := terraform.GCELabels(src, g)
-	want := map[string]string{
-		"nodegen-cluster":                               "hybrid-ai",
-		"nodegen-node-group":                            "gpu",
-		"example_com_pool":                              "gpu_burst",
-		"k1st_example_com_tier":                         "a",
-		("example_com_" + strings.Repeat("x", 63))[:63]: strings.Repeat("v", 63),
-	}
-	if !maps.Equal(got, want) {
-		t.Errorf("GCELabels = %v\nwant %v", got, want)
-	}
-	for k, v := range got {
-		if !gceLabelKeyRE.MatchString(k) || !gceLabelValueRE.MatchString(v) {
-			t.Errorf("%s=%s is not a valid GCE label", k, v)
-		}
-	}
-}
-
-// FuzzGCELabel checks that any Kubernetes label becomes a valid GCE label.
-func FuzzGCELabel(f *testing.F) {
-	for _, s := range []string{"example.com/pool", "", "A", "9", "ünïcode/ß", "a_b-c.d"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if k := terraform.GCELabelKey(s); !gceLabelKeyRE.MatchString(k) {
-			t.Errorf("GCELabelKey(%q) = %q", s, k)
-		}
-		if v := terraform.GCELabelValue(s); !gceLabelValueRE.MatchString(v) {
-			t.Errorf("GCELabelValue(%q) = %q", s, v)
-		}
-	})
 }

@@ -393,7 +393,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 	w.attr("name_prefix", hclString(c.TemplatePrefix(g)))
 	w.attr("description", hclString(fmt.Sprintf("nodegen node group %s of cluster %s", g.Name, c.Name)))
 	w.attr("machine_type", hclString(g.MachineType))
-	labels := GCELabels(src, g)
+	labels := gce.Labels(&src.Cluster, g)
 	var entries []hclLine
 	for _, k := range model.SortedKeys(labels) {
 		entries = append(entries, hclLine{hclKey(k), hclString(labels[k])})
@@ -538,72 +538,6 @@ func schedulingOf(g *model.NodeGroup) []hclLine {
 		}
 	}
 	return nil
-}
-
-// GCE label keys nodegen sets on every instance template.
-const (
-	GCELabelCluster   = "nodegen-cluster"
-	GCELabelNodeGroup = "nodegen-node-group"
-)
-
-// GCELabels returns the GCE labels of a group's instance template: the
-// cluster and group names, then the group's Kubernetes labels made valid
-// GCE labels (lower case; characters other than letters, digits, '_' and
-// '-' become '_'; keys start with a letter; at most 63 characters). A
-// Kubernetes label whose GCE key collides with one already taken is left
-// out. GCE labels are for billing and inventory: the autoscaler does not
-// read them, and the node's Kubernetes labels come from kube-env and the
-// join script.
-func GCELabels(src *model.Source, g *model.NodeGroup) map[string]string {
-	out := map[string]string{
-		GCELabelCluster:   GCELabelValue(src.Cluster.Name),
-		GCELabelNodeGroup: GCELabelValue(g.Name),
-	}
-	for _, k := range model.SortedKeys(g.Labels) {
-		key := GCELabelKey(k)
-		if _, taken := out[key]; taken {
-			continue
-		}
-		out[key] = GCELabelValue(g.Labels[k])
-	}
-	return out
-}
-
-// gceLabelMax is the longest GCE label key or value.
-const gceLabelMax = 63
-
-func gceLabelChars(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
-}
-
-// GCELabelKey turns a Kubernetes label key into a GCE label key.
-func GCELabelKey(k string) string {
-	s := gceLabelChars(k)
-	if s == "" || s[0] < 'a' || s[0] > 'z' {
-		s = "k" + s
-	}
-	if len(s) > gceLabelMax {
-		s = s[:gceLabelMax]
-	}
-	return s
-}
-
-// GCELabelValue turns a Kubernetes label value into a GCE label value.
-func GCELabelValue(v string) string {
-	s := gceLabelChars(v)
-	if len(s) > gceLabelMax {
-		s = s[:gceLabelMax]
-	}
-	return s
 }
 
 // localSSDDisks appends the group's local SSDs to the instance template:

@@ -404,7 +404,7 @@ func terraformJoinSecret(src *model.Source, header string) []byte {
 		s := body.AppendNewBlock("resource", []string{gce.TFSecret, TFJoinSecretName}).Body()
 		s.SetAttributeRaw("project", ref("local", "project"))
 		s.SetAttributeValue("secret_id", cty.StringVal(sm.Secret))
-		s.SetAttributeValue("labels", cty.MapVal(map[string]cty.Value{GCELabelCluster: cty.StringVal(GCELabelValue(src.Cluster.Name))}))
+		s.SetAttributeValue("labels", cty.MapVal(map[string]cty.Value{gce.LabelCluster: cty.StringVal(gce.LabelValue(src.Cluster.Name))}))
 		s.AppendNewline()
 		s.AppendNewBlock("replication", nil).Body().AppendNewBlock("auto", nil)
 		body.AppendNewline()
