@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "c5cdd014b87185f17c152f0a1da5a2be131eed1e3750636daece999c21d95d74",
+	Schema: "d716a886cff15470fce671359826f77af3a5642823ab2e3fd2e08552ee0017ba",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -104,7 +104,7 @@ var walked = Walked{
 			{Path: "nodeGroups.<name>.kind", Type: "\"gce\" | \"gce-static\" | \"onprem\"", Required: true, Doc: "\"gce\": MIGs the autoscaler sizes; \"gce-static\": MIGs of a fixed size (e.g. the autoscaler's own node); \"onprem\": declared for docs and checks only, never rendered into cloud artifacts."},
 			{Path: "nodeGroups.<name>.description", Type: "string", Optional: true, Doc: "One line for the docs."},
 			{Path: "nodeGroups.<name>.labels", Type: "map of string", Doc: "Node labels. nodegen adds the node-group identity label, the GPU label and, at join, the zone, region and instance-type labels."},
-			{Path: "nodeGroups.<name>.nodes", Type: "map of #FixedNode", Optional: true, Kinds: []string{"onprem"}, Doc: "The group's nodes, by Node name (kubeadm's default is the host name, lower-cased), with the capacity their kubelets report: nodegen adds them to the autoscaler's rendered caps, and drift and set-provider-id.sh expect them."},
+			{Path: "nodeGroups.<name>.nodes", Type: "map of #FixedNode", Optional: true, Kinds: []string{"onprem"}, Doc: "The group's nodes, by Node name (kubeadm's default is the host name, lower-cased), with the capacity their kubelets report: nodegen adds them to the autoscaler's rendered caps, drift and set-provider-id.sh expect them, and the group's join script (out/onprem/join/<group>.sh) joins only them."},
 			{Path: "nodeGroups.<name>.nodes.<key>.cpu", Type: "int & >=1", Required: true, Kinds: []string{"onprem"}, Doc: "vCPUs (the Node's capacity cpu)."},
 			{Path: "nodeGroups.<name>.nodes.<key>.memoryGiB", Type: "int & >=1", Required: true, Kinds: []string{"onprem"}, Doc: "Memory in GiB (2^30 bytes; the Node's capacity memory, rounded up)."},
 			{Path: "nodeGroups.<name>.nodes.<key>.gpus", Type: "int & >=0", Optional: true, Kinds: []string{"onprem"}, Doc: "GPUs the node advertises (nvidia.com/gpu). Defaults to the group's gpu.count (times its time-slicing replicas); 0 for the control plane."},
