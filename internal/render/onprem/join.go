@@ -32,6 +32,12 @@ func JoinScripts(src *model.Source, files layout.Files) error {
 		if g.Kind != model.KindOnPrem {
 			continue
 		}
+		// The group's name is the script's file name: the schema holds it to
+		// an RFC 1035 label; anything else is refused rather than written
+		// elsewhere.
+		if g.Name == "" || g.Name == "." || g.Name == ".." || strings.ContainsAny(g.Name, "/\\\x00") {
+			return fmt.Errorf("node group %q: not a file name, so no %s", g.Name, layout.OnpremJoinPath("<group>"))
+		}
 		origin := src.Origins[g.Name]
 		if origin == "" {
 			origin = src.Name

@@ -452,3 +452,23 @@ func TestOnpremJoinEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestOnpremJoinFileNames: a group's name is its join script's file name;
+// one that would put the file elsewhere is refused.
+func TestOnpremJoinFileNames(t *testing.T) {
+	src, _ := testsrc.Example(t)
+	g := src.NodeGroups["onprem-gpu"]
+	for _, name := range []string{"../x", "a/b", "..", ""} {
+		clone := *g
+		clone.Name = name
+		bad := *src
+		bad.NodeGroups = map[string]*model.NodeGroup{name: &clone}
+		files := layout.Files{}
+		if err := onprem.JoinScripts(&bad, files); err == nil || !strings.Contains(err.Error(), "not a file name") {
+			t.Errorf("group %q: %v, want it refused", name, err)
+		}
+		if len(files) > 0 {
+			t.Errorf("group %q: rendered %v", name, files.Paths())
+		}
+	}
+}
