@@ -176,11 +176,11 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	if !slices.Equal(perms[terraform.TFApproverMIGRole], []string{"compute.instanceGroupManagers.get"}) {
 		t.Errorf("the approver's MIG role grants %v, want only compute.instanceGroupManagers.get", perms[terraform.TFApproverMIGRole])
 	}
-	if !slices.Equal(perms[model.RoleAutoscaler], terraform.AutoscalerScopedPermissions()) {
-		t.Errorf("scoped role permissions %v, want %v", perms[model.RoleAutoscaler], terraform.AutoscalerScopedPermissions())
+	if !slices.Equal(perms[model.RoleAutoscaler], gce.AutoscalerScopedPermissions()) {
+		t.Errorf("scoped role permissions %v, want %v", perms[model.RoleAutoscaler], gce.AutoscalerScopedPermissions())
 	}
-	if !slices.Equal(perms[terraform.TFAutoscalerListRole], terraform.AutoscalerProjectPermissions()) {
-		t.Errorf("project-reads role permissions %v, want %v", perms[terraform.TFAutoscalerListRole], terraform.AutoscalerProjectPermissions())
+	if !slices.Equal(perms[terraform.TFAutoscalerListRole], gce.AutoscalerProjectPermissions()) {
+		t.Errorf("project-reads role permissions %v, want %v", perms[terraform.TFAutoscalerListRole], gce.AutoscalerProjectPermissions())
 	}
 	all := slices.Sorted(slices.Values(append(slices.Clone(perms[model.RoleAutoscaler]), perms[terraform.TFAutoscalerListRole]...)))
 	if !slices.Equal(all, autoscalerPermissions()) {
@@ -389,10 +389,10 @@ var (
 )
 
 // autoscalerPermissions returns every Compute permission of the
-// autoscaler's node (terraform.AutoscalerComputePermissions), sorted.
+// autoscaler's node (gce.AutoscalerComputePermissions), sorted.
 func autoscalerPermissions() []string {
-	out := make([]string, len(terraform.AutoscalerComputePermissions))
-	for i, p := range terraform.AutoscalerComputePermissions {
+	out := make([]string, len(gce.AutoscalerComputePermissions))
+	for i, p := range gce.AutoscalerComputePermissions {
 		out[i] = p.Permission
 	}
 	slices.Sort(out)

@@ -422,7 +422,7 @@ func TestTerraformShipsTheCheckedFiles(t *testing.T) {
 		}
 		if src.Cluster.BindsKubeletKey() {
 			// The join script writes the kubelet key's hash as a guest attribute.
-			want[terraform.GuestAttributesKey] = "TRUE"
+			want[gce.GuestAttributesKey] = "TRUE"
 		}
 		if !maps.Equal(got, want) {
 			t.Errorf("%s: metadata keys %v do not carry the generated files byte for byte", r.Name, slices.Sorted(maps.Keys(got)))

@@ -362,11 +362,6 @@ var safePathRE = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
 
 // terraformMetadataFiles maps each instance-template metadata key to the
 // generated file (relative to the output directory) it is read from.
-// GuestAttributesKey is the instance metadata key that lets a VM write
-// its guest attributes (Compute Engine documentation, "Set and query
-// guest attributes": enable-guest-attributes=TRUE).
-const GuestAttributesKey = "enable-guest-attributes"
-
 func terraformMetadataFiles(g *model.NodeGroup) map[string]string {
 	return map[string]string{
 		"kube-env":       layout.KubeEnvPath(g.Name),
@@ -412,7 +407,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 		// The startup script publishes the kubelet's bootstrap key hash as
 		// a guest attribute, which the VM can write only with this set
 		// (first: the keys are in order).
-		meta = append([]hclLine{{hclString(GuestAttributesKey), hclString("TRUE")}}, meta...)
+		meta = append([]hclLine{{hclString(gce.GuestAttributesKey), hclString("TRUE")}}, meta...)
 	}
 	w.object("metadata", meta)
 	w.attr("tags", templateTags(c, g))

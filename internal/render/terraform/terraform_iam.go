@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -62,98 +61,6 @@ var joinSecretRenewerPermissions = []string{
 	"secretmanager.versions.list",
 }
 
-// ComputePermission is one permission of the autoscaler node's custom
-// role, with the calls that need it.
-type ComputePermission struct {
-	Permission string
-	// Calls are the Compute Engine API methods that require it (each
-	// method's "Authorization requires the following IAM permission" in
-	// the Compute Engine REST reference).
-	Calls []string
-	// Callers are the functions that make those calls.
-	Callers []string
-	// On is the resource the permission is checked on (each method's
-	// "Authorization requires the following IAM permission on the
-	// specified resource ..."): an instanceGroupManager, instanceTemplate
-	// or instance can be named in an IAM condition; OnProject (the list
-	// calls, machine types, zone operations) cannot.
-	On string
-}
-
-// Resources a Compute permission is checked on.
-const (
-	OnMIG      = "instanceGroupManager"
-	OnTemplate = "instanceTemplate"
-	OnInstance = "instance"
-	OnProject  = "project"
-)
-
-// autoscalerPermissionsSource is where AutoscalerComputePermissions come
-// from: every Compute Engine API call the Cluster Autoscaler's GCE provider
-// makes with nodegen's configuration (MIGs listed with --nodes, zonal),
-// read from the source at that commit.
-const autoscalerPermissionsSource = "kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go"
-
-// AutoscalerComputePermissions is the autoscaler node's custom role, one
-// entry per permission, sorted. Left out on purpose, because nodegen's
-// configuration never makes the call: compute.instanceGroups.list and
-// compute.regions.get (FetchMigsWithName, FetchZones: only for
-// --node-group-auto-discovery, gce_manager.go findMigsNamed/getZones),
-// compute.machineTypes.list, compute.zones.list, compute.diskTypes.list and
-// compute.reservations.list (FetchMachineTypes, FetchAvailableCpuPlatforms,
-// FetchAvailableDiskTypes, FetchReservations: no caller in the provider),
-// compute.instanceTemplates.get on regional templates (nodegen's are
-// global).
-var AutoscalerComputePermissions = []ComputePermission{
-	{"compute.instanceGroupManagers.get",
-		[]string{"instanceGroupManagers.get", "instanceGroupManagers.listManagedInstances"},
-		[]string{"FetchMig (mig_info_provider.go)", "FetchMigInstances (mig_info_provider.go)"}, OnMIG},
-	{"compute.instanceGroupManagers.list",
-		[]string{"instanceGroupManagers.list"},
-		[]string{"FetchAllMigs (mig_info_provider.go)"}, OnProject},
-	{"compute.instanceGroupManagers.update",
-		[]string{"instanceGroupManagers.resize", "instanceGroupManagers.createInstances", "instanceGroupManagers.deleteInstances"},
-		[]string{"ResizeMig (gce_manager.go)", "CreateInstances (gce_manager.go)", "DeleteInstances (gce_manager.go)"}, OnMIG},
-	{"compute.instanceTemplates.get",
-		[]string{"instanceTemplates.get"},
-		[]string{"FetchMigTemplate (mig_info_provider.go)"}, OnTemplate},
-	{"compute.instances.get",
-		[]string{"instances.get"},
-		[]string{"the node garbage collector and the node CSR approver on the autoscaler's node: does the VM of a Node still exist, is a joining VM a fresh instance of a MIG"}, OnInstance},
-	{"compute.instances.getGuestAttributes",
-		[]string{"instances.getGuestAttributes"},
-		[]string{"the node CSR approver on the autoscaler's node: the hash of its kubelet's bootstrap key that a joining VM published as a guest attribute"}, OnInstance},
-	{"compute.instances.list",
-		[]string{"instances.list"},
-		[]string{"FetchAllInstances (mig_info_provider.go)"}, OnProject},
-	{"compute.machineTypes.get",
-		[]string{"machineTypes.get"},
-		[]string{"FetchMachineType (mig_info_provider.go)"}, OnProject},
-	{"compute.zoneOperations.get",
-		[]string{"zoneOperations.wait"},
-		[]string{"WaitForOperation, after each resize, createInstances and deleteInstances"}, OnProject},
-}
-
-// AutoscalerScopedPermissions are the permissions checked on a named MIG,
-// template or instance: the custom role bound with the condition
-// model.Source.AutoscalerCondition. AutoscalerProjectPermissions are the others,
-// checked on the project (listing, machine types, operations): read-only,
-// in a second custom role bound without a condition, since a condition on
-// resource names would deny them. Both sorted.
-func AutoscalerScopedPermissions() []string  { return autoscalerPermissions(true) }
-func AutoscalerProjectPermissions() []string { return autoscalerPermissions(false) }
-
-func autoscalerPermissions(scoped bool) []string {
-	var out []string
-	for _, p := range AutoscalerComputePermissions {
-		if (p.On != OnProject) == scoped {
-			out = append(out, p.Permission)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // approverMIGPermissions is the custom role that lets the node CSR
 // approver on the autoscaler's node read the per-instance configs of the
 // MIGs of the cloud groups that are not autoscaled (the autoscaler's own
@@ -187,7 +94,7 @@ func CustomRoleID(cluster string) string { return customRoleID(cluster, "autosca
 // Custom roles besides the scoped Compute one, by Terraform name and
 // role_id suffix.
 const (
-	// TFAutoscalerListRole holds AutoscalerProjectPermissions.
+	// TFAutoscalerListRole holds gce.AutoscalerProjectPermissions.
 	TFAutoscalerListRole = "autoscaler_list"
 	// TFApproverMIGRole holds approverMIGPermissions.
 	TFApproverMIGRole = "approver_mig_read"
@@ -314,8 +221,8 @@ func terraformIAM(src *model.Source, header string) []byte {
 	cr.SetAttributeRaw("project", ref("local", "project"))
 	cr.SetAttributeValue("role_id", cty.StringVal(CustomRoleID(c.Name)))
 	cr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name))
-	cr.SetAttributeValue("description", cty.StringVal("Resize the MIGs of cluster "+c.Name+" and read their templates and instances (bound with a condition on their names). Source: "+autoscalerPermissionsSource+"."))
-	cr.SetAttributeValue("permissions", strs(AutoscalerScopedPermissions()))
+	cr.SetAttributeValue("description", cty.StringVal("Resize the MIGs of cluster "+c.Name+" and read their templates and instances (bound with a condition on their names). Source: "+gce.AutoscalerPermissionsSource+"."))
+	cr.SetAttributeValue("permissions", strs(gce.AutoscalerScopedPermissions()))
 
 	body.AppendNewline()
 	b := body.AppendNewBlock("resource", []string{gce.TFProjectIAMMember, model.RoleAutoscaler + "_compute"}).Body()
@@ -333,8 +240,8 @@ func terraformIAM(src *model.Source, header string) []byte {
 	lr.SetAttributeRaw("project", ref("local", "project"))
 	lr.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(c.Name, TFAutoscalerListRole)))
 	lr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name+": project reads"))
-	lr.SetAttributeValue("description", cty.StringVal("List MIGs and instances, read machine types and wait for operations: read-only calls checked on the project. Source: "+autoscalerPermissionsSource+"."))
-	lr.SetAttributeValue("permissions", strs(AutoscalerProjectPermissions()))
+	lr.SetAttributeValue("description", cty.StringVal("List MIGs and instances, read machine types and wait for operations: read-only calls checked on the project. Source: "+gce.AutoscalerPermissionsSource+"."))
+	lr.SetAttributeValue("permissions", strs(gce.AutoscalerProjectPermissions()))
 
 	body.AppendNewline()
 	lb := body.AppendNewBlock("resource", []string{gce.TFProjectIAMMember, model.RoleAutoscaler + "_compute_list"}).Body()
