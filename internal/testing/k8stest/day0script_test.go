@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,7 +134,8 @@ var day0Rules = []day0Rule{
 
 // checkDay0 returns what is wrong with the steps: numbers not 1, 2, ...;
 // names other than want, in want's order; a step without a command run
-// on day 0; a command before one it needs (day0Rules).
+// on day 0 (here or on another host); a command run here before one it
+// needs (day0Rules).
 func checkDay0(steps []day0Step, want []string) []string {
 	var problems []string
 	var names []string
@@ -145,9 +147,11 @@ func checkDay0(steps []day0Step, want []string) []string {
 		names = append(names, s.name)
 		n := 0
 		for _, b := range s.blocks {
+			if b.marker != docs.Day0IfLateMarker {
+				n++
+			}
 			if b.runnable() {
 				commands.WriteString(b.code + "\n")
-				n++
 			}
 		}
 		if n == 0 {
@@ -185,7 +189,7 @@ func checkDay0(steps []day0Step, want []string) []string {
 }
 
 // day0ScriptSteps are the steps the day-0 script test's source needs, in
-// their order: no VPN, one image family, declared on-prem nodes, the
+// their order: no VPN, two image families, declared on-prem nodes, the
 // renewer.
 var day0ScriptSteps = []string{
 	docs.Day0StepAPIs, docs.Day0StepImages, docs.Day0StepTerraform, docs.Day0StepFirstToken,
@@ -194,7 +198,8 @@ var day0ScriptSteps = []string{
 }
 
 // The day-0 script test's cluster, as nodegen init is given it, and what
-// its user adds: the network, the control plane's node and on-prem GPU
+// its user adds: the network, a Spot GPU group (an image family of its
+// own, the GPU Operator's chart), the control plane's node and on-prem GPU
 // servers (declared, so that the caps count them and drift expects them).
 const (
 	day0Project = "day0-project"
@@ -208,6 +213,19 @@ var day0UserFiles = map[string]string{
 	onpremRanges: ["10.20.0.0/16"]
 	cniPorts: ["udp/4789"]
 	egress: "cloud-nat"
+}
+`,
+	"spot-l4.cue": `nodeGroups: "spot-l4": {
+	kind:        "gce"
+	description: "Cloud L4 GPU workers on Spot VMs"
+	zones: ["europe-west4-a", "europe-west4-b"]
+	machineType: "g2-standard-8"
+	image:       "projects/day0-project/global/images/family/k8s-node-gpu-1-35"
+	spot:        true
+	min:         0
+	max:         2
+	gpu: {type: "nvidia-l4", count: 1}
+	taints: [{key: "nvidia.com/gpu", value: "present", effect: "NoSchedule"}]
 }
 `,
 	"control-plane.cue": `cluster: controlPlaneNodes: "cp-1": {cpu: 8, memoryGiB: 32}
@@ -226,10 +244,31 @@ var day0UserFiles = map[string]string{
 `,
 }
 
-// day0Init makes the test's cluster as a new user does, in work: nodegen
-// init in an empty directory, the user's files beside its own, nodegen
-// gen; it returns the source.
-func day0Init(t *testing.T, work string) *model.Source {
+// day0VPNNetwork is network.cue with an HA VPN to one on-prem gateway.
+const day0VPNNetwork = `cluster: gcp: network: {
+	name:       "day0-vpc"
+	subnetwork: "day0-nodes"
+	onpremRanges: ["10.20.0.0/16"]
+	cniPorts: ["udp/4789"]
+	egress: "cloud-nat"
+	subnetworkRange: "10.128.0.0/20"
+	vpn: {
+		cloudRouterASN: 64514
+		onpremASN:      65010
+		peerGateways: [{name: "vpn-gw-a", address: "203.0.113.10"}]
+		haVpnAddresses: ["198.51.100.20", "198.51.100.21"]
+		tunnels: [
+			{insideRange: "169.254.10.0/30", sharedSecret: secret: "day0-vpn-tunnel0"},
+			{insideRange: "169.254.11.0/30", sharedSecret: secret: "day0-vpn-tunnel1"},
+		]
+	}
+}
+`
+
+// day0Init makes a cluster as a new user does, in work: nodegen init in
+// an empty directory, the user's files beside its own, nodegen gen; it
+// returns the source.
+func day0Init(t *testing.T, work string, files map[string]string) *model.Source {
 	t.Helper()
 	nodegen := func(args ...string) {
 		t.Helper()
@@ -242,7 +281,7 @@ func day0Init(t *testing.T, work string) *model.Source {
 	nodegen("init", "--dir", dir, "--name", "day0", "--project", day0Project, "--region", day0Region,
 		"--control-plane-endpoint", "10.20.0.10:6443", "--kubernetes-version", "1.35.2",
 		"--ca-cert-hash", "sha256:8f3c1f3b2a6a1c4d9e0b7f6a5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d")
-	for name, content := range day0UserFiles {
+	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -294,21 +333,33 @@ func joinDay0(head string, steps []string, tail string) string {
 // renumbered), a step marker lost, or a command moved after one that
 // needs it does not.
 func TestDay0ScriptChecker(t *testing.T) {
-	work := t.TempDir()
-	day0Init(t, work)
-	b, err := os.ReadFile(filepath.Join(work, "out", layout.Day0DocsPath))
-	if err != nil {
-		t.Fatal(err)
+	render := func(t *testing.T, files map[string]string) string {
+		t.Helper()
+		work := t.TempDir()
+		day0Init(t, work, files)
+		b, err := os.ReadFile(filepath.Join(work, "out", layout.Day0DocsPath))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
 	}
-	doc := string(b)
-	check := func(doc string) []string {
+	check := func(doc string, want []string) []string {
 		steps, err := parseDay0(doc)
 		if err != nil {
 			return []string{err.Error()}
 		}
-		return checkDay0(steps, day0ScriptSteps)
+		return checkDay0(steps, want)
 	}
-	if p := check(doc); len(p) > 0 {
+	// With a VPN: its keys before the apply, the gateways (on their hosts)
+	// after it.
+	vpn := maps.Clone(day0UserFiles)
+	vpn["network.cue"] = day0VPNNetwork
+	withVPN := slices.Concat(day0ScriptSteps[:2], []string{docs.Day0StepVPNKeys, docs.Day0StepTerraform, docs.Day0StepVPN}, day0ScriptSteps[3:])
+	if p := check(render(t, vpn), withVPN); len(p) > 0 {
+		t.Errorf("%s with a VPN:\n%s", layout.Day0DocsPath, strings.Join(p, "\n"))
+	}
+	doc := render(t, day0UserFiles)
+	if p := check(doc, day0ScriptSteps); len(p) > 0 {
 		t.Fatalf("%s as rendered:\n%s", layout.Day0DocsPath, strings.Join(p, "\n"))
 	}
 	head, steps, tail := day0Sections(t, doc)
@@ -336,6 +387,7 @@ func TestDay0ScriptChecker(t *testing.T) {
 	mutants["the approver applied with the manifests"] = strings.Replace(mutants["the approver applied with the manifests"],
 		"kubectl apply -f out/"+layout.TaintRemoverPath+"\n", approver+"kubectl apply -f out/"+layout.TaintRemoverPath+"\n", 1)
 	replace("no image made", "gcloud compute images create", "gcloud compute images list")
+	mutants["no image made"] = strings.ReplaceAll(doc, "gcloud compute images create", "gcloud compute images list")
 	replace("no nodegen check", "```sh\nnodegen check\n", "```sh\n")
 	replace("the on-prem nodes labelled without a dry run first",
 		"bash out/"+layout.OnpremLabelNodesPath+" --dry-run\nbash out/"+layout.OnpremLabelNodesPath+"\n",
@@ -346,7 +398,7 @@ func TestDay0ScriptChecker(t *testing.T) {
 		if m == doc {
 			t.Fatalf("%s: the mutant is the doc", what)
 		}
-		if p := check(m); len(p) == 0 {
+		if p := check(m, day0ScriptSteps); len(p) == 0 {
 			t.Errorf("%s: the checker passes it", what)
 		} else {
 			t.Logf("%s: %s", what, p[0])
@@ -445,7 +497,7 @@ func TestDay0Script(t *testing.T) {
 	cp := testcp.StartWith(t, testcp.Options{Production: true})
 	cp.StartControllerManager(t, testcp.CSRSigningController, testcp.CSRApprovingController)
 	work := t.TempDir()
-	src := day0Init(t, work)
+	src := day0Init(t, work, day0UserFiles)
 	doc, err := os.ReadFile(filepath.Join(work, "out", layout.Day0DocsPath))
 	if err != nil {
 		t.Fatal(err)
@@ -663,7 +715,11 @@ func (d *day0Play) boot(t *testing.T, a *tfApply) {
 			d.zones[name] = m.Zone
 			d.order = append(d.order, name)
 		}
-		if err := os.WriteFile(filepath.Join(d.migs, m.Name), []byte(strings.Join(names, "\n")+"\n"), 0o644); err != nil {
+		list := ""
+		for _, n := range names {
+			list += n + "\n"
+		}
+		if err := os.WriteFile(filepath.Join(d.migs, m.Name), []byte(list), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -791,12 +847,16 @@ func (d *day0Play) afterStep(t *testing.T, name string) {
 			}
 		}
 	case docs.Day0StepCharts:
-		b, err := os.ReadFile(filepath.Join(d.state, "helm", "releases", docs.AutoscalerRelease))
-		if err != nil {
-			t.Fatalf("the autoscaler is not installed: %v", err)
-		}
-		if want := docs.AutoscalerChartVersion + " " + src.Cluster.Autoscaler.Namespace + " out/" + layout.AutoscalerValuesPath; !strings.Contains(string(b), want) {
-			t.Errorf("the autoscaler's release is %q, want %q", b, want)
+		for _, r := range []struct{ release, want string }{
+			{docs.AutoscalerRelease, docs.AutoscalerChartRepoName + "/" + docs.AutoscalerChart + " " + docs.AutoscalerChartVersion + " " + src.Cluster.Autoscaler.Namespace + " out/" + layout.AutoscalerValuesPath},
+			{docs.GPUOperatorRelease, docs.GPUOperatorChartRepoName + "/" + docs.GPUOperatorChart + " " + docs.GPUOperatorChartVersion + " " + docs.GPUOperatorNamespace + " out/" + layout.GPUOperatorValuesPath},
+		} {
+			b, err := os.ReadFile(filepath.Join(d.state, "helm", "releases", r.release))
+			if err != nil {
+				t.Errorf("release %s is not installed: %v", r.release, err)
+			} else if strings.TrimSpace(string(b)) != r.want {
+				t.Errorf("release %s is %q, want %q", r.release, strings.TrimSpace(string(b)), r.want)
+			}
 		}
 	case docs.Day0StepRenewer:
 		if len(d.jobs) != 1 {
@@ -860,8 +920,8 @@ func (d *day0Play) checkRecipe(t *testing.T, im model.NodeImage) {
 // checkApply checks what the apply made against the source: the
 // provider's project and region, the join token's secret, the firewall
 // rules from the on-prem ranges to the kubelet and the CNI and between
-// the nodes, the Cloud NAT, and one MIG per zone of the autoscaler's
-// group at its size.
+// the nodes, the Cloud NAT, and one MIG per zone of each cloud group at
+// its fixed or minimum size.
 func (d *day0Play) checkApply(t *testing.T, a *tfApply) {
 	t.Helper()
 	c := &d.src.Cluster
@@ -896,15 +956,22 @@ func (d *day0Play) checkApply(t *testing.T, a *tfApply) {
 	if len(a.NATs) != 1 {
 		t.Errorf("Cloud NATs %v, want one", a.NATs)
 	}
-	ca := d.src.NodeGroups[c.Autoscaler.NodeGroup]
 	var migs []string
 	for _, m := range a.MIGs {
 		migs = append(migs, fmt.Sprintf("%s %s %d", m.Name, m.Zone, m.TargetSize))
 	}
 	var want []string
-	for _, z := range ca.Zones {
-		want = append(want, fmt.Sprintf("%s %s %d", c.MIGName(ca, z), z, ca.Max))
+	for _, g := range d.src.CloudGroups() {
+		size := g.Max // a fixed size
+		if g.Autoscaled() {
+			size = g.Min
+		}
+		for _, z := range g.Zones {
+			want = append(want, fmt.Sprintf("%s %s %d", c.MIGName(g, z), z, size))
+		}
 	}
+	slices.Sort(migs)
+	slices.Sort(want)
 	if !slices.Equal(migs, want) {
 		t.Errorf("the apply makes MIGs %q, want %q", migs, want)
 	}

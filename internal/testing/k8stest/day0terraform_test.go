@@ -504,7 +504,7 @@ func (m *tfModule) startupScript(ctx *hcl.EvalContext, name string) (string, err
 // other than "yes".
 func TestDay0ScriptTerraform(t *testing.T) {
 	work := t.TempDir()
-	day0Init(t, work)
+	day0Init(t, work, day0UserFiles)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -530,12 +530,15 @@ func TestDay0ScriptTerraform(t *testing.T) {
 			}
 		}
 	}
-	image := func(t *testing.T, state string) {
+	image := func(t *testing.T, state string, families ...string) {
 		t.Helper()
-		if err := os.MkdirAll(filepath.Join(state, "images", day0Project, "k8s-node-1-35"), 0o755); err != nil {
-			t.Fatal(err)
+		for _, f := range families {
+			if err := os.MkdirAll(filepath.Join(state, "images", day0Project, f), 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	const cpu, gpu = "k8s-node-1-35", "k8s-node-gpu-1-35"
 	// applyFails runs init and apply on out and wants apply to fail saying want.
 	applyFails := func(t *testing.T, out, state, answer, want string) {
 		t.Helper()
@@ -558,8 +561,10 @@ func TestDay0ScriptTerraform(t *testing.T) {
 	}
 	applyFails(t, out, state, "yes", "compute.googleapis.com has not been used in project "+day0Project)
 	enable(t, state)
-	applyFails(t, out, state, "yes", "Could not find image or family projects/"+day0Project+"/global/images/family/k8s-node-1-35")
-	image(t, state)
+	applyFails(t, out, state, "yes", "Could not find image or family projects/"+day0Project+"/global/images/family/"+cpu)
+	image(t, state, cpu)
+	applyFails(t, out, state, "yes", "Could not find image or family projects/"+day0Project+"/global/images/family/"+gpu)
+	image(t, state, gpu)
 	applyFails(t, out, state, "no", "Apply cancelled.")
 	if o, err := terraform(t, out, state, "yes", "apply"); err != nil {
 		t.Fatalf("terraform apply: %v\n%s", err, o)
@@ -588,7 +593,7 @@ func TestDay0ScriptTerraform(t *testing.T) {
 		}
 		state := t.TempDir()
 		enable(t, state)
-		image(t, state)
+		image(t, state, cpu, gpu)
 		applyFails(t, mutant, state, "yes", c.want)
 	}
 }
