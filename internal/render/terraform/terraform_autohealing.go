@@ -13,12 +13,13 @@ import (
 // when the VM stops answering the kubelet's health endpoint.
 const (
 	// Health check timing: a VM is unhealthy after unhealthyThreshold
-	// failed checks, healthCheckInterval apart (healthCheckInterval).
+	// failed checks, healthCheckInterval apart; the threshold is the
+	// largest the Compute API takes, the interval at most its largest.
 	healthCheckTimeout   = 5
 	healthyThreshold     = 2
-	unhealthyThreshold   = 10   // the Compute API's largest
-	minCheckInterval     = 10   // seconds
-	maxCheckInterval     = 300  // the Compute API's largest
+	unhealthyThreshold   = gce.MaxUnhealthyThreshold
+	minCheckInterval     = 10 // seconds
+	maxCheckInterval     = gce.MaxCheckIntervalSec
 	maxInitialDelaySec   = 3600 // the Compute API's limit of initialDelaySec
 	autohealingTagSuffix = "-hc"
 )
