@@ -26,7 +26,7 @@ func Labels(c *model.Cluster, g *model.NodeGroup) map[string]string {
 		LabelNodeGroup: LabelValue(g.Name),
 	}
 	for _, k := range model.SortedKeys(g.Labels) {
-		key := LabelKey(k)
+		key := labelKey(k)
 		if _, taken := out[key]; taken {
 			continue
 		}
@@ -51,8 +51,8 @@ func labelChars(s string) string {
 	return b.String()
 }
 
-// LabelKey turns a Kubernetes label key into a GCE label key.
-func LabelKey(k string) string {
+// labelKey turns a Kubernetes label key into a GCE label key.
+func labelKey(k string) string {
 	s := labelChars(k)
 	if s == "" || s[0] < 'a' || s[0] > 'z' {
 		s = "k" + s

@@ -49,8 +49,8 @@ func FuzzLabel(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if k := LabelKey(s); !labelKeyRE.MatchString(k) {
-			t.Errorf("LabelKey(%q) = %q", s, k)
+		if k := labelKey(s); !labelKeyRE.MatchString(k) {
+			t.Errorf("labelKey(%q) = %q", s, k)
 		}
 		if v := LabelValue(s); !labelValueRE.MatchString(v) {
 			t.Errorf("LabelValue(%q) = %q", s, v)
