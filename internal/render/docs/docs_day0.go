@@ -267,8 +267,8 @@ func (d *day0Doc) next(name, title string) int {
 func (d *day0Doc) beforeYouStart() {
 	c, deadline, sm, src := d.c, d.deadline, d.sm, d.src
 	d.p("\n# Day 0: cluster %s from an empty project\n\n", code(c.Name))
-	d.p("The steps below, in this order, take cluster %s from a GCP project with nothing in it to a cluster whose autoscaler scales the cloud groups. Run them from the repository root. No step waits for a later one: the autoscaler's VM, which boots at `terraform apply`, waits for the first join token for up to %s (its join deadline).\n",
-		code(c.Name), model.FormatDuration(deadline))
+	d.p("The steps below, in this order, take cluster %s from a GCP project with nothing in it to a cluster whose autoscaler scales the cloud groups. Run them from the directory that holds the source directory %s and `out/`. No step waits for a later one: the autoscaler's VM, which boots at `terraform apply`, waits for the first join token for up to %s (its join deadline).\n",
+		code(c.Name), code(src.Name+"/"), model.FormatDuration(deadline))
 
 	d.p("\n## Before you start\n\n")
 	d.p("- Tools: `gcloud`, `terraform`, `helm`, `kubectl` with this cluster's admin kubeconfig, and `ssh` with `sudo` to a control-plane node (it has `kubeadm`): set `%s` to it.\n", Day0ControlPlaneHostVar)
@@ -301,6 +301,25 @@ func (d *day0Doc) beforeYouStart() {
 		d.p("\n  and, to add the first join token, `roles/secretmanager.secretVersionAdder` on secret %s (in `roles/secretmanager.admin`).\n", code(sm.Secret))
 	}
 	d.quota()
+}
+
+// checkCommand is nodegen check of this source and out/, from the
+// directory that holds both: --source only when the source directory is
+// not nodegen's default, nodegroups.
+func (d *day0Doc) checkCommand() string {
+	if d.src.Name == "nodegroups" {
+		return "nodegen check"
+	}
+	return "nodegen check --source " + shellWord(d.src.Name)
+}
+
+// shellWord is s as one word of a POSIX shell command: as it is when it
+// holds only characters the shell does not interpret, else single-quoted.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-") == "" && !strings.HasPrefix(s, "-") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // buildableImages are the image families whose build scripts are rendered.
@@ -396,12 +415,12 @@ func (d *day0Doc) terraform() {
 	if n := c.GCP.Network; n != nil {
 		d.p("`nodegen check` proves %s is what the source renders. Then apply the root module %s: the provider with project %s and region %s, the module block with network %s and subnetwork %s, and a commented backend (local state until you set one):\n\n",
 			code(out), code(out+"terraform/root/"), code(c.GCP.Project), code(c.GCP.Region), code(n.Name), code(n.Subnetwork))
-		d.p("```sh\nnodegen check\n(cd %sterraform/root && terraform init && terraform apply)\n```\n\n", out)
+		d.p("```sh\n%s\n(cd %sterraform/root && terraform init && terraform apply)\n```\n\n", d.checkCommand(), out)
 		d.p("%s", day0NetworkText(src))
 	} else {
 		d.p("`nodegen check` proves %s is what the source renders. Then apply the module (the README's Terraform section: a `module` block with `source = \"./%sterraform\"` in your root module, `network` and `subnetwork` set), from your root module's directory:\n\n",
 			code(out), out)
-		d.p("```sh\nnodegen check\nterraform init\nterraform apply\n```\n\n")
+		d.p("```sh\n%s\nterraform init\nterraform apply\n```\n\n", d.checkCommand())
 	}
 	if sm != nil && sm.Terraform == model.JoinSecretCreate {
 		d.p("This creates the join token's secret %s without a version, ", code(sm.Secret))

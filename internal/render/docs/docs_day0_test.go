@@ -1,6 +1,8 @@
 package docs_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +160,35 @@ func TestDay0MetadataKey(t *testing.T) {
 	}
 	if !strings.Contains(doc, "gcloud compute project-info add-metadata --project=acme-hybrid-ai --metadata-from-file=kubeadm-join-token=/dev/stdin") {
 		t.Errorf("%s does not set the metadata key\n%s", layout.Day0DocsPath, doc)
+	}
+}
+
+// TestDay0SourceDir: the steps run from the directory that holds the
+// source directory and out/, and their nodegen check names the source
+// directory, quoted for the shell, when it is not nodegen's default.
+func TestDay0SourceDir(t *testing.T) {
+	_, files := testsrc.Example(t)
+	doc := string(files[layout.Day0DocsPath])
+	if !strings.Contains(doc, "Run them from the directory that holds the source directory `nodegroups/` and `out/`.") ||
+		!strings.Contains(doc, "```sh\nnodegen check\n") {
+		t.Errorf("%s: not run from the directory of nodegroups/ and out/ with a plain nodegen check:\n%s", layout.Day0DocsPath, doc)
+	}
+	dir := filepath.Join(t.TempDir(), "it's clusters")
+	if err := os.Rename(testsrc.Copy(t, nil), dir); err != nil {
+		t.Fatal(err)
+	}
+	l, err := source.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err = render.All(l.Fleet.Clusters[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = string(files[layout.Day0DocsPath])
+	for _, want := range []string{"the source directory `it's clusters/` and `out/`.", "```sh\nnodegen check --source 'it'\\''s clusters'\n"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("%s of source directory %q lacks %q:\n%s", layout.Day0DocsPath, filepath.Base(dir), want, doc)
+		}
 	}
 }
