@@ -16,6 +16,7 @@ import (
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // TestNodeCSRApproverManifest: the cloud join path's manifest, decoded
@@ -26,7 +27,7 @@ import (
 // kubeadm join needs and names that group only; the pattern the policy
 // approves matches the groups' instance names and nothing like them.
 func TestNodeCSRApproverManifest(t *testing.T) {
-	src, files := srcSpec{}.mustRender(t)
+	src, files := testsrc.Spec{}.MustRender(t)
 	objs, err := k8sdecode.Objects(files[layout.NodeCSRApproverPath])
 	if err != nil {
 		t.Fatal(err)

@@ -172,7 +172,7 @@ func TestAutohealingRepairsFromCurrentTemplate(t *testing.T) {
 func TestAutohealingValuesInProviderSchema(t *testing.T) {
 	desc := lifecycleDescriptions(t)
 	_, staged := renderWith(t, map[string]string{"autoscaler.cue": withAutohealing(t, "repair: false")})
-	_, def := srcSpec{}.mustRender(t)
+	_, def := testsrc.Spec{}.MustRender(t)
 	valid := regexp.MustCompile(`Valid (?:values|options) are: ([A-Z_]+(?:, [A-Z_]+)*)\.`)
 	for _, files := range []layout.Files{def, staged} {
 		for _, p := range readAutohealed(t, files, "autoscaler").lifecycle {

@@ -31,7 +31,7 @@ var fast struct {
 	sync.Mutex
 	once        sync.Once
 	constraints []cue.Value // by structFields index
-	base        []byte      // the default srcSpec, decoded, as JSON
+	base        []byte      // the default testsrc.Spec, decoded, as JSON
 	loaded      *model.Source
 	err         error
 }
@@ -72,7 +72,7 @@ func fastInit(t testing.TB) {
 				return
 			}
 		}
-		l, err := srcSpec{}.load(t)
+		l, err := testsrc.Spec{}.Load(t)
 		if err != nil {
 			fast.err = err
 			return
@@ -185,9 +185,9 @@ func TestFastPathAgreesWithLoader(t *testing.T) {
 			if v == "" {
 				continue
 			}
-			var spec srcSpec
+			var spec testsrc.Spec
 			fld.set(&spec, v)
-			loaded, loadErr := spec.load(t)
+			loaded, loadErr := spec.Load(t)
 			fs := fastSource(t, i, v)
 			if (loadErr == nil) != (fs != nil) {
 				t.Errorf("%s %q: loader error %v, fast path accepts: %v", fld.name, v, loadErr, fs != nil)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // The property behind the targets below: no value a user may write into
@@ -38,22 +39,22 @@ import (
 type structField struct {
 	name  string
 	plain string // a value nodegen accepts, with no special character
-	set   func(*srcSpec, string)
+	set   func(*testsrc.Spec, string)
 }
 
 var structFields = []structField{
-	{"GPU group description", "x", func(s *srcSpec, v string) { s.GPUDescription = v }},
-	{"gce-static group description", "x", func(s *srcSpec, v string) { s.StaticDescription = v }},
-	{"onprem group description", "x", func(s *srcSpec, v string) { s.OnPremDescription = v }},
-	{"image", "projects/acme-images/global/images/x", func(s *srcSpec, v string) { s.Image = v }},
-	{"taint remover image", "example.com/x:1", func(s *srcSpec, v string) { s.TaintRemoverImage = v }},
-	{"label value", "x", func(s *srcSpec, v string) { s.LabelValue = v }},
-	{"taint value", "x", func(s *srcSpec, v string) { s.TaintValue = v }},
-	{"join secret name", "x", func(s *srcSpec, v string) { s.Secret = v }},
-	{"join metadata key", "x", func(s *srcSpec, v string) { s.MetadataKey = v }},
+	{"GPU group description", "x", func(s *testsrc.Spec, v string) { s.GPUDescription = v }},
+	{"gce-static group description", "x", func(s *testsrc.Spec, v string) { s.StaticDescription = v }},
+	{"onprem group description", "x", func(s *testsrc.Spec, v string) { s.OnPremDescription = v }},
+	{"image", "projects/acme-images/global/images/x", func(s *testsrc.Spec, v string) { s.Image = v }},
+	{"taint remover image", "example.com/x:1", func(s *testsrc.Spec, v string) { s.TaintRemoverImage = v }},
+	{"label value", "x", func(s *testsrc.Spec, v string) { s.LabelValue = v }},
+	{"taint value", "x", func(s *testsrc.Spec, v string) { s.TaintValue = v }},
+	{"join secret name", "x", func(s *testsrc.Spec, v string) { s.Secret = v }},
+	{"join metadata key", "x", func(s *testsrc.Spec, v string) { s.MetadataKey = v }},
 	// Names, not values: they reach every artifact's header and the docs.
-	{"source directory name", "x", func(s *srcSpec, v string) { s.DirName = v }},
-	{"group file name", "x", func(s *srcSpec, v string) { s.GPUFile = v }},
+	{"source directory name", "x", func(s *testsrc.Spec, v string) { s.DirName = v }},
+	{"group file name", "x", func(s *testsrc.Spec, v string) { s.GPUFile = v }},
 }
 
 // structSeeds are values that broke, or could break, some artifact's
@@ -130,9 +131,9 @@ func structPair(t *testing.T, i uint8, value string) (fuzzed, plain layout.Files
 	} else if c, ok := fuzzedRenders.Load(key); ok {
 		fuzzed = c.(layout.Files)
 	} else {
-		var spec srcSpec
+		var spec testsrc.Spec
 		fld.set(&spec, value)
-		if src, err := spec.load(t); err == nil {
+		if src, err := spec.Load(t); err == nil {
 			if fuzzed, err = render.All(src); err != nil {
 				t.Fatalf("%s %q: nodegen accepts the source but cannot render it: %v", fld.name, value, err)
 			}
@@ -147,9 +148,9 @@ func structPair(t *testing.T, i uint8, value string) (fuzzed, plain layout.Files
 	if p, ok := plainRenders.Load(int(i) % len(structFields)); ok {
 		return fuzzed, p.(layout.Files), true
 	}
-	var pspec srcSpec
+	var pspec testsrc.Spec
 	fld.set(&pspec, fld.plain)
-	_, plain = pspec.mustRender(t)
+	_, plain = pspec.MustRender(t)
 	plainRenders.Store(int(i)%len(structFields), plain)
 	return fuzzed, plain, true
 }
@@ -450,7 +451,7 @@ func FuzzDocsStructure(f *testing.F) {
 // TestStructureSkeletonsSeeBreakage proves each skeleton notices the
 // breakage it exists for, on hand-broken copies of real artifacts.
 func TestStructureSkeletonsSeeBreakage(t *testing.T) {
-	_, files := srcSpec{}.mustRender(t)
+	_, files := testsrc.Spec{}.MustRender(t)
 	tf := layout.TerraformGroupPath("gpu-t4")
 	script := layout.StartupScriptPath("gpu-t4")
 	cases := []struct {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/cel-go/cel"
 
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // evalCondition evaluates an IAM condition expression with CEL (IAM
@@ -83,7 +84,7 @@ func checkCondition(t *testing.T, src *model.Source, expr string) {
 // on the cluster's name prefix, which would also grant a cluster named
 // "<cluster>-2" (vet refuses such a source: vet_iam_condition_prefix.txtar).
 func TestAutoscalerConditionLong(t *testing.T) {
-	src, _ := srcSpec{}.mustRender(t)
+	src, _ := testsrc.Spec{}.MustRender(t)
 	big := *src
 	big.NodeGroups = map[string]*model.NodeGroup{}
 	for k, g := range src.NodeGroups {

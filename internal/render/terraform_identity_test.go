@@ -15,6 +15,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render/terraform"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // refs returns the traversals an expression reads, as dotted strings
@@ -66,7 +67,7 @@ func memberRole(t *testing.T, r tfResource) string {
 // secret's grants are on that secret only; and no secret value is in the
 // module.
 func TestTerraformIdentityPerRole(t *testing.T) {
-	src, files := srcSpec{}.mustRender(t)
+	src, files := testsrc.Spec{}.MustRender(t)
 	m := parseModule(t, files)
 
 	// Instance templates: which account each group's VMs run as.
@@ -288,7 +289,7 @@ func parseBodies(t *testing.T, b []byte) *hclsyntax.Body {
 // TestTerraformBringYourOwn: with a variable set, nodegen creates no
 // account for that role and uses the given email; null creates one.
 func TestTerraformBringYourOwn(t *testing.T) {
-	_, files := srcSpec{}.mustRender(t)
+	_, files := testsrc.Spec{}.MustRender(t)
 	m := parseModule(t, files)
 	for _, r := range m.byType(gce.TFServiceAccount) {
 		for _, tc := range []struct {
@@ -327,7 +328,7 @@ func TestTerraformBringYourOwn(t *testing.T) {
 // TestTerraformJoinSecretModes: "iam" grants on the named secret without
 // creating it; "none" and a metadata-key token leave Secret Manager alone.
 func TestTerraformJoinSecretModes(t *testing.T) {
-	_, files := srcSpec{Secret: "my-token", Cluster: `joinToken: secretManager: terraform: "iam"`}.mustRender(t)
+	_, files := testsrc.Spec{Secret: "my-token", Cluster: `joinToken: secretManager: terraform: "iam"`}.MustRender(t)
 	m := parseModule(t, files)
 	if len(m.byType(gce.TFSecret)) != 0 {
 		t.Error(`"iam" creates the secret`)
@@ -341,11 +342,11 @@ func TestTerraformJoinSecretModes(t *testing.T) {
 			t.Errorf("%s grants on %q, want my-token", r.Name, got)
 		}
 	}
-	for name, spec := range map[string]srcSpec{
+	for name, spec := range map[string]testsrc.Spec{
 		"none":         {Cluster: `joinToken: secretManager: terraform: "none"`},
 		"metadata key": {MetadataKey: "kubeadm-join-token"},
 	} {
-		_, files := spec.mustRender(t)
+		_, files := spec.MustRender(t)
 		if _, ok := files[layout.TerraformJoinSecretPath]; ok {
 			t.Errorf("%s: %s rendered", name, layout.TerraformJoinSecretPath)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 
@@ -52,7 +53,7 @@ func hclBlocks(t testing.TB, files layout.Files) map[string][]string {
 // attributes are those of a plain description, and the description is
 // still there for people to read.
 func TestTerraformDescriptionInjection(t *testing.T) {
-	_, plain := srcSpec{GPUDescription: "x"}.mustRender(t)
+	_, plain := testsrc.Spec{GPUDescription: "x"}.MustRender(t)
 	want := hclBlocks(t, plain)
 	payload := "GPU workers\n" +
 		"resource \"google_project_iam_member\" \"pwn\" {\n" +
@@ -70,7 +71,7 @@ func TestTerraformDescriptionInjection(t *testing.T) {
 		"template and comments": "${file(\"/etc/passwd\")} %{ if true }x%{ endif } /* */ // # \"quoted\" \\",
 	} {
 		t.Run(name, func(t *testing.T) {
-			src, files := srcSpec{GPUDescription: desc}.mustRender(t)
+			src, files := testsrc.Spec{GPUDescription: desc}.MustRender(t)
 			got := hclBlocks(t, files)
 			for _, p := range slices.Sorted(maps.Keys(want)) {
 				if !slices.Equal(got[p], want[p]) {

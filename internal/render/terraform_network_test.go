@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/testing/tfschema"
 )
 
@@ -79,11 +80,11 @@ func stringList(v cty.Value) []string {
 // module, for each egress, hold to the provider's schema, the root's
 // provider block to the provider's configuration schema.
 func TestTerraformNetworkMatchesProviderSchema(t *testing.T) {
-	for name, spec := range map[string]srcSpec{
+	for name, spec := range map[string]testsrc.Spec{
 		"cloud nat, cni ports":        {Cluster: networkCUE("cloud-nat", `"udp/4789", "tcp/179", "tcp/30000-32767"`)},
 		"private google access, none": {Cluster: networkCUE("private-google-access", "")},
 	} {
-		_, files := spec.mustRender(t)
+		_, files := spec.MustRender(t)
 		if _, ok := files[layout.TerraformNetworkPath]; !ok {
 			t.Fatalf("%s: no %s", name, layout.TerraformNetworkPath)
 		}
@@ -100,7 +101,7 @@ func TestTerraformNetworkMatchesProviderSchema(t *testing.T) {
 			}
 		}
 	}
-	_, files := srcSpec{Cluster: networkCUE("cloud-nat", `"udp/4789"`)}.mustRender(t)
+	_, files := testsrc.Spec{Cluster: networkCUE("cloud-nat", `"udp/4789"`)}.MustRender(t)
 	for _, c := range []struct{ old, new string }{
 		{"source_ip_ranges_to_nat", "source_ip_range_to_nat"},
 		{"  nat_ip_allocate_option", "  nat_ips_allocate_option"},
@@ -122,7 +123,7 @@ func TestTerraformNetworkMatchesProviderSchema(t *testing.T) {
 // ports between the nodes, and the Cloud NAT is there when the source
 // chooses it; without cluster.gcp.network nothing of it is rendered.
 func TestTerraformNetworkRules(t *testing.T) {
-	_, files := srcSpec{Cluster: networkCUE("cloud-nat", `"udp/4789", "tcp/179", "udp/8472"`)}.mustRender(t)
+	_, files := testsrc.Spec{Cluster: networkCUE("cloud-nat", `"udp/4789", "tcp/179", "udp/8472"`)}.MustRender(t)
 	nw := parseTF(t, files, layout.TerraformNetworkPath)
 	allows := func(b *hclsyntax.Body) map[string][]string {
 		out := map[string][]string{}
@@ -162,7 +163,7 @@ func TestTerraformNetworkRules(t *testing.T) {
 		t.Error("cloud-nat: no router and NAT")
 	}
 
-	_, files = srcSpec{Cluster: networkCUE("private-google-access", "")}.mustRender(t)
+	_, files = testsrc.Spec{Cluster: networkCUE("private-google-access", "")}.MustRender(t)
 	nw = parseTF(t, files, layout.TerraformNetworkPath)
 	if n := len(blocksOf(nw, "resource", gce.TFRouterNAT)) + len(blocksOf(nw, "resource", gce.TFRouter)); n != 0 {
 		t.Errorf("private-google-access: %d router and NAT resources", n)
@@ -171,7 +172,7 @@ func TestTerraformNetworkRules(t *testing.T) {
 		t.Errorf("without CNI ports: firewall rules %v, want from_onprem alone", fw)
 	}
 
-	_, files = srcSpec{}.mustRender(t)
+	_, files = testsrc.Spec{}.MustRender(t)
 	for _, p := range []string{layout.TerraformNetworkPath, layout.TerraformRootMainPath} {
 		if _, ok := files[p]; ok {
 			t.Errorf("%s rendered without cluster.gcp.network", p)
@@ -183,7 +184,7 @@ func TestTerraformNetworkRules(t *testing.T) {
 // of an autohealed group names var.network, so the variable has no
 // default and refuses null.
 func TestTerraformNetworkVariableRequired(t *testing.T) {
-	_, files := srcSpec{}.mustRender(t)
+	_, files := testsrc.Spec{}.MustRender(t)
 	vars := parseTF(t, files, layout.TerraformVariablesPath)
 	v := blocksOf(vars, "variable", "network")
 	if len(v) != 1 {
@@ -202,8 +203,8 @@ func TestTerraformNetworkVariableRequired(t *testing.T) {
 // declares, with the source's network; its provider has the source's
 // project and region; the backend is a comment; its outputs exist.
 func TestTerraformRootModule(t *testing.T) {
-	_, files := srcSpec{Cluster: networkCUE("cloud-nat", `"udp/4789"`) + `
-		gcp: network: project: "host-project-1"`}.mustRender(t)
+	_, files := testsrc.Spec{Cluster: networkCUE("cloud-nat", `"udp/4789"`) + `
+		gcp: network: project: "host-project-1"`}.MustRender(t)
 	root := parseTF(t, files, layout.TerraformRootMainPath)
 	if bs := blocksOf(root, "terraform"); len(bs) != 1 || len(blocksOf(bs[0].Body, "backend")) != 0 {
 		t.Error("the root's terraform block is not one, or sets a backend")

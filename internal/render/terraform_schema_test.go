@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/testing/tfschema"
 )
 
@@ -35,19 +36,19 @@ func checkProviderSchema(t *testing.T, files layout.Files) []string {
 // and nested block nodegen writes against the real provider's schema, for
 // every shape of the join secret, and proves the check catches a typo.
 func TestTerraformMatchesProviderSchema(t *testing.T) {
-	for name, spec := range map[string]srcSpec{
+	for name, spec := range map[string]testsrc.Spec{
 		"secret created":   {},
 		"secret iam only":  {Cluster: `joinToken: secretManager: terraform: "iam"`},
 		"secret unmanaged": {Cluster: `joinToken: secretManager: terraform: "none"`},
 		"metadata key":     {MetadataKey: "kubeadm-join-token"},
 	} {
-		_, files := spec.mustRender(t)
+		_, files := spec.MustRender(t)
 		for _, e := range checkProviderSchema(t, files) {
 			t.Errorf("%s: %s", name, e)
 		}
 	}
 
-	_, files := srcSpec{}.mustRender(t)
+	_, files := testsrc.Spec{}.MustRender(t)
 	for _, c := range []struct{ path, old, new string }{
 		{layout.TerraformIAMPath, "  role_id ", "  role_name "},
 		{layout.TerraformJoinSecretPath, "    auto {", "    automatic {"},

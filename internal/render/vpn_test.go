@@ -26,6 +26,7 @@ import (
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render/terraform"
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // vpnCUE is a cluster.gcp.network (networkCUE's) with an HA VPN to one or
@@ -59,7 +60,7 @@ func vpnCUE(gateways int, addresses bool) string {
 // the check catches a wrong attribute in each resource type it uses.
 func TestVPNMatchesProviderSchema(t *testing.T) {
 	for _, gws := range []int{1, 2} {
-		_, files := srcSpec{Cluster: vpnCUE(gws, false)}.mustRender(t)
+		_, files := testsrc.Spec{Cluster: vpnCUE(gws, false)}.MustRender(t)
 		if _, ok := files[layout.TerraformVPNPath]; !ok {
 			t.Fatalf("%d gateways: no %s", gws, layout.TerraformVPNPath)
 		}
@@ -70,7 +71,7 @@ func TestVPNMatchesProviderSchema(t *testing.T) {
 			t.Errorf("%d gateways: references to nothing in the module: %v", gws, u)
 		}
 	}
-	_, files := srcSpec{Cluster: vpnCUE(2, false)}.mustRender(t)
+	_, files := testsrc.Spec{Cluster: vpnCUE(2, false)}.MustRender(t)
 	// The root module passes the HA VPN's addresses on, which the source's
 	// haVpnAddresses take: an output of the module.
 	root := parseTF(t, files, layout.TerraformRootMainPath)
@@ -121,14 +122,14 @@ func TestVPNOnlyWithVPN(t *testing.T) {
 		}
 		return out
 	}
-	_, files := srcSpec{Cluster: networkCUE("cloud-nat", "")}.mustRender(t)
+	_, files := testsrc.Spec{Cluster: networkCUE("cloud-nat", "")}.MustRender(t)
 	if _, ok := files[layout.TerraformVPNPath]; ok {
 		t.Errorf("%s rendered without a vpn", layout.TerraformVPNPath)
 	}
 	if p := onprem(files); p != nil {
 		t.Errorf("on-prem VPN files without a vpn: %v", p)
 	}
-	_, files = srcSpec{Cluster: vpnCUE(1, false)}.mustRender(t)
+	_, files = testsrc.Spec{Cluster: vpnCUE(1, false)}.MustRender(t)
 	if _, ok := files[layout.TerraformVPNPath]; !ok {
 		t.Errorf("no %s", layout.TerraformVPNPath)
 	}
@@ -264,7 +265,7 @@ func swanctlSettings(t *testing.T, src []byte) map[string]string {
 func TestVPNBothEndsAgree(t *testing.T) {
 	for _, gws := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d gateways", gws), func(t *testing.T) {
-			_, files := srcSpec{Cluster: vpnCUE(gws, true)}.mustRender(t)
+			_, files := testsrc.Spec{Cluster: vpnCUE(gws, true)}.MustRender(t)
 			asn, keepalive, ranges, peers, tunnels := tfVPN(t, files)
 			if len(tunnels) != 2 {
 				t.Fatalf("%d tunnels in vpn.tf, want 2", len(tunnels))
@@ -425,7 +426,7 @@ func TestTunnelLossTolerations(t *testing.T) {
 		{"set", vpnCUE(2, true) + "\ngcp: network: vpn: tunnelLossToleration: \"15m30s\"", 930},
 		{"no vpn", networkCUE("cloud-nat", ""), 0},
 	} {
-		_, files := srcSpec{Cluster: c.cue}.mustRender(t)
+		_, files := testsrc.Spec{Cluster: c.cue}.MustRender(t)
 		for where, tols := range podTolerationsOnCloudNodes(t, files) {
 			for _, taint := range taints {
 				var match []corev1.Toleration
@@ -455,7 +456,7 @@ func TestTunnelLossTolerations(t *testing.T) {
 // bash -n and shellcheck (when installed).
 func TestVPNInstallScript(t *testing.T) {
 	for _, gws := range []int{1, 2} {
-		_, files := srcSpec{Cluster: vpnCUE(gws, true)}.mustRender(t)
+		_, files := testsrc.Spec{Cluster: vpnCUE(gws, true)}.MustRender(t)
 		for g, gw := range []string{"gw-a", "gw-b"}[:gws] {
 			t.Run(fmt.Sprintf("%d gateways, %s", gws, gw), func(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "gw")
