@@ -458,7 +458,6 @@ esac
 
 // day0Play is a day 0 being played.
 type day0Play struct {
-	t     *testing.T
 	src   *model.Source
 	work  string // where the person runs the steps: nodegroups/ and out/
 	state string // the stand-ins' state
@@ -466,8 +465,7 @@ type day0Play struct {
 	f     *fakeGCP
 	p     *day0Person
 	migs  string
-	vms   map[string]*vm // the cloud VMs booted, by name
-	zones map[string]string
+	vms   map[string]*vm  // the cloud VMs booted, by name
 	order []string        // the VMs in boot order
 	jobs  map[string]bool // the renewer's Jobs run
 }
@@ -510,8 +508,8 @@ func TestDay0Script(t *testing.T) {
 		t.Fatalf("%s:\n%s", layout.Day0DocsPath, strings.Join(p, "\n"))
 	}
 
-	d := &day0Play{t: t, src: src, work: work, state: t.TempDir(), cp: cp, migs: t.TempDir(),
-		vms: map[string]*vm{}, zones: map[string]string{}, jobs: map[string]bool{}}
+	d := &day0Play{src: src, work: work, state: t.TempDir(), cp: cp, migs: t.TempDir(),
+		vms: map[string]*vm{}, jobs: map[string]bool{}}
 	d.f = newFakeGCP(t, src.Cluster.GCP.Project, src.Cluster.JoinToken.SecretManager.Secret)
 	d.p = newDay0Person(t, cp, d.f, d.migs, work)
 	exe, err := os.Executable()
@@ -712,7 +710,6 @@ func (d *day0Play) boot(t *testing.T, a *tfApply) {
 			name := m.BaseInstanceName + "-" + suffixes[(i+j)%len(suffixes)]
 			names = append(names, name)
 			d.vms[name] = bootVM(t, d.f, script, d.p.path, d.cp, name, m.Zone)
-			d.zones[name] = m.Zone
 			d.order = append(d.order, name)
 		}
 		list := ""
