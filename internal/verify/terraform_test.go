@@ -14,7 +14,7 @@ func TestTerraform(t *testing.T) {
 		t.Fatalf("the example's module: %v", err)
 	}
 	// Canonical formatting is render's job, proven on its output by
-	// internal/render's TestTerraformParsesAndIsCanonical.
+	// internal/render/terraform's TestTerraformParsesAndIsCanonical.
 	cases := map[string]string{
 		"invalid HCL":         "locals {\n  a = \n}\n",
 		"unclosed block":      "locals {\n  a = 1\n",

@@ -25,8 +25,8 @@ import (
 
 // Terraform names of the load balancer's resources.
 const (
-	MeshLBName           = "eastwest_gateway"
-	MeshLBHealthFirewall = "eastwest_gateway_health_checks"
+	meshLBTFName         = "eastwest_gateway"
+	meshLBHealthFirewall = "eastwest_gateway_health_checks"
 	meshLBClientFirewall = "eastwest_gateway_clients"
 )
 
@@ -88,7 +88,7 @@ func MeshLoadBalancer(f *model.Fleet, src *model.Source, header string) ([]byte,
 	meshLBAddress(body, src, mc)
 	meshLBBackend(body, src, g)
 	meshLBForwardingRule(body, src, ports)
-	meshLBFirewall(body, src, MeshLBHealthFirewall, "Google's health-check probes, to the status port.", gce.HealthCheckRanges, []int{model.MeshPortStatus})
+	meshLBFirewall(body, src, meshLBHealthFirewall, "Google's health-check probes, to the status port.", gce.HealthCheckRanges, []int{model.MeshPortStatus})
 	if len(lb.SourceRanges) > 0 {
 		meshLBFirewall(body, src, meshLBClientFirewall, "The other clusters' traffic, from the source's sourceRanges, to the forwarded ports.", lb.SourceRanges, ports)
 	}
@@ -114,7 +114,7 @@ func meshLBAddress(body *hclwrite.Body, src *model.Source, mc *model.MeshCluster
 
 	body.AppendNewline()
 	comment(body, "The reserved address: the remotes' remotePilotAddress and the gateway Service's externalIPs.")
-	a := body.AppendNewBlock("resource", []string{gce.TFAddress, MeshLBName}).Body()
+	a := body.AppendNewBlock("resource", []string{gce.TFAddress, meshLBTFName}).Body()
 	a.SetAttributeRaw("project", ref("local", "project"))
 	a.SetAttributeRaw("region", ref("local", "region"))
 	a.SetAttributeValue("name", cty.StringVal(meshLBName(src, "")))
@@ -129,7 +129,7 @@ func meshLBAddress(body *hclwrite.Body, src *model.Source, mc *model.MeshCluster
 func meshLBBackend(body *hclwrite.Body, src *model.Source, g *model.NodeGroup) {
 	body.AppendNewline()
 	comment(body, fmt.Sprintf("Ready when the gateway is: its status port %d, %s.", model.MeshPortStatus, model.MeshHealthPath))
-	h := body.AppendNewBlock("resource", []string{gce.TFRegionHealthCheck, MeshLBName}).Body()
+	h := body.AppendNewBlock("resource", []string{gce.TFRegionHealthCheck, meshLBTFName}).Body()
 	h.SetAttributeRaw("project", ref("local", "project"))
 	h.SetAttributeRaw("region", ref("local", "region"))
 	h.SetAttributeValue("name", cty.StringVal(meshLBName(src, "")))
@@ -142,17 +142,17 @@ func meshLBBackend(body *hclwrite.Body, src *model.Source, g *model.NodeGroup) {
 
 	body.AppendNewline()
 	comment(body, fmt.Sprintf("The gateway group's MIGs (node group %s), one per zone.", g.Name))
-	bs := body.AppendNewBlock("resource", []string{gce.TFRegionBackend, MeshLBName}).Body()
+	bs := body.AppendNewBlock("resource", []string{gce.TFRegionBackend, meshLBTFName}).Body()
 	bs.SetAttributeRaw("project", ref("local", "project"))
 	bs.SetAttributeRaw("region", ref("local", "region"))
 	bs.SetAttributeValue("name", cty.StringVal(meshLBName(src, "")))
 	bs.SetAttributeValue("load_balancing_scheme", cty.StringVal("INTERNAL"))
 	bs.SetAttributeValue("protocol", cty.StringVal("TCP"))
-	bs.SetAttributeRaw("health_checks", hclwrite.TokensForTuple([]hclwrite.Tokens{ref(gce.TFRegionHealthCheck, MeshLBName, "id")}))
+	bs.SetAttributeRaw("health_checks", hclwrite.TokensForTuple([]hclwrite.Tokens{ref(gce.TFRegionHealthCheck, meshLBTFName, "id")}))
 	for _, z := range g.Zones {
 		bs.AppendNewline()
 		b := bs.AppendNewBlock("backend", nil).Body()
-		b.SetAttributeRaw("group", ref(gce.TFGroupManager, TFName(g.Name, z), "instance_group"))
+		b.SetAttributeRaw("group", ref(gce.TFGroupManager, terraformName(g.Name, z), "instance_group"))
 		b.SetAttributeValue("balancing_mode", cty.StringVal("CONNECTION"))
 	}
 }
@@ -161,13 +161,13 @@ func meshLBBackend(body *hclwrite.Body, src *model.Source, g *model.NodeGroup) {
 // backend service, for ports.
 func meshLBForwardingRule(body *hclwrite.Body, src *model.Source, ports []int) {
 	body.AppendNewline()
-	fr := body.AppendNewBlock("resource", []string{gce.TFForwardingRule, MeshLBName}).Body()
+	fr := body.AppendNewBlock("resource", []string{gce.TFForwardingRule, meshLBTFName}).Body()
 	fr.SetAttributeRaw("project", ref("local", "project"))
 	fr.SetAttributeRaw("region", ref("local", "region"))
 	fr.SetAttributeValue("name", cty.StringVal(meshLBName(src, "")))
 	fr.SetAttributeValue("load_balancing_scheme", cty.StringVal("INTERNAL"))
-	fr.SetAttributeRaw("backend_service", ref(gce.TFRegionBackend, MeshLBName, "id"))
-	fr.SetAttributeRaw("ip_address", ref(gce.TFAddress, MeshLBName, "address"))
+	fr.SetAttributeRaw("backend_service", ref(gce.TFRegionBackend, meshLBTFName, "id"))
+	fr.SetAttributeRaw("ip_address", ref(gce.TFAddress, meshLBTFName, "address"))
 	fr.SetAttributeValue("ip_protocol", cty.StringVal("TCP"))
 	fr.SetAttributeValue("ports", ints(ports))
 	fr.SetAttributeRaw("subnetwork", ref("local", "eastwest_gateway_subnetwork"))
@@ -181,12 +181,12 @@ func meshLBFirewall(body *hclwrite.Body, src *model.Source, name, doc string, ra
 	comment(body, doc)
 	fw := body.AppendNewBlock("resource", []string{gce.TFFirewall, name}).Body()
 	fw.SetAttributeRaw("project", exprTokens("coalesce(var.subnetwork_project, local.project)"))
-	fw.SetAttributeValue("name", cty.StringVal(meshLBName(src, map[string]string{MeshLBHealthFirewall: model.MeshLBHealthChecksSuffix, meshLBClientFirewall: model.MeshLBClientsSuffix}[name])))
+	fw.SetAttributeValue("name", cty.StringVal(meshLBName(src, map[string]string{meshLBHealthFirewall: model.MeshLBHealthChecksSuffix, meshLBClientFirewall: model.MeshLBClientsSuffix}[name])))
 	fw.SetAttributeRaw("network", ref("var", "network"))
 	fw.SetAttributeValue("direction", cty.StringVal("INGRESS"))
 	fw.SetAttributeValue("source_ranges", strs(ranges))
 	comment(fw, "Only packets to the load balancer's address: no other port of the nodes opens.")
-	fw.SetAttributeRaw("destination_ranges", hclwrite.TokensForTuple([]hclwrite.Tokens{exprTokens(`"${` + gce.TFAddress + "." + MeshLBName + `.address}/32"`)}))
+	fw.SetAttributeRaw("destination_ranges", hclwrite.TokensForTuple([]hclwrite.Tokens{exprTokens(`"${` + gce.TFAddress + "." + meshLBTFName + `.address}/32"`)}))
 	fw.AppendNewline()
 	al := fw.AppendNewBlock("allow", nil).Body()
 	al.SetAttributeValue("protocol", cty.StringVal("tcp"))

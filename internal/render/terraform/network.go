@@ -49,7 +49,7 @@ func firewallAllow(w *hclText, ports []string) {
 // nodeAccounts is the list of both roles' service accounts, which the
 // firewall rules target: every cloud node runs as one of them.
 func nodeAccounts() string {
-	return hclList(hclRef("local", ServiceAccountLocal(model.RoleNodes)), hclRef("local", ServiceAccountLocal(model.RoleAutoscaler)))
+	return hclList(hclRef("local", serviceAccountLocal(model.RoleNodes)), hclRef("local", serviceAccountLocal(model.RoleAutoscaler)))
 }
 
 // terraformNetwork renders network.tf: the firewall rule from the on-prem

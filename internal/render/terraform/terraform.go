@@ -22,10 +22,10 @@ import (
 	"github.com/nodegen/nodegen/internal/par"
 )
 
-// TFName turns a GCE-style name (lower case, digits, '-') into a Terraform
+// terraformName turns a GCE-style name (lower case, digits, '-') into a Terraform
 // resource name. Group names and zones contain no '_', so the result is
 // unique per input.
-func TFName(parts ...string) string {
+func terraformName(parts ...string) string {
 	return strings.ReplaceAll(strings.Join(parts, "_"), "-", "_")
 }
 
@@ -271,7 +271,7 @@ func terraformRoot(src *model.Source, header string) []byte {
 	outputs := []string{"instance_groups", "instance_templates"}
 	if n.VPN != nil {
 		// cluster.gcp.network.vpn.haVpnAddresses, after the first apply.
-		outputs = append(outputs, VPNAddressesOutput)
+		outputs = append(outputs, vpnAddressesOutput)
 	}
 	for _, o := range outputs {
 		body.AppendNewline()
@@ -299,8 +299,8 @@ func terraformVariables(src *model.Source, header string) []byte {
 		{name: "subnetwork", typ: str, doc: fmt.Sprintf("Subnetwork (name or self link) in %s for the nodes' network interface. It must reach the control plane %s over the VPN.", src.Cluster.GCP.Region, src.Cluster.ControlPlaneEndpoint)},
 		{name: "subnetwork_project", typ: str, def: &null, doc: fmt.Sprintf("Project of the subnetwork, for a Shared VPC; null means %s.", src.Cluster.GCP.Project)},
 		networkVariable(src),
-		{name: ServiceAccountVariable(model.RoleNodes), typ: str, def: &null, doc: saDoc[model.RoleNodes]},
-		{name: ServiceAccountVariable(model.RoleAutoscaler), typ: str, def: &null, doc: saDoc[model.RoleAutoscaler]},
+		{name: serviceAccountVariable(model.RoleNodes), typ: str, def: &null, doc: saDoc[model.RoleNodes]},
+		{name: serviceAccountVariable(model.RoleAutoscaler), typ: str, def: &null, doc: saDoc[model.RoleAutoscaler]},
 		{name: "service_account_scopes", typ: listStr, def: &scopes, doc: "OAuth scopes of the node VMs' service account; grant permissions with IAM roles instead of narrowing scopes."},
 		{name: "network_tags", typ: listStr, def: &empty, doc: "Network tags of the node VMs, for firewall rules (e.g. the ones that let the VPN reach the kubelet)."},
 		{name: migDeletionPolicyVariable, typ: str, def: &prevent, notNull: true, doc: "deletion_policy of every MIG: PREVENT, terraform apply refuses to delete a MIG (nodegen rollout drains and deletes one whose zone or group left the source); DELETE only to tear the module down: apply with it, then destroy."},
@@ -329,12 +329,12 @@ func terraformOutputs(src *model.Source, header string) []byte {
 	for _, g := range src.CloudGroups() {
 		templates = append(templates, hclwrite.ObjectAttrTokens{
 			Name:  hclwrite.TokensForValue(cty.StringVal(g.Name)),
-			Value: ref(gce.TFInstanceTemplate, TFName(g.Name), "self_link_unique"),
+			Value: ref(gce.TFInstanceTemplate, terraformName(g.Name), "self_link_unique"),
 		})
 		for _, z := range g.Zones {
 			migs = append(migs, hclwrite.ObjectAttrTokens{
 				Name:  hclwrite.TokensForValue(cty.StringVal(src.Cluster.MIGName(g, z))),
-				Value: ref(gce.TFGroupManager, TFName(g.Name, z), "instance_group"),
+				Value: ref(gce.TFGroupManager, terraformName(g.Name, z), "instance_group"),
 			})
 		}
 	}
@@ -349,9 +349,9 @@ func terraformOutputs(src *model.Source, header string) []byte {
 	o.SetAttributeRaw("value", objectTokens(templates))
 	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		body.AppendNewline()
-		o = body.AppendNewBlock("output", []string{ServiceAccountLocal(role)}).Body()
+		o = body.AppendNewBlock("output", []string{serviceAccountLocal(role)}).Body()
 		o.SetAttributeValue("description", cty.StringVal(fmt.Sprintf("Email of the service account of %s.", fmt.Sprintf(roleDoc[role], src.Cluster.Name))))
-		o.SetAttributeRaw("value", ref("local", ServiceAccountLocal(role)))
+		o.SetAttributeRaw("value", ref("local", serviceAccountLocal(role)))
 	}
 	return hclFile(header, f)
 }
@@ -381,7 +381,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 		w.comment("The Cluster Autoscaler sizes its MIGs; Terraform only creates them.")
 	}
 
-	tmplName := TFName(g.Name)
+	tmplName := terraformName(g.Name)
 	w.open("resource", gce.TFInstanceTemplate, tmplName)
 	w.attr("project", hclRef("local", "project"))
 	w.attr("region", hclRef("local", "region"))
@@ -431,7 +431,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 
 	w.blank()
 	w.open("service_account")
-	w.attr("email", hclRef("local", ServiceAccountLocal(model.RoleOf(src, g))))
+	w.attr("email", hclRef("local", serviceAccountLocal(model.RoleOf(src, g))))
 	w.attr("scopes", hclRef("var", "service_account_scopes"))
 	w.close()
 
@@ -459,7 +459,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 
 	for _, z := range g.Zones {
 		w.blank()
-		w.open("resource", gce.TFGroupManager, TFName(g.Name, z))
+		w.open("resource", gce.TFGroupManager, terraformName(g.Name, z))
 		w.attr("project", hclRef("local", "project"))
 		w.attr("zone", hclString(z))
 		w.attr("name", hclString(c.MIGName(g, z)))

@@ -79,7 +79,7 @@ func autohealingPolicy(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 			"them, set autohealing.repair to true.")
 	}
 	w.open("auto_healing_policies")
-	w.attr("health_check", hclRef(gce.TFHealthCheck, TFName(g.Name), "id"))
+	w.attr("health_check", hclRef(gce.TFHealthCheck, terraformName(g.Name), "id"))
 	w.attr("initial_delay_sec", hclInt(int64(delay/time.Second)))
 	w.close()
 
@@ -110,7 +110,7 @@ func autohealingResources(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	w.comment(fmt.Sprintf("Autohealing of group %s: the kubelet's health endpoint, http://<VM>:%d%s.", g.Name, model.KubeletHealthzPort, model.KubeletHealthzPath),
 		fmt.Sprintf("A VM is unhealthy after %d failed checks %d s apart: %d s of them outlast", unhealthyThreshold, healthCheckInterval(g), (unhealthyThreshold-1)*healthCheckInterval(g)),
 		fmt.Sprintf("a reboot (autohealing.rebootTime %s), which the initial delay does not cover.", model.FormatDuration(g.AutohealingRebootTime())))
-	w.open("resource", gce.TFHealthCheck, TFName(g.Name))
+	w.open("resource", gce.TFHealthCheck, terraformName(g.Name))
 	w.attr("project", hclRef("local", "project"))
 	w.attr("name", hclString(name))
 	w.attr("description", hclString(fmt.Sprintf("kubelet health of nodegen node group %s of cluster %s", g.Name, c.Name)))
@@ -127,7 +127,7 @@ func autohealingResources(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 
 	w.blank()
 	w.comment("Only Google's health checkers reach the kubelet's health port.")
-	w.open("resource", gce.TFFirewall, TFName(g.Name, "health", "check"))
+	w.open("resource", gce.TFFirewall, terraformName(g.Name, "health", "check"))
 	w.attr("project", hclCall("coalesce", hclRef("var", "subnetwork_project"), hclRef("local", "project")))
 	w.attr("name", hclString(name))
 	w.attr("description", hclString(fmt.Sprintf("Google health checks of the kubelet of nodegen node group %s of cluster %s", g.Name, c.Name)))

@@ -40,15 +40,15 @@ var projectRoles = []string{"roles/logging.logWriter", "roles/monitoring.metricW
 
 // Roles on the join token secret (and only on it).
 const (
-	// JoinSecretReader lets the join script read the token (every node,
+	// joinSecretReader lets the join script read the token (every node,
 	// the autoscaler's included: it joins the same way).
-	JoinSecretReader = "roles/secretmanager.secretAccessor"
+	joinSecretReader = "roles/secretmanager.secretAccessor"
 )
 
 // joinSecretRenewerPermissions are the permissions of the token renewer's
 // custom role on the join secret: exactly the Secret Manager calls
 // templates/join-token-renewer.sh makes besides reading a version's
-// payload (JoinSecretReader): versions.addVersion, versions.list,
+// payload (joinSecretReader): versions.addVersion, versions.list,
 // versions.disable (the "Authorization requires" line of each method in
 // the Secret Manager REST reference). Never secretmanager.versions.destroy
 // (which the predefined roles/secretmanager.secretVersionManager holds):
@@ -87,24 +87,24 @@ func approverMIGCondition(src *model.Source) string {
 	return strings.Join(terms, " || ")
 }
 
-// CustomRoleID is the role_id of the autoscaler node's scoped Compute
+// autoscalerRoleID is the role_id of the autoscaler node's scoped Compute
 // custom role (letters, digits, '_' and '.' only, at most 64 characters).
-func CustomRoleID(cluster string) string { return customRoleID(cluster, "autoscaler") }
+func autoscalerRoleID(cluster string) string { return customRoleID(cluster, "autoscaler") }
 
 // Custom roles besides the scoped Compute one, by Terraform name and
 // role_id suffix.
 const (
-	// TFAutoscalerListRole holds gce.AutoscalerProjectPermissions.
-	TFAutoscalerListRole = "autoscaler_list"
-	// TFApproverMIGRole holds approverMIGPermissions.
-	TFApproverMIGRole = "approver_mig_read"
-	// TFJoinSecretRenewerRole holds joinSecretRenewerPermissions.
-	TFJoinSecretRenewerRole = "join_token_renewer"
+	// tfAutoscalerListRole holds gce.AutoscalerProjectPermissions.
+	tfAutoscalerListRole = "autoscaler_list"
+	// tfApproverMIGRole holds approverMIGPermissions.
+	tfApproverMIGRole = "approver_mig_read"
+	// tfJoinSecretRenewerRole holds joinSecretRenewerPermissions.
+	tfJoinSecretRenewerRole = "join_token_renewer"
 )
 
-// CustomRoleIDFor is the role_id of the custom role with Terraform name
+// customRoleIDFor is the role_id of the custom role with Terraform name
 // tfName: "nodegen_<cluster>_<tfName>".
-func CustomRoleIDFor(cluster, tfName string) string { return customRoleID(cluster, tfName) }
+func customRoleIDFor(cluster, tfName string) string { return customRoleID(cluster, tfName) }
 
 func customRoleID(cluster, suffix string) string {
 	id := "nodegen_" + strings.ReplaceAll(cluster, "-", "_") + "_" + suffix
@@ -115,13 +115,13 @@ func customRoleID(cluster, suffix string) string {
 	return "nodegen_" + hex.EncodeToString(sum[:])[:16] + "_" + suffix
 }
 
-// ServiceAccountLocal is the local value holding a role's service account
+// serviceAccountLocal is the local value holding a role's service account
 // email, created by nodegen or brought by the user.
-func ServiceAccountLocal(role string) string { return role + "_service_account_email" }
+func serviceAccountLocal(role string) string { return role + "_service_account_email" }
 
-// ServiceAccountVariable is the variable with which the user brings their
+// serviceAccountVariable is the variable with which the user brings their
 // own service account for a role.
-func ServiceAccountVariable(role string) string { return role + "_service_account_email" }
+func serviceAccountVariable(role string) string { return role + "_service_account_email" }
 
 // interpolation returns the tokens of "<prefix>${<expr>}".
 func interpolation(prefix string, expr hclwrite.Tokens) hclwrite.Tokens {
@@ -140,7 +140,7 @@ func interpolation(prefix string, expr hclwrite.Tokens) hclwrite.Tokens {
 
 // member is the IAM member of a role's service account.
 func member(role string) hclwrite.Tokens {
-	return interpolation("serviceAccount:", ref("local", ServiceAccountLocal(role)))
+	return interpolation("serviceAccount:", ref("local", serviceAccountLocal(role)))
 }
 
 // roleResourceName is the Terraform name of a project role binding.
@@ -165,7 +165,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		"read the join token; only the autoscaler's node may read and resize MIGs.")
 	locals := body.AppendNewBlock("locals", nil).Body()
 	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
-		v := ref("var", ServiceAccountVariable(role))
+		v := ref("var", serviceAccountVariable(role))
 		cond := append(hclwrite.Tokens{}, v...)
 		cond = append(cond, &hclwrite.Token{Type: hclsyntax.TokenNotEqual, Bytes: []byte("!=")})
 		cond = append(cond, hclwrite.TokensForIdentifier("null")...)
@@ -180,12 +180,12 @@ func terraformIAM(src *model.Source, header string) []byte {
 			&hclwrite.Token{Type: hclsyntax.TokenDot, Bytes: []byte(".")},
 			&hclwrite.Token{Type: hclsyntax.TokenIdent, Bytes: []byte("email")},
 		)
-		locals.SetAttributeRaw(ServiceAccountLocal(role), cond)
+		locals.SetAttributeRaw(serviceAccountLocal(role), cond)
 	}
 	for _, role := range []string{model.RoleNodes, model.RoleAutoscaler} {
 		body.AppendNewline()
 		sa := body.AppendNewBlock("resource", []string{gce.TFServiceAccount, role}).Body()
-		countIf := append(hclwrite.Tokens{}, ref("var", ServiceAccountVariable(role))...)
+		countIf := append(hclwrite.Tokens{}, ref("var", serviceAccountVariable(role))...)
 		countIf = append(countIf, &hclwrite.Token{Type: hclsyntax.TokenEqualOp, Bytes: []byte("==")})
 		countIf = append(countIf, hclwrite.TokensForIdentifier("null")...)
 		countIf = append(countIf, &hclwrite.Token{Type: hclsyntax.TokenQuestion, Bytes: []byte("?")})
@@ -219,7 +219,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		"permission, is in docs/terraform.md.")
 	cr := body.AppendNewBlock("resource", []string{gce.TFCustomRole, model.RoleAutoscaler}).Body()
 	cr.SetAttributeRaw("project", ref("local", "project"))
-	cr.SetAttributeValue("role_id", cty.StringVal(CustomRoleID(c.Name)))
+	cr.SetAttributeValue("role_id", cty.StringVal(autoscalerRoleID(c.Name)))
 	cr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name))
 	cr.SetAttributeValue("description", cty.StringVal("Resize the MIGs of cluster "+c.Name+" and read their templates and instances (bound with a condition on their names). Source: "+gce.AutoscalerPermissionsSource+"."))
 	cr.SetAttributeValue("permissions", strs(gce.AutoscalerScopedPermissions()))
@@ -236,9 +236,9 @@ func terraformIAM(src *model.Source, header string) []byte {
 	cond.SetAttributeValue("expression", cty.StringVal(src.AutoscalerCondition()))
 
 	body.AppendNewline()
-	lr := body.AppendNewBlock("resource", []string{gce.TFCustomRole, TFAutoscalerListRole}).Body()
+	lr := body.AppendNewBlock("resource", []string{gce.TFCustomRole, tfAutoscalerListRole}).Body()
 	lr.SetAttributeRaw("project", ref("local", "project"))
-	lr.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(c.Name, TFAutoscalerListRole)))
+	lr.SetAttributeValue("role_id", cty.StringVal(customRoleIDFor(c.Name, tfAutoscalerListRole)))
 	lr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name+": project reads"))
 	lr.SetAttributeValue("description", cty.StringVal("List MIGs and instances, read machine types and wait for operations: read-only calls checked on the project. Source: "+gce.AutoscalerPermissionsSource+"."))
 	lr.SetAttributeValue("permissions", strs(gce.AutoscalerProjectPermissions()))
@@ -246,7 +246,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 	body.AppendNewline()
 	lb := body.AppendNewBlock("resource", []string{gce.TFProjectIAMMember, model.RoleAutoscaler + "_compute_list"}).Body()
 	lb.SetAttributeRaw("project", ref("local", "project"))
-	lb.SetAttributeRaw("role", ref(gce.TFCustomRole, TFAutoscalerListRole, "name"))
+	lb.SetAttributeRaw("role", ref(gce.TFCustomRole, tfAutoscalerListRole, "name"))
 	lb.SetAttributeRaw("member", member(model.RoleAutoscaler))
 
 	if expr := approverMIGCondition(src); expr != "" {
@@ -256,17 +256,17 @@ func terraformIAM(src *model.Source, header string) []byte {
 			"configs of every cloud group's MIG (instanceGroupManagers.listPerInstanceConfigs,",
 			"which needs compute.instanceGroupManagers.get): the scoped role names the",
 			"autoscaled groups' MIGs, this one the others', read-only.")
-		ar := body.AppendNewBlock("resource", []string{gce.TFCustomRole, TFApproverMIGRole}).Body()
+		ar := body.AppendNewBlock("resource", []string{gce.TFCustomRole, tfApproverMIGRole}).Body()
 		ar.SetAttributeRaw("project", ref("local", "project"))
-		ar.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(c.Name, TFApproverMIGRole)))
+		ar.SetAttributeValue("role_id", cty.StringVal(customRoleIDFor(c.Name, tfApproverMIGRole)))
 		ar.SetAttributeValue("title", cty.StringVal("nodegen node CSR approver of "+c.Name+": MIGs not autoscaled"))
 		ar.SetAttributeValue("description", cty.StringVal("Read the MIGs of the cloud groups of cluster "+c.Name+" that are not autoscaled and their per-instance configs (bound with a condition on their names)."))
 		ar.SetAttributeValue("permissions", strs(approverMIGPermissions))
 
 		body.AppendNewline()
-		ab := body.AppendNewBlock("resource", []string{gce.TFProjectIAMMember, model.RoleAutoscaler + "_" + TFApproverMIGRole}).Body()
+		ab := body.AppendNewBlock("resource", []string{gce.TFProjectIAMMember, model.RoleAutoscaler + "_" + tfApproverMIGRole}).Body()
 		ab.SetAttributeRaw("project", ref("local", "project"))
-		ab.SetAttributeRaw("role", ref(gce.TFCustomRole, TFApproverMIGRole, "name"))
+		ab.SetAttributeRaw("role", ref(gce.TFCustomRole, tfApproverMIGRole, "name"))
 		ab.SetAttributeRaw("member", member(model.RoleAutoscaler))
 		ab.AppendNewline()
 		ac := ab.AppendNewBlock("condition", nil).Body()
@@ -277,17 +277,17 @@ func terraformIAM(src *model.Source, header string) []byte {
 	return hclFile(header, f)
 }
 
-// JoinSecretGrants lists the roles granted on the join secret, by service
+// joinSecretGrants lists the roles granted on the join secret, by service
 // account role, in the order they are written. SecretRole "" is the
 // renewer's custom role (joinSecretRenewerPermissions).
-var JoinSecretGrants = []struct{ Role, SecretRole, Name string }{
-	{model.RoleNodes, JoinSecretReader, "nodes_read"},
-	{model.RoleAutoscaler, JoinSecretReader, "autoscaler_read"},
+var joinSecretGrants = []struct{ Role, SecretRole, Name string }{
+	{model.RoleNodes, joinSecretReader, "nodes_read"},
+	{model.RoleAutoscaler, joinSecretReader, "autoscaler_read"},
 	{model.RoleAutoscaler, "", "autoscaler_renew"},
 }
 
-// TFJoinSecretName is the Terraform name of the join secret resource.
-const TFJoinSecretName = "join_token"
+// tfJoinSecretName is the Terraform name of the join secret resource.
+const tfJoinSecretName = "join_token"
 
 // terraformJoinSecret renders join-secret.tf, or nothing (nil) when the
 // join token is not in Secret Manager or the user manages the secret and
@@ -308,30 +308,30 @@ func terraformJoinSecret(src *model.Source, header string) []byte {
 		comment(body,
 			"The join token's secret, without a value: Terraform never holds the token.",
 			"Add it as a version outside Terraform (the token renewer does).")
-		s := body.AppendNewBlock("resource", []string{gce.TFSecret, TFJoinSecretName}).Body()
+		s := body.AppendNewBlock("resource", []string{gce.TFSecret, tfJoinSecretName}).Body()
 		s.SetAttributeRaw("project", ref("local", "project"))
 		s.SetAttributeValue("secret_id", cty.StringVal(sm.Secret))
 		s.SetAttributeValue("labels", cty.MapVal(map[string]cty.Value{gce.LabelCluster: cty.StringVal(gce.LabelValue(src.Cluster.Name))}))
 		s.AppendNewline()
 		s.AppendNewBlock("replication", nil).Body().AppendNewBlock("auto", nil)
 		body.AppendNewline()
-		secretID = ref(gce.TFSecret, TFJoinSecretName, "secret_id")
+		secretID = ref(gce.TFSecret, tfJoinSecretName, "secret_id")
 	}
 	comment(body,
 		"The token renewer may add, list and disable versions, never destroy one.")
-	rr := body.AppendNewBlock("resource", []string{gce.TFCustomRole, TFJoinSecretRenewerRole}).Body()
+	rr := body.AppendNewBlock("resource", []string{gce.TFCustomRole, tfJoinSecretRenewerRole}).Body()
 	rr.SetAttributeRaw("project", ref("local", "project"))
-	rr.SetAttributeValue("role_id", cty.StringVal(CustomRoleIDFor(src.Cluster.Name, TFJoinSecretRenewerRole)))
+	rr.SetAttributeValue("role_id", cty.StringVal(customRoleIDFor(src.Cluster.Name, tfJoinSecretRenewerRole)))
 	rr.SetAttributeValue("title", cty.StringVal("nodegen join-token renewer of "+src.Cluster.Name))
 	rr.SetAttributeValue("description", cty.StringVal("Add, list and disable versions of the join token secret; no destroy."))
 	rr.SetAttributeValue("permissions", strs(joinSecretRenewerPermissions))
-	for _, g := range JoinSecretGrants {
+	for _, g := range joinSecretGrants {
 		body.AppendNewline()
-		b := body.AppendNewBlock("resource", []string{gce.TFSecretIAMMember, TFJoinSecretName + "_" + g.Name}).Body()
+		b := body.AppendNewBlock("resource", []string{gce.TFSecretIAMMember, tfJoinSecretName + "_" + g.Name}).Body()
 		b.SetAttributeRaw("project", ref("local", "project"))
 		b.SetAttributeRaw("secret_id", secretID)
 		if g.SecretRole == "" {
-			b.SetAttributeRaw("role", ref(gce.TFCustomRole, TFJoinSecretRenewerRole, "name"))
+			b.SetAttributeRaw("role", ref(gce.TFCustomRole, tfJoinSecretRenewerRole, "name"))
 		} else {
 			b.SetAttributeValue("role", cty.StringVal(g.SecretRole))
 		}

@@ -24,9 +24,9 @@ func vpnTunnelName(c *model.Cluster, i int) string {
 	return c.Name + "-" + model.TunnelName(i)
 }
 
-// VPNAddressesOutput is the output that lists the HA VPN gateway's
+// vpnAddressesOutput is the output that lists the HA VPN gateway's
 // interface addresses, which the source's haVpnAddresses take.
-const VPNAddressesOutput = "vpn_interface_addresses"
+const vpnAddressesOutput = "vpn_interface_addresses"
 
 // terraformVPN renders vpn.tf: the HA VPN gateway, the external VPN
 // gateway of the on-prem gateways, the Cloud Router with its custom
@@ -159,7 +159,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 	}
 
 	w.blank()
-	w.open("output", VPNAddressesOutput)
+	w.open("output", vpnAddressesOutput)
 	w.attr("description", hclString("The HA VPN gateway's public addresses, by interface: cluster.gcp.network.vpn.haVpnAddresses, which the on-prem gateways' files need."))
 	w.attr("value", fmt.Sprintf("%s.vpn.vpn_interfaces[*].ip_address", tfHAVPNGateway))
 	w.close()

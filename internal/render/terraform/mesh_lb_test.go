@@ -1,4 +1,4 @@
-package render_test
+package terraform_test
 
 import (
 	"maps"
@@ -317,7 +317,7 @@ func checkAddresses(t *testing.T, primary, remote layout.Files, addr string) {
 // golden test keeps equal to its rendering): cloud-serve's module plans
 // the load balancer at the address onprem-gpu's istiod values use.
 func TestMeshExampleLoadBalancer(t *testing.T) {
-	root := filepath.Join("..", "..", "examples", "mesh", "out")
+	root := filepath.Join(testsrc.RepoRoot(), "examples", "mesh", "out")
 	read := func(cluster string) layout.Files {
 		files := layout.Files{}
 		dir := filepath.Join(root, cluster)

@@ -1,4 +1,4 @@
-package render_test
+package terraform_test
 
 import (
 	"fmt"
@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
@@ -202,4 +204,17 @@ func lifecycleDescriptions(t *testing.T) map[string]string {
 		out[name] = a.Description
 	}
 	return out
+}
+
+func attrValue(t *testing.T, body *hclsyntax.Body, name string, ctx *hcl.EvalContext) cty.Value {
+	t.Helper()
+	a, ok := body.Attributes[name]
+	if !ok {
+		t.Fatalf("no attribute %s", name)
+	}
+	v, diags := a.Expr.Value(ctx)
+	if diags.HasErrors() {
+		t.Fatalf("%s: %s", name, diags.Error())
+	}
+	return v
 }
