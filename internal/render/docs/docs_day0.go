@@ -268,7 +268,7 @@ func (d *day0Doc) beforeYouStart() {
 	c, deadline, sm, src := d.c, d.deadline, d.sm, d.src
 	d.p("\n# Day 0: cluster %s from an empty project\n\n", code(c.Name))
 	d.p("The steps below, in this order, take cluster %s from a GCP project with nothing in it to a cluster whose autoscaler scales the cloud groups. Run them from the directory that holds the source directory %s and `out/`. No step waits for a later one: the autoscaler's VM, which boots at `terraform apply`, waits for the first join token for up to %s (its join deadline).\n",
-		code(c.Name), code(src.Name+"/"), model.FormatDuration(deadline))
+		code(c.Name), mdCode(src.Name+"/"), model.FormatDuration(deadline))
 
 	d.p("\n## Before you start\n\n")
 	d.p("- Tools: `gcloud`, `terraform`, `helm`, `kubectl` with this cluster's admin kubeconfig, and `ssh` with `sudo` to a control-plane node (it has `kubeadm`): set `%s` to it.\n", Day0ControlPlaneHostVar)
