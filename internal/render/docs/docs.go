@@ -43,10 +43,10 @@ func podPlacement(g *model.NodeGroup) placement {
 // edge says that artifact To is rendered (in part) from source file From.
 type edge struct{ From, To string }
 
-// Provenance lists which source file each artifact depends on: a group's
+// provenance lists which source file each artifact depends on: a group's
 // file feeds its own artifacts and the shared ones that list it; the
 // cluster's file feeds every artifact. paths are the rendered artifacts.
-func Provenance(src *model.Source, paths []string) []edge {
+func provenance(src *model.Source, paths []string) []edge {
 	origin := func(g *model.NodeGroup) string {
 		if o := src.Origins[g.Name]; o != "" {
 			return o
@@ -150,7 +150,7 @@ func NodeGroups(src *model.Source, files layout.Files) error {
 			return fmt.Errorf("node group %s: docs: %w", g.Name, err)
 		}
 	}
-	d.provenance(Provenance(src, paths))
+	d.provenance(provenance(src, paths))
 	files[layout.DocsPath] = b.Bytes()
 	return nil
 }

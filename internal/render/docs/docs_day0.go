@@ -572,7 +572,7 @@ func (d *day0Doc) renewer() (int, error) {
 		d.p("Run the renewer once now, on the autoscaler's node that has joined; from then on its CronJob adds a fresh token every %s, and the approver there decides the cloud nodes' certificate requests. The first token, made by kubeadm, is retired %s after this (its version disabled; it expires by its own %s).\n\n",
 			model.FormatDuration(r.Period), model.FormatDuration(r.Grace()), model.FormatDuration(r.TTL))
 		d.p("```sh\n%s\nkubectl -n %s wait --for=condition=complete job/%s-first --timeout=5m\n```\n",
-			JoinTokenFirstRunCommand(), model.WorkloadNamespace, model.JoinTokenRenewer.Name())
+			joinTokenFirstRunCommand(), model.WorkloadNamespace, model.JoinTokenRenewer.Name())
 	}
 
 	return renewStep, nil

@@ -5,10 +5,10 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// JoinTokenFirstRunCommand is the command that runs the renewer's CronJob
+// joinTokenFirstRunCommand is the command that runs the renewer's CronJob
 // once, now: on day 0, once the autoscaler's node has joined with the
 // first token (docs/day0.md), so that the renewer takes over at once.
-func JoinTokenFirstRunCommand() string {
+func joinTokenFirstRunCommand() string {
 	return "kubectl -n " + model.WorkloadNamespace + " create job --from=cronjob/" + model.JoinTokenRenewer.Name() + " " + model.JoinTokenRenewer.Name() + "-first"
 }
 
