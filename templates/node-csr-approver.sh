@@ -73,11 +73,6 @@
 #   INSTANCE_GROUPS        one line per node group: "<base> <group> <max-age-seconds> <zone>..."
 #   VERIFIED_LABEL         the label the checked Nodes get (node-restriction.kubernetes.io/...)
 #   KEY_ATTRIBUTE          the guest attribute (namespace/key) holding a VM's kubelet key hash
-#   PER_TOKEN              pending CSRs of one bootstrap token id decided a pass, oldest first (64)
-#   PASS_SECONDS           seconds after which a pass stops deciding (20)
-#   RECHECK_SECONDS        seconds before a Node that failed the check is checked again (60)
-#   POLL_SECONDS           seconds between passes (2)
-#   ONCE                   1: one pass, then exit (0, or 1 if something could not be read)
 set -euo pipefail
 
 : "${PROJECT:?PROJECT is required}"
@@ -85,11 +80,18 @@ set -euo pipefail
 : "${INSTANCE_GROUPS:?INSTANCE_GROUPS is required}"
 : "${VERIFIED_LABEL:?VERIFIED_LABEL is required}"
 : "${KEY_ATTRIBUTE:?KEY_ATTRIBUTE is required}"
-PER_TOKEN="${PER_TOKEN:-64}"
-PASS_SECONDS="${PASS_SECONDS:-20}"
-RECHECK_SECONDS="${RECHECK_SECONDS:-60}"
-POLL_SECONDS="${POLL_SECONDS:-2}"
-ONCE="${ONCE:-0}"
+# Pending CSRs of one bootstrap token id decided a pass, oldest first.
+readonly PER_TOKEN=64
+# Seconds after which a pass stops deciding.
+readonly PASS_SECONDS=20
+# Seconds before a Node that failed the check is checked again.
+readonly RECHECK_SECONDS=60
+# Seconds between passes: a CSR is decided within a few of them, far
+# inside the join's TLS-bootstrap timeout.
+readonly POLL_SECONDS=2
+# 1: one pass, then exit (0, or 1 if something could not be read); 0: a
+# pass every POLL_SECONDS, for ever.
+readonly ONCE=0
 readonly METADATA_URL=http://169.254.169.254/computeMetadata/v1
 readonly COMPUTE_URL=https://compute.googleapis.com/compute/v1
 readonly SIGNER=kubernetes.io/kube-apiserver-client-kubelet

@@ -28,12 +28,6 @@
 #   STARTUP_TAINT_VALUE, STARTUP_TAINT_EFFECT
 #                      value and effect of the taint when it is added back
 #   GPU_COUNT          nvidia.com/gpu allocatable required
-#   VALIDATIONS_DIR    GPU Operator status files (/run/nvidia/validations)
-#   INTERVAL           seconds between checks while waiting (10)
-#   IDLE_INTERVAL      seconds between checks once done (300)
-#   ONCE               if 1, do one round (as at start) and exit: 0 removed
-#                      or absent, 3 waiting for the GPUs (the taint is on
-#                      the node, maybe just added), 4 API error or conflict
 set -euo pipefail
 
 : "${NODE_NAME:?NODE_NAME is required}"
@@ -41,10 +35,16 @@ set -euo pipefail
 : "${STARTUP_TAINT_VALUE?STARTUP_TAINT_VALUE is required}"
 : "${STARTUP_TAINT_EFFECT:?STARTUP_TAINT_EFFECT is required}"
 : "${GPU_COUNT:?GPU_COUNT is required}"
-VALIDATIONS_DIR="${VALIDATIONS_DIR:-/run/nvidia/validations}"
-INTERVAL="${INTERVAL:-10}"
-IDLE_INTERVAL="${IDLE_INTERVAL:-300}"
-ONCE="${ONCE:-0}"
+# The GPU Operator's status files (the DaemonSet mounts the node's folder
+# at the same path).
+readonly VALIDATIONS_DIR=/run/nvidia/validations
+# Seconds between checks while waiting, and once done.
+readonly INTERVAL=10
+readonly IDLE_INTERVAL=300
+# 1: one round (as at start), then exit: 0 removed or absent, 3 waiting
+# for the GPUs (the taint is on the node, maybe just added), 4 API error or
+# conflict; 0: check for ever.
+readonly ONCE=0
 # 1 until a round has read the node and decided: only then may the startup
 # taint be added back.
 STARTING=1

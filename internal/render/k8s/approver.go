@@ -48,11 +48,6 @@ const (
 	// cloudJoinRoleName names the Roles, ClusterRole and bindings that let
 	// model.CloudBootstrapGroup join.
 	cloudJoinRoleName = "nodegen:cloud-node-bootstrapper"
-
-	// nodeCSRApproverPoll is the approver's pause between passes, in
-	// seconds: a CSR is decided within a few of them, far inside the
-	// join's TLS-bootstrap timeout.
-	nodeCSRApproverPoll = 2
 )
 
 // nodeCSRApprover is the approver's workload: a ClusterRole (read CSRs
@@ -173,7 +168,6 @@ func nodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
 		{Name: "INSTANCE_GROUPS", Value: groups},
 		{Name: "VERIFIED_LABEL", Value: model.VerifiedGroupLabel},
 		{Name: "KEY_ATTRIBUTE", Value: model.KubeletKeyAttribute},
-		{Name: "POLL_SECONDS", Value: strconv.Itoa(nodeCSRApproverPoll)},
 	}
 }
 

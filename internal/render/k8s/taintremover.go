@@ -36,7 +36,8 @@ func taintRemoverObjects(src *model.Source) ([]runtime.Object, error) {
 
 // taintRemoverPod runs on each node of the GPU group g, tolerating its
 // taints (the startup taint included), and reads the GPU Operator's
-// validation status files.
+// validation status files: the node's model.GPUValidationsDir, mounted at
+// the same path, which is the script's constant VALIDATIONS_DIR.
 func taintRemoverPod(w scriptWorkload, image string, g *model.NodeGroup) hardenedPod {
 	pod := w.pod(image, "taint-remover", g, []corev1.EnvVar{
 		{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
@@ -44,7 +45,6 @@ func taintRemoverPod(w scriptWorkload, image string, g *model.NodeGroup) hardene
 		{Name: "STARTUP_TAINT_VALUE", Value: g.StartupTaint.Value},
 		{Name: "STARTUP_TAINT_EFFECT", Value: g.StartupTaint.Effect},
 		{Name: "GPU_COUNT", Value: strconv.Itoa(g.AdvertisedGPUs())},
-		{Name: "VALIDATIONS_DIR", Value: model.GPUValidationsDir},
 	})
 	pod.PriorityClass = "system-node-critical"
 	pod.MemoryLimit = "64Mi"

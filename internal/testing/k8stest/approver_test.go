@@ -41,6 +41,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
@@ -793,9 +794,17 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 		}
 	}
 
-	cmd := gceNamespace(t, http.HandlerFunc(f.serve), e.cp.URL).Command("bash", e.script)
-	cmd.Env = append(slices.Clone(e.env), "PATH="+os.Getenv("PATH"), "HOME="+t.TempDir(), "KUBECONFIG="+e.sa.Kubeconfig,
-		"POLL_SECONDS=1")
+	// The shipped script with a pause of a second between passes.
+	shipped, err := os.ReadFile(e.script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := scripttest.WithConstants(shipped, map[string]string{"POLL_SECONDS": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := gceNamespace(t, http.HandlerFunc(f.serve), e.cp.URL).Command("bash", writeScript(t, string(script)))
+	cmd.Env = append(slices.Clone(e.env), "PATH="+os.Getenv("PATH"), "HOME="+t.TempDir(), "KUBECONFIG="+e.sa.Kubeconfig)
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/testing/scripttest"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
@@ -30,7 +32,7 @@ import (
 // each component works (facts.md).
 var validationFiles = []string{"driver-ready", "toolkit-ready", "cuda-ready", "plugin-ready"}
 
-// Exit codes of one round of the remover (ONCE=1).
+// Exit codes of one round of the remover (its constant ONCE=1).
 const (
 	exitDone    = 0 // removed, or no startup taint
 	exitWaiting = 3 // validation files or GPUs missing
@@ -155,11 +157,12 @@ func (e *env) podIdentity(t *testing.T, group, node string) *testcp.User {
 // process.
 type removerRun struct {
 	group       string
-	node        string // NODE_NAME (the downward API's spec.nodeName)
-	kubeconfig  string // the pod's credentials
-	validations string // the folder standing in for the validations hostPath
-	pathPrefix  string // a folder put first on PATH (a kubectl shim)
-	env         []string
+	node        string            // NODE_NAME (the downward API's spec.nodeName)
+	kubeconfig  string            // the pod's credentials
+	validations string            // the folder standing in for the validations hostPath
+	pathPrefix  string            // a folder put first on PATH (a kubectl shim)
+	env         []string          // more environment, for a kubectl shim
+	constants   map[string]string // constants of the script to change (scripttest.WithConstants)
 }
 
 // removerCmd returns the group's DaemonSet container (as stored on the
@@ -167,7 +170,9 @@ type removerRun struct {
 // volume mount mapped to a local folder (the ConfigMap's script, the
 // validations folder, a fresh emptyDir), NODE_NAME set as the downward API
 // would, kubectl on PATH and KUBECONFIG standing in for the in-cluster
-// credentials.
+// credentials. The script is the ConfigMap's, with its constant
+// VALIDATIONS_DIR, a path in the container, mapped like the mounts, and
+// r.constants changed.
 func (e *env) removerCmd(t *testing.T, r removerRun) *exec.Cmd {
 	t.Helper()
 	ds := e.daemonSets[r.group]
@@ -180,6 +185,7 @@ func (e *env) removerCmd(t *testing.T, r removerRun) *exec.Cmd {
 	}
 	c := spec.Containers[0]
 	mounts := map[string]string{} // container path → local folder
+	scriptDir := t.TempDir()
 	for _, m := range c.VolumeMounts {
 		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
 		if i < 0 {
@@ -187,7 +193,7 @@ func (e *env) removerCmd(t *testing.T, r removerRun) *exec.Cmd {
 		}
 		switch v := spec.Volumes[i]; {
 		case v.ConfigMap != nil && v.ConfigMap.Name == model.TaintRemover.Name():
-			mounts[m.MountPath] = filepath.Dir(e.script)
+			mounts[m.MountPath] = scriptDir
 		case v.HostPath != nil && v.HostPath.Path == model.GPUValidationsDir:
 			mounts[m.MountPath] = r.validations
 		case v.EmptyDir != nil:
@@ -203,6 +209,26 @@ func (e *env) removerCmd(t *testing.T, r removerRun) *exec.Cmd {
 			}
 		}
 		return s
+	}
+	shipped, err := os.ReadFile(e.script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := scripttest.Constant(shipped, "VALIDATIONS_DIR")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local(dir) == dir {
+		t.Fatalf("%s: the script's VALIDATIONS_DIR %s is in no volume the container mounts", ds.Name, dir)
+	}
+	constants := map[string]string{"VALIDATIONS_DIR": local(dir)}
+	maps.Copy(constants, r.constants)
+	script, err := scripttest.WithConstants(shipped, constants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(scriptDir, filepath.Base(e.script)), script, 0o555); err != nil {
+		t.Fatal(err)
 	}
 	kubectlPath, err := exec.LookPath("kubectl")
 	if err != nil {
@@ -233,10 +259,11 @@ func (e *env) removerCmd(t *testing.T, r removerRun) *exec.Cmd {
 	return cmd
 }
 
-// once runs one round (ONCE=1) and returns its exit code and output.
+// once runs one round (the script's ONCE=1) and returns its exit code
+// and output.
 func (e *env) once(t *testing.T, r removerRun) (code int, stdout, stderr string) {
 	t.Helper()
-	r.env = append(slices.Clone(r.env), "ONCE=1")
+	r.constants = withConstant(r.constants, "ONCE", "1")
 	cmd := e.removerCmd(t, r)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -258,6 +285,16 @@ func (e *env) once(t *testing.T, r removerRun) (code int, stdout, stderr string)
 	}
 	t.Logf("taint remover on %s: exit %d\n%s%s", r.node, code, out.String(), errb.String())
 	return code, out.String(), errb.String()
+}
+
+// withConstant returns a copy of constants with name set to value.
+func withConstant(constants map[string]string, name, value string) map[string]string {
+	c := maps.Clone(constants)
+	if c == nil {
+		c = map[string]string{}
+	}
+	c[name] = value
+	return c
 }
 
 // validationsDir returns a new folder holding the given validation files.
@@ -419,7 +456,7 @@ func (e *env) testRemoverAddsBack(t *testing.T) {
 		dir := validationsDir(t, validationFiles...)
 		before := e.node(t, node)
 		s := e.start(t, removerRun{group: g.Name, node: node, kubeconfig: e.podIdentity(t, g.Name, node).Kubeconfig,
-			validations: dir, env: []string{"IDLE_INTERVAL=1"}})
+			validations: dir, constants: map[string]string{"IDLE_INTERVAL": "1"}})
 		eventually(t, 20*time.Second, "idle logged", func() string {
 			if !strings.Contains(s.out.String(), "no "+g.StartupTaint.Key+" taint on the node; idle") {
 				return "output so far: " + s.out.String()
@@ -616,10 +653,11 @@ type started struct {
 	stopOnce sync.Once
 }
 
-// start runs the remover in its loop with INTERVAL=1; a cleanup stops it.
+// start runs the remover in its loop with the script's INTERVAL=1; a
+// cleanup stops it.
 func (e *env) start(t *testing.T, r removerRun) *started {
 	t.Helper()
-	r.env = append(slices.Clone(r.env), "INTERVAL=1")
+	r.constants = withConstant(r.constants, "INTERVAL", "1")
 	s := &started{cmd: e.removerCmd(t, r), out: &syncBuffer{}, err: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.err
 	if err := s.cmd.Start(); err != nil {

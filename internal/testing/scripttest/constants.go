@@ -42,6 +42,24 @@ func WithConstants(script []byte, values map[string]string) ([]byte, error) {
 	return bytes.Join(lines, nil), nil
 }
 
+// Constant returns the value of the constant name of script: the rest of
+// its one top-level assignment line (as WithConstants finds it), which
+// must be a plain word (no quotes, expansions, escapes or blanks). A test
+// that maps a constant's production value (a path the workload mounts) to
+// one of its own reads it here.
+func Constant(script []byte, name string) (string, error) {
+	lines := bytes.SplitAfter(script, []byte("\n"))
+	at := assignments(lines, name)
+	if len(at) != 1 {
+		return "", fmt.Errorf("the script assigns %s on %d top-level lines, want one", name, len(at))
+	}
+	_, v, _ := bytes.Cut(bytes.TrimSuffix(lines[at[0]], []byte("\n")), []byte("="))
+	if len(v) == 0 || bytes.ContainsAny(v, "'\"$`\\ \t;&|<>(){}*?[]#~") {
+		return "", fmt.Errorf("line %d: %s is not set to a plain word: %s", at[0]+1, name, v)
+	}
+	return string(v), nil
+}
+
 // hasConstant reports whether script has exactly one top-level assignment
 // line of name, which WithConstants can replace.
 func hasConstant(script []byte, name string) bool {

@@ -74,3 +74,24 @@ func TestHasConstant(t *testing.T) {
 		t.Error("hasConstant of a name assigned twice")
 	}
 }
+
+func TestConstant(t *testing.T) {
+	got, err := Constant([]byte(constantsScript), "URL")
+	if err != nil || got != "http://metadata.google.internal/computeMetadata/v1" {
+		t.Errorf("Constant(URL) = %q, %v", got, err)
+	}
+	for name, c := range map[string]struct{ script, want string }{
+		"a missing name":     {constantsScript + "", "assigns TIMEOUT on 0 top-level lines"},
+		"a name twice":       {"TIMEOUT=1\nTIMEOUT=2\n", "assigns TIMEOUT on 2 top-level lines"},
+		"a quoted value":     {"TIMEOUT='1'\n", "line 1: TIMEOUT is not set to a plain word: '1'"},
+		"an expansion":       {"x\nreadonly TIMEOUT=${T}\n", "line 2: TIMEOUT is not set to a plain word"},
+		"an empty value":     {"TIMEOUT=\n", "not set to a plain word"},
+		"a trailing comment": {"TIMEOUT=1 # s\n", "not set to a plain word"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got, err := Constant([]byte(c.script), "TIMEOUT"); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %q, %v; want an error containing %q", got, err, c.want)
+			}
+		})
+	}
+}
