@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/k8sdecode"
@@ -113,12 +116,28 @@ func dirDiff(t *testing.T, a, b string) string {
 // endpoint with a default, ${..._URL:-...}.
 var testOverride = regexp.MustCompile(`\$\{(NODEGEN_[A-Za-z0-9_]*|[A-Za-z0-9_]*_URL:-)`)
 
+// documentedSettings are, by script name, the variables a shipped script
+// of a file reads from its environment by design: the settings its header
+// documents for the one who runs it, and what it sources.
+var documentedSettings = map[string][]string{
+	// The node image's build script: IMAGE_ROOT is the root it writes
+	// under (empty on the builder VM, a chroot's root); ID and VERSION_ID
+	// come from sourcing that root's /etc/os-release.
+	"build.sh": {"IMAGE_ROOT", "ID", "VERSION_ID"},
+	// The on-prem VPN gateway's installer: with ROOT set, it installs
+	// into that directory instead of / and starts nothing.
+	"install.sh": {"ROOT"},
+}
+
 // TestShippedScriptsReadNoTestOverrides: the scripts in the committed
 // outputs of the shipped examples (the startup scripts, the other .sh
 // files, and the scripts of the manifests' ConfigMaps) take their
-// endpoints, directories and delays as constants, not from an environment
-// variable that tests set. The golden tests above tie these files to what
-// gen renders.
+// endpoints, directories, delays and modes as constants, not from an
+// environment variable that tests set. A script read from a ConfigMap
+// takes from its environment (environmentReads) exactly the variables its
+// workload's container sets (HOME aside, which is kubectl's), each without
+// a default; a script of a file takes none. The golden tests above tie
+// these files to what gen renders.
 func TestShippedScriptsReadNoTestOverrides(t *testing.T) {
 	root := testsrc.RepoRoot()
 	// The constants the scripts must set, by script name.
@@ -130,10 +149,32 @@ func TestShippedScriptsReadNoTestOverrides(t *testing.T) {
 	}
 	for _, out := range []string{filepath.Join(root, "out"), filepath.Join(root, "examples", "mesh", "out")} {
 		seen := map[string]int{}
-		check := func(where, name, script string) {
+		// inputs: the variables the workload's container sets, none for a
+		// file; nil for a ConfigMap no workload mounts (a cluster without
+		// GPU groups ships the taint remover's), whose inputs are unknown.
+		check := func(where, name, script string, inputs map[string]bool) {
 			seen[name]++
 			for _, m := range testOverride.FindAllString(script, -1) {
 				t.Errorf("%s reads %s...}", where, m)
+			}
+			reads, err := environmentReads(script)
+			if err != nil {
+				t.Errorf("%s: %v", where, err)
+				return
+			}
+			for _, v := range slices.Sorted(maps.Keys(reads)) {
+				switch r := reads[v]; {
+				case slices.Contains(documentedSettings[name], v):
+				case r.hasDefault:
+					t.Errorf("%s:%d reads %s from the environment with a default: a setting for tests to change, not an input its workload sets", where, r.line, v)
+				case inputs != nil && !inputs[v]:
+					t.Errorf("%s:%d reads %s from the environment, which its workload does not set", where, r.line, v)
+				}
+			}
+			for _, v := range slices.Sorted(maps.Keys(inputs)) {
+				if _, ok := reads[v]; !ok && v != "HOME" {
+					t.Errorf("%s: its workload sets %s, which the script does not read from its environment", where, v)
+				}
 			}
 			for _, line := range wants[name] {
 				if !slices.Contains(strings.Split(script, "\n"), line) {
@@ -151,7 +192,7 @@ func TestShippedScriptsReadNoTestOverrides(t *testing.T) {
 			}
 			rel, _ := filepath.Rel(root, path)
 			if strings.HasSuffix(path, ".sh") {
-				check(rel, d.Name(), string(b))
+				check(rel, d.Name(), string(b), map[string]bool{})
 				return nil
 			}
 			// The manifests (not the Helm values beside them in k8s/).
@@ -160,7 +201,7 @@ func TestShippedScriptsReadNoTestOverrides(t *testing.T) {
 					if cm, ok := o.(*corev1.ConfigMap); ok {
 						for key, script := range cm.Data {
 							if strings.HasSuffix(key, ".sh") {
-								check(rel+": ConfigMap "+cm.Name+" "+key, key, script)
+								check(rel+": ConfigMap "+cm.Name+" "+key, key, script, containerEnv(objs, cm.Name))
 							}
 						}
 					}
@@ -180,4 +221,36 @@ func TestShippedScriptsReadNoTestOverrides(t *testing.T) {
 			}
 		}
 	}
+}
+
+// containerEnv returns the names of the environment variables that the
+// containers of the workloads among objs whose pods mount ConfigMap cm
+// set, nil when no workload mounts it.
+func containerEnv(objs []runtime.Object, cm string) map[string]bool {
+	var names map[string]bool
+	for _, o := range objs {
+		var spec *corev1.PodSpec
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			spec = &o.Spec.Template.Spec
+		case *appsv1.DaemonSet:
+			spec = &o.Spec.Template.Spec
+		case *batchv1.CronJob:
+			spec = &o.Spec.JobTemplate.Spec.Template.Spec
+		default:
+			continue
+		}
+		if !slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.ConfigMap != nil && v.ConfigMap.Name == cm }) {
+			continue
+		}
+		if names == nil {
+			names = map[string]bool{}
+		}
+		for _, c := range spec.Containers {
+			for _, e := range c.Env {
+				names[e.Name] = true
+			}
+		}
+	}
+	return names
 }
