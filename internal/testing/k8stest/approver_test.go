@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -807,11 +808,14 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	cmd.Env = append(slices.Clone(e.env), "PATH="+os.Getenv("PATH"), "HOME="+t.TempDir(), "KUBECONFIG="+e.sa.Kubeconfig)
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
+	// A group of its own, so that the cleanup stops the kubectl the script
+	// is running too, before HOME (its cache) is removed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 		t.Logf("approver output:\n%s", logs.String())
 	})
