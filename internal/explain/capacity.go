@@ -55,14 +55,14 @@ func (c capacity) uses() []capUse {
 	}
 	if r := c.caps.Cores; r != nil {
 		out = append(out, capUse{"cluster.autoscaler.caps.cores.max", "vCPUs", r.Max, func(g *model.NodeGroup) (int64, bool) {
-			cpu, _, err := nodetemplate.MachineShape(g)
+			cpu, _, err := g.Shape.Resources()
 			return cpu, err == nil
 		}})
 	}
 	if r := c.caps.MemoryGiB; r != nil {
 		// The limit is in GiB, compared with node capacity in bytes.
 		out = append(out, capUse{"cluster.autoscaler.caps.memoryGiB.max", "bytes of memory", r.Max * gib, func(g *model.NodeGroup) (int64, bool) {
-			_, mem, err := nodetemplate.MachineShape(g)
+			_, mem, err := g.Shape.Resources()
 			if err != nil {
 				return 0, false
 			}

@@ -443,6 +443,7 @@ func TestUnknownMachineTypeAndOverride(t *testing.T) {
 	src, files := testsrc.Example(t)
 	g := src.NodeGroups["cpu-burst"]
 	g.MachineType = "z9-future-8"
+	src.Resolve()
 	ws, _, err := explain.Decode("w.yaml", []byte(workloadCase(t, "tolerates everything")))
 	if err != nil {
 		t.Fatal(err)
@@ -456,6 +457,7 @@ func TestUnknownMachineTypeAndOverride(t *testing.T) {
 		t.Errorf("unknown machine type: %+v", gr)
 	}
 	g.Capacity = &model.Capacity{CPU: 4, Memory: "16Gi"}
+	src.Resolve()
 	e, err = explain.New(src, files, ws)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,11 @@ func CheckGPU(machineType, acceleratorType string, count int) error {
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownMachineType, machineType)
 	}
+	return m.CheckGPU(acceleratorType, count)
+}
+
+// CheckGPU is CheckGPU for a VM of machine type m.
+func (m MachineShape) CheckGPU(acceleratorType string, count int) error {
 	if acceleratorType == "" {
 		if count != 0 {
 			return fmt.Errorf("%d GPUs requested without an accelerator type; name one (e.g. nvidia-tesla-t4 on N1, or pick an accelerator-optimized machine type such as g2-standard-8)", count)

@@ -1,9 +1,9 @@
 package gce
 
 import (
+	"maps"
+	"slices"
 	"strings"
-
-	"github.com/nodegen/nodegen/internal/model"
 )
 
 // The GCE label keys nodegen sets on every instance template.
@@ -12,25 +12,25 @@ const (
 	LabelNodeGroup = "nodegen-node-group"
 )
 
-// Labels returns the GCE labels of group g's instance template in
-// cluster c: the cluster and group names, then the group's Kubernetes
+// Labels returns the GCE labels of the instance template of the group
+// named group in the cluster named cluster: the two names, then the group's Kubernetes
 // labels made valid GCE labels (lower case; characters other than letters, digits, '_' and
 // '-' become '_'; keys start with a letter; at most 63 characters). A
 // Kubernetes label whose GCE key collides with one already taken is left
 // out. GCE labels are for billing and inventory: the autoscaler does not
 // read them, and the node's Kubernetes labels come from kube-env and the
 // join script.
-func Labels(c *model.Cluster, g *model.NodeGroup) map[string]string {
+func Labels(cluster, group string, labels map[string]string) map[string]string {
 	out := map[string]string{
-		LabelCluster:   LabelValue(c.Name),
-		LabelNodeGroup: LabelValue(g.Name),
+		LabelCluster:   LabelValue(cluster),
+		LabelNodeGroup: LabelValue(group),
 	}
-	for _, k := range model.SortedKeys(g.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		key := labelKey(k)
 		if _, taken := out[key]; taken {
 			continue
 		}
-		out[key] = LabelValue(g.Labels[k])
+		out[key] = LabelValue(labels[k])
 	}
 	return out
 }

@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/nodegen/nodegen/internal/model"
 )
 
 // labelKeyRE and labelValueRE are the forms of a GCE label's key and
@@ -17,15 +15,14 @@ var (
 )
 
 func TestLabels(t *testing.T) {
-	c := &model.Cluster{Name: "hybrid-ai"}
-	g := &model.NodeGroup{Name: "gpu", Labels: map[string]string{
+	labels := map[string]string{
 		"example.com/pool":                       "GPU.Burst",
 		"example_com/pool":                       "collides",
 		"1st.example.com/tier":                   "a",
 		"nodegen-cluster":                        "not-mine",
 		"example.com/" + strings.Repeat("x", 63): strings.Repeat("V", 63),
-	}}
-	got := Labels(c, g)
+	}
+	got := Labels("hybrid-ai", "gpu", labels)
 	want := map[string]string{
 		"nodegen-cluster":                               "hybrid-ai",
 		"nodegen-node-group":                            "gpu",

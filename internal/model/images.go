@@ -1,8 +1,11 @@
 package model
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
+
+	"github.com/nodegen/nodegen/internal/gce"
 )
 
 // imageFamilyRE matches a boot image given as an image family of a
@@ -35,11 +38,10 @@ type NodeImage struct {
 }
 
 // NodeImages returns the image families the cloud groups boot from, in
-// family order; a group whose image is not a family is left out; hasGPUs
-// says whether a group's VMs have GPUs. A
+// family order; a group whose image is not a family is left out. A
 // family whose groups disagree on the Kubernetes version or architecture
 // is returned once per variant (vet refuses that).
-func (s *Source) NodeImages(hasGPUs func(*NodeGroup) bool) []NodeImage {
+func (s *Source) NodeImages() []NodeImage {
 	var out []NodeImage
 	for _, g := range s.CloudGroups() {
 		project, family, ok := ImageFamily(g.Image)
@@ -54,7 +56,7 @@ func (s *Source) NodeImages(hasGPUs func(*NodeGroup) bool) []NodeImage {
 			out = append(out, NodeImage{Project: project, Family: family, KubernetesVersion: v, Arch: arch})
 			i = len(out) - 1
 		}
-		out[i].GPU = out[i].GPU || hasGPUs(g)
+		out[i].GPU = out[i].GPU || g.HasGPUs()
 		out[i].Groups = append(out[i].Groups, g.Name)
 	}
 	slices.SortStableFunc(out, func(a, b NodeImage) int {
@@ -89,4 +91,26 @@ func BuildableImages(images []NodeImage) (buildable []NodeImage, mixed []string)
 		}
 	}
 	return buildable, mixed
+}
+
+// ImageBuildCommands are the commands that make the next image of im's
+// family: a builder VM from the base image, script (the family's build
+// script, as the shell reads it: a path) run there as root, the VM
+// stopped, an image of its disk in the family, the VM deleted.
+func (s *Source) ImageBuildCommands(im NodeImage, script string) string {
+	builder := im.Family + "-builder"
+	zone := s.CloudGroups()[0].Zones[0]
+	for _, g := range s.CloudGroups() {
+		if g.Name == im.Groups[0] {
+			zone = g.Zones[0]
+		}
+	}
+	return fmt.Sprintf(`gcloud compute instances create %[3]s --project=%[2]s --zone=%[4]s \
+  --image-project=%[5]s --image-family=%[6]s --boot-disk-size=20GB
+gcloud compute ssh %[3]s --project=%[2]s --zone=%[4]s -- sudo bash -s < %[7]s
+gcloud compute instances stop %[3]s --project=%[2]s --zone=%[4]s
+gcloud compute images create %[1]s-$(date +%%Y%%m%%d%%H%%M) --project=%[2]s \
+  --family=%[1]s --source-disk=%[3]s --source-disk-zone=%[4]s
+gcloud compute instances delete %[3]s --project=%[2]s --zone=%[4]s
+`, im.Family, im.Project, builder, zone, gce.ImageBaseProject, gce.ImageBaseFamily(im.Arch), script)
 }

@@ -239,6 +239,9 @@ type NodeGroup struct {
 
 	// Derived by Resolve.
 
+	// Shape is what one VM of the group has (Shape).
+	Shape Shape `json:"-"`
+
 	// NodeLabels are the labels every node of the group carries from the
 	// moment it registers and that the autoscaler's template declares:
 	// Labels plus the identity label and, for GPU groups, the GPU label.
@@ -264,7 +267,7 @@ type GPU struct {
 }
 
 // Capacity overrides the vCPUs and memory nodegen's machine-type table
-// gives a group's machine type (used by explain only).
+// gives a group's machine type (Shape.CPU and Shape.MemoryBytes).
 type Capacity struct {
 	CPU    int    `json:"cpu"`
 	Memory string `json:"memory"` // a binary-unit quantity, e.g. "30Gi"
@@ -293,7 +296,7 @@ type AutoscalingOptions struct {
 }
 
 // Resolve fills in what nodegen derives from the source: the GPU groups'
-// default startup taint and every group's NodeLabels.
+// default startup taint, every group's NodeLabels and machine Shape.
 func (s *Source) Resolve() {
 	for _, g := range s.NodeGroups {
 		if g.Labels == nil {
@@ -313,6 +316,7 @@ func (s *Source) Resolve() {
 		if g.GPU != nil && g.Cloud() {
 			g.NodeLabels[GPULabel] = g.GPU.Type
 		}
+		g.resolveShape()
 		g.resolveCapacity()
 		g.resolveLocality()
 	}

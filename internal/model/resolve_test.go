@@ -311,3 +311,36 @@ func TestEvictionHard(t *testing.T) {
 		t.Error("a group without kubelet settings does not get the kubelet's defaults")
 	}
 }
+
+// Resolve decides each group's shape once: the machine type's from
+// nodegen's table, a declared capacity over it, and for a machine type the
+// table does not know no machine and an error that says how to declare one.
+func TestResolveShape(t *testing.T) {
+	src := &model.Source{NodeGroups: map[string]*model.NodeGroup{
+		"known":    {Name: "known", Kind: model.KindGCE, MachineType: "n1-standard-8"},
+		"declared": {Name: "declared", Kind: model.KindGCE, MachineType: "n1-standard-8", Capacity: &model.Capacity{CPU: 4, Memory: "15Gi"}},
+		"future":   {Name: "future", Kind: model.KindGCE, MachineType: "z9-future-8"},
+		"sized":    {Name: "sized", Kind: model.KindGCE, MachineType: "z9-future-8", Capacity: &model.Capacity{CPU: 2, Memory: "1536Mi"}},
+	}}
+	src.Resolve()
+	for name, want := range map[string]struct {
+		machine  bool
+		cpu, mem int64
+		err      string
+	}{
+		"known":    {true, 8, 30 << 30, ""},
+		"declared": {true, 4, 15 << 30, ""},
+		"future":   {false, 0, 0, "machine type z9-future-8 is not in nodegen's table; declare its shape in the group: capacity: {cpu: N, memory: \"NGi\"}"},
+		"sized":    {false, 2, 1536 << 20, ""},
+	} {
+		s := src.NodeGroups[name].Shape
+		cpu, mem, err := s.Resources()
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if (s.Machine != nil) != want.machine || cpu != want.cpu || mem != want.mem || got != want.err {
+			t.Errorf("%s: machine %v, %d vCPUs, %d bytes, error %q; want machine %v, %d, %d, %q", name, s.Machine != nil, cpu, mem, got, want.machine, want.cpu, want.mem, want.err)
+		}
+	}
+}

@@ -1,8 +1,8 @@
 // Package nodetemplate is the Cluster Autoscaler's view of a node group:
 // the node it simulates when it scales a group up from zero, built from the
 // group's kube-env as the autoscaler's GCE provider reads it, and the
-// capacity facts it derives (machine shape, kernel and OS reservations,
-// local SSD storage, allocatable).
+// capacity facts it derives (kernel and OS reservations, local SSD
+// storage, allocatable) from the group's machine shape (model.Shape).
 package nodetemplate
 
 import (
@@ -40,7 +40,8 @@ const (
 
 // TemplateNode builds the node the Cluster Autoscaler simulates when it
 // scales one zonal MIG of g up from zero, from the group's kube-env value
-// read as the autoscaler reads it (internal/kubeenv) and the machine shape.
+// read as the autoscaler reads it (internal/kubeenv) and the group's
+// machine shape as the model decided it (g.Shape).
 // flagged are the startup-taint keys given to the autoscaler with
 // --startup-taint.
 //
@@ -70,7 +71,7 @@ func TemplateNode(c *model.Cluster, g *model.NodeGroup, zone string, kubeEnv []b
 	if err != nil {
 		return nil, fmt.Errorf("kube-env: %w", err)
 	}
-	cpu, mem, err := MachineShape(g)
+	cpu, mem, err := g.Shape.Resources()
 	if err != nil {
 		return nil, err
 	}
@@ -130,24 +131,6 @@ func TemplateNode(c *model.Cluster, g *model.NodeGroup, zone string, kubeEnv []b
 			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 		},
 	}, nil
-}
-
-// MachineShape returns the vCPUs and the memory in bytes of g's machine
-// type: the group's capacity override if it has one, else nodegen's
-// machine-type table.
-func MachineShape(g *model.NodeGroup) (cpu, memBytes int64, err error) {
-	if c := g.Capacity; c != nil {
-		q, err := resource.ParseQuantity(c.Memory)
-		if err != nil {
-			return 0, 0, fmt.Errorf("capacity.memory %q: %w", c.Memory, err)
-		}
-		return int64(c.CPU), q.Value(), nil
-	}
-	m, ok := gce.MachineType(g.MachineType)
-	if !ok {
-		return 0, 0, fmt.Errorf("machine type %s is not in nodegen's table; declare its shape in the group: capacity: {cpu: N, memory: \"NGi\"}", g.MachineType)
-	}
-	return int64(m.VCPUs), int64(m.MemoryMiB) * mib, nil
 }
 
 // Allocatable subtracts kube_reserved and the hard eviction thresholds from

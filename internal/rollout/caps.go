@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/nodetemplate"
 )
 
 // virtualKubeletLabel marks the nodes the autoscaler leaves out of its
@@ -56,7 +55,7 @@ func capRoom(src *model.Source, g *model.NodeGroup, nodes []corev1.Node) (room i
 			used.gpus[t] += gpus
 		}
 	}
-	cpu, mem, err := nodetemplate.MachineShape(g)
+	cpu, mem, err := g.Shape.Resources()
 	if err != nil {
 		cpu, mem = 0, 0 // vet refuses such a source; count nodes and GPUs only
 	}

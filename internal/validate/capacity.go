@@ -9,7 +9,6 @@ import (
 	"cuelang.org/go/cue"
 
 	"github.com/nodegen/nodegen/internal/diag"
-	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodetemplate"
 )
@@ -96,13 +95,13 @@ func (c *checker) capResources(caps *model.Caps) []capResource {
 	}
 	if r := caps.Cores; r != nil {
 		out = append(out, capResource{join(base, "cores"), "vCPUs", *r, func(g *model.NodeGroup) (float64, bool) {
-			cpu, _, err := nodetemplate.MachineShape(g)
+			cpu, _, err := g.Shape.Resources()
 			return float64(cpu), err == nil
 		}})
 	}
 	if r := caps.MemoryGiB; r != nil {
 		out = append(out, capResource{join(base, "memoryGiB"), "GiB of memory", *r, func(g *model.NodeGroup) (float64, bool) {
-			_, mem, err := nodetemplate.MachineShape(g)
+			_, mem, err := g.Shape.Resources()
 			if err != nil {
 				return 0, false
 			}
@@ -318,7 +317,7 @@ func (c *checker) capacityWarnings() {
 // cap naming a GPU type no group has may name the one they will have.
 func (c *checker) gpusSettled() bool {
 	for _, g := range c.src.CloudGroups() {
-		if g.GPU != nil && gce.CheckGPU(g.MachineType, g.GPU.Type, g.GPU.Count) != nil {
+		if g.GPU != nil && (g.Shape.Machine == nil || g.Shape.Machine.CheckGPU(g.GPU.Type, g.GPU.Count) != nil) {
 			return false
 		}
 	}

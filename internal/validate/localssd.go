@@ -16,11 +16,11 @@ import (
 // number of Local SSD disks" table). The instance template would be
 // accepted; the MIG's VMs would fail to be created.
 func (c *checker) localSSDForMachine(g *model.NodeGroup, p []cue.Selector) {
-	m, ok := gce.MachineType(g.MachineType)
-	if !ok {
+	m := g.Shape.Machine
+	if m == nil {
 		return // reported where the machine type is checked
 	}
-	counts, known := gce.LocalSSDCounts(m)
+	counts, known := gce.LocalSSDCounts(*m)
 	switch {
 	case !known || slices.Contains(counts, g.LocalSSDCount):
 	case len(counts) == 0:

@@ -75,8 +75,8 @@ func (c *checker) staticAutoscaling(g *model.NodeGroup, base []cue.Selector) {
 
 // machine checks the machine type, its architecture and its boot disk.
 func (c *checker) machine(g *model.NodeGroup, base []cue.Selector) {
-	m, ok := gce.MachineType(g.MachineType)
-	if !ok {
+	m := g.Shape.Machine
+	if m == nil {
 		if s := diag.Suggest(g.MachineType, gce.MachineTypeNames()); s != "" {
 			c.at(join(base, "machineType"), "unknown machine type %q; did you mean %q?", g.MachineType, s)
 		} else {
@@ -151,8 +151,8 @@ func (c *checker) evictionThresholds(g *model.NodeGroup, base []cue.Selector) {
 // (pkg/kubelet/cm/node_container_manager_linux.go validateNodeAllocatable),
 // and the autoscaler would build a template node with nothing allocatable.
 func (c *checker) allocatable(g *model.NodeGroup, base []cue.Selector) {
-	m, ok := gce.MachineType(g.MachineType)
-	if g.Kubelet == nil || !ok {
+	m := g.Shape.Machine
+	if g.Kubelet == nil || m == nil {
 		return
 	}
 	capacity := map[string]*big.Rat{
@@ -217,7 +217,7 @@ func ratOf(q resource.Quantity) *big.Rat {
 	return r
 }
 
-func capacityString(res string, m gce.MachineShape, g *model.NodeGroup) string {
+func capacityString(res string, m *gce.MachineShape, g *model.NodeGroup) string {
 	switch res {
 	case "cpu":
 		return fmt.Sprintf("%d vCPUs", m.VCPUs)

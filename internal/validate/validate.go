@@ -5,7 +5,6 @@
 package validate
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -429,9 +428,9 @@ func (c *checker) names(g *model.NodeGroup, base []cue.Selector) {
 
 // gpu checks a cloud group's GPUs against its machine type.
 func (c *checker) gpu(g *model.NodeGroup, base []cue.Selector) {
-	m, known := gce.MachineType(g.MachineType)
+	m := g.Shape.Machine
 	if g.GPU == nil {
-		if known && m.HasBuiltInGPUs() {
+		if m != nil && m.HasBuiltInGPUs() {
 			c.at(join(base, "machineType"), "machine type %s comes with %d %s GPU(s); declare them with gpu: {type: %q, count: %d} so that the autoscaler, the GPU label and the startup taint know about them",
 				m.Name, m.GPUCount, m.GPUType, m.GPUType, m.GPUCount)
 		}
@@ -445,18 +444,18 @@ func (c *checker) gpu(g *model.NodeGroup, base []cue.Selector) {
 		}
 		return
 	}
-	err := gce.CheckGPU(g.MachineType, g.GPU.Type, g.GPU.Count)
-	switch {
-	case err == nil:
-		return
-	case errors.Is(err, gce.ErrUnknownMachineType):
+	if m == nil {
 		return // reported by machine()
+	}
+	err := m.CheckGPU(g.GPU.Type, g.GPU.Count)
+	if err == nil {
+		return
 	}
 	// When another count would do on this machine type, the count is wrong;
 	// otherwise the type does not fit the machine.
 	field := "type"
 	for n := 1; n <= 16; n++ {
-		if gce.CheckGPU(g.MachineType, g.GPU.Type, n) == nil {
+		if m.CheckGPU(g.GPU.Type, n) == nil {
 			field = "count"
 			break
 		}

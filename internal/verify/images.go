@@ -7,20 +7,9 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 )
-
-// imageHasGPUs says whether a group's VMs have GPUs: attached ones, or a
-// machine type's own.
-func imageHasGPUs(g *model.NodeGroup) bool {
-	if g.GPU != nil {
-		return true
-	}
-	m, ok := gce.MachineType(g.MachineType)
-	return ok && (m.HasBuiltInGPUs() || m.GPUFraction != "")
-}
 
 // images checks every image family's build script: it parses as bash,
 // and the constants it builds with (readonly NAME=value at the top
@@ -28,7 +17,7 @@ func imageHasGPUs(g *model.NodeGroup) bool {
 // version and its minor, and whether its hosts have GPUs.
 func images(src *model.Source, files layout.Files) error {
 	var errs []string
-	buildable, _ := model.BuildableImages(src.NodeImages(imageHasGPUs))
+	buildable, _ := model.BuildableImages(src.NodeImages())
 	for _, im := range buildable {
 		p := layout.ImageBuildPath(im.Family)
 		b, ok := files[p]

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/nodegen/nodegen/internal/autoscalerpatch"
-	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 )
@@ -57,7 +56,7 @@ func Dockerfile(src *model.Source, header string) ([]byte, error) {
 	}
 	arch := "amd64"
 	if g, ok := src.NodeGroups[c.Autoscaler.NodeGroup]; ok {
-		if m, ok := gce.MachineType(g.MachineType); ok {
+		if m := g.Shape.Machine; m != nil {
 			arch = m.Arch()
 		}
 	}

@@ -274,7 +274,7 @@ func (d *day0Doc) beforeYouStart() {
 	d.p("- Tools: `gcloud`, `terraform`, `helm`, `kubectl` with this cluster's admin kubeconfig, and `ssh` with `sudo` to a control-plane node (it has `kubeadm`): set `%s` to it.\n", Day0ControlPlaneHostVar)
 	d.p("- Kubernetes: the control plane runs %s (nodegen supports 1.%d to 1.%d, `docs/versions.md`); the cloud groups' images carry the kubelet and kubeadm of their version.\n",
 		c.ControlPlane(), model.OldestSupportedMinor, model.NewestSupportedMinor)
-	if images, _ := model.BuildableImages(src.NodeImages(gce.HasGPUs)); len(images) > 0 {
+	if images, _ := model.BuildableImages(src.NodeImages()); len(images) > 0 {
 		d.p("- Node images: the cloud groups boot from ")
 		for i, im := range images {
 			if i > 0 {
@@ -324,7 +324,7 @@ func shellWord(s string) string {
 
 // buildableImages are the image families whose build scripts are rendered.
 func (d *day0Doc) buildableImages() []model.NodeImage {
-	images, _ := model.BuildableImages(d.src.NodeImages(gce.HasGPUs))
+	images, _ := model.BuildableImages(d.src.NodeImages())
 	return images
 }
 
@@ -403,7 +403,7 @@ func (d *day0Doc) images() {
 	d.next(Day0StepImages, "Build the node images")
 	d.p("The instance templates of the next step name image families; each family's first image must exist before a VM boots from it. Per family, a builder VM runs the family's script as root, then the family's next image is made from its disk (`docs/images.md`):\n")
 	for _, im := range ims {
-		d.p("\nFamily %s (%s):\n\n```sh\n%s```\n", code(im.Family), strings.Join(im.Groups, ", "), gce.ImageBuildCommands(d.src, im, d.out+layout.ImageBuildPath(im.Family)))
+		d.p("\nFamily %s (%s):\n\n```sh\n%s```\n", code(im.Family), strings.Join(im.Groups, ", "), d.src.ImageBuildCommands(im, d.out+layout.ImageBuildPath(im.Family)))
 	}
 }
 
@@ -620,12 +620,7 @@ func (d *docWriter) quota() {
 				gpus[g.GPU.Type].onDemand += n * g.GPU.Count
 			}
 		}
-		cpu := 0
-		if g.Capacity != nil {
-			cpu = g.Capacity.CPU
-		} else if m, ok := gce.MachineType(g.MachineType); ok {
-			cpu = m.VCPUs
-		}
+		cpu := int(g.Shape.CPU)
 		if cpu == 0 {
 			unknownCPU = append(unknownCPU, g.Name)
 			continue

@@ -89,7 +89,7 @@ const imagePackageRevision = "-1.1"
 // Kubernetes version or architecture) gets none: no one image serves
 // them all.
 func Images(src *model.Source, files layout.Files) error {
-	images, _ := model.BuildableImages(src.NodeImages(gce.HasGPUs))
+	images, _ := model.BuildableImages(src.NodeImages())
 	for _, im := range images {
 		b, err := imageBuildScript(src, im)
 		if err != nil {
@@ -146,7 +146,7 @@ root="${IMAGE_ROOT:-}"
 `, im.Family, im.Project, strings.Join(im.Groups, ", "), im.KubernetesVersion, im.Arch, what,
 		gce.ImageBaseProject, gce.ImageBaseFamily(im.Arch), "", "",
 		minor, imagePackageRevision, imagePauseVersion(v.Minor), imageContainerdMinimum(v.Minor), im.GPU,
-		commentLines(gce.ImageBuildCommands(src, im, "build.sh # this file")))
+		commentLines(src.ImageBuildCommands(im, "build.sh # this file")))
 	fmt.Fprintf(&b, `
 fail() { echo "nodegen-image[$IMAGE_FAMILY]: ERROR: $*" >&2; exit 1; }
 step() { echo "nodegen-image[$IMAGE_FAMILY]: $*"; }

@@ -388,7 +388,7 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 	w.attr("name_prefix", hclString(c.TemplatePrefix(g)))
 	w.attr("description", hclString(fmt.Sprintf("nodegen node group %s of cluster %s", g.Name, c.Name)))
 	w.attr("machine_type", hclString(g.MachineType))
-	labels := gce.Labels(&src.Cluster, g)
+	labels := gce.Labels(c.Name, g.Name, g.Labels)
 	var entries []hclLine
 	for _, k := range model.SortedKeys(labels) {
 		entries = append(entries, hclLine{hclKey(k), hclString(labels[k])})
@@ -513,10 +513,7 @@ func moduleFileText(rel string) string {
 // live-migrate and must stop for host maintenance; Spot VMs must not
 // restart automatically.
 func schedulingOf(g *model.NodeGroup) []hclLine {
-	gpu := g.GPU != nil
-	if m, ok := gce.MachineType(g.MachineType); ok && (m.HasBuiltInGPUs() || m.GPUFraction != "") {
-		gpu = true
-	}
+	gpu := g.HasGPUs()
 	switch {
 	case g.Spot:
 		return []hclLine{

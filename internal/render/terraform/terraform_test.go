@@ -597,6 +597,7 @@ func TestTerraformSpotAndGPUScheduling(t *testing.T) {
 	gpu.GPU = nil
 	gpu.StartupTaint = nil
 	gpu.MachineType = "g2-standard-8" // one built-in L4
+	src.Resolve()
 	files := layout.Files{}
 	if err := terraform.Terraform(src, files); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/cli"
-	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
@@ -779,7 +778,7 @@ func (d *day0Play) afterStep(t *testing.T, name string) {
 	src := d.src
 	switch name {
 	case docs.Day0StepImages:
-		images, _ := model.BuildableImages(src.NodeImages(gce.HasGPUs))
+		images, _ := model.BuildableImages(src.NodeImages())
 		for _, im := range images {
 			d.checkRecipe(t, im)
 		}
