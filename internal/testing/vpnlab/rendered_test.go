@@ -132,33 +132,25 @@ func (r rendered) sides(t *testing.T) (onprem, cloud Side, cloudHost netip.Addr,
 	return onprem, cloud, cloudHost, v
 }
 
-// TestRenderedVPN runs the rendered on-prem gateway (strongSwan and FRR
-// as out/onprem/vpn/ configures them) against a stand-in for Cloud VPN
-// and the Cloud Router configured from out/terraform/vpn.tf: both tunnels
-// come up and carry BGP, each side learns the other's prefixes over both,
-// a cloud node reaches the control plane's address; when the tunnel
-// carrying that flow is cut, the flow moves to the other tunnel once the
-// BGP hold time the source sets runs out (Cloud Router runs no BFD on HA
-// VPN tunnels), and when both are cut the routes are withdrawn.
-func TestRenderedVPN(t *testing.T) {
+// upLab starts the lab from the rendered files of oneGateway's source
+// and waits until both tunnels are up and both sides route over both.
+func upLab(t *testing.T) (r rendered, lab *Lab, cloud Side, v CloudVPN, cloudRange, onpremRange netip.Prefix) {
+	t.Helper()
 	requireLab(t)
-	r := oneGateway(t)
+	r = oneGateway(t)
 	onprem, cloud, _, v := r.sides(t)
-	hold := time.Duration(3*v.Keepalive) * time.Second
-	keepalive := time.Duration(v.Keepalive) * time.Second
 	for _, want := range []string{"timers " + itoa(v.Keepalive) + " " + itoa(3*v.Keepalive)} {
 		if !bytes.Contains(onprem.FRR, []byte(want)) {
 			t.Fatalf("the on-prem frr.conf has no %q: the sides' BGP timers disagree", want)
 		}
 	}
-
 	start := time.Now()
-	lab := startLab(t, onprem, cloud)
+	lab = startLab(t, onprem, cloud)
 	if err := lab.WaitUp(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	cloudRange := netip.MustParsePrefix(r.network.SubnetworkRange)
-	onpremRange := netip.MustParsePrefix(r.network.OnpremRanges[0])
+	cloudRange = netip.MustParsePrefix(r.network.SubnetworkRange)
+	onpremRange = netip.MustParsePrefix(r.network.OnpremRanges[0])
 	if err := lab.WaitRoutes(0, cloudRange, 2, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +159,22 @@ func TestRenderedVPN(t *testing.T) {
 	}
 	time.Sleep(time.Duration(envInt("VPNLAB_PAUSE")) * time.Second)
 	t.Logf("both tunnels up, BGP established, both sides routing over both: up after %s", time.Since(start).Round(100*time.Millisecond))
+	return r, lab, cloud, v, cloudRange, onpremRange
+}
+
+// TestRenderedVPN runs the rendered on-prem gateway (strongSwan and FRR
+// as out/onprem/vpn/ configures them) against a stand-in for Cloud VPN
+// and the Cloud Router configured from out/terraform/vpn.tf: both tunnels
+// come up and carry BGP, each side learns the other's prefixes over both,
+// a cloud node reaches the control plane's address; when the tunnel
+// carrying that flow is cut, the flow moves to the other tunnel once the
+// BGP hold time the source sets runs out (Cloud Router runs no BFD on HA
+// VPN tunnels). TestRenderedVPNWithdrawn cuts both.
+func TestRenderedVPN(t *testing.T) {
+	t.Parallel()
+	r, lab, cloud, v, _, onpremRange := upLab(t)
+	hold := time.Duration(3*v.Keepalive) * time.Second
+	keepalive := time.Duration(v.Keepalive) * time.Second
 	probe := lab.StartProbe(50 * time.Millisecond)
 	defer probe.Stop()
 	time.Sleep(time.Second)
@@ -206,10 +214,20 @@ func TestRenderedVPN(t *testing.T) {
 	if devs := lab.RouteDevs(1, onpremRange); len(devs) != 1 || devs[0] == used {
 		t.Errorf("after the cut the cloud side routes %s through %v, want the other tunnel only", onpremRange, devs)
 	}
+}
 
-	lab.Cut(1 - j)
+// TestRenderedVPNWithdrawn: on the lab of TestRenderedVPN, with both
+// tunnels cut, each side withdraws the other's routes once the hold time
+// runs out.
+func TestRenderedVPNWithdrawn(t *testing.T) {
+	t.Parallel()
+	_, lab, cloud, v, cloudRange, onpremRange := upLab(t)
+	hold := time.Duration(3*v.Keepalive) * time.Second
 	both := time.Now()
-	deadline = both.Add(hold + 10*time.Second)
+	for j := range cloud.Tunnels {
+		lab.Cut(j)
+	}
+	deadline := both.Add(hold + 10*time.Second)
 	for time.Now().Before(deadline) && (len(lab.RouteDevs(0, cloudRange)) > 0 || len(lab.RouteDevs(1, onpremRange)) > 0) {
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -227,6 +245,7 @@ func TestRenderedVPN(t *testing.T) {
 // change keeps the VPN from coming up.
 func TestRenderedVPNDisagree(t *testing.T) {
 	requireLab(t)
+	t.Parallel()
 	r := oneGateway(t)
 	asn := "remote-as " + itoa(r.vpn.CloudRouterASN)
 	for _, c := range []struct {
