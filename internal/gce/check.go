@@ -9,12 +9,11 @@ import (
 
 // Errors CheckGPU wraps, for callers that need to tell cases apart.
 var (
-	ErrUnknownMachineType = errors.New("unknown machine type")
 	ErrUnknownAccelerator = errors.New("unknown accelerator type")
 	ErrRetired            = errors.New("accelerator type retired")
 )
 
-// CheckGPU checks that a VM of machineType can have count GPUs of
+// CheckGPU checks that a VM of machine type m can have count GPUs of
 // acceleratorType as listed in its instance template's guestAccelerators.
 //
 // acceleratorType "" with count 0 means the template lists no GPUs; that is
@@ -23,15 +22,6 @@ var (
 // accelerator must be the one it comes with (or its vWS variant), in the
 // count it comes with. Deprecated accelerator types pass; retired ones do
 // not. The messages say what to change.
-func CheckGPU(machineType, acceleratorType string, count int) error {
-	m, ok := MachineType(machineType)
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownMachineType, machineType)
-	}
-	return m.CheckGPU(acceleratorType, count)
-}
-
-// CheckGPU is CheckGPU for a VM of machine type m.
 func (m MachineShape) CheckGPU(acceleratorType string, count int) error {
 	if acceleratorType == "" {
 		if count != 0 {

@@ -86,10 +86,12 @@ func TestSynthetic(t *testing.T) {
 			for _, g := range src.Groups() {
 				if g.GPU != nil {
 					gpu++
-					if err := gce.CheckGPU(g.MachineType, g.GPU.Type, g.GPU.Count); err != nil {
+					if g.Shape.Machine == nil {
+						t.Errorf("group %s: unknown machine type %s", g.Name, g.MachineType)
+					} else if err := g.Shape.Machine.CheckGPU(g.GPU.Type, g.GPU.Count); err != nil {
 						t.Errorf("group %s: %v", g.Name, err)
 					}
-				} else if _, ok := gce.MachineType(g.MachineType); !ok {
+				} else if g.Shape.Machine == nil {
 					t.Errorf("group %s: unknown machine type %s", g.Name, g.MachineType)
 				}
 				if g.Kind == "gce-static" {

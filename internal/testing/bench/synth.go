@@ -18,7 +18,7 @@ type GPUShape struct {
 }
 
 // GPUShapes are the GPU groups' shapes: valid combinations per
-// internal/gce.CheckGPU (the tests check it).
+// internal/gce.MachineShape.CheckGPU (the tests check it).
 var GPUShapes = []GPUShape{
 	{"n1-standard-8", "nvidia-tesla-t4", 1},
 	{"n1-standard-16", "nvidia-tesla-t4", 2},
