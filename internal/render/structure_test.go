@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/nodegen/nodegen/internal/testing/tfschema"
 	"io"
 	"maps"
 	"regexp"
@@ -12,8 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hashicorp/hcl/v2/hclparse"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/yuin/goldmark"
 	mdast "github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
@@ -207,40 +206,9 @@ func isScript(p string) bool { return strings.HasSuffix(p, ".sh") }
 
 func isMarkdown(p string) bool { return strings.HasSuffix(p, ".md") }
 
-// hclBlocks parses every .tf file of files with hclparse and returns, per
-// file, the blocks it declares at any depth as "type label label" paths
-// ("resource google_compute_instance_template gpu_t4/disk"), sorted, with
-// each block's attribute names. It fails the test when a file does not
-// parse.
-func hclBlocks(t testing.TB, files layout.Files) map[string][]string {
-	t.Helper()
-	parser := hclparse.NewParser()
-	out := map[string][]string{}
-	for _, p := range files.Paths() {
-		if !strings.HasSuffix(p, ".tf") {
-			continue
-		}
-		f, diags := parser.ParseHCL(files[p], p)
-		if diags.HasErrors() {
-			t.Fatalf("%s does not parse: %s\n%s", p, diags.Error(), files[p])
-		}
-		var walk func(prefix string, b *hclsyntax.Body)
-		walk = func(prefix string, b *hclsyntax.Body) {
-			attrs := slices.Sorted(maps.Keys(b.Attributes))
-			out[p] = append(out[p], fmt.Sprintf("%s = %v", prefix, attrs))
-			for _, blk := range b.Blocks {
-				walk(prefix+"/"+strings.Join(append([]string{blk.Type}, blk.Labels...), " "), blk.Body)
-			}
-		}
-		walk("", f.Body.(*hclsyntax.Body))
-		slices.Sort(out[p])
-	}
-	return out
-}
-
 // hclSkeleton: the blocks, their labels and attribute names.
 func hclSkeleton(t *testing.T, p string, b []byte) []string {
-	return hclBlocks(t, layout.Files{p: b})[p]
+	return tfschema.Blocks(t, layout.Files{p: b})[p]
 }
 
 // yamlSkeleton: per document, its keys and the shape of its values (lists

@@ -1,50 +1,16 @@
 package terraform_test
 
 import (
-	"fmt"
+	"github.com/nodegen/nodegen/internal/testing/tfschema"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/hcl/v2/hclparse"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/verify"
 )
-
-// hclBlocks parses every .tf file of files with hclparse and returns, per
-// file, the blocks it declares at any depth as "type label label" paths
-// ("resource google_compute_instance_template gpu_t4/disk"), sorted, with
-// each block's attribute names. It fails the test when a file does not
-// parse.
-func hclBlocks(t testing.TB, files layout.Files) map[string][]string {
-	t.Helper()
-	parser := hclparse.NewParser()
-	out := map[string][]string{}
-	for _, p := range files.Paths() {
-		if !strings.HasSuffix(p, ".tf") {
-			continue
-		}
-		f, diags := parser.ParseHCL(files[p], p)
-		if diags.HasErrors() {
-			t.Fatalf("%s does not parse: %s\n%s", p, diags.Error(), files[p])
-		}
-		var walk func(prefix string, b *hclsyntax.Body)
-		walk = func(prefix string, b *hclsyntax.Body) {
-			attrs := slices.Sorted(maps.Keys(b.Attributes))
-			out[p] = append(out[p], fmt.Sprintf("%s = %v", prefix, attrs))
-			for _, blk := range b.Blocks {
-				walk(prefix+"/"+strings.Join(append([]string{blk.Type}, blk.Labels...), " "), blk.Body)
-			}
-		}
-		walk("", f.Body.(*hclsyntax.Body))
-		slices.Sort(out[p])
-	}
-	return out
-}
 
 // TestTerraformDescriptionInjection: a node group's description is free
 // text. Written raw into a comment, a line break in it ended the comment
@@ -54,7 +20,7 @@ func hclBlocks(t testing.TB, files layout.Files) map[string][]string {
 // still there for people to read.
 func TestTerraformDescriptionInjection(t *testing.T) {
 	_, plain := testsrc.Spec{GPUDescription: "x"}.MustRender(t)
-	want := hclBlocks(t, plain)
+	want := tfschema.Blocks(t, plain)
 	payload := "GPU workers\n" +
 		"resource \"google_project_iam_member\" \"pwn\" {\n" +
 		"  project = \"acme-hybrid-ai\"\n" +
@@ -72,7 +38,7 @@ func TestTerraformDescriptionInjection(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			src, files := testsrc.Spec{GPUDescription: desc}.MustRender(t)
-			got := hclBlocks(t, files)
+			got := tfschema.Blocks(t, files)
 			for _, p := range slices.Sorted(maps.Keys(want)) {
 				if !slices.Equal(got[p], want[p]) {
 					t.Errorf("%s: blocks and attributes\n%s\nwant those of a plain description\n%s",

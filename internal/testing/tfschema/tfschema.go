@@ -17,11 +17,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty/convert"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/nodegen/nodegen/internal/layout"
 )
 
 // schemaGz is `terraform providers schema -json` of the hashicorp/google
@@ -247,4 +250,35 @@ func (p *Provider) Check(files map[string][]byte) ([]string, error) {
 		}
 	}
 	return errs, nil
+}
+
+// Blocks parses every .tf file of files with hclparse and returns, per
+// file, the blocks it declares at any depth as "type label label" paths
+// ("resource google_compute_instance_template gpu_t4/disk"), sorted, with
+// each block's attribute names. It fails the test when a file does not
+// parse.
+func Blocks(t testing.TB, files layout.Files) map[string][]string {
+	t.Helper()
+	parser := hclparse.NewParser()
+	out := map[string][]string{}
+	for _, p := range files.Paths() {
+		if !strings.HasSuffix(p, ".tf") {
+			continue
+		}
+		f, diags := parser.ParseHCL(files[p], p)
+		if diags.HasErrors() {
+			t.Fatalf("%s does not parse: %s\n%s", p, diags.Error(), files[p])
+		}
+		var walk func(prefix string, b *hclsyntax.Body)
+		walk = func(prefix string, b *hclsyntax.Body) {
+			attrs := slices.Sorted(maps.Keys(b.Attributes))
+			out[p] = append(out[p], fmt.Sprintf("%s = %v", prefix, attrs))
+			for _, blk := range b.Blocks {
+				walk(prefix+"/"+strings.Join(append([]string{blk.Type}, blk.Labels...), " "), blk.Body)
+			}
+		}
+		walk("", f.Body.(*hclsyntax.Body))
+		slices.Sort(out[p])
+	}
+	return out
 }
