@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -49,5 +51,89 @@ func TestCheckAndGenSayWhatToRunBeforeApply(t *testing.T) {
 	}
 	if code, stderr := run("check", "--full"); code != 0 || stderr != "" {
 		t.Errorf("check after gen: exit %d\n%s", code, stderr)
+	}
+}
+
+// A group renamed in the source: check names its old MIGs as leaving and
+// the new group's as new, which only terraform apply makes, so the
+// drained pods could not go there before: the new group first, then the
+// old one out.
+func TestCheckSaysRenamedGroupComesFirst(t *testing.T) {
+	src := testsrc.Copy(t, nil)
+	out := filepath.Join(filepath.Dir(src), "out")
+	run := func(args ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := Main(append(args, "--source", src, "--out", out), strings.NewReader(""), &stdout, &stderr)
+		return code, stderr.String()
+	}
+	if code, stderr := run("gen"); code != 0 {
+		t.Fatalf("first gen: exit %d\n%s", code, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(src, "gpu-t4.cue"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name, renamed = `nodeGroups: "gpu-t4":`, `nodeGroups: "gpu-t4-v2":`
+	if !bytes.Contains(b, []byte(name)) {
+		t.Fatalf("gpu-t4.cue lacks %s", name)
+	}
+	if err := os.WriteFile(filepath.Join(src, "gpu-t4.cue"), bytes.Replace(b, []byte(name), []byte(renamed), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := run("check", "--full")
+	t.Logf("check: exit %d\n%s", code, stderr)
+	for _, want := range []string{
+		"nodegen: MIGs hybrid-ai-gpu-t4-us-central1-a, hybrid-ai-gpu-t4-us-central1-b leave the source: terraform apply refuses to delete them (deletion_policy PREVENT",
+		"nodegen: MIGs hybrid-ai-gpu-t4-v2-us-central1-a, hybrid-ai-gpu-t4-v2-us-central1-b are new: only terraform apply makes them",
+		"add the new group or zone first (gen, terraform apply), then remove the old one",
+	} {
+		if code != ExitFindings || !strings.Contains(stderr, want) {
+			t.Errorf("check: exit %d, want %d and %q", code, ExitFindings, want)
+		}
+	}
+}
+
+// A MIG that leaves the source while the Terraform of out/ gave it no
+// deletion_policy (rendered by a nodegen before the guard) is not
+// guarded: the state has no policy either, and the message says that
+// terraform apply would delete it, not that it refuses. A MIG that only
+// changes is neither leaving nor new.
+func TestLeavingMIGsWithoutGuard(t *testing.T) {
+	mig := func(name string, guarded bool) string {
+		s := "resource \"google_compute_instance_group_manager\" \"" + strings.ReplaceAll(name, "-", "_") + "\" {\n  name = \"" + name + "\"\n"
+		if guarded {
+			s += "  deletion_policy = var.mig_deletion_policy\n"
+		}
+		return s + "}\n"
+	}
+	changes := []outdir.Change{
+		{Path: "terraform/nodegroup-a.tf", Kind: outdir.Modified,
+			Old: []byte(mig("c-a-z1", false) + mig("c-a-z2", false)), New: []byte(mig("c-a-z1", true))},
+		{Path: "terraform/nodegroup-b.tf", Kind: outdir.Removed, Old: []byte(mig("c-b-z1", true))},
+	}
+	m := leavingMIGs(changes)
+	if want := []string{"c-a-z2", "c-b-z1"}; !slices.Equal(m.Leaving, want) {
+		t.Errorf("leaving %v, want %v", m.Leaving, want)
+	}
+	if want := []string{"c-a-z2"}; !slices.Equal(m.Unguarded, want) {
+		t.Errorf("unguarded %v, want %v", m.Unguarded, want)
+	}
+	if len(m.Added) > 0 {
+		t.Errorf("added %v, want none", m.Added)
+	}
+	var out bytes.Buffer
+	sayLeaving(&out, m)
+	t.Logf("%s", out.String())
+	for _, want := range []string{
+		"nodegen: MIG c-b-z1 leaves the source: terraform apply refuses to delete it",
+		"nodegen: MIG c-a-z2 leaves the source and had no deletion_policy in out/ (rendered by an older nodegen), so none in the state either: terraform apply would delete it with its VMs, undrained; run `nodegen rollout --yes` first",
+		"apply once before a zone or group leaves the source",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the message lacks %q", want)
+		}
+	}
+	if strings.Contains(out.String(), "c-a-z2 leaves the source: terraform apply refuses") || strings.Contains(out.String(), "new:") {
+		t.Errorf("an unguarded MIG said to be refused, or a MIG said to be new")
 	}
 }
