@@ -124,8 +124,15 @@ func (c *checker) internalLB(f *model.Fleet, name string, gw *model.EastWestGate
 		c.at(join(gp, "extraPorts"), "the internal load balancer forwards %d ports (%s) and a forwarding rule lists at most %d: drop extra ports, or reach the gateway through router", len(tcp), joinInts(tcp), maxForwardingRulePorts)
 	}
 	for i, r := range gw.ReachedThrough.InternalLoadBalancer.SourceRanges {
-		if _, err := netip.ParsePrefix(r); err != nil {
+		pr, err := netip.ParsePrefix(r)
+		switch {
+		case err != nil:
 			c.at(join(p, "sourceRanges", i), "%q is not a CIDR: %v", r, err)
+		case pr.Masked() != pr:
+			// As onpremRanges: Compute stores a firewall rule's source
+			// range as its network address, so Terraform would plan the
+			// rule again on every apply.
+			c.at(join(p, "sourceRanges", i), "%s has host bits set: a firewall rule's range is its network address, %s", r, pr.Masked())
 		}
 	}
 }
