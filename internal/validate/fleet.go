@@ -15,7 +15,9 @@ import (
 // Fleet checks what spans the clusters of a fleet source: that the
 // mesh's clusters are clusters of the fleet, and that clusters in one GCP
 // project do not share GCE and IAM names (MIGs, instance templates, VM
-// names, service accounts, the join token's secret or metadata key). It
+// names, service accounts, the join token's secret or metadata key), nor
+// declare one VPC network's subnetworks or HA VPN addresses in ways that
+// cannot all hold (fleetNetworks). It
 // returns nothing for a one-cluster source (whose mesh, if any, the
 // loader already rejected).
 func Fleet(l *source.Loaded) diag.List {
@@ -71,6 +73,7 @@ func fleetGCENames(l *source.Loaded) diag.List {
 	list = append(list, baseNameCollisions(l)...)
 	list = append(list, projectNameCollisions(l)...)
 	list = append(list, sharedEndpoints(l)...)
+	list = append(list, fleetNetworks(l)...)
 	return list
 }
 
