@@ -24,6 +24,16 @@ func (c *checker) declaredNodes() {
 			c.atKey(path, "node name %q is not a Node name: %s", n.Name, strings.Join(errs, "; "))
 			continue
 		}
+		if errs := validation.IsValidLabelValue(n.Name); len(errs) > 0 {
+			// The kubelet registers its Node under its hostname (or
+			// --hostname-override, which kubeadm sets to the node name) and
+			// labels it kubernetes.io/hostname with the same name
+			// (kubernetes v1.37.2, cmd/kubelet/app/server.go RunKubelet,
+			// pkg/kubelet/kubelet_node_status.go initialNode): a name the
+			// label cannot hold is a Node the API server refuses to create.
+			c.atKey(path, "node name %q is %d characters: the kubelet labels its Node kubernetes.io/hostname=<node name>, and a label value is at most 63 characters, so the API server would refuse the Node; use a shorter name", n.Name, len(n.Name))
+			continue
+		}
 		if first, ok := seen[n.Name]; ok {
 			c.atKey(path, "node %s is already declared in %s: a Node belongs to one group", n.Name, first)
 			continue
