@@ -38,6 +38,13 @@ func (c *checker) autoscalerRelease(warnings bool) {
 		return
 	}
 	accept := cl.Autoscaler.AcceptUnknownVersion
+	if accept && !warnings && rel.Known {
+		if minor, ok := kubernetesMinor(cl.ControlPlane()); ok && minor == rel.Minor {
+			// Nothing to accept: left set, the flag would turn the next
+			// mistyped tag into a warning.
+			c.at(sel("cluster", "autoscaler", "acceptUnknownVersion"), "acceptUnknownVersion has no effect: nodegen's table knows %s, of the control plane's Kubernetes minor; remove it (while it is set, a mistyped tag is only a warning)", pinned)
+		}
+	}
 	// Unknown tags and other minors: errors without acceptUnknownVersion,
 	// warnings with it.
 	if warnings == accept {

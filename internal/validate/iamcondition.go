@@ -11,11 +11,25 @@ import "github.com/nodegen/nodegen/internal/model"
 // whose name starts with it (cluster "<cluster>-2" among them), so nodegen
 // does not shorten it that way.
 func (c *checker) iamCondition() {
-	if len(c.src.CloudGroups()) == 0 {
+	byPrefix := c.src.Cluster.GCP.IAMConditionByClusterPrefix
+	n := 0
+	if len(c.src.CloudGroups()) > 0 {
+		// The condition naming each MIG and prefix, which the setting
+		// replaces only when it is too long.
+		per := *c.src
+		per.Cluster.GCP.IAMConditionByClusterPrefix = false
+		n = len(per.AutoscalerCondition())
+	}
+	if n <= model.AutoscalerConditionCap {
+		if byPrefix {
+			// The condition names each MIG and prefix: the setting, which
+			// would grant every cluster named "<cluster>-…" once it takes
+			// effect, changes nothing now.
+			c.at(sel("cluster", "gcp", "iamConditionByClusterPrefix"), "iamConditionByClusterPrefix has no effect: the autoscaler's IAM condition naming each MIG and prefix is %d characters, within the %d nodegen renders; remove it (set it again if the condition grows over that, knowing it then grants the clusters whose names start with %q)", n, model.AutoscalerConditionCap, c.src.Cluster.Name+"-")
+		}
 		return
 	}
-	n := len(c.src.AutoscalerCondition())
-	if n <= model.AutoscalerConditionCap || c.src.Cluster.GCP.IAMConditionByClusterPrefix {
+	if byPrefix {
 		return
 	}
 	name := c.src.Cluster.Name

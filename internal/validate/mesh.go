@@ -265,7 +265,13 @@ func orNone(names []string) string {
 // it; then they are warnings (warnings selects which are reported).
 func (c *checker) istioRelease(f *model.Fleet, warnings bool) {
 	m := f.Mesh
+	noEffect := func(why string) {
+		if m.AcceptUnknownIstioVersion && !warnings {
+			c.at(sel("mesh", "acceptUnknownIstioVersion"), "acceptUnknownIstioVersion has no effect: %s; remove it (while it is set, a mistyped istioVersion is only a warning)", why)
+		}
+	}
 	if m.IstioVersion == "" {
+		noEffect("the mesh names no istioVersion")
 		return
 	}
 	at := sel("mesh", "istioVersion")
@@ -277,23 +283,8 @@ func (c *checker) istioRelease(f *model.Fleet, warnings bool) {
 		return
 	}
 	accept := m.AcceptUnknownIstioVersion
-	if warnings != accept {
-		return
-	}
-	prefix, fix := "", "; set mesh.acceptUnknownIstioVersion: true to use it on purpose"
-	if accept {
-		prefix, fix = "warning: ", ""
-	}
-	if !r.Known {
-		msg := fmt.Sprintf("%snodegen's table of Istio releases (newest %s) does not know istioVersion %s", prefix, model.NewestIstioRelease(), m.IstioVersion)
-		if !accept {
-			msg += "; a typo, or a release nodegen has not read (docs/mesh.md lists those it knows)"
-		}
-		c.at(at, "%s%s", msg, fix)
-		if r.IstioMinor.Minor == 0 {
-			return // no line to judge the clusters' versions by
-		}
-	}
+	// The clusters whose Kubernetes minor the release's line is not
+	// supported on, by minor.
 	byMinor := map[int][]string{}
 	var minors []int
 	for _, name := range m.Names() {
@@ -311,6 +302,26 @@ func (c *checker) istioRelease(f *model.Fleet, warnings bool) {
 		byMinor[v.Minor] = append(byMinor[v.Minor], quote(name))
 	}
 	slices.Sort(minors)
+	if r.Known && len(minors) == 0 {
+		noEffect(fmt.Sprintf("nodegen's table knows Istio %s, supported on every mesh cluster's Kubernetes minor", m.IstioVersion))
+	}
+	if warnings != accept {
+		return
+	}
+	prefix, fix := "", "; set mesh.acceptUnknownIstioVersion: true to use it on purpose"
+	if accept {
+		prefix, fix = "warning: ", ""
+	}
+	if !r.Known {
+		msg := fmt.Sprintf("%snodegen's table of Istio releases (newest %s) does not know istioVersion %s", prefix, model.NewestIstioRelease(), m.IstioVersion)
+		if !accept {
+			msg += "; a typo, or a release nodegen has not read (docs/mesh.md lists those it knows)"
+		}
+		c.at(at, "%s%s", msg, fix)
+		if r.IstioMinor.Minor == 0 {
+			return // no line to judge the clusters' versions by
+		}
+	}
 	for _, minor := range minors {
 		names := byMinor[minor]
 		which := "cluster " + names[0] + "'s control plane runs"

@@ -164,6 +164,7 @@ func (c *checker) cluster() {
 	c.containerImage(sel("cluster", "taintRemover", "image"), cl.TaintRemover.Image)
 	c.capacity()
 	c.autoscalerRelease(false)
+	c.kubernetesAcceptNoEffect()
 	c.patchedImage()
 	c.declaredNodes()
 

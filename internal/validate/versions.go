@@ -60,6 +60,35 @@ func (c *checker) supportedVersion(p []cue.Selector, s, whose string) (model.Kub
 	return v, true
 }
 
+// kubernetesAcceptNoEffect refuses cluster.acceptUnknownKubernetesVersion
+// when every Kubernetes version of the source (the cluster's, the
+// control plane's, the cloud groups') is a release nodegen's table knows:
+// left set, it would turn the next mistyped version into a warning.
+func (c *checker) kubernetesAcceptNoEffect() {
+	cl := &c.src.Cluster
+	if !cl.AcceptUnknownKubernetesVersion {
+		return
+	}
+	versions := []string{cl.KubernetesVersion, cl.ControlPlaneVersion}
+	for _, g := range c.src.Groups() {
+		if g.Cloud() {
+			if c.broken.Groups[g.Name] {
+				return
+			}
+			versions = append(versions, g.KubernetesVersion)
+		}
+	}
+	for _, s := range versions {
+		if s == "" {
+			continue
+		}
+		if v, err := model.ParseKubeVersion(s); err != nil || !v.Supported() || !v.Known() {
+			return // accepted, or a finding of its own
+		}
+	}
+	c.at(sel("cluster", "acceptUnknownKubernetesVersion"), "acceptUnknownKubernetesVersion has no effect: nodegen's table knows every Kubernetes version of the source; remove it (while it is set, a mistyped version is only a warning)")
+}
+
 // kubernetesReleaseWarnings warns about each Kubernetes version the
 // source accepts (cluster.acceptUnknownKubernetesVersion) although
 // nodegen's table of releases does not know it.
