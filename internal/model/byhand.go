@@ -73,6 +73,28 @@ func (src *Source) byHand(mc *MeshCluster, mesh *Mesh) []ByHand {
 		add(fmt.Sprintf("Secret Manager secret %s in project %s holds a valid bootstrap token at version %s", sm.Secret, cl.GCP.Project, sm.Version),
 			"gcloud secrets versions describe %s --secret %s --project %s (state ENABLED); kubeadm token list on the control plane shows its id, not expired", sm.Version, sm.Secret, cl.GCP.Project)
 	}
+	if n := cl.GCP.Network; n != nil && n.VPN != nil {
+		v := n.VPN
+		region := cl.GCP.Region
+		if len(v.HAVPNAddresses) > 0 {
+			add(fmt.Sprintf("haVpnAddresses %s are the addresses Google gave the HA VPN gateway's interfaces: the on-prem gateways dial them and take them as the tunnels' IKE IDs", strings.Join(v.HAVPNAddresses, ", ")),
+				"in out/terraform/root: terraform output vpn_interface_addresses (the same addresses, interface 0 first)")
+		}
+		var secrets []string
+		for _, t := range v.Tunnels {
+			if s := t.SharedSecret.Secret + " (version " + t.SharedSecret.Version + ")"; !slices.Contains(secrets, s) {
+				secrets = append(secrets, s)
+			}
+		}
+		add(fmt.Sprintf("Secret Manager secret(s) %s in project %s hold each tunnel's pre-shared key, and each on-prem gateway's install.sh ran after the key's last rotation", strings.Join(secrets, ", "), cl.GCP.Project),
+			"gcloud secrets versions describe <version> --secret <secret> --project %s (state ENABLED) for each; on each on-prem gateway: swanctl --list-sas (its tunnels ESTABLISHED)", cl.GCP.Project)
+		var tunnels []string
+		for i := range v.Tunnels {
+			tunnels = append(tunnels, cl.VPNTunnelName(i))
+		}
+		add(fmt.Sprintf("both HA VPN tunnels (%s) are up and their BGP sessions established, each side learning the other's prefixes", strings.Join(tunnels, ", ")),
+			"gcloud compute vpn-tunnels describe <tunnel> --region %s --format='value(status,detailedStatus)' (ESTABLISHED) for each; gcloud compute routers get-status %s --region %s (each bgpPeerStatus UP, the on-prem prefixes among bestRoutes); on each on-prem gateway: vtysh -c 'show bgp summary'", region, cl.VPNRouterName(), region)
+	}
 	images := map[string][]string{}
 	var order []string
 	for _, g := range src.Groups() {

@@ -87,6 +87,12 @@ func (v *VPN) RedundancyType() string {
 	return RedundancySingleIP
 }
 
+// VPNRouterName is the GCE name of the HA VPN's Cloud Router, and
+// VPNTunnelName that of tunnel i (its router interface and BGP peer share
+// it): out/terraform's names, which the by-hand checks name too.
+func (c *Cluster) VPNRouterName() string      { return c.Name + "-vpn" }
+func (c *Cluster) VPNTunnelName(i int) string { return c.Name + "-" + TunnelName(i) }
+
 // TunnelName is tunnel i's name on both sides: the HA VPN interface it
 // leaves from ("tunnel0", "tunnel1"). It names the strongSwan connection
 // and its file.

@@ -19,9 +19,9 @@ const (
 // tunnel i (its router interface and BGP peer share its name).
 func vpnGatewayName(c *model.Cluster) string { return c.Name + "-vpn" }
 func vpnPeerName(c *model.Cluster) string    { return c.Name + "-onprem" }
-func vpnRouterName(c *model.Cluster) string  { return c.Name + "-vpn" }
+func vpnRouterName(c *model.Cluster) string  { return c.VPNRouterName() }
 func vpnTunnelName(c *model.Cluster, i int) string {
-	return c.Name + "-" + model.TunnelName(i)
+	return c.VPNTunnelName(i)
 }
 
 // vpnAddressesOutput is the output that lists the HA VPN gateway's
