@@ -9,7 +9,6 @@ import (
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/kube"
 	"github.com/nodegen/nodegen/internal/nodecheck"
-	"github.com/nodegen/nodegen/internal/revision"
 )
 
 const driftDoc = `drift compares the real world with the source.
@@ -90,13 +89,12 @@ func runDrift(c *cli.Context, s *streams, f *driftFlags) error {
 	if err != nil {
 		return err
 	}
-	model, rendered, err := oneCluster(s, &f.src, "drift")
+	rc, err := oneCluster(s, &f.src, "drift")
 	if err != nil {
 		return err
 	}
-	if opts.Revisions, err = revision.Declared(model, rendered); err != nil {
-		return err
-	}
+	model, rendered := rc.Member.Source, rc.Files
+	opts.Revisions = rc.Revisions
 	var (
 		nodes     []nodecheck.NodeResult
 		unmanaged []string

@@ -9,7 +9,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/explain"
-	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/rollout"
 )
@@ -78,10 +77,11 @@ func runExplain(c *cli.Context, s *streams, f *explainFlags) error {
 	if err != nil {
 		return err
 	}
-	model, rendered, err := oneCluster(s, &f.src, "explain")
+	rc, err := oneCluster(s, &f.src, "explain")
 	if err != nil {
 		return err
 	}
+	model, rendered := rc.Member.Source, rc.Files
 	e, err := explain.New(model, rendered, workloads)
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func runExplain(c *cli.Context, s *streams, f *explainFlags) error {
 		if f.output == "json" {
 			notes = s.err
 		}
-		if err := staleTemplates(s, notes, model, rendered, f.nodes); err != nil {
+		if err := staleTemplates(s, notes, model, rc.Revisions, f.nodes); err != nil {
 			return err
 		}
 	}
@@ -154,16 +154,12 @@ func readWorkloads(s *streams, files []string) ([]*explain.Workload, []explain.S
 // one of those nodes rather than from kube-env (it prefers a healthy node
 // of the group), so that its scale-ups follow the old labels and taints
 // until nodegen rollout replaced them; and what the rollout changes.
-func staleTemplates(s *streams, w io.Writer, src *model.Source, rendered layout.Files, nodesFile string) error {
+func staleTemplates(s *streams, w io.Writer, src *model.Source, revs map[string]string, nodesFile string) error {
 	data, err := readInput(s, nodesFile)
 	if err != nil {
 		return err
 	}
 	nodes, err := drift.ReadNodes(nodesFile, data)
-	if err != nil {
-		return err
-	}
-	revs, err := rollout.Revisions(src, rendered)
 	if err != nil {
 		return err
 	}

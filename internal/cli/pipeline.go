@@ -11,8 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/nodegen/nodegen/internal/diag"
-	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/secrets"
 )
@@ -45,20 +43,20 @@ func runPipeline(s *streams, f *ioFlags) (*pipeline.Result, error) {
 
 // oneCluster is the single cluster a command that reads one cluster's
 // world (explain, drift) works on: the source's, or in a fleet the one
-// --cluster names.
-func oneCluster(s *streams, f *ioFlags, cmd string) (*model.Source, layout.Files, error) {
+// --cluster names, rendered.
+func oneCluster(s *streams, f *ioFlags, cmd string) (*pipeline.Cluster, error) {
 	r, err := runPipeline(s, f)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if len(r.Clusters) != 1 {
 		var names []string
 		for _, c := range r.Clusters {
 			names = append(names, c.Member.Source.Cluster.Name)
 		}
-		return nil, nil, usageError{fmt.Errorf("%s works on one cluster, and the source is a fleet: name one of %s with --cluster", cmd, strings.Join(names, ", "))}
+		return nil, usageError{fmt.Errorf("%s works on one cluster, and the source is a fleet: name one of %s with --cluster", cmd, strings.Join(names, ", "))}
 	}
-	return r.Clusters[0].Member.Source, r.Clusters[0].Files, nil
+	return &r.Clusters[0], nil
 }
 
 // renderCommand builds a command that takes no arguments, loads,

@@ -128,14 +128,11 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 			return err
 		}
 	}
-	src, rendered, err := oneCluster(s, &f.src, "rollout")
+	rc, err := oneCluster(s, &f.src, "rollout")
 	if err != nil {
 		return err
 	}
-	revs, err := rollout.Revisions(src, rendered)
-	if err != nil {
-		return err
-	}
+	src, revs := rc.Member.Source, rc.Revisions
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if nodesData != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/kube"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodecheck"
 	"github.com/nodegen/nodegen/internal/revision"
@@ -32,9 +33,13 @@ import (
 func TestCheckNodesOfLive(t *testing.T) {
 	cp := testcp.Start(t)
 	src, files := testsrc.Example(t)
-	revisions, err := revision.Declared(src, files)
-	if err != nil {
-		t.Fatal(err)
+	revisions := map[string]string{}
+	for _, g := range src.CloudGroups() {
+		rev, ok, err := revision.FromKubeEnv(files[layout.KubeEnvPath(g.Name)])
+		if err != nil || !ok {
+			t.Fatalf("node group %s: its kube-env declares no revision (%v)", g.Name, err)
+		}
+		revisions[g.Name] = rev
 	}
 
 	// Create the recorded nodes (without server-set metadata), then set

@@ -59,6 +59,9 @@ type Cluster struct {
 	Dir string
 	// Files are its artifacts, paths relative to Dir.
 	Files layout.Files
+	// Revisions are its cloud groups' revisions, by group name: what
+	// their kube-env and startup scripts declare.
+	Revisions map[string]string
 }
 
 // Warnings are the warnings of the rendered clusters' sources
@@ -130,15 +133,15 @@ func Render(l *source.Loaded, opts Options) (*Result, error) {
 	// model alone); the findings, which read positions in the source's
 	// CUE values, are made afterwards, one cluster after the other.
 	type result struct {
-		files     layout.Files
+		render.Output
 		err       error
 		verifyErr error
 	}
 	results := make([]result, len(members))
 	par.Do(len(members), func(i int) {
 		m, res := members[i], &results[i]
-		if res.files, res.err = render.Cluster(l.Fleet, m.Source); res.err == nil {
-			res.verifyErr = verify.All(m.Source, res.files)
+		if res.Output, res.err = render.Cluster(l.Fleet, m.Source); res.err == nil {
+			res.verifyErr = verify.All(m.Source, res.Files)
 		}
 	})
 	var list diag.List
@@ -149,9 +152,9 @@ func Render(l *source.Loaded, opts Options) (*Result, error) {
 		}
 		// What only the artifacts tell comes first; a verification
 		// failure counts for artifacts that passed it.
-		if al := validate.Artifacts(m.Source, res.files, m); len(al) > 0 {
+		if al := validate.Artifacts(m.Source, res.Files, m); len(al) > 0 {
 			list = append(list, al...)
-		} else if sl := secrets.Artifacts(res.files); len(sl) > 0 {
+		} else if sl := secrets.Artifacts(res.Files); len(sl) > 0 {
 			list = append(list, sl...)
 		} else if res.verifyErr != nil {
 			vf := validate.VerificationFailures(res.verifyErr, m)
@@ -160,7 +163,7 @@ func Render(l *source.Loaded, opts Options) (*Result, error) {
 			}
 			list = append(list, vf...)
 		}
-		c := Cluster{Member: m, Dir: layout.ClusterDir(l.Fleet.Single, m.Source.Cluster.Name), Files: res.files}
+		c := Cluster{Member: m, Dir: layout.ClusterDir(l.Fleet.Single, m.Source.Cluster.Name), Files: res.Files, Revisions: res.Revisions}
 		r.Clusters = append(r.Clusters, c)
 		for p, b := range c.Files.Prefixed(c.Dir) {
 			r.Files[p] = b

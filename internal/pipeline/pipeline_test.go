@@ -13,6 +13,7 @@ import (
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
+	"github.com/nodegen/nodegen/internal/revision"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -38,6 +39,18 @@ func TestRunOneCluster(t *testing.T) {
 	}
 	if r.Source.Digest == "" {
 		t.Error("the loaded source has no digest")
+	}
+	// The revisions drift, rollout and explain take are the ones each
+	// cloud group's kube-env declares, read the autoscaler's way.
+	src := r.Source.Fleet.Clusters[0]
+	if len(r.Clusters[0].Revisions) != len(src.CloudGroups()) {
+		t.Errorf("revisions of %d groups, want the %d cloud groups'", len(r.Clusters[0].Revisions), len(src.CloudGroups()))
+	}
+	for _, g := range src.CloudGroups() {
+		declared, ok, err := revision.FromKubeEnv(r.Files[layout.KubeEnvPath(g.Name)])
+		if err != nil || !ok || r.Clusters[0].Revisions[g.Name] != declared {
+			t.Errorf("node group %s: revision %q, its kube-env declares %q (%v)", g.Name, r.Clusters[0].Revisions[g.Name], declared, err)
+		}
 	}
 }
 

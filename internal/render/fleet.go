@@ -14,19 +14,19 @@ import (
 // relative to its tree (layout.ClusterDir), what a one-cluster source of
 // that cluster renders into out/, and, when the cluster is in the fleet's
 // mesh, its mesh artifacts (MeshFiles).
-func Cluster(f *model.Fleet, src *model.Source) (layout.Files, error) {
-	files, err := All(src)
+func Cluster(f *model.Fleet, src *model.Source) (Output, error) {
+	out, err := Render(src)
 	if err != nil {
-		return nil, err
+		return Output{}, err
 	}
 	mesh, err := MeshFiles(f, src)
 	if err != nil {
-		return nil, err
+		return Output{}, err
 	}
 	for p, b := range mesh {
-		files[p] = b
+		out.Files[p] = b
 	}
-	return files, nil
+	return out, nil
 }
 
 // MeshFiles renders the mesh artifacts of src, one cluster of f, with

@@ -18,12 +18,11 @@ import (
 // as one, in the order of stages.
 type stage func(src *model.Source, files layout.Files) error
 
-// stages are the renderers in pipeline order: the node groups' kube-env
-// and startup scripts first, then the cluster-wide files, Terraform (which
-// reads the node groups' files with file()), and the docs last, since
-// they describe every other artifact.
+// stages are the renderers in pipeline order, after the node groups'
+// kube-env and startup scripts (gce.NodeGroupFiles): the cluster-wide
+// files, Terraform (which reads the node groups' files with file()), and
+// the docs last, since they describe every other artifact.
 var stages = []stage{
-	gce.NodeGroupFiles,
 	k8s.Files,
 	file(layout.AutoscalerFlagsPath, autoscaler.Flags),
 	file(layout.AutoscalerValuesPath, autoscaler.Values),
@@ -52,14 +51,34 @@ func file(path string, render func(src *model.Source, header string) ([]byte, er
 	}
 }
 
-// All renders every artifact of src, stage by stage. The node groups'
-// files are rendered in parallel; the result does not depend on the order.
-func All(src *model.Source) (layout.Files, error) {
+// Output is a source rendered: its artifacts, and each cloud group's
+// revision, which the group's kube-env and startup script declare.
+type Output struct {
+	// Files are the artifacts, by path under out/.
+	Files layout.Files
+	// Revisions are the cloud groups' revisions, by group name.
+	Revisions map[string]string
+}
+
+// Render renders every artifact of src, the node groups' kube-env and
+// startup scripts first, then stage by stage. The node groups' files are
+// rendered in parallel; the result does not depend on the order.
+func Render(src *model.Source) (Output, error) {
 	files := make(layout.Files, 3*len(src.NodeGroups)+16)
+	revs, err := gce.NodeGroupFiles(src, files)
+	if err != nil {
+		return Output{}, err
+	}
 	for _, run := range stages {
 		if err := run(src, files); err != nil {
-			return nil, err
+			return Output{}, err
 		}
 	}
-	return files, nil
+	return Output{Files: files, Revisions: revs}, nil
+}
+
+// All is Render's files.
+func All(src *model.Source) (layout.Files, error) {
+	out, err := Render(src)
+	return out.Files, err
 }

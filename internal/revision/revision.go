@@ -7,9 +7,16 @@
 // differs from its group's current revision was made from an older source.
 //
 // The digest is taken over the artifacts with the revision label's value
-// emptied, so it does not depend on itself, and without the generated-file
+// left out, so it does not depend on itself, and without the generated-file
 // header and kube-env's autoscaling_options (how the autoscaler treats the
-// group, not what its nodes are).
+// group, not what its nodes are). The renderer renders each artifact once,
+// with a placeholder as wide as a revision where the value goes, and Stamp
+// writes the revision over it in place.
+//
+// The digest covers the rendered bytes, not the source's fields: a node
+// must be replaced when what it boots with changes, and that changes with
+// nodegen's templates as well as with the source (a join script that gains
+// a step changes every group's revision, its source unchanged).
 package revision
 
 import (
@@ -18,12 +25,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/nodegen/nodegen/internal/kubeenv"
-	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -81,13 +87,12 @@ func labelRanges(data []byte) [][2]int {
 // replaceValues returns data with every revision label's value replaced
 // by value; data itself when that changes nothing.
 func replaceValues(data []byte, value string) []byte {
-	return replaceRanges(nil, data, labelRanges(data), value)
+	return replaceRanges(data, labelRanges(data), value)
 }
 
 // replaceRanges is replaceValues with data's labels found already
-// (labelRanges), writing a changed copy into buf's storage (reused when
-// large enough).
-func replaceRanges(buf, data []byte, labels [][2]int, value string) []byte {
+// (labelRanges).
+func replaceRanges(data []byte, labels [][2]int, value string) []byte {
 	var out []byte
 	last := 0
 	for _, l := range labels {
@@ -96,10 +101,7 @@ func replaceRanges(buf, data []byte, labels [][2]int, value string) []byte {
 			continue
 		}
 		if out == nil {
-			out = buf[:0]
-			if cap(out) < len(data)+len(value) {
-				out = make([]byte, 0, len(data)+len(value))
-			}
+			out = make([]byte, 0, len(data)+len(value))
 		}
 		out = append(out, data[last:at]...)
 		out = append(out, value...)
@@ -111,18 +113,15 @@ func replaceRanges(buf, data []byte, labels [][2]int, value string) []byte {
 	return append(out, data[last:]...)
 }
 
-// scratch holds the buffers Of empties the artifacts' labels in: the
-// emptied copies live only while their digest is taken.
-var scratch = sync.Pool{New: func() any { return new([]byte) }}
-
 // Empty returns data with every revision label's value emptied: the form
 // the digest is taken over. It returns data itself when every value is
 // empty already.
 func Empty(data []byte) []byte { return replaceValues(data, "") }
 
-// Set returns data with every revision label's value replaced by rev
-// (data itself when every value is rev already).
-func Set(data []byte, rev string) []byte { return replaceValues(data, rev) }
+// Placeholder is the value a renderer gives the revision label wherever it
+// renders it: as wide as a revision, so that Stamp writes the revision over
+// it in place once the digest is taken.
+const Placeholder = "000000000000"
 
 // Of computes the revision of the cloud group g of src from its rendered
 // kube-env and startup script, whatever revision value they carry.
@@ -131,19 +130,48 @@ func Of(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) (string, 
 	if err != nil {
 		return "", fmt.Errorf("kube-env: %w", err)
 	}
-	return OfEnvVars(src, g, env[kubeenv.AutoscalerEnvVars], script), nil
+	return digest(src, g, env[kubeenv.AutoscalerEnvVars], script, labelRanges(script)), nil
 }
 
-// OfEnvVars is Of with the kube-env given as the value the autoscaler
-// reads from its AUTOSCALER_ENV_VARS with the revision label emptied: what
-// render wrote there, so that it need not read back the kube-env it just
-// wrote (verify does, and recomputes the revision with Of).
-func OfEnvVars(src *model.Source, g *model.NodeGroup, envVars string, script []byte) string {
-	return ofLabels(src, g, envVars, script, labelRanges(script))
+// Stamp gives a cloud group's artifacts, rendered once with Placeholder as
+// every revision label's value, the group's revision: it takes the digest
+// of kube-env's AUTOSCALER_ENV_VARS (envVars, as the renderer joined them)
+// and of the startup script with the labels' values left out, writes the
+// revision over each placeholder of kubeEnv and script, in place, and
+// returns it. A label with another value is a renderer's mistake, and an
+// error.
+func Stamp(src *model.Source, g *model.NodeGroup, envVars string, kubeEnv, script []byte) (string, error) {
+	envLabels, scriptLabels := labelRanges(kubeEnv), labelRanges(script)
+	for _, a := range []struct {
+		name   string
+		data   []byte
+		labels [][2]int
+	}{{"kube-env", kubeEnv, envLabels}, {"startup script", script, scriptLabels}} {
+		if len(a.labels) == 0 {
+			return "", fmt.Errorf("%s: no %s label", a.name, Label)
+		}
+		for _, l := range a.labels {
+			if v := a.data[l[0]+len(labelEq) : l[1]]; string(v) != Placeholder {
+				return "", fmt.Errorf("%s: %s=%s, want the placeholder %s", a.name, Label, v, Placeholder)
+			}
+		}
+	}
+	rev := digest(src, g, string(Empty([]byte(envVars))), script, scriptLabels)
+	for _, l := range envLabels {
+		copy(kubeEnv[l[0]+len(labelEq):l[1]], rev)
+	}
+	for _, l := range scriptLabels {
+		copy(script[l[0]+len(labelEq):l[1]], rev)
+	}
+	return rev, nil
 }
 
-// ofLabels is OfEnvVars with the script's labels found already.
-func ofLabels(src *model.Source, g *model.NodeGroup, envVars string, script []byte, labels [][2]int) string {
+// digest is the revision of the cloud group g of src: the digest of
+// envVars, the AUTOSCALER_ENV_VARS of its kube-env with the revision label
+// empty, less autoscaling_options; of its startup script with every
+// revision label's value (labels, as labelRanges finds them) and every
+// generated-file header line left out; and of its instance properties.
+func digest(src *model.Source, g *model.NodeGroup, envVars string, script []byte, labels [][2]int) string {
 	var vars []string
 	for _, seg := range strings.Split(envVars, ";") {
 		if name, _, _ := strings.Cut(seg, "="); strings.TrimSpace(name) != kubeenv.VarAutoscalingOptions {
@@ -157,13 +185,11 @@ func ofLabels(src *model.Source, g *model.NodeGroup, envVars string, script []by
 	}
 	field("format", "nodegen revision 1")
 	field("kube-env", strings.Join(vars, ";"))
-	buf := scratch.Get().(*[]byte)
-	emptied := replaceRanges(*buf, script, labels, "")
-	fieldParts(h, "startup-script", withoutHeader(emptied)...)
-	if len(emptied) > 0 && len(script) > 0 && &emptied[0] != &script[0] {
-		*buf = emptied[:0]
+	values := make([][2]int, len(labels))
+	for i, l := range labels {
+		values[i] = [2]int{l[0] + len(labelEq), l[1]}
 	}
-	scratch.Put(buf)
+	fieldParts(h, "startup-script", cut(script, union(headerLines(script), values))...)
 	field("image", g.Image)
 	field("machine-type", g.MachineType)
 	field("arch", g.Arch)
@@ -175,16 +201,6 @@ func ofLabels(src *model.Source, g *model.NodeGroup, envVars string, script []by
 	}
 	field("kubernetes-version", src.Cluster.NodeVersion(g))
 	return hex.EncodeToString(h.Sum(nil))[:Len]
-}
-
-// StampEnvVars returns a cloud group's rendered kube-env and startup
-// script with their revision labels set to the group's revision, taken as
-// OfEnvVars does from envVars, the AUTOSCALER_ENV_VARS the kube-env holds
-// with the label empty.
-func StampEnvVars(src *model.Source, g *model.NodeGroup, envVars string, kubeEnv, script []byte) (env, stamped []byte) {
-	labels := labelRanges(script)
-	rev := ofLabels(src, g, envVars, script, labels)
-	return Set(kubeEnv, rev), replaceRanges(nil, script, labels, rev)
 }
 
 // fieldParts writes one field of the digest: its name, the length of its
@@ -209,17 +225,16 @@ func fieldParts[T ~string | ~[]byte](w io.Writer, name string, parts ...T) {
 // headerPrefix starts the generated-file header line.
 const headerPrefix = "# Code generated by nodegen from "
 
-// withoutHeader returns the parts of script that remain once every
-// generated-file header line is dropped (a line that, trimmed of spaces,
-// starts with headerPrefix and ends with "DO NOT EDIT."); the header names
-// the source file the group is defined in, not what its nodes are.
-func withoutHeader(script []byte) [][]byte {
-	var parts [][]byte
-	kept := 0 // script[kept:] is not yet in parts
+// headerLines returns the start and end of each generated-file header
+// line of script (a line that, trimmed of spaces, starts with headerPrefix
+// and ends with "DO NOT EDIT.", its newline included), in order; the header
+// names the source file the group is defined in, not what its nodes are.
+func headerLines(script []byte) [][2]int {
+	var lines [][2]int
 	for off := 0; ; {
 		i := bytes.Index(script[off:], []byte(headerPrefix))
 		if i < 0 {
-			break
+			return lines
 		}
 		at := off + i
 		start := bytes.LastIndexByte(script[:at], '\n') + 1
@@ -228,34 +243,43 @@ func withoutHeader(script []byte) [][]byte {
 			end = at + j + 1
 		}
 		if t := bytes.TrimSpace(script[start:end]); bytes.HasPrefix(t, []byte(headerPrefix)) && bytes.HasSuffix(t, []byte("DO NOT EDIT.")) {
-			if start > kept {
-				parts = append(parts, script[kept:start])
-			}
-			kept = end
+			lines = append(lines, [2]int{start, end})
 		}
 		off = end
 	}
-	if kept < len(script) {
-		parts = append(parts, script[kept:])
-	}
-	return parts
 }
 
-// Declared returns the revision each cloud group's rendered kube-env
-// declares (files as gen renders them), by group; a group whose kube-env
-// declares none has no entry.
-func Declared(src *model.Source, files layout.Files) (map[string]string, error) {
-	out := map[string]string{}
-	for _, g := range src.CloudGroups() {
-		rev, ok, err := FromKubeEnv(files[layout.KubeEnvPath(g.Name)])
-		if err != nil {
-			return nil, fmt.Errorf("node group %s: kube-env: %w", g.Name, err)
+// union merges two ordered lists of ranges, each of disjoint ranges, into
+// one ordered list of disjoint ranges covering both.
+func union(a, b [][2]int) [][2]int {
+	all := append(append(make([][2]int, 0, len(a)+len(b)), a...), b...)
+	slices.SortFunc(all, func(x, y [2]int) int { return x[0] - y[0] })
+	var out [][2]int
+	for _, r := range all {
+		if n := len(out); n > 0 && r[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], r[1])
+			continue
 		}
-		if ok {
-			out[g.Name] = rev
-		}
+		out = append(out, r)
 	}
-	return out, nil
+	return out
+}
+
+// cut returns the parts of data outside the ordered, disjoint ranges, as
+// slices of data (nothing is copied).
+func cut(data []byte, ranges [][2]int) [][]byte {
+	var parts [][]byte
+	kept := 0 // data[kept:] is not yet in parts
+	for _, r := range ranges {
+		if r[0] > kept {
+			parts = append(parts, data[kept:r[0]])
+		}
+		kept = r[1]
+	}
+	if kept < len(data) {
+		parts = append(parts, data[kept:])
+	}
+	return parts
 }
 
 // FromKubeEnv returns the revision a kube-env declares in node_labels, read
@@ -280,7 +304,7 @@ func CheckRead(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte, t 
 		return fmt.Errorf("kube-env: %w", err)
 	}
 	labels := labelRanges(script)
-	want := ofLabels(src, g, env[kubeenv.AutoscalerEnvVars], script, labels)
+	want := digest(src, g, env[kubeenv.AutoscalerEnvVars], script, labels)
 	got, ok := t.Labels[Label]
 	switch {
 	case !ok:

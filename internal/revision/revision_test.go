@@ -151,3 +151,47 @@ func validRevision(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil && strings.ToLower(s) == s
 }
+
+// Stamp writes the revision over the placeholders in place, the revision
+// Of reads back from the stamped artifacts; it refuses artifacts whose
+// label is not the placeholder.
+func TestStamp(t *testing.T) {
+	if len(revision.Placeholder) != revision.Len || !validRevision(revision.Placeholder) {
+		t.Fatalf("placeholder %q is not a revision's width of hex digits", revision.Placeholder)
+	}
+	src, files := testsrc.Example(t)
+	g := src.NodeGroups["cpu-burst"]
+	env0, script0 := files[layout.KubeEnvPath(g.Name)], files[layout.StartupScriptPath(g.Name)]
+	want, _, _ := revision.FromKubeEnv(env0)
+	env := revision.Set(env0, revision.Placeholder)
+	script := revision.Set(script0, revision.Placeholder)
+	vars, err := kubeenv.Parse(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envAt, scriptAt := &env[0], &script[0]
+	rev, err := revision.Stamp(src, g, vars[kubeenv.AutoscalerEnvVars], env, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev != want {
+		t.Errorf("Stamp gave %s, the rendered kube-env declares %s", rev, want)
+	}
+	if !bytes.Equal(env, env0) || !bytes.Equal(script, script0) {
+		t.Errorf("the stamped artifacts are not the rendered ones")
+	}
+	if &env[0] != envAt || &script[0] != scriptAt {
+		t.Errorf("Stamp did not write in place")
+	}
+	for name, c := range map[string]struct{ env, script []byte }{
+		"kube-env label not the placeholder": {revision.Set(env0, "0123456789ab"), revision.Set(script0, revision.Placeholder)},
+		"script label not the placeholder":   {revision.Set(env0, revision.Placeholder), revision.Set(script0, "")},
+		"no script label":                    {revision.Set(env0, revision.Placeholder), bytes.ReplaceAll(script0, []byte(model.RevisionLabel), []byte("example.com/x"))},
+	} {
+		if _, err := revision.Stamp(src, g, vars[kubeenv.AutoscalerEnvVars], c.env, c.script); err == nil {
+			t.Errorf("%s: Stamp accepted it", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}

@@ -27,10 +27,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodecheck"
-	"github.com/nodegen/nodegen/internal/revision"
 )
 
 // DrainingAnnotation marks a node the rollout cordoned to replace it; its
@@ -164,20 +162,6 @@ type StaleNode struct {
 	// read the pods (Plan.PodsRead).
 	Held    []HeldPod `json:"held,omitempty"`
 	JobPods []string  `json:"jobPods,omitempty"`
-}
-
-// Revisions reads the groups' current revisions from the rendered files.
-func Revisions(src *model.Source, files layout.Files) (map[string]string, error) {
-	revs, err := revision.Declared(src, files)
-	if err != nil {
-		return nil, err
-	}
-	for _, g := range src.CloudGroups() {
-		if revs[g.Name] == "" {
-			return nil, fmt.Errorf("node group %s: its kube-env declares no %s", g.Name, model.RevisionLabel)
-		}
-	}
-	return revs, nil
 }
 
 // MakePlan plans the rollout of nodes (every node of the cluster; those of

@@ -252,16 +252,18 @@ func TestMeshLoadBalancer(t *testing.T) {
 	f := l.Fleet
 	const primary, remote, addr = "serve", "train", "10.20.1.10"
 	src := f.Cluster(primary)
-	files, err := render.Cluster(f, src)
+	out, err := render.Cluster(f, src)
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := out.Files
 	gw := &f.Mesh.Clusters[primary].EastWestGateway
 	checkLoadBalancer(t, files, src, gw, addr)
-	remoteFiles, err := render.Cluster(f, f.Cluster(remote))
+	remoteOut, err := render.Cluster(f, f.Cluster(remote))
 	if err != nil {
 		t.Fatal(err)
 	}
+	remoteFiles := remoteOut.Files
 	checkAddresses(t, files, remoteFiles, addr)
 
 	// A remote whose gateway a router reaches renders no load balancer.
