@@ -37,11 +37,14 @@ import (
 // status, as the Eviction API reads it). Everything it does is done through
 // the API, as admin.
 type world struct {
-	t        *testing.T
-	kube     kubernetes.Interface
-	compute  *fakeCompute
-	src      *model.Source
-	group    *model.NodeGroup
+	t       *testing.T
+	kube    kubernetes.Interface
+	compute *fakeCompute
+	src     *model.Source
+	group   *model.NodeGroup
+	// also is another group whose nodes the workload's pods may go to
+	// (the new name of a renamed group), or "".
+	also     string
 	ns, app  string
 	replicas int
 	// templates maps an instance template's name to its startup script.
@@ -213,9 +216,9 @@ func ready(n *corev1.Node) bool {
 }
 
 // usableFor reports whether the workload's pods may land on n: a Ready,
-// schedulable node of the group without its startup taint.
+// schedulable node of the group (or of also) without its startup taint.
 func (w *world) usableFor(n *corev1.Node) bool {
-	if n.Labels[model.GroupLabel] != w.group.Name || n.Spec.Unschedulable || !ready(n) {
+	if g := n.Labels[model.GroupLabel]; (g != w.group.Name && (w.also == "" || g != w.also)) || n.Spec.Unschedulable || !ready(n) {
 		return false
 	}
 	for _, t := range n.Spec.Taints {

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 )
 
 // A zone removed from a group: its nodes are in the rollout's plan, and
@@ -20,7 +22,7 @@ import (
 // the emptied MIG, which terraform apply refuses to delete (the MIGs'
 // deletion_policy). No replacement is made; the rest is untouched.
 func TestRolloutDrainsRemovedZone(t *testing.T) {
-	s := newSetupOf(t, 1, nil, false, true)
+	s := newSetupOf(t, 1, nil, false, zoneRemoved)
 	cl := &s.src.Cluster
 	gpu := s.src.NodeGroups["gpu-t4"]
 	mig := cl.MIGName(gpu, "us-central1-b")
@@ -137,7 +139,7 @@ func TestRolloutDrainsRemovedZone(t *testing.T) {
 // still refuses to delete it), the other groups are rolled, and the
 // rollout exits 1 naming the zone.
 func TestRolloutRemovedZoneBlockedByBudget(t *testing.T) {
-	s := newSetupOf(t, 0, map[string]string{"rollout.cue": "cluster: rollout: drainTimeout: \"30s\"\n"}, false, true)
+	s := newSetupOf(t, 0, map[string]string{"rollout.cue": "cluster: rollout: drainTimeout: \"30s\"\n"}, false, zoneRemoved)
 	var stdout, stderr bytes.Buffer
 	code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr)
 	t.Logf("rollout: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -191,7 +193,7 @@ func TestRolloutRemovedZoneBlockedByBudget(t *testing.T) {
 // no node left cordoned, the budget never exceeded.
 func TestRolloutRemovedZoneKilledAndResumed(t *testing.T) {
 	bin := nodegenBinary(t)
-	s := newSetupOf(t, 1, nil, false, true)
+	s := newSetupOf(t, 1, nil, false, zoneRemoved)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	t.Logf("seed %d", seed)
@@ -239,5 +241,129 @@ func TestRolloutRemovedZoneKilledAndResumed(t *testing.T) {
 		if c > 1 {
 			t.Errorf("node %s cordoned %d times", n, c)
 		}
+	}
+}
+
+// A group renamed in the source (gpu-t4 now renamedGPU), the new group's
+// MIGs made by terraform apply, the old group's still holding its three
+// nodes: the plan lists the old MIGs as leaving ("group gpu-t4 is no
+// longer in the source") and --yes drains each old node (the budget
+// respected, the pods going to the new group's node), deletes it through
+// its MIG, then deletes both old MIGs. The new group's MIGs, which the
+// rendered Terraform declares in place of the old, are untouched, and
+// nothing is created.
+func TestRolloutDrainsRenamedGroup(t *testing.T) {
+	s := newSetupOf(t, 1, nil, false, groupRenamed)
+	cl := &s.src.Cluster
+	old := &model.NodeGroup{Name: "gpu-t4"}
+	v2 := s.src.NodeGroups[renamedGPU]
+	a, b := v2.Zones[0], v2.Zones[1]
+	_, files := load(t, s.dir)
+	tf := string(files[layout.TerraformGroupPath(renamedGPU)])
+	for _, z := range []string{a, b} {
+		if !strings.Contains(tf, `"`+cl.MIGName(v2, z)+`"`) {
+			t.Errorf("the rendered Terraform does not make %s", cl.MIGName(v2, z))
+		}
+		for p, f := range files {
+			if strings.Contains(string(f), `"`+cl.MIGName(old, z)+`"`) {
+				t.Errorf("%s still names %s", p, cl.MIGName(old, z))
+			}
+		}
+	}
+
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(s.args(), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("plan: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("plan:\n%s", stdout.String())
+	for _, want := range []string{
+		"leaving the source, first",
+		a + " (MIG " + cl.MIGName(old, a) + "): group gpu-t4 is no longer in the source",
+		"drain and delete, one at a time, no replacement: " + s.oldNodes[0] + ", " + s.oldNodes[1],
+		b + " (MIG " + cl.MIGName(old, b) + "): group gpu-t4 is no longer in the source",
+		"3 nodes leaving the source to drain and delete",
+		renamedGPU + " (gce): up to date",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the plan lacks %q", want)
+		}
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("rollout exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("rollout:\n%s", stdout.String())
+	created, deleted := s.compute.record()
+	if len(created) > 0 {
+		t.Errorf("created %v: a renamed group's old nodes get no replacement", created)
+	}
+	if !slices.Equal(deleted, s.oldNodes) {
+		t.Errorf("deleted %v, want the old group's nodes, each once: %v", deleted, s.oldNodes)
+	}
+	s.compute.mu.Lock()
+	deletedMIGs := slices.Clone(s.compute.deletedMIGs)
+	s.compute.mu.Unlock()
+	if want := []string{a + "/" + cl.MIGName(old, a), b + "/" + cl.MIGName(old, b)}; !slices.Equal(deletedMIGs, want) {
+		t.Errorf("deleted MIGs %v, want the old group's, once emptied: %v", deletedMIGs, want)
+	}
+	if got := joinNames(s.compute.instances(a, cl.MIGName(v2, a))); got != cl.BaseInstanceName(v2)+"-ab01" {
+		t.Errorf("%s's MIG holds %s", renamedGPU, got)
+	}
+	for _, n := range s.oldNodes {
+		if i, j := strings.Index(stdout.String(), "drained "+n), strings.Index(stdout.String(), n+" deleted"); i < 0 || j < i {
+			t.Errorf("%s was not drained before it was deleted", n)
+		}
+	}
+	ctx := context.Background()
+	nodes, err := s.admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if slices.Contains(s.oldNodes, n.Name) {
+			t.Errorf("the Node of deleted VM %s is still there", n.Name)
+		}
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s left cordoned", n.Name)
+		}
+	}
+	if len(nodes.Items) != 2 {
+		t.Errorf("%d nodes, want 2 (%s's, cpu-burst's)", len(nodes.Items), renamedGPU)
+	}
+	pods, err := s.admin.CoreV1().Pods("shop").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != cl.BaseInstanceName(v2)+"-ab01" {
+			t.Errorf("pod %s on %s, not on the new group's node", p.Name, p.Spec.NodeName)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the last watch events
+	worstPods, _, forced, cordons, events := s.obs.report()
+	t.Logf("observed %d events: at worst %d of 3 pods unavailable; cordons %v", events, worstPods, cordons)
+	if worstPods > 1 {
+		t.Errorf("%d pods were unavailable at once: the budget allows 1", worstPods)
+	}
+	if worstPods < 1 {
+		t.Errorf("no pod was ever unavailable: the drains evicted nothing")
+	}
+	if len(forced) > 0 {
+		t.Errorf("pods deleted without a graceful deletion first: %v", forced)
+	}
+	for _, n := range s.oldNodes {
+		if cordons[n] != 1 {
+			t.Errorf("node %s cordoned %d times, want once", n, cordons[n])
+		}
+	}
+
+	stdout.Reset()
+	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("second rollout exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "nothing to do") || strings.Contains(stdout.String(), "leaving the source") {
+		t.Errorf("second run:\n%s", stdout.String())
 	}
 }

@@ -91,8 +91,27 @@ func newSetup(t *testing.T, pdbMax int, extra map[string]string) *setup {
 // group changes too (a label), and its MIG in the first zone holds one
 // node made before the change: a stale group the rollout takes last.
 func newSetupWith(t *testing.T, pdbMax int, extra map[string]string, autoscalerStale bool) *setup {
-	return newSetupOf(t, pdbMax, extra, autoscalerStale, false)
+	return newSetupOf(t, pdbMax, extra, autoscalerStale, relabel)
 }
+
+// sourceChange is the change of the source a setup's cluster is behind.
+type sourceChange int
+
+const (
+	// relabel: a label of gpu-t4 changed (oldPool → newPool).
+	relabel sourceChange = iota
+	// zoneRemoved: gpu-t4's and cpu-burst's second zone removed.
+	zoneRemoved
+	// groupRenamed: gpu-t4 renamed renamedGPU.
+	groupRenamed
+)
+
+// renamedGPU is gpu-t4's name after groupRenamed, and gpuName the line
+// that names it in the tests' source.
+const (
+	renamedGPU = "gpu-t4-v2"
+	gpuName    = `nodeGroups: "gpu-t4":`
+)
 
 // gpuZones and gpuZoneA are gpu-t4's zones in the tests' source, and the
 // same without the second zone.
@@ -101,11 +120,17 @@ const (
 	gpuZoneA = `zones: ["us-central1-a"]`
 )
 
-// newSetupOf is newSetupWith; with zoneRemoved the source's change is
-// instead gpu-t4's second zone removed (its label stays): gpu-t4 has one
-// node in the first zone and two, s.oldNodes, in the second, which its
-// MIG there still holds (terraform apply did not delete it).
-func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerStale, zoneRemoved bool) *setup {
+// newSetupOf is newSetupWith with the source's change: relabel, or
+// zoneRemoved: gpu-t4's second zone removed (its label stays), gpu-t4
+// has one node in the first zone and two, s.oldNodes, in the second,
+// which its MIG there still holds (terraform apply did not delete it); or
+// groupRenamed: gpu-t4 is renamedGPU, the old group's MIGs still hold
+// its three nodes, s.oldNodes (two in the first zone, one in the
+// second), and the new group's MIGs, which terraform apply made, one node
+// in the first zone at its revision, where the workload's pods may go
+// too.
+func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerStale bool, change sourceChange) *setup {
+	removeZone, renamed := change == zoneRemoved, change == groupRenamed
 	// Each test has its own control plane and fake Compute API, and
 	// mostly waits (drain timeouts, polls): they run side by side
 	// (TestMain).
@@ -118,7 +143,7 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 		t.Fatal(err)
 	}
 	edits := map[string]string{"gpu-t4.cue": strings.Replace(string(b), oldPool, newPool, 1)}
-	if zoneRemoved {
+	if removeZone {
 		if !strings.Contains(string(b), gpuZones) {
 			t.Fatalf("gpu-t4.cue lacks %s", gpuZones)
 		}
@@ -132,6 +157,12 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 			t.Fatalf("cpu-burst.cue lacks %s", gpuZones)
 		}
 		edits["cpu-burst.cue"] = strings.Replace(string(cb), gpuZones, gpuZoneA, 1)
+	}
+	if renamed {
+		if !strings.Contains(string(b), gpuName) {
+			t.Fatalf("gpu-t4.cue lacks %s", gpuName)
+		}
+		edits["gpu-t4.cue"] = strings.Replace(string(b), gpuName, `nodeGroups: "`+renamedGPU+`":`, 1)
 	}
 	if autoscalerStale {
 		b, err := os.ReadFile(filepath.Join(testsrc.Dir(), "autoscaler.cue"))
@@ -147,11 +178,16 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 	var files layout.Files
 	s.src, files = load(t, s.dir)
 	s.old, s.cur = revisionsOf(t, oldSrc, oldFiles), revisionsOf(t, s.src, files)
-	if zoneRemoved {
+	switch {
+	case removeZone:
 		if !maps.Equal(s.old, s.cur) {
 			t.Fatalf("removing a zone should change no revision: %v → %v", s.old, s.cur)
 		}
-	} else if s.old["gpu-t4"] == s.cur["gpu-t4"] || s.old["cpu-burst"] != s.cur["cpu-burst"] || (s.old["autoscaler"] == s.cur["autoscaler"]) == autoscalerStale {
+	case renamed:
+		if _, has := s.cur["gpu-t4"]; has || s.cur[renamedGPU] == "" || s.old["cpu-burst"] != s.cur["cpu-burst"] {
+			t.Fatalf("the rename should take gpu-t4 out and add %s, cpu-burst unchanged: %v → %v", renamedGPU, s.old, s.cur)
+		}
+	case s.old["gpu-t4"] == s.cur["gpu-t4"] || s.old["cpu-burst"] != s.cur["cpu-burst"] || (s.old["autoscaler"] == s.cur["autoscaler"]) == autoscalerStale:
 		t.Fatalf("the label change should change gpu-t4's revision (and the autoscaler's: %v) alone: %v → %v", autoscalerStale, s.old, s.cur)
 	}
 
@@ -164,10 +200,20 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 	if autoscalerStale {
 		names = append(names, "autoscaler")
 	}
+	if renamed {
+		names = append(names, renamedGPU)
+	}
 	for _, name := range names {
 		g := s.src.NodeGroups[name]
+		tags := map[string]layout.Files{"old": oldFiles, "new": files}
+		switch {
+		case renamed && name == "gpu-t4":
+			g, tags = oldSrc.NodeGroups[name], map[string]layout.Files{"old": oldFiles}
+		case renamed && name == renamedGPU:
+			tags = map[string]layout.Files{"new": files}
+		}
 		groups[name] = g
-		for tag, f := range map[string]layout.Files{"old": oldFiles, "new": files} {
+		for tag, f := range tags {
 			tmpl := cl.Name + "-" + name + "-" + tag
 			md := map[string]string{"kube-env": string(f[layout.KubeEnvPath(name)]), "startup-script": string(f[layout.StartupScriptPath(name)])}
 			s.compute.addTemplate(tmpl, md)
@@ -176,21 +222,31 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 	}
 	gpu, cpu := groups["gpu-t4"], groups["cpu-burst"]
 	a, bz := oldSrc.NodeGroups["gpu-t4"].Zones[0], oldSrc.NodeGroups["gpu-t4"].Zones[1]
-	if zoneRemoved {
+	switch {
+	case renamed:
+		// The old group's MIGs, which terraform apply did not delete, and
+		// the new group's, which it made.
+		s.oldNodes = []string{cl.BaseInstanceName(gpu) + "-old1", cl.BaseInstanceName(gpu) + "-old2", cl.BaseInstanceName(gpu) + "-old3"}
+		s.compute.addMIG(a, cl.MIGName(gpu, a), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-old", s.oldNodes[:2]...)
+		s.compute.addMIG(bz, cl.MIGName(gpu, bz), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-old", s.oldNodes[2])
+		v2 := groups[renamedGPU]
+		s.compute.addMIG(a, cl.MIGName(v2, a), cl.BaseInstanceName(v2), cl.Name+"-"+renamedGPU+"-new", cl.BaseInstanceName(v2)+"-ab01")
+		s.compute.addMIG(bz, cl.MIGName(v2, bz), cl.BaseInstanceName(v2), cl.Name+"-"+renamedGPU+"-new")
+	case removeZone:
 		// The world plays the VMs of every MIG of before, the removed
 		// zone's included.
 		groups["gpu-t4"] = oldSrc.NodeGroups["gpu-t4"]
 		s.oldNodes = []string{cl.BaseInstanceName(gpu) + "-gb01", cl.BaseInstanceName(gpu) + "-gb02"}
 		s.compute.addMIG(a, cl.MIGName(gpu, a), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-new", cl.BaseInstanceName(gpu)+"-ga01")
 		s.compute.addMIG(bz, cl.MIGName(gpu, bz), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-old", s.oldNodes...)
-	} else {
+	default:
 		s.oldNodes = []string{cl.BaseInstanceName(gpu) + "-old1", cl.BaseInstanceName(gpu) + "-old2", cl.BaseInstanceName(gpu) + "-old3"}
 		s.compute.addMIG(a, cl.MIGName(gpu, a), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-old", s.oldNodes...)
 		s.compute.addMIG(bz, cl.MIGName(gpu, bz), cl.BaseInstanceName(gpu), cl.Name+"-gpu-t4-new")
 	}
 	s.compute.addMIG(a, cl.MIGName(cpu, a), cl.BaseInstanceName(cpu), cl.Name+"-cpu-burst-new", cl.BaseInstanceName(cpu)+"-cur1")
 	s.compute.addMIG(bz, cl.MIGName(cpu, bz), cl.BaseInstanceName(cpu), cl.Name+"-cpu-burst-new")
-	if zoneRemoved {
+	if removeZone {
 		groups["cpu-burst"] = oldSrc.NodeGroups["cpu-burst"]
 		// Empty MIGs in the removed zone that are not the cluster's own:
 		// another cluster's, and one named like the cluster's whose base
@@ -207,6 +263,9 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 		s.compute.addMIG("us-central1-d", cl.MIGName(spot, "us-central1-d"), cl.BaseInstanceName(spot), cl.Name+"-cpu-burst-new", cl.BaseInstanceName(spot)+"-xc01")
 	}
 	settled := 4
+	if renamed {
+		settled++
+	}
 	if autoscalerStale {
 		as := groups["autoscaler"]
 		s.compute.addMIG(a, cl.MIGName(as, a), cl.BaseInstanceName(as), cl.Name+"-autoscaler-old", cl.BaseInstanceName(as)+"-old1")
@@ -220,6 +279,9 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 	}
 	s.admin = kubernetes.NewForConfigOrDie(cfg)
 	s.world = &world{t: t, kube: s.admin, compute: s.compute, src: s.src, group: gpu, ns: "shop", app: "web", replicas: 3, scripts: scripts, stopped: map[string]bool{}, dead: map[string]bool{}, marked: map[string][]corev1.Taint{}}
+	if renamed {
+		s.world.also = renamedGPU
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if _, err := s.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
@@ -240,7 +302,7 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 	// MIG now makes new ones from the new.
 	go s.world.run(ctx, groups)
 	s.waitSettled(t, settled)
-	if !zoneRemoved {
+	if change == relabel {
 		s.compute.setTemplate(a, cl.MIGName(gpu, a), cl.Name+"-gpu-t4-new")
 	}
 	if autoscalerStale {
