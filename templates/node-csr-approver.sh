@@ -61,6 +61,16 @@
 # node-restriction.kubernetes.io/ label to a kubelet), so the placements and
 # policies that select on it rest on this check, not on what a node says of
 # itself. A Node that fails the check is tried again after RECHECK_SECONDS.
+# A labelled Node is checked again every RECHECK_SECONDS, and loses the
+# label when its instance is no longer its MIG's as the template made it:
+# the MIG holds a per-instance config for it (which the autoscaler's
+# account, allowed to update the MIG, may add to a VM already approved and
+# apply by restarting it), the instance was not created by that MIG, or
+# the providerID names no instance of the group. It keeps the label while
+# the instance is gone or not RUNNING: the node garbage collector deletes
+# only labelled Nodes, once they are NotReady and their VM is gone. The
+# Nodes checked in one pass stop at PASS_SECONDS; the rest wait for the
+# next pass.
 # A Node carrying the label with another value than the group its name
 # belongs to (a group renamed or removed, a mistake) loses it.
 #
@@ -84,7 +94,9 @@ set -euo pipefail
 readonly PER_TOKEN=64
 # Seconds after which a pass stops deciding.
 readonly PASS_SECONDS=20
-# Seconds before a Node that failed the check is checked again.
+# Seconds before a Node is checked again: one that failed the check, to be
+# labelled, and one that carries the label, to lose it if its instance
+# changed.
 readonly RECHECK_SECONDS=60
 # Seconds between passes: a CSR is decided within a few of them, far
 # inside the join's TLS-bootstrap timeout.
@@ -659,45 +671,55 @@ created_by() {
 # verify_node NAME BASE PROVIDER_ID succeeds when Node NAME is instance NAME
 # of MIG BASE-<zone>: its providerID names one of the group's zones, and
 # the Compute API has the instance there, RUNNING, created by that MIG,
-# and the MIG holds no per-instance config for it. Status 1: it is not; 2: the Compute API could not be read.
+# and the MIG holds no per-instance config for it. Status 1: it is not
+# that MIG's instance as the template made it (another providerID,
+# another creator, a per-instance config); 2: the Compute API could not
+# be read; 3: no such instance, or it is not RUNNING.
 verify_node() {
-	local name="$1" base="$2" pid="$3" zone="" z code by
+	local name="$1" base="$2" pid="$3" zone="" z code by status
 	local -a zones
 	read -ra zones <<<"${ZONES[${base}]}"
 	for z in "${zones[@]}"; do
 		[[ "${pid}" != "gce://${PROJECT}/${z}/${name}" ]] || zone="${z}"
 	done
 	if [[ -z "${zone}" ]]; then
-		log "node ${name}: providerID ${pid:-none} is not gce://${PROJECT}/<one of ${ZONES[${base}]}>/${name}; not labelled"
+		VERDICT="providerID ${pid:-none} is not gce://${PROJECT}/<one of ${ZONES[${base}]}>/${name}"
 		return 1
 	fi
-	token || return 2
+	token || { VERDICT="no access token"; return 2; }
 	code="$(instance_status "${zone}" "${name}")"
 	if [[ "${code}" != 200 ]]; then
-		log "node ${name}: the Compute API answered ${code} for instance ${zone}/${name}; not labelled"
+		VERDICT="the Compute API answered ${code} for instance ${zone}/${name}"
 		[[ "${code}" != 401 ]] || TOKEN=""
-		[[ "${code}" == 404 ]] && return 1
+		[[ "${code}" == 404 ]] && return 3
 		return 2
 	fi
-	by="$(created_by)"
-	if [[ "$(field name)" != "${name}" || "$(field status)" != RUNNING || "${by}" != */zones/"${zone}/instanceGroupManagers/${base}-${zone}" ]]; then
-		log "node ${name}: instance ${zone}/${name} is $(field status), created by ${by:-none}, not a RUNNING instance of MIG ${base}-${zone}; not labelled"
+	by="$(created_by)" status="$(field status)"
+	if [[ "$(field name)" != "${name}" || "${by}" != */zones/"${zone}/instanceGroupManagers/${base}-${zone}" ]]; then
+		VERDICT="instance ${zone}/${name} was created by ${by:-none}, not by MIG ${base}-${zone}"
 		return 1
+	fi
+	if [[ "${status}" != RUNNING ]]; then
+		VERDICT="instance ${zone}/${name} is ${status:-of no status}, not RUNNING"
+		return 3
 	fi
 	local pic=0
 	instance_config "${zone}" "${base}-${zone}" "${name}" || pic=$?
 	if ((pic == 0)); then
-		log "node ${name}: MIG ${base}-${zone} holds a per-instance config for it; not labelled"
+		VERDICT="MIG ${base}-${zone} holds a per-instance config for it"
 		return 1
 	fi
+	VERDICT="the per-instance configs of MIG ${base}-${zone} could not be read"
 	((pic == 1)) || return 2
+	VERDICT=""
 }
 
 # label_nodes gives VERIFIED_LABEL to every Node verify_node proves an
-# instance of a group's MIG, and takes it from every Node whose name is
-# not an instance name of the group it names.
+# instance of a group's MIG, takes it from every labelled Node it proves
+# is not (checked again every RECHECK_SECONDS), and from every Node whose
+# name is not an instance name of the group it names.
 label_nodes() {
-	local sep=$'\x1f' rc=0 line name pid have want base out v
+	local sep=$'\x1f' rc=0 line name pid have want base out v started="${EPOCHSECONDS}" left=0
 	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.'"${VERIFIED_LABEL//./\\.}"'}{"\x1f"}{"\n"}{end}'
 	if ! kubectl get nodes --request-timeout=20s -o "jsonpath=${fmt}" >"${WORK}/nodes" 2>"${WORK}/err"; then
 		log "cannot list the nodes: $(summary "$(cat "${WORK}/err")")"
@@ -720,23 +742,42 @@ label_nodes() {
 			fi
 			continue
 		fi
-		[[ -z "${have}" && -n "${want}" ]] || continue
+		[[ -n "${want}" ]] || continue
 		((EPOCHSECONDS >= ${RECHECK_AT["${name}"]:-0})) || continue
+		if ((EPOCHSECONDS - started >= PASS_SECONDS)); then
+			left=$((left + 1))
+			continue
+		fi
 		v=0
 		verify_node "${name}" "${base}" "${pid}" || v=$?
+		RECHECK_AT["${name}"]=$((EPOCHSECONDS + RECHECK_SECONDS))
+		((v != 2)) || rc=1
+		if [[ -n "${have}" ]]; then
+			# Checked again: only a proof that the instance is not its
+			# MIG's as the template made it takes the label.
+			((v == 1)) || continue
+			if out="$(kubectl label node "${name}" "${VERIFIED_LABEL}-" --request-timeout=20s 2>&1 >/dev/null)"; then
+				log "node ${name}: removed ${VERIFIED_LABEL}=${have}: ${VERDICT}"
+			else
+				log "node ${name}: removing ${VERIFIED_LABEL} failed: $(summary "${out}")"
+				rc=1
+				unset 'RECHECK_AT[${name}]'
+			fi
+			continue
+		fi
 		if ((v != 0)); then
-			RECHECK_AT["${name}"]=$((EPOCHSECONDS + RECHECK_SECONDS))
-			((v == 1)) || rc=1
+			log "node ${name}: ${VERDICT}; not labelled"
 			continue
 		fi
 		if out="$(kubectl label node "${name}" "${VERIFIED_LABEL}=${want}" --request-timeout=20s 2>&1 >/dev/null)"; then
 			log "node ${name}: labelled ${VERIFIED_LABEL}=${want}: instance ${pid#gce://} is RUNNING, created by its MIG"
-			unset 'RECHECK_AT[${name}]'
 		else
 			log "node ${name}: labelling failed: $(summary "${out}")"
 			rc=1
+			unset 'RECHECK_AT[${name}]'
 		fi
 	done <"${WORK}/nodes"
+	((left == 0)) || log "checking Nodes took the pass's ${PASS_SECONDS}s: ${left} wait for the next pass"
 	return "${rc}"
 }
 

