@@ -8,6 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/source"
 )
 
 // GPUShape is a machine type with the GPUs a group attaches to it.
@@ -57,12 +60,29 @@ func Write(dir string, groups int) error {
 		name, body := group(i)
 		files[name+".cue"] = body
 	}
+	return writeFiles(dir, files)
+}
+
+// writeFiles writes the source's files into dir. When the autoscaler's
+// IAM condition naming each MIG and prefix is over what nodegen renders
+// (hundreds of groups), cluster.cue opts in to the condition on the
+// cluster's prefix: no other cluster of the project starts with "bench-".
+// vet refuses the opt-in where it has no effect.
+func writeFiles(dir string, files map[string]string) error {
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			return err
 		}
 	}
-	return nil
+	l, err := source.Load(dir)
+	if err != nil {
+		return err
+	}
+	if len(l.Fleet.Clusters[0].AutoscalerCondition()) <= model.AutoscalerConditionCap {
+		return nil
+	}
+	opted := strings.Replace(clusterCUE, "\tgcp: {\n", "\tgcp: {\n\t\tiamConditionByClusterPrefix: true\n", 1)
+	return os.WriteFile(filepath.Join(dir, "cluster.cue"), []byte(opted), 0o644)
 }
 
 const clusterCUE = `// Synthetic benchmark cluster.
@@ -75,10 +95,6 @@ cluster: {
 	gcp: {
 		project: "acme-bench-fleet"
 		region:  "` + Region + `"
-		// Hundreds of groups: the autoscaler's IAM condition names the
-		// cluster's prefix (no other cluster of the project starts with
-		// "bench-").
-		iamConditionByClusterPrefix: true
 	}
 	autoscaler: {
 		nodeGroup:             "` + AutoscalerGroup + `"
