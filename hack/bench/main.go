@@ -51,6 +51,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/bench"
 	"github.com/nodegen/nodegen/schema"
 )
@@ -162,6 +163,15 @@ func run() error {
 		}
 		if err := write(src, n); err != nil {
 			return err
+		}
+		l, err := source.Load(src)
+		if err != nil {
+			return err
+		}
+		if len(l.Fleet.Clusters[0].AutoscalerCondition()) > model.AutoscalerConditionCap {
+			if err := bench.OptInPrefixCondition(src); err != nil {
+				return err
+			}
 		}
 		files, err := filepath.Glob(filepath.Join(src, "*.cue"))
 		if err != nil {

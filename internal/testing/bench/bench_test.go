@@ -16,6 +16,7 @@ import (
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/pipeline"
 	"github.com/nodegen/nodegen/internal/render"
@@ -57,8 +58,24 @@ func sourceDir(tb testing.TB, n int) string {
 	if err := bench.Write(dir, n); err != nil {
 		tb.Fatal(err)
 	}
+	optIn(tb, dir)
 	written.Store(n, dir)
 	return dir
+}
+
+// optIn opts the source in dir in to the IAM condition on the cluster's
+// prefix when the condition naming each MIG and prefix is over the cap.
+func optIn(tb testing.TB, dir string) {
+	tb.Helper()
+	l, err := source.Load(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(l.Fleet.Clusters[0].AutoscalerCondition()) > model.AutoscalerConditionCap {
+		if err := bench.OptInPrefixCondition(dir); err != nil {
+			tb.Fatal(err)
+		}
+	}
 }
 
 // load loads and validates a synthetic source (pipeline.Load), failing on
@@ -350,6 +367,7 @@ func TestVaried(t *testing.T) {
 	if err := bench.WriteVaried(dir, 100); err != nil {
 		t.Fatal(err)
 	}
+	optIn(t, dir)
 	r, err := pipeline.Run(dir, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/source"
 )
 
 // GPUShape is a machine type with the GPUs a group attaches to it.
@@ -63,24 +60,23 @@ func Write(dir string, groups int) error {
 	return writeFiles(dir, files)
 }
 
-// writeFiles writes the source's files into dir. When the autoscaler's
-// IAM condition naming each MIG and prefix is over what nodegen renders
-// (hundreds of groups), cluster.cue opts in to the condition on the
-// cluster's prefix: no other cluster of the project starts with "bench-".
-// vet refuses the opt-in where it has no effect.
+// writeFiles writes the source's files into dir.
 func writeFiles(dir string, files map[string]string) error {
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			return err
 		}
 	}
-	l, err := source.Load(dir)
-	if err != nil {
-		return err
-	}
-	if len(l.Fleet.Clusters[0].AutoscalerCondition()) <= model.AutoscalerConditionCap {
-		return nil
-	}
+	return nil
+}
+
+// OptInPrefixCondition rewrites the cluster.cue Write or WriteVaried wrote
+// into dir to opt in to the autoscaler's IAM condition on the cluster's
+// prefix (no other cluster of the project starts with "bench-"): for a
+// source whose condition naming each MIG and prefix is over what nodegen
+// renders (model.AutoscalerConditionCap), as vet refuses it otherwise, and
+// refuses the opt-in where it has no effect.
+func OptInPrefixCondition(dir string) error {
 	opted := strings.Replace(clusterCUE, "\tgcp: {\n", "\tgcp: {\n\t\tiamConditionByClusterPrefix: true\n", 1)
 	return os.WriteFile(filepath.Join(dir, "cluster.cue"), []byte(opted), 0o644)
 }
