@@ -15,7 +15,9 @@
 // empty output directory, `nodegen gen` again with nothing changed, and
 // `nodegen vet`. It prints per size the median CPU time (user + system),
 // wall time and peak resident memory (the kernel's ru_maxrss of the
-// child) of each command with its ratio to cue export, how each grows
+// child) of each command with its ratio to cue export, the spread of its
+// rounds (the lowest and highest CPU time, and of the CPU ratio to cue
+// export in the same round), how each grows
 // from 1000 to 10,000 groups, the shipped example's `check`, and each
 // performance target with its verdict, as Markdown: at every size, gen,
 // check --full and vet at most 4.0× cue export's CPU and every command's
@@ -666,12 +668,14 @@ func printTables(sizes []int, results map[int]map[string]*series) {
 		res := results[n]
 		c := res[opCue]
 		fmt.Printf("## %d node groups (%d timed rounds, medians)\n\n", n, len(c.wall))
-		fmt.Println("| command | CPU (user+sys) | × cue export | wall | × cue export | peak RSS | × cue export |")
-		fmt.Println("|---|---:|---:|---:|---:|---:|---:|")
+		fmt.Println("| command | CPU (user+sys) | CPU min–max | × cue export | × cue export, each round | wall | × cue export | peak RSS | × cue export |")
+		fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, name := range opOrder {
 			s := res[name]
-			fmt.Printf("| %s | %s | %.2f | %s | %.2f | %s | %.2f |\n", name,
-				ms(s.medianCPU()), ratio(s.medianCPU(), c.medianCPU()),
+			lo, hi := roundRatios(s, c)
+			fmt.Printf("| %s | %s | %s–%s | %.2f | %.2f–%.2f | %s | %.2f | %s | %.2f |\n", name,
+				ms(s.medianCPU()), ms(slices.Min(s.cpu)), ms(slices.Max(s.cpu)),
+				ratio(s.medianCPU(), c.medianCPU()), lo, hi,
 				ms(s.medianWall()), ratio(s.medianWall(), c.medianWall()),
 				mb(s.medianRSS()), float64(s.medianRSS())/float64(c.medianRSS()))
 		}
@@ -687,6 +691,19 @@ func printTables(sizes []int, results map[int]map[string]*series) {
 		}
 		fmt.Println()
 	}
+}
+
+// roundRatios is the lowest and highest of s's CPU time over cue export's
+// in the same round: the spread of the ratio the medians summarise.
+func roundRatios(s, cue *series) (lo, hi float64) {
+	for i := range min(len(s.cpu), len(cue.cpu)) {
+		x := ratio(s.cpu[i], cue.cpu[i])
+		if i == 0 {
+			lo, hi = x, x
+		}
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
 }
 
 // growthSizes are the sizes growth is measured between: 1000 and 10,000
