@@ -34,6 +34,7 @@ func All(src *model.Source, files layout.Files) error {
 	groupErrs := make([][3]error, len(cloud))
 	tfDiags := make(map[string]hcl.Diagnostics, len(cloud))
 	tfParsed := make([]hcl.Diagnostics, len(cloud))
+	var shapes scriptShapes
 	par.Do(len(cloud), func(i int) {
 		g := cloud[i]
 		env := readKubeEnv(files[layout.KubeEnvPath(g.Name)])
@@ -47,15 +48,14 @@ func All(src *model.Source, files layout.Files) error {
 		tfPath := layout.TerraformGroupPath(g.Name)
 		tf, diags := hclsyntax.ParseConfig(files[tfPath], tfPath, hcl.InitialPos)
 		tfParsed[i] = diags
+		// The script's quoted heredocs, which the checks below read, from
+		// its syntax tree or from that of a script of its shape.
 		scriptPath := layout.StartupScriptPath(g.Name)
-		script, err := parseScript(files[scriptPath])
+		docs, err := shapes.heredocs(files[scriptPath])
 		if err != nil {
 			groupErrs[i][1] = &diag.GroupError{Group: g.Name, Path: scriptPath, Err: err}
 			return
 		}
-		// The script's syntax tree, walked once for the heredocs the
-		// checks below read.
-		docs := quotedHeredocs(script)
 		if err := joinConfiguration(src, g, docs, env, flagged); err != nil {
 			groupErrs[i][2] = &diag.GroupError{Group: g.Name, Path: scriptPath, Err: err}
 		} else if err := capacity(g, docs, env, gpu, tf, diags); err != nil {
