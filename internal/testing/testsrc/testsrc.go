@@ -42,7 +42,7 @@ func ShippedDir() string { return filepath.Join(RepoRoot(), "nodegroups") }
 // cpu-burst, gpu-t4, spot-gpu-t4, onprem-gpu). The docs' examples run on
 // it, never on nodegroups/, so that a fork that edits nodegroups/ keeps
 // its tests green. TestShippedCopyCurrent holds nodegroups/ of this
-// repository to it when NODEGEN_REQUIRE_SHIPPED_EXAMPLE=1 (as CI sets).
+// repository to it when NODEGEN_REQUIRE_SHIPPED_EXAMPLE=1.
 func ShippedCopyDir() string { return filepath.Join(here(), "testdata", "shipped", "nodegroups") }
 
 // CopyShippedTo copies the fixed copy of the shipped example into dst,
