@@ -26,19 +26,30 @@ type migChanges struct {
 	// deletion_policy (out/ rendered by a nodegen before it): the state
 	// has none either, and terraform apply would delete them.
 	Unguarded []string
-	// Added are the MIGs the new bytes declare and the old did not.
+	// Added are the MIGs the new bytes declare and the old did not, when
+	// some MIG leaves: sayLeaving names them only then.
 	Added []string
 }
 
 func leavingMIGs(changes []outdir.Change) migChanges {
-	before, after := map[string]bool{}, map[string]bool{}
+	var tf []outdir.Change
+	before := map[string]bool{}
 	for _, ch := range changes {
 		if path.Ext(ch.Path) != ".tf" || ch.Kind == outdir.Mode {
 			continue
 		}
+		tf = append(tf, ch)
 		for n, guarded := range migNames(ch.Path, ch.Old) {
 			before[n] = before[n] || guarded
 		}
+	}
+	if len(before) == 0 {
+		// No old bytes declared a MIG, so none leaves: the new bytes
+		// (every file, for a gen into an empty out/) need no parse.
+		return migChanges{}
+	}
+	after := map[string]bool{}
+	for _, ch := range tf {
 		for n := range migNames(ch.Path, ch.New) {
 			after[n] = true
 		}

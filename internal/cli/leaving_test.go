@@ -137,3 +137,23 @@ func TestLeavingMIGsWithoutGuard(t *testing.T) {
 		t.Errorf("an unguarded MIG said to be refused, or a MIG said to be new")
 	}
 }
+
+// A gen into an empty out/ adds every .tf file: no old bytes declared a
+// MIG, so none leaves, nothing is said, and none is reported as new
+// (Added is what sayLeaving names beside a leaving MIG).
+func TestLeavingMIGsNewTree(t *testing.T) {
+	changes := []outdir.Change{
+		{Path: "terraform/nodegroup-a.tf", Kind: outdir.Added,
+			New: []byte("resource \"google_compute_instance_group_manager\" \"c_a_z1\" {\n  name = \"c-a-z1\"\n}\n")},
+		{Path: "terraform/main.tf", Kind: outdir.Added, New: []byte("terraform {\n}\n")},
+	}
+	m := leavingMIGs(changes)
+	if len(m.Leaving)+len(m.Unguarded)+len(m.Added) > 0 {
+		t.Errorf("leaving %v, unguarded %v, added %v: want none", m.Leaving, m.Unguarded, m.Added)
+	}
+	var out bytes.Buffer
+	sayLeaving(&out, m)
+	if out.Len() > 0 {
+		t.Errorf("said %q", out.String())
+	}
+}
