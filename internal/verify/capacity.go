@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 
@@ -8,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,8 +30,8 @@ import (
 // device-plugin config and the instance template make it, and the source.
 // It takes the artifacts read once for every check: the kube-env, the
 // startup script's quoted heredocs, the GPU Operator's values and the
-// parsed Terraform file.
-func capacity(g *model.NodeGroup, script heredocs, env *kubeEnv, gpu *gpuValues, tf *hcl.File, tfDiags hcl.Diagnostics) error {
+// Terraform file as read.
+func capacity(g *model.NodeGroup, script heredocs, env *kubeEnv, gpu *gpuValues, tf tfRead) error {
 	if env.err != nil {
 		return fmt.Errorf("kube-env: %w", env.err)
 	}
@@ -102,7 +102,7 @@ func capacity(g *model.NodeGroup, script heredocs, env *kubeEnv, gpu *gpuValues,
 
 	// Spot: label on both sides iff Terraform provisions Spot VMs, and a
 	// shutdown grace period within GCE's preemption notice.
-	ts, err := templateFacts(tf, tfDiags)
+	ts, err := tf.facts, tf.err
 	if err != nil {
 		fail("terraform: %v", err)
 	} else {
@@ -266,45 +266,69 @@ type instanceTemplateFacts struct {
 	localSSDs                            int
 }
 
-// templateFacts reads the one instance template of a group's .tf file.
-func templateFacts(f *hcl.File, diags hcl.Diagnostics) (instanceTemplateFacts, error) {
+// errUnread is templateFacts' error when str cannot read an expression.
+var errUnread = errors.New("an expression the shape does not read")
+
+// tfBlock is a top-level block of a group's .tf file with the reader of
+// its expressions' strings.
+type tfBlock struct {
+	block *hclsyntax.Block
+	str   func(hclsyntax.Expression) (string, error)
+}
+
+// templateFacts reads the one instance template among the top-level
+// blocks of a group's .tf file.
+func templateFacts(blocks []tfBlock) (instanceTemplateFacts, error) {
 	var out instanceTemplateFacts
-	if diags.HasErrors() {
-		return out, diags
-	}
 	var tmpl *hclsyntax.Body
-	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
+	var str func(hclsyntax.Expression) (string, error)
+	for _, tb := range blocks {
+		b := tb.block
 		if b.Type == "resource" && len(b.Labels) == 2 && b.Labels[0] == gce.TFInstanceTemplate {
 			if tmpl != nil {
 				return out, fmt.Errorf("more than one %s", gce.TFInstanceTemplate)
 			}
-			tmpl = b.Body
+			tmpl, str = b.Body, tb.str
 		}
 	}
 	if tmpl == nil {
 		return out, fmt.Errorf("no %s", gce.TFInstanceTemplate)
 	}
-	str := func(body *hclsyntax.Body, name string) string {
+	var err error
+	attr := func(body *hclsyntax.Body, name string) string {
 		a, ok := body.Attributes[name]
-		if !ok {
+		if !ok || err != nil {
 			return ""
 		}
-		v, d := a.Expr.Value(nil)
-		if d.HasErrors() || !v.Type().Equals(cty.String) {
-			return ""
+		v, e := str(a.Expr)
+		if e != nil {
+			err = e
 		}
-		return v.AsString()
+		return v
 	}
 	for _, b := range tmpl.Blocks {
 		switch b.Type {
 		case "scheduling":
-			out.provisioningModel = str(b.Body, "provisioning_model")
-			out.terminationAction = str(b.Body, "instance_termination_action")
+			out.provisioningModel = attr(b.Body, "provisioning_model")
+			out.terminationAction = attr(b.Body, "instance_termination_action")
 		case "disk":
-			if str(b.Body, "type") == "SCRATCH" && str(b.Body, "disk_type") == "local-ssd" {
+			if attr(b.Body, "type") == "SCRATCH" && attr(b.Body, "disk_type") == "local-ssd" {
 				out.localSSDs++
 			}
 		}
 	}
+	if err != nil {
+		return instanceTemplateFacts{}, err
+	}
 	return out, nil
+}
+
+// exprValue is an expression's value without variables or functions: its
+// string, or "" when it has another type or does not evaluate.
+func exprValue(e hclsyntax.Expression) (string, error) {
+	v, d := e.Value(nil)
+	if d.HasErrors() || !v.Type().Equals(cty.String) || !v.IsKnown() || v.IsNull() {
+		return "", nil
+	}
+	return v.AsString(), nil
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/nodegen/nodegen/internal/diag"
@@ -35,6 +34,7 @@ func All(src *model.Source, files layout.Files) error {
 	tfDiags := make(map[string]hcl.Diagnostics, len(cloud))
 	tfParsed := make([]hcl.Diagnostics, len(cloud))
 	var shapes scriptShapes
+	var tfs tfShapes
 	par.Do(len(cloud), func(i int) {
 		g := cloud[i]
 		env := readKubeEnv(files[layout.KubeEnvPath(g.Name)])
@@ -46,8 +46,8 @@ func All(src *model.Source, files layout.Files) error {
 		// The group's Terraform file, parsed here once for capacity and
 		// for the parse check of every .tf file (terraform below).
 		tfPath := layout.TerraformGroupPath(g.Name)
-		tf, diags := hclsyntax.ParseConfig(files[tfPath], tfPath, hcl.InitialPos)
-		tfParsed[i] = diags
+		tf := tfs.read(files[tfPath], tfPath)
+		tfParsed[i] = tf.diags
 		// The script's quoted heredocs, which the checks below read, from
 		// its syntax tree or from that of a script of its shape.
 		scriptPath := layout.StartupScriptPath(g.Name)
@@ -58,7 +58,7 @@ func All(src *model.Source, files layout.Files) error {
 		}
 		if err := joinConfiguration(src, g, docs, env, flagged); err != nil {
 			groupErrs[i][2] = &diag.GroupError{Group: g.Name, Path: scriptPath, Err: err}
-		} else if err := capacity(g, docs, env, gpu, tf, diags); err != nil {
+		} else if err := capacity(g, docs, env, gpu, tf); err != nil {
 			groupErrs[i][2] = &diag.GroupError{Group: g.Name, Path: scriptPath, Err: err}
 		}
 	})
