@@ -113,6 +113,13 @@ func (f *fakeCompute) record() (created, deleted []string) {
 	return slices.Clone(f.created), slices.Clone(f.deleted)
 }
 
+// migsDeleted is the MIGs deleted so far (zone/name), in order.
+func (f *fakeCompute) migsDeleted() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.deletedMIGs)
+}
+
 func (f *fakeCompute) fail(w http.ResponseWriter, code int, format string, args ...any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

@@ -27,31 +27,13 @@ func TestRolloutDrainsRemovedZone(t *testing.T) {
 	gpu := s.src.NodeGroups["gpu-t4"]
 	mig := cl.MIGName(gpu, "us-central1-b")
 
-	var stdout, stderr bytes.Buffer
-	if code := cli.Main(s.args(), strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("plan: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	t.Logf("plan:\n%s", stdout.String())
-	for _, want := range []string{
+	s.planSays(t,
 		"leaving the source, first",
-		"us-central1-b (MIG " + mig + "): zone us-central1-b is no longer in gpu-t4's zones",
-		"drain and delete, one at a time, no replacement: " + strings.Join(s.oldNodes, ", "),
+		"us-central1-b (MIG "+mig+"): zone us-central1-b is no longer in gpu-t4's zones",
+		"drain and delete, one at a time, no replacement: "+strings.Join(s.oldNodes, ", "),
 		"2 nodes leaving the source to drain and delete",
-	} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("the plan lacks %q", want)
-		}
-	}
-	if created, deleted := s.compute.record(); len(created)+len(deleted) > 0 {
-		t.Fatalf("the plan changed the MIGs: created %v, deleted %v", created, deleted)
-	}
-
-	stdout.Reset()
-	stderr.Reset()
-	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("rollout exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	t.Logf("rollout:\n%s", stdout.String())
+	)
+	out := s.rolloutYes(t)
 	created, deleted := s.compute.record()
 	if len(created) > 0 {
 		t.Errorf("created %v: a removed zone's nodes get no replacement", created)
@@ -59,9 +41,7 @@ func TestRolloutDrainsRemovedZone(t *testing.T) {
 	if !slices.Equal(deleted, s.oldNodes) {
 		t.Errorf("deleted %v, want the removed zone's nodes, each once: %v", deleted, s.oldNodes)
 	}
-	s.compute.mu.Lock()
-	deletedMIGs := slices.Clone(s.compute.deletedMIGs)
-	s.compute.mu.Unlock()
+	deletedMIGs := s.compute.migsDeleted()
 	// gpu-t4's once emptied; cpu-burst's, which had no node, too; not the
 	// empty MIGs that are not the cluster's.
 	cpuMIG := cl.MIGName(s.src.NodeGroups["cpu-burst"], "us-central1-b")
@@ -72,32 +52,17 @@ func TestRolloutDrainsRemovedZone(t *testing.T) {
 		"cpu-burst/us-central1-b: zone us-central1-b is no longer in cpu-burst's zones: MIG " + cpuMIG + " has no instance; deleting it",
 		"zone us-central1-d is no longer in spot-gpu-t4's zones, but MIG hybrid-ai-spot-gpu-t4-us-central1-d has instances that are no node of this cluster (hybrid-ai-spot-gpu-t4-xc01): left alone",
 		"rollout done"} {
-		if !strings.Contains(stdout.String(), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
 	// Each node was drained before its VM went: its pods were evicted
 	// while it was cordoned.
-	if i, j := strings.Index(stdout.String(), "drained "+s.oldNodes[0]), strings.Index(stdout.String(), s.oldNodes[0]+" deleted"); i < 0 || j < i {
+	if i, j := strings.Index(out, "drained "+s.oldNodes[0]), strings.Index(out, s.oldNodes[0]+" deleted"); i < 0 || j < i {
 		t.Errorf("%s was not drained before it was deleted", s.oldNodes[0])
 	}
-	ctx := context.Background()
-	nodes, err := s.admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes.Items {
-		if slices.Contains(s.oldNodes, n.Name) {
-			t.Errorf("the Node of deleted VM %s is still there", n.Name)
-		}
-		if n.Spec.Unschedulable {
-			t.Errorf("node %s left cordoned", n.Name)
-		}
-	}
-	if len(nodes.Items) != 2 {
-		t.Errorf("%d nodes, want 2 (gpu-t4's in us-central1-a, cpu-burst's)", len(nodes.Items))
-	}
-	pods, err := s.admin.CoreV1().Pods("shop").List(ctx, metav1.ListOptions{})
+	s.oldNodesGone(t, 2)
+	pods, err := s.admin.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,31 +71,9 @@ func TestRolloutDrainsRemovedZone(t *testing.T) {
 			t.Errorf("pod %s still on %s", p.Name, p.Spec.NodeName)
 		}
 	}
-	worstPods, _, forced, cordons, events := s.obs.report()
-	t.Logf("observed %d events: at worst %d of 3 pods unavailable; cordons %v", events, worstPods, cordons)
-	if worstPods > 1 {
-		t.Errorf("%d pods were unavailable at once: the budget allows 1", worstPods)
-	}
-	if worstPods < 1 {
-		t.Errorf("no pod was ever unavailable: the drains evicted nothing")
-	}
-	if len(forced) > 0 {
-		t.Errorf("pods deleted without a graceful deletion first: %v", forced)
-	}
-	for _, n := range s.oldNodes {
-		if cordons[n] != 1 {
-			t.Errorf("node %s cordoned %d times, want once", n, cordons[n])
-		}
-	}
+	s.drainedWithinBudget(t)
 
-	// Run again: nothing left to do.
-	stdout.Reset()
-	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("second rollout exit %d: %s", code, stderr.String())
-	}
-	if !strings.Contains(stdout.String(), "nothing to do") || strings.Contains(stdout.String(), "leaving the source") {
-		t.Errorf("second run:\n%s", stdout.String())
-	}
+	s.againNothingToDo(t)
 }
 
 // A budget that allows no disruption blocks the drain of a removed zone's
@@ -142,7 +85,8 @@ func TestRolloutRemovedZoneBlockedByBudget(t *testing.T) {
 	s := newSetupOf(t, 0, map[string]string{"rollout.cue": "cluster: rollout: drainTimeout: \"30s\"\n"}, false, zoneRemoved)
 	var stdout, stderr bytes.Buffer
 	code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr)
-	t.Logf("rollout: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	out := stdout.String()
+	t.Logf("rollout: exit %d\n%s\nstderr:\n%s", code, out, stderr.String())
 	if code != cli.ExitFindings {
 		t.Errorf("exit %d, want %d", code, cli.ExitFindings)
 	}
@@ -155,16 +99,14 @@ func TestRolloutRemovedZoneBlockedByBudget(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"rollout: gpu-t4/us-central1-b: blocked, going on with the others", "rollout: autoscaler/us-central1-b: up to date"} {
-		if !strings.Contains(stdout.String(), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
 	if created, deleted := s.compute.record(); len(created)+len(deleted) > 0 {
 		t.Errorf("created %v, deleted %v: a blocked drain deletes nothing", created, deleted)
 	}
-	s.compute.mu.Lock()
-	deletedMIGs := slices.Clone(s.compute.deletedMIGs)
-	s.compute.mu.Unlock()
+	deletedMIGs := s.compute.migsDeleted()
 	if want := []string{"us-central1-b/" + s.src.Cluster.MIGName(s.src.NodeGroups["cpu-burst"], "us-central1-b")}; !slices.Equal(deletedMIGs, want) {
 		t.Errorf("deleted MIGs %v, want %v alone (cpu-burst's, which had no node)", deletedMIGs, want)
 	}
@@ -213,25 +155,12 @@ func TestRolloutRemovedZoneKilledAndResumed(t *testing.T) {
 		t.Errorf("created %v, deleted %v: want nothing created, each of %v deleted once", created, deleted, s.oldNodes)
 	}
 	cl := &s.src.Cluster
-	s.compute.mu.Lock()
-	deletedMIGs := slices.Clone(s.compute.deletedMIGs)
-	s.compute.mu.Unlock()
+	deletedMIGs := s.compute.migsDeleted()
 	slices.Sort(deletedMIGs)
 	if want := []string{"us-central1-b/" + cl.MIGName(s.src.NodeGroups["cpu-burst"], "us-central1-b"), "us-central1-b/" + cl.MIGName(s.src.NodeGroups["gpu-t4"], "us-central1-b")}; !slices.Equal(deletedMIGs, want) {
 		t.Errorf("deleted MIGs %v, want %v, each once", deletedMIGs, want)
 	}
-	nodes, err := s.admin.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes.Items {
-		if slices.Contains(s.oldNodes, n.Name) || n.Spec.Unschedulable {
-			t.Errorf("node %s: still there or cordoned (unschedulable %v)", n.Name, n.Spec.Unschedulable)
-		}
-	}
-	if len(nodes.Items) != 2 {
-		t.Errorf("%d nodes, want 2", len(nodes.Items))
-	}
+	s.oldNodesGone(t, 2)
 	time.Sleep(300 * time.Millisecond) // the last watch events
 	worstPods, _, forced, cordons, _ := s.obs.report()
 	if worstPods > 1 || len(forced) > 0 {
@@ -271,30 +200,15 @@ func TestRolloutDrainsRenamedGroup(t *testing.T) {
 		}
 	}
 
-	var stdout, stderr bytes.Buffer
-	if code := cli.Main(s.args(), strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("plan: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	t.Logf("plan:\n%s", stdout.String())
-	for _, want := range []string{
+	s.planSays(t,
 		"leaving the source, first",
-		a + " (MIG " + cl.MIGName(old, a) + "): group gpu-t4 is no longer in the source",
-		"drain and delete, one at a time, no replacement: " + s.oldNodes[0] + ", " + s.oldNodes[1],
-		b + " (MIG " + cl.MIGName(old, b) + "): group gpu-t4 is no longer in the source",
+		a+" (MIG "+cl.MIGName(old, a)+"): group gpu-t4 is no longer in the source",
+		"drain and delete, one at a time, no replacement: "+s.oldNodes[0]+", "+s.oldNodes[1],
+		b+" (MIG "+cl.MIGName(old, b)+"): group gpu-t4 is no longer in the source",
 		"3 nodes leaving the source to drain and delete",
-		renamedGPU + " (gce): up to date",
-	} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("the plan lacks %q", want)
-		}
-	}
-
-	stdout.Reset()
-	stderr.Reset()
-	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("rollout exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	t.Logf("rollout:\n%s", stdout.String())
+		renamedGPU+" (gce): up to date",
+	)
+	out := s.rolloutYes(t)
 	created, deleted := s.compute.record()
 	if len(created) > 0 {
 		t.Errorf("created %v: a renamed group's old nodes get no replacement", created)
@@ -302,9 +216,7 @@ func TestRolloutDrainsRenamedGroup(t *testing.T) {
 	if !slices.Equal(deleted, s.oldNodes) {
 		t.Errorf("deleted %v, want the old group's nodes, each once: %v", deleted, s.oldNodes)
 	}
-	s.compute.mu.Lock()
-	deletedMIGs := slices.Clone(s.compute.deletedMIGs)
-	s.compute.mu.Unlock()
+	deletedMIGs := s.compute.migsDeleted()
 	if want := []string{a + "/" + cl.MIGName(old, a), b + "/" + cl.MIGName(old, b)}; !slices.Equal(deletedMIGs, want) {
 		t.Errorf("deleted MIGs %v, want the old group's, once emptied: %v", deletedMIGs, want)
 	}
@@ -312,12 +224,75 @@ func TestRolloutDrainsRenamedGroup(t *testing.T) {
 		t.Errorf("%s's MIG holds %s", renamedGPU, got)
 	}
 	for _, n := range s.oldNodes {
-		if i, j := strings.Index(stdout.String(), "drained "+n), strings.Index(stdout.String(), n+" deleted"); i < 0 || j < i {
+		if i, j := strings.Index(out, "drained "+n), strings.Index(out, n+" deleted"); i < 0 || j < i {
 			t.Errorf("%s was not drained before it was deleted", n)
 		}
 	}
-	ctx := context.Background()
-	nodes, err := s.admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	s.oldNodesGone(t, 2)
+	pods, err := s.admin.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != cl.BaseInstanceName(v2)+"-ab01" {
+			t.Errorf("pod %s on %s, not on the new group's node", p.Name, p.Spec.NodeName)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the last watch events
+	s.drainedWithinBudget(t)
+
+	s.againNothingToDo(t)
+}
+
+// planSays runs the rollout without --yes, which exits 0 having printed
+// each of wants and changed no MIG.
+func (s *setup) planSays(t *testing.T, wants ...string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(s.args(), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("plan: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("plan:\n%s", stdout.String())
+	for _, want := range wants {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the plan lacks %q", want)
+		}
+	}
+	if created, deleted := s.compute.record(); len(created)+len(deleted) > 0 {
+		t.Fatalf("the plan changed the MIGs: created %v, deleted %v", created, deleted)
+	}
+}
+
+// rolloutYes runs the rollout with --yes, which exits 0, and returns what
+// it printed.
+func (s *setup) rolloutYes(t *testing.T) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("rollout exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("rollout:\n%s", stdout.String())
+	return stdout.String()
+}
+
+// againNothingToDo runs the rollout with --yes once more: nothing is left
+// to do, nothing is leaving the source.
+func (s *setup) againNothingToDo(t *testing.T) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("second rollout exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "nothing to do") || strings.Contains(stdout.String(), "leaving the source") {
+		t.Errorf("second run:\n%s", stdout.String())
+	}
+}
+
+// oldNodesGone holds that none of the old nodes is a Node any more, that
+// no node is left cordoned, and that want nodes remain.
+func (s *setup) oldNodesGone(t *testing.T, want int) {
+	t.Helper()
+	nodes, err := s.admin.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,19 +304,17 @@ func TestRolloutDrainsRenamedGroup(t *testing.T) {
 			t.Errorf("node %s left cordoned", n.Name)
 		}
 	}
-	if len(nodes.Items) != 2 {
-		t.Errorf("%d nodes, want 2 (%s's, cpu-burst's)", len(nodes.Items), renamedGPU)
+	if len(nodes.Items) != want {
+		t.Errorf("%d nodes, want %d", len(nodes.Items), want)
 	}
-	pods, err := s.admin.CoreV1().Pods("shop").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != cl.BaseInstanceName(v2)+"-ab01" {
-			t.Errorf("pod %s on %s, not on the new group's node", p.Name, p.Spec.NodeName)
-		}
-	}
-	time.Sleep(300 * time.Millisecond) // the last watch events
+}
+
+// drainedWithinBudget holds what the observer saw of the drains: one pod
+// of three unavailable at worst (the budget's one) and at least once (the
+// drains evicted), no pod deleted without a graceful deletion first, and
+// each old node cordoned once.
+func (s *setup) drainedWithinBudget(t *testing.T) {
+	t.Helper()
 	worstPods, _, forced, cordons, events := s.obs.report()
 	t.Logf("observed %d events: at worst %d of 3 pods unavailable; cordons %v", events, worstPods, cordons)
 	if worstPods > 1 {
@@ -357,13 +330,5 @@ func TestRolloutDrainsRenamedGroup(t *testing.T) {
 		if cordons[n] != 1 {
 			t.Errorf("node %s cordoned %d times, want once", n, cordons[n])
 		}
-	}
-
-	stdout.Reset()
-	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
-		t.Fatalf("second rollout exit %d: %s", code, stderr.String())
-	}
-	if !strings.Contains(stdout.String(), "nothing to do") || strings.Contains(stdout.String(), "leaving the source") {
-		t.Errorf("second run:\n%s", stdout.String())
 	}
 }
