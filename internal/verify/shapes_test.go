@@ -83,21 +83,7 @@ func TestScriptShapeIsParse(t *testing.T) {
 		t.Errorf("no two of the example's scripts share a shape (%d matches of %d scripts)", pairs, len(scripts))
 	}
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
-	const alphabet = "a0 9'\"#$\\`;)(|&<>{}=\n\t-"
-	randBytes := func(n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			if rng.IntN(3) == 0 {
-				b[i] = alphabet[rng.IntN(len(alphabet))]
-			} else {
-				b[i] = byte('a' + rng.IntN(26))
-			}
-		}
-		return b
-	}
+	rng, randBytes := randomBytes(t, "a0 9'\"#$\\`;)(|&<>{}=\n\t-")
 	taken := map[string]int{}
 	for range 3000 {
 		k := rng.IntN(len(scripts))
@@ -152,7 +138,7 @@ func TestScriptShapeIsParse(t *testing.T) {
 		changed := bytes.Join(lines, []byte{'\n'})
 		if kind == "anywhere" {
 			p := rng.IntN(len(changed))
-			changed = slices.Concat(changed[:p], randBytes(rng.IntN(3)), changed[p+rng.IntN(3):])
+			changed = slices.Concat(changed[:p], randBytes(rng.IntN(3)), changed[min(p+rng.IntN(3), len(changed)):])
 		}
 		if !bytes.Equal(changed, script) && sameAsParse(t, r, changed) {
 			taken[kind]++
@@ -205,5 +191,26 @@ func TestScriptShapesRead(t *testing.T) {
 	_, perr := parseScript(bad)
 	if err == nil || perr == nil || err.Error() != perr.Error() {
 		t.Errorf("a script the parser refuses: %v, the parser %v", err, perr)
+	}
+}
+
+// randomBytes is a generator seeded from the clock (the seed logged, to
+// repeat a failure) and a source of random bytes from it: a third of
+// them from alphabet, the bytes that matter to a parser, the rest
+// lowercase letters.
+func randomBytes(t *testing.T, alphabet string) (*rand.Rand, func(n int) []byte) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	return rng, func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			if rng.IntN(3) == 0 {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			} else {
+				b[i] = byte('a' + rng.IntN(26))
+			}
+		}
+		return b
 	}
 }

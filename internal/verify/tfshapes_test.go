@@ -3,10 +3,8 @@ package verify
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -189,21 +187,7 @@ func TestTerraformShapeIsParse(t *testing.T) {
 		}
 	}
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
-	const alphabet = "a0 9_-.\"#$%{}\\\n\t/*=,]):\r\x00\xc3\xa9\xff"
-	randBytes := func(n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			if rng.IntN(3) == 0 {
-				b[i] = alphabet[rng.IntN(len(alphabet))]
-			} else {
-				b[i] = byte('a' + rng.IntN(26))
-			}
-		}
-		return b
-	}
+	rng, randBytes := randomBytes(t, "a0 9_-.\"#$%{}\\\n\t/*=,]):\r\x00\xc3\xa9\xff")
 	taken := map[string]int{}
 	for range 4000 {
 		file := files[rng.IntN(len(files))]
@@ -251,7 +235,7 @@ func TestTerraformShapeIsParse(t *testing.T) {
 		if kind == "anywhere" {
 			p := rng.IntN(len(changed))
 			at = bytes.Count(changed[:p], []byte{'\n'})
-			changed = slices.Concat(changed[:p], randBytes(rng.IntN(3)), changed[p+rng.IntN(3):])
+			changed = slices.Concat(changed[:p], randBytes(rng.IntN(3)), changed[min(p+rng.IntN(3), len(changed)):])
 		}
 		if bytes.Equal(changed, file) {
 			continue
