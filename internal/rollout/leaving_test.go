@@ -14,6 +14,7 @@ import (
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/rollout"
 )
 
 // A zone removed from a group: its nodes are in the rollout's plan, and
@@ -171,6 +172,58 @@ func TestRolloutRemovedZoneKilledAndResumed(t *testing.T) {
 			t.Errorf("node %s cordoned %d times", n, c)
 		}
 	}
+}
+
+// A run that deleted the last VM of a MIG that left the source and was
+// stopped before it deleted the MIG leaves the MIG empty and the nodes'
+// Nodes cordoned for leaving: the next run deletes those Nodes (their VMs
+// are gone) and then the empty MIG, which is not a MIG that is gone.
+func TestRolloutDeletesMIGEmptiedByStoppedRun(t *testing.T) {
+	s := newSetupOf(t, 1, nil, false, zoneRemoved)
+	ctx := context.Background()
+	for _, name := range s.oldNodes {
+		n, err := s.admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Spec.Unschedulable = true
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[rollout.DrainingAnnotation] = rollout.LeavingRevision
+		n.Annotations[rollout.CordonedAnnotation] = "true"
+		if _, err := s.admin.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mig := s.src.Cluster.MIGName(s.src.NodeGroups["gpu-t4"], "us-central1-b")
+	s.compute.mu.Lock()
+	m := s.compute.migs["us-central1-b/"+mig]
+	if m == nil || len(m.Instances) != len(s.oldNodes) {
+		s.compute.mu.Unlock()
+		t.Fatalf("MIG %s does not hold the old nodes %v", mig, s.oldNodes)
+	}
+	m.Instances = map[string]string{}
+	s.compute.mu.Unlock()
+
+	out := s.rolloutYes(t)
+	for _, want := range []string{
+		"gpu-t4/us-central1-b: " + s.oldNodes[0] + " deleted (its VM was already deleted)",
+		"gpu-t4/us-central1-b: MIG " + mig + " is empty and deleted",
+		"rollout done",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "already gone") {
+		t.Errorf("an empty MIG taken for one that is gone")
+	}
+	if deleted := s.compute.migsDeleted(); !slices.Contains(deleted, "us-central1-b/"+mig) {
+		t.Errorf("deleted MIGs %v: %s is not among them", deleted, mig)
+	}
+	s.oldNodesGone(t, 2)
+	s.againNothingToDo(t)
 }
 
 // A group renamed in the source (gpu-t4 now renamedGPU), the new group's

@@ -1069,7 +1069,10 @@ func (r *Runner) runLeaving(ctx context.Context, l LeavingMIG, drainTimeout time
 	r.Progress.Step("%s: %s: draining and deleting its %d %s, then MIG %s", where, l.Why, len(l.Nodes), plural(len(l.Nodes), "node", "nodes"), l.Name)
 	instances, err := r.Compute.ListManagedInstances(ctx, project, l.Zone, l.Name)
 	var apiErr *APIError
-	if errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound {
+	// gone: the MIG itself is not there (a run that stopped after
+	// deleting it); an empty MIG is still to be deleted.
+	gone := errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound
+	if gone {
 		instances, err = nil, nil
 	}
 	if err != nil {
@@ -1127,7 +1130,7 @@ func (r *Runner) runLeaving(ctx context.Context, l LeavingMIG, drainTimeout time
 			return err
 		}
 	}
-	if instances == nil {
+	if gone {
 		r.Progress.Step("%s: MIG %s is already gone", where, l.Name)
 		return nil
 	}
