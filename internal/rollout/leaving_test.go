@@ -74,7 +74,7 @@ func TestRolloutDrainsRemovedZone(t *testing.T) {
 	}
 	s.drainedWithinBudget(t)
 
-	s.againNothingToDo(t)
+	s.againNothingLeft(t)
 }
 
 // A budget that allows no disruption blocks the drain of a removed zone's
@@ -223,7 +223,7 @@ func TestRolloutDeletesMIGEmptiedByStoppedRun(t *testing.T) {
 		t.Errorf("deleted MIGs %v: %s is not among them", deleted, mig)
 	}
 	s.oldNodesGone(t, 2)
-	s.againNothingToDo(t)
+	s.againNothingLeft(t)
 }
 
 // A group renamed in the source (gpu-t4 now renamedGPU), the new group's
@@ -294,7 +294,7 @@ func TestRolloutDrainsRenamedGroup(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the last watch events
 	s.drainedWithinBudget(t)
 
-	s.againNothingToDo(t)
+	s.againNothingLeft(t)
 }
 
 // planSays runs the rollout without --yes, which exits 0 having printed
@@ -328,9 +328,9 @@ func (s *setup) rolloutYes(t *testing.T) string {
 	return stdout.String()
 }
 
-// againNothingToDo runs the rollout with --yes once more: nothing is left
+// againNothingLeft runs the rollout with --yes once more: nothing is left
 // to do, nothing is leaving the source.
-func (s *setup) againNothingToDo(t *testing.T) {
+func (s *setup) againNothingLeft(t *testing.T) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
