@@ -67,8 +67,8 @@ type tfShapes struct {
 // maxSegments bounds the references kept.
 const maxSegments = 64
 
-// tfSeg is a reference: a segment parsed on its own, with its free
-// leaves.
+// tfSeg is a segment parsed on its own; kept as a reference, with its
+// free leaves (findLeaves).
 type tfSeg struct {
 	block  *hclsyntax.Block // nil for a tail
 	lines  [][]byte
