@@ -84,12 +84,7 @@ func TestScriptShapeIsParse(t *testing.T) {
 	}
 
 	rng, randBytes := randomBytes(t, "a0 9'\"#$\\`;)(|&<>{}=\n\t-")
-	// Under the race detector, a tenth of the changes: the plain run
-	// holds the match to the parser; this one races nothing.
-	runs := 3000
-	if raceDetector {
-		runs /= 10
-	}
+	runs := changeRuns(3000)
 	taken := map[string]int{}
 	for range runs {
 		k := rng.IntN(len(scripts))
@@ -219,4 +214,14 @@ func randomBytes(t *testing.T, alphabet string) (*rand.Rand, func(n int) []byte)
 		}
 		return b
 	}
+}
+
+// changeRuns is how many random changes a shape property test makes: n,
+// and a tenth of it under the race detector, where the plain run holds
+// the match to the parser and this one races nothing.
+func changeRuns(n int) int {
+	if raceDetector {
+		return n / 10
+	}
+	return n
 }

@@ -10,8 +10,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -43,15 +41,7 @@ func exampleTerraform(t testing.TB) (names []string, files [][]byte) {
 	}
 }
 `
-	l, err := source.Load(testsrc.Copy(t, map[string]string{"gpu-t4-twin.cue": twin}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := l.Fleet.Clusters[0]
-	out, err := render.All(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, out := testsrc.Render(t, testsrc.Copy(t, map[string]string{"gpu-t4-twin.cue": twin}))
 	for _, g := range src.CloudGroups() {
 		names = append(names, g.Name)
 		files = append(files, out[layout.TerraformGroupPath(g.Name)])
@@ -188,12 +178,7 @@ func TestTerraformShapeIsParse(t *testing.T) {
 	}
 
 	rng, randBytes := randomBytes(t, "a0 9_-.\"#$%{}\\\n\t/*=,]):\r\x00\xc3\xa9\xff")
-	// Under the race detector, a tenth of the changes: the plain run
-	// holds the match to the parser; this one races nothing.
-	runs := 4000
-	if raceDetector {
-		runs /= 10
-	}
+	runs := changeRuns(4000)
 	taken := map[string]int{}
 	for range runs {
 		file := files[rng.IntN(len(files))]

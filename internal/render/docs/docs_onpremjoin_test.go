@@ -11,9 +11,7 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/render/docs"
-	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -31,20 +29,12 @@ func TestOnpremJoinDocsJoin(t *testing.T) {
 	if err != nil {
 		t.Skip("no bash")
 	}
-	l, err := source.Load(testsrc.Copy(t, map[string]string{"nodes.cue": `nodeGroups: "onprem-gpu": nodes: {
+	_, files := testsrc.Render(t, testsrc.Copy(t, map[string]string{"nodes.cue": `nodeGroups: "onprem-gpu": nodes: {
 	"a100-02": {cpu: 128, memoryGiB: 1024}
 	"a100-01": {cpu: 128, memoryGiB: 1024}
 }
 cluster: controlPlaneNodes: "cp-1": {cpu: 16, memoryGiB: 64}
 `}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := l.Fleet.Clusters[0]
-	files, err := render.All(src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	script := layout.OnpremJoinPath("onprem-gpu")
 	doc := string(files[layout.DocsPath])
 	_, section, ok := strings.Cut(doc, "\n## onprem-gpu\n")

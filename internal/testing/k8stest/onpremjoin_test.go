@@ -17,8 +17,6 @@ import (
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -35,7 +33,7 @@ import (
 // when model.KubeletMaySetLabel says, the rule the join's labels are
 // filtered by.
 func TestOnpremJoinRegisters(t *testing.T) {
-	l, err := source.Load(testsrc.Copy(t, map[string]string{"nodes.cue": `nodeGroups: "onprem-gpu": {
+	src, files := testsrc.Render(t, testsrc.Copy(t, map[string]string{"nodes.cue": `nodeGroups: "onprem-gpu": {
 	nodes: {
 		"a100-01": {cpu: 128, memoryGiB: 1024}
 		"a100-02": {cpu: 128, memoryGiB: 1024}
@@ -44,14 +42,6 @@ func TestOnpremJoinRegisters(t *testing.T) {
 }
 cluster: controlPlaneNodes: "cp-1": {cpu: 16, memoryGiB: 64}
 `}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := l.Fleet.Clusters[0]
-	files, err := render.All(src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	g := src.NodeGroups["onprem-gpu"]
 	cfg := joinWithStub(t, files[layout.OnpremJoinPath(g.Name)], "a100-01")
 	node, err := agree.FromJoinConfiguration(cfg)

@@ -92,13 +92,20 @@ func copyDir(src, dst string) error {
 // the tests' copy of the example.
 func Example(t testing.TB) (*model.Source, layout.Files) {
 	t.Helper()
-	l, err := source.Load(Dir())
+	return Render(t, Dir())
+}
+
+// Render loads the one-cluster source in dir as the loader does (no rule
+// of validate beyond it) and renders it, failing the test on an error.
+func Render(t testing.TB, dir string) (*model.Source, layout.Files) {
+	t.Helper()
+	l, err := source.Load(dir)
 	if err != nil {
-		t.Fatalf("loading the example: %v", err)
+		t.Fatalf("loading %s: %v", dir, err)
 	}
 	files, err := render.All(l.Fleet.Clusters[0])
 	if err != nil {
-		t.Fatalf("rendering the example: %v", err)
+		t.Fatalf("rendering %s: %v", dir, err)
 	}
 	return l.Fleet.Clusters[0], files
 }
