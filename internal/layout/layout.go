@@ -54,6 +54,16 @@ const (
 	Day0DocsPath = "docs/day0.md"
 )
 
+// Monitoring artifacts: the alerting rules as a Prometheus rule file and
+// as a prometheus-operator PrometheusRule, and the autoscaler's
+// ServiceMonitor.
+const (
+	MonitoringDir                = "monitoring"
+	MonitoringRulesPath          = MonitoringDir + "/rules.yaml"
+	MonitoringPrometheusRulePath = MonitoringDir + "/prometheusrule.yaml"
+	MonitoringServiceMonitorPath = MonitoringDir + "/servicemonitor.yaml"
+)
+
 // Terraform module paths. The module is out/terraform; its metadata reads
 // the kube-env and startup script from out/gce/<group>/ with file(), so it
 // must stay next to out/gce.

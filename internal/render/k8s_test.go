@@ -125,6 +125,12 @@ type chartValues struct {
 	NodeSelector       map[string]string    `json:"nodeSelector"`
 	Tolerations        []corev1.Toleration  `json:"tolerations"`
 	FullnameOverride   string               `json:"fullnameOverride"`
+	// The Service of the metrics port, which out/monitoring's
+	// ServiceMonitor selects.
+	Service struct {
+		Labels   map[string]string `json:"labels"`
+		PortName string            `json:"portName"`
+	} `json:"service"`
 	// The replicas and their spread (autoscaler_ha.go).
 	ReplicaCount              int                               `json:"replicaCount"`
 	PodLabels                 map[string]string                 `json:"podLabels"`

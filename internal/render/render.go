@@ -10,6 +10,7 @@ import (
 	"github.com/nodegen/nodegen/internal/render/gce"
 	"github.com/nodegen/nodegen/internal/render/images"
 	"github.com/nodegen/nodegen/internal/render/k8s"
+	"github.com/nodegen/nodegen/internal/render/monitoring"
 	"github.com/nodegen/nodegen/internal/render/onprem"
 	"github.com/nodegen/nodegen/internal/render/terraform"
 )
@@ -35,6 +36,7 @@ var stages = []stage{
 	terraform.Terraform,
 	onprem.VPN,
 	images.Images,
+	monitoring.Files,
 	docs.Day0,
 	docs.NodeGroups,
 }

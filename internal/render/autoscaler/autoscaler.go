@@ -32,6 +32,13 @@ func options(src *model.Source) [][2]string {
 		opts = append(opts, [2]string{"balancing-ignore-label", model.RevisionLabel})
 	}
 	return append(opts, [][2]string{
+		// The per-MIG metrics (node_group_target_count,
+		// node_group_healthiness, node_group_backoff_status, min and max)
+		// that out/monitoring's rules read are off by default
+		// (cluster-autoscaler/config/flags/flags.go emitPerNodeGroupMetrics,
+		// metrics/metrics.go RegisterAll, kubernetes/autoscaler
+		// cluster-autoscaler-1.35.2).
+		{"emit-per-nodegroup-metrics", "true"},
 		{"expander", a.Expander},
 		// Explicit, for the two replicas: one leads, the other waits
 		// (the chart's Role grants the Lease "cluster-autoscaler", the
@@ -113,7 +120,14 @@ func Values(src *model.Source, header string) ([]byte, error) {
 		"image":             imageValues(c),
 		"nodeSelector":      nodeSelector,
 		"tolerations":       tolerations,
-		"fullnameOverride":  "cluster-autoscaler",
+		"fullnameOverride":  model.AutoscalerFullname,
+		// The Service the chart makes for the metrics port, labelled for
+		// out/monitoring's ServiceMonitor, which selects on this label
+		// rather than on the chart's, which carry the release's name.
+		"service": map[string]any{
+			"labels":   map[string]string{model.MetricsServiceLabel: model.AutoscalerFullname},
+			"portName": model.AutoscalerMetricsPortName,
+		},
 	}
 	for k, v := range spread(replicas) {
 		values[k] = v

@@ -107,6 +107,12 @@ func provenance(src *model.Source, paths []string) []edge {
 		if g.Kind == model.KindOnPrem {
 			add(o, layout.OnpremJoinPath(g.Name)) // its nodes, labels and taints
 		}
+		if g.Cloud() || (g.Kind == model.KindOnPrem && len(g.Nodes) > 0 && src.Cluster.Autoscaler.Caps != nil) {
+			// Its MIGs, max, startup taint and provisioning time; its
+			// nodes' share of the caps.
+			add(o, layout.MonitoringRulesPath)
+			add(o, layout.MonitoringPrometheusRulePath)
+		}
 		if g.Kind == model.KindOnPrem && len(g.Nodes) > 0 {
 			add(o, layout.OnpremLabelNodesPath) // its nodes, labels and taints
 			add(o, layout.Day0DocsPath)         // the step that runs it

@@ -2,6 +2,7 @@ package k8stest
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,6 +36,20 @@ var helmValues = map[string]map[string]string{
 	},
 }
 
+// monitoringObjects are the out/ files of prometheus-operator's custom
+// resources: created against its CRDs (testdata/prometheus-operator,
+// prometheus-operator v0.93.0 example/prometheus-operator-crd/) after a
+// strict decode into its Go types.
+var monitoringObjects = map[string]bool{
+	layout.MonitoringPrometheusRulePath: true,
+	layout.MonitoringServiceMonitorPath: true,
+}
+
+// promRuleFiles are Prometheus rule files, which no API server reads:
+// package render's TestMonitoringRulesPromtool has promtool check and
+// test them.
+var promRuleFiles = map[string]bool{layout.MonitoringRulesPath: true}
+
 // valuesNamespace is the fresh namespace for the Pods that carry the Helm
 // values' fragments.
 const valuesNamespace = "nodegen-helm-values"
@@ -42,9 +58,9 @@ const valuesNamespace = "nodegen-helm-values"
 // it into Kubernetes manifests (every document decodes strictly into a
 // known k8s.io/api type) and known Helm values files. Anything else fails
 // the test, so a new YAML artifact cannot escape the server's checks.
-func (e *env) committedYAML(t *testing.T) (manifests, values map[string][]byte) {
+func (e *env) committedYAML(t *testing.T) (manifests, values, custom map[string][]byte) {
 	t.Helper()
-	manifests, values = map[string][]byte{}, map[string][]byte{}
+	manifests, values, custom = map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
 	out := filepath.Join(e.root, "out")
 	err := filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
@@ -61,6 +77,10 @@ func (e *env) committedYAML(t *testing.T) (manifests, values map[string][]byte) 
 		}
 		if _, ok := helmValues[rel]; ok {
 			values[rel] = b
+		} else if monitoringObjects[rel] {
+			custom[rel] = b
+		} else if promRuleFiles[rel] {
+			return nil
 		} else if _, derr := k8sdecode.Objects(b); derr == nil {
 			manifests[rel] = b
 		} else {
@@ -71,11 +91,11 @@ func (e *env) committedYAML(t *testing.T) (manifests, values map[string][]byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return manifests, values
+	return manifests, values, custom
 }
 
 func (e *env) testManifests(t *testing.T) {
-	manifests, values := e.committedYAML(t)
+	manifests, values, custom := e.committedYAML(t)
 	if manifests[layout.TaintRemoverPath] == nil {
 		t.Fatalf("no %s among the committed manifests %v", layout.TaintRemoverPath, model.SortedKeys(manifests))
 	}
@@ -91,6 +111,15 @@ func (e *env) testManifests(t *testing.T) {
 		e.admin(t, "", "create", "namespace", valuesNamespace)
 		for _, path := range model.SortedKeys(values) {
 			e.createValuesPods(t, path, values[path])
+		}
+	})
+	t.Run("MonitoringCustomResources", func(t *testing.T) {
+		if len(custom) != len(monitoringObjects) {
+			t.Errorf("committed monitoring objects %v, want %v", model.SortedKeys(custom), model.SortedKeys(monitoringObjects))
+		}
+		e.installMonitoringCRDs(t)
+		for _, path := range model.SortedKeys(custom) {
+			e.createCustom(t, path, custom[path])
 		}
 	})
 	t.Run("BrokenManifestsAreRejected", func(t *testing.T) {
@@ -309,5 +338,69 @@ func (e *env) testBroken(t *testing.T, data []byte) {
 				t.Errorf("the server rejected the broken %s with %v; want %q", c.kind, err, c.want)
 			}
 		})
+	}
+}
+
+// installMonitoringCRDs creates prometheus-operator's PrometheusRule and
+// ServiceMonitor CRDs and waits until they are Established.
+func (e *env) installMonitoringCRDs(t *testing.T) {
+	t.Helper()
+	dir := filepath.Join("testdata", "prometheus-operator")
+	for _, crd := range []string{"prometheusrules", "servicemonitors"} {
+		b, err := os.ReadFile(filepath.Join(dir, "monitoring.coreos.com_"+crd+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.admin(t, string(b), "apply", "--server-side", "--field-manager=k8stest", "-f", "-")
+		e.admin(t, "", "wait", "--for=condition=Established", "--timeout=60s", "customresourcedefinition/"+crd+".monitoring.coreos.com")
+	}
+}
+
+// createCustom decodes a file of prometheus-operator's objects strictly
+// into its Go types, then creates them with server-side dry-run (strict
+// field validation against the CRD's schema), for real, and reads them
+// back.
+func (e *env) createCustom(t *testing.T, path string, data []byte) {
+	t.Helper()
+	var want []string
+	for _, doc := range strings.Split(string(data), "\n---\n")[1:] {
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		var err error
+		switch meta.Kind {
+		case "PrometheusRule":
+			err = yaml.UnmarshalStrict([]byte(doc), &monitoringv1.PrometheusRule{})
+		case "ServiceMonitor":
+			err = yaml.UnmarshalStrict([]byte(doc), &monitoringv1.ServiceMonitor{})
+		default:
+			err = fmt.Errorf("kind %q is none of prometheus-operator's nodegen renders", meta.Kind)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		want = append(want, strings.ToLower(meta.Kind)+".monitoring.coreos.com/"+meta.Metadata.Name)
+	}
+	if len(want) == 0 {
+		t.Fatalf("%s: no object", path)
+	}
+	for _, step := range [][]string{
+		{"create", "--dry-run=server", "--validate=strict", "-o", "name", "-f", "-"},
+		{"create", "--validate=strict", "-o", "name", "-f", "-"},
+		{"get", "-o", "name", "-f", "-"},
+	} {
+		out, _, err := kubectl(t, e.cp.Admin(), string(data), step...)
+		if err != nil {
+			t.Fatalf("%s: the server rejected it: %v", path, err)
+		}
+		if got := lines(out); !slices.Equal(got, want) {
+			t.Fatalf("%s: kubectl %s: objects %v, want %v", path, strings.Join(step, " "), got, want)
+		}
 	}
 }
