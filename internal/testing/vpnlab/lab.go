@@ -14,14 +14,15 @@
 // device of its own, so each tunnel of a side gets its own charon: the
 // charon of tunnel i listens on ports 500+10000·i and 4500+10000·i, and
 // nftables maps those to 500 and 4500 on the wire, so each peer sees the
-// standard ports. Each TUN device is renamed to the interface name the
-// side's rendered configuration routes over and given the tunnel's inside
-// address, as an XFRM interface would be.
+// standard ports. Each TUN device is made with the interface name the
+// side's rendered configuration routes over (tunShim) and given the
+// tunnel's inside address and MTU, as an XFRM interface would be.
 package vpnlab
 
 import (
 	"bufio"
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -60,7 +61,7 @@ func requireLab(t testing.TB) {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root")
 	}
-	for _, tool := range []string{"ip", "nft", "swanctl", "vtysh"} {
+	for _, tool := range []string{"ip", "nft", "swanctl", "vtysh", "cc"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool)
 		}
@@ -73,7 +74,7 @@ func requireLab(t testing.TB) {
 	if len(missing) == 0 {
 		return
 	}
-	msg := fmt.Sprintf("vpnlab needs %s (apt-get install strongswan-charon strongswan-swanctl libcharon-extra-plugins frr iproute2 nftables)", strings.Join(missing, ", "))
+	msg := fmt.Sprintf("vpnlab needs %s (apt-get install strongswan-charon strongswan-swanctl libcharon-extra-plugins frr iproute2 nftables gcc libc6-dev)", strings.Join(missing, ", "))
 	if os.Getenv(EnvRequire) == "1" {
 		t.Fatal(msg)
 	}
@@ -94,6 +95,10 @@ type Tunnel struct {
 	// Swanctl is a swanctl.conf holding this tunnel's connection and its
 	// pre-shared key, and nothing else.
 	Swanctl []byte
+	// MTU is the tunnel device's MTU; 0 is an XFRM interface's default,
+	// 1500. (On a CloudVPN side the payload MTU of the negotiated ESP
+	// algorithm replaces it.)
+	MTU int
 }
 
 // Side is one end of the VPN: a gateway with its tunnels and its routing,
@@ -110,6 +115,29 @@ type Side struct {
 	// Host is the host's address on that LAN.
 	Gateway netip.Prefix
 	Host    netip.Addr
+	// LANMTU is the MTU of the LAN between the gateway and the host (the
+	// host's NIC); 0 is 1500.
+	LANMTU int
+	// CloudVPN makes the gateway behave as Cloud VPN does with packets
+	// that do not fit (cloudVPNLimits): it drops ESP fragmented after
+	// encapsulation and ESP over the gateway MTU, and each tunnel carries
+	// at most the payload MTU of its negotiated ESP algorithm.
+	CloudVPN bool
+}
+
+// xfrmDefaultMTU is the MTU of an XFRM interface made without one:
+// ETH_DATA_LEN (linux v6.18 net/xfrm/xfrm_interface_core.c,
+// xfrmi_dev_setup). kernel-libipsec's TUN devices start at 1400 instead
+// (strongSwan 5.9.8
+// src/libcharon/plugins/kernel_libipsec/kernel_libipsec_plugin.c,
+// TUN_DEFAULT_MTU), so the lab sets every tunnel device's MTU itself.
+const xfrmDefaultMTU = 1500
+
+func (s Side) lanMTU() int {
+	if s.LANMTU == 0 {
+		return 1500
+	}
+	return s.LANMTU
 }
 
 // Lab is a running VPN.
@@ -127,9 +155,11 @@ type Lab struct {
 type side struct {
 	Side
 	gw, host string // namespace names
+	pod      string // the pod's namespace, once StartPods made it
 	charons  []*charon
 	frrDir   string
 	procs    []*exec.Cmd
+	mtus     []int // each tunnel device's MTU as set
 }
 
 type charon struct {
@@ -137,6 +167,17 @@ type charon struct {
 	vici string
 	tun  string // the TUN device's name as made
 }
+
+// tunShim is preloaded into every charon: it makes kernel-libipsec's TUN
+// device with the tunnel's interface name and read packets of up to
+// tunRead bytes (shim/tun.c says why).
+//
+//go:embed shim/tun.c
+var tunShim []byte
+
+// tunRead is the largest packet charon reads whole from a tunnel device,
+// and so the largest MTU the lab gives one: the LANs' and the wire's.
+const tunRead = 1500
 
 var idSeq struct {
 	sync.Mutex
@@ -174,6 +215,7 @@ func TryStart(t testing.TB, a, b Side) (*Lab, error) {
 		l.sides[i] = &side{Side: s, gw: id + "-" + s.Name + "-gw", host: id + "-" + s.Name + "-h"}
 	}
 	t.Cleanup(l.stop)
+	l.buildShim()
 	l.network()
 	for _, s := range l.sides {
 		l.startCharons(s)
@@ -196,6 +238,13 @@ func TryStart(t testing.TB, a, b Side) (*Lab, error) {
 		l.startFRR(s)
 	}
 	return l, nil
+}
+
+// buildShim compiles tunShim into the lab's folder.
+func (l *Lab) buildShim() {
+	src := filepath.Join(l.dir, "tun.c")
+	l.write(src, tunShim)
+	l.run("", "cc", "-shared", "-fPIC", "-Wall", "-Werror", "-o", filepath.Join(l.dir, "tun.so"), src, "-ldl")
 }
 
 // network creates the namespaces, the wire between the gateways, the
@@ -227,10 +276,13 @@ func (l *Lab) network() {
 			}
 		}
 		l.run("", "ip", "link", "add", "lan", "netns", s.gw, "type", "veth", "peer", "name", "lan", "netns", s.host)
+		// The LAN carries packets of at most its MTU, as a wire does: no
+		// GSO packet crosses it whole (gso_max_segs 1 has the sender's
+		// kernel segment it), so the gateways see what a NIC sends.
 		l.run(s.gw, "ip", "addr", "add", s.Gateway.String(), "dev", "lan")
-		l.run(s.gw, "ip", "link", "set", "lan", "up")
+		l.run(s.gw, "ip", "link", "set", "dev", "lan", "mtu", itoa(s.lanMTU()), "gso_max_segs", "1", "up")
 		l.run(s.host, "ip", "addr", "add", netip.PrefixFrom(s.Host, s.Gateway.Bits()).String(), "dev", "lan")
-		l.run(s.host, "ip", "link", "set", "lan", "up")
+		l.run(s.host, "ip", "link", "set", "dev", "lan", "mtu", itoa(s.lanMTU()), "gso_max_segs", "1", "up")
 		l.run(s.host, "ip", "route", "add", "default", "via", s.Gateway.Addr().String())
 
 		var nft strings.Builder
@@ -250,6 +302,11 @@ func (l *Lab) network() {
 		f := filepath.Join(l.dir, s.Name+"-ports.nft")
 		l.write(f, []byte(nft.String()))
 		l.run(s.gw, "nft", "-f", f)
+		if s.CloudVPN {
+			f := filepath.Join(l.dir, s.Name+"-gateway-mtu.nft")
+			l.write(f, []byte(cloudVPNWire))
+			l.run(s.gw, "nft", "-f", f)
+		}
 	}
 }
 
@@ -293,7 +350,9 @@ func (l *Lab) startCharons(s *side) {
 		l.write(confFile, []byte(conf))
 		logFile := filepath.Join(dir, "charon.log")
 		// charon keeps its pid file in /run: a private /run per charon.
-		cmd := l.daemon(s.gw, logFile, []string{"STRONGSWAN_CONF=" + confFile},
+		env := []string{"STRONGSWAN_CONF=" + confFile, "LD_PRELOAD=" + filepath.Join(l.dir, "tun.so"),
+			"VPNLAB_TUN_NAME=" + s.Tunnels[i].IfName, "VPNLAB_TUN_READ=" + itoa(tunRead)}
+		cmd := l.daemon(s.gw, logFile, env,
 			"unshare", "-m", "sh", "-c", "mount -t tmpfs tmpfs /run && exec "+charonBin)
 		s.procs = append(s.procs, cmd)
 		c.tun = l.waitLog(logFile, tunLine, 10*time.Second)
@@ -301,17 +360,43 @@ func (l *Lab) startCharons(s *side) {
 	}
 }
 
-// tunnelDevices gives each tunnel's TUN device the interface name and
-// inside address the side's configuration expects. kernel-libipsec
-// installs a CHILD_SA's route through its device by the name it made the
-// device with, so this runs once the CHILD_SAs are installed.
+// tunnelDevices gives each tunnel's TUN device, made with the interface
+// name the side's configuration expects (tunShim), the tunnel's inside
+// address, once the CHILD_SAs are installed.
+//
+// Each device gets the tunnel's MTU: on a CloudVPN side the payload MTU
+// of the ESP algorithm its CHILD_SA negotiated, elsewhere Tunnel.MTU.
 func (l *Lab) tunnelDevices(s *side) {
+	s.mtus = make([]int, len(s.Tunnels))
 	for i, tn := range s.Tunnels {
 		tun := s.charons[i].tun
-		l.run(s.gw, "ip", "link", "set", tun, "down")
-		l.run(s.gw, "ip", "link", "set", tun, "name", tn.IfName)
+		mtu := tn.MTU
+		if mtu == 0 {
+			mtu = xfrmDefaultMTU
+		}
+		if s.CloudVPN {
+			out := l.run(s.gw, "swanctl", "--list-sas", "--uri", s.charons[i].vici)
+			alg := espAlgorithm.FindSubmatch(out)
+			if alg == nil {
+				l.t.Fatalf("vpnlab: side %s, tunnel %s: no ESP algorithm in swanctl --list-sas:\n%s", s.Name, tn.Conn, out)
+			}
+			var err error
+			if mtu, err = payloadMTU(string(alg[1])); err != nil {
+				l.t.Fatalf("vpnlab: side %s, tunnel %s: %v", s.Name, tn.Conn, err)
+			}
+		}
+		if tun != tn.IfName {
+			l.t.Fatalf("vpnlab: side %s: charon made TUN device %s for tunnel %s, not %s: is the shim preloaded?", s.Name, tun, tn.Conn, tn.IfName)
+		}
+		if mtu > tunRead {
+			l.t.Fatalf("vpnlab: side %s, tunnel %s: MTU %d, over the %d bytes charon reads whole", s.Name, tn.Conn, mtu, tunRead)
+		}
+		s.mtus[i] = mtu
+		l.run(s.gw, "ip", "link", "set", tn.IfName, "mtu", itoa(mtu))
 		l.run(s.gw, "ip", "addr", "add", tn.Inside.String(), "dev", tn.IfName)
-		l.run(s.gw, "ip", "link", "set", tn.IfName, "up")
+	}
+	if s.CloudVPN {
+		l.payloadLimits(s)
 	}
 	// kernel-libipsec routes each traffic selector into its TUN device
 	// through table 220; routing is FRR's here, as it is with XFRM
@@ -424,6 +509,9 @@ func (l *Lab) stop() {
 		}
 		_ = exec.Command("ip", "netns", "del", s.gw).Run()
 		_ = exec.Command("ip", "netns", "del", s.host).Run()
+		if s.pod != "" {
+			_ = exec.Command("ip", "netns", "del", s.pod).Run()
+		}
 	}
 }
 
@@ -788,32 +876,38 @@ func (p *Probe) Stop() {
 // keeps its namespace after the thread leaves it.
 func (l *Lab) listenUDP(ns string, addr netip.AddrPort) net.PacketConn {
 	l.t.Helper()
-	var (
-		conn net.PacketConn
-		err  error
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		// The thread is left in the namespace and so never unlocked: Go
-		// ends a locked thread when its goroutine returns.
-		var fd int
-		fd, err = unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return
-		}
-		defer unix.Close(fd)
-		if err = unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			return
-		}
+	var conn net.PacketConn
+	err := inNS(ns, func() (err error) {
 		conn, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr))
-	}()
-	<-done
+		return err
+	})
 	if err != nil {
 		l.t.Fatalf("vpnlab: listen in %s: %v", ns, err)
 	}
 	return conn
+}
+
+// inNS runs f on a thread of its own in network namespace ns; sockets f
+// opens stay in ns.
+func inNS(ns string, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// The thread is left in the namespace and so never unlocked: Go
+		// ends a locked thread when its goroutine returns.
+		fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		errc <- f()
+	}()
+	return <-errc
 }
 
 // Log returns side i's gateway's daemon logs' lines that match re, for

@@ -82,6 +82,13 @@ func render(t *testing.T, dir string) rendered {
 	return rendered{out: out, vpn: n.VPN, network: n, cp: netip.MustParseAddr(host), gwDir: gws[0]}
 }
 
+// The nodes' NIC MTUs: an on-prem node's Ethernet, and a GCE VM's in a
+// VPC of the default MTU (Google, "Maximum transmission unit").
+const (
+	onpremNICMTU = 1500
+	vpcMTU       = 1460
+)
+
 // lan returns the first address of prefix as a gateway's LAN address, and
 // the prefix.
 func lan(t *testing.T, cidr string) netip.Prefix {
@@ -129,6 +136,7 @@ func (r rendered) sides(t *testing.T) (onprem, cloud Side, cloudHost netip.Addr,
 	if cloud, err = cloudSide(v, addrs, key, gw, cloudHost); err != nil {
 		t.Fatal(err)
 	}
+	onprem.LANMTU, cloud.LANMTU = onpremNICMTU, vpcMTU
 	return onprem, cloud, cloudHost, v
 }
 

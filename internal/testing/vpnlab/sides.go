@@ -55,9 +55,10 @@ func cloudVPNProposals(esp bool) string {
 // custom ranges to each peer with the peer's MED and uses every path it
 // learns (as the VPC does with equal priorities). psk gives each tunnel's
 // pre-shared key from its Secret Manager secret's name. The Cloud Router
-// runs no BFD on HA VPN tunnels, and neither does the stand-in.
+// runs no BFD on HA VPN tunnels, and neither does the stand-in. Packets
+// that do not fit meet what Cloud VPN does with them (Side.CloudVPN).
 func cloudSide(v CloudVPN, addrs []netip.Addr, psk func(secret string) string, gateway netip.Prefix, host netip.Addr) (Side, error) {
-	s := Side{Name: "cl", Gateway: gateway, Host: host}
+	s := Side{Name: "cl", Gateway: gateway, Host: host, CloudVPN: true}
 	if v.AdvertiseMode != "CUSTOM" {
 		return s, fmt.Errorf("the Cloud Router advertises in %s mode: the stand-in knows only custom ranges", v.AdvertiseMode)
 	}
@@ -142,7 +143,8 @@ var (
 // docs/vpn.md writes to secrets.d/ (psk gives the key of a tunnel by its
 // connection's name); each tunnel's interface and inside address from
 // the systemd-networkd files whose InterfaceId is the connection's
-// if_id; strongswan.conf.d/ added to charon's settings; frr.conf as
+// if_id, with the MTU of its .netdev (MTUBytes=, or the kernel's default
+// without one); strongswan.conf.d/ added to charon's settings; frr.conf as
 // written.
 func onpremSide(dir string, psk func(conn string) string, gateway netip.Prefix, host netip.Addr) (Side, error) {
 	s := Side{Name: "op", Gateway: gateway, Host: host}
@@ -159,8 +161,9 @@ func onpremSide(dir string, psk func(conn string) string, gateway netip.Prefix, 
 		}
 		s.Charon = append(s.Charon, b...)
 	}
-	// systemd-networkd: InterfaceId → name, name → address.
+	// systemd-networkd: InterfaceId → name, name → address and MTU.
 	ifByID := map[string]string{}
+	mtuByName := map[string]int{}
 	addrByName := map[string]netip.Prefix{}
 	units, _ := filepath.Glob(filepath.Join(dir, "systemd-network", "*"))
 	for _, f := range units {
@@ -174,6 +177,14 @@ func onpremSide(dir string, psk func(conn string) string, gateway netip.Prefix, 
 				return s, fmt.Errorf("%s: Kind=%s, want xfrm", f, kv["NetDev.Kind"])
 			}
 			ifByID[kv["Xfrm.InterfaceId"]] = kv["NetDev.Name"]
+			// No MTUBytes= leaves the kernel's default (xfrmDefaultMTU).
+			if v, ok := kv["NetDev.MTUBytes"]; ok {
+				mtu, err := strconv.Atoi(v)
+				if err != nil || mtu < 576 || mtu > 65535 {
+					return s, fmt.Errorf("%s: MTUBytes=%s: the lab reads a number of bytes from 576 to 65535", f, v)
+				}
+				mtuByName[kv["NetDev.Name"]] = mtu
+			}
 		case ".network":
 			p, err := netip.ParsePrefix(kv["Network.Address"])
 			if err != nil {
@@ -214,7 +225,7 @@ func onpremSide(dir string, psk func(conn string) string, gateway netip.Prefix, 
 			return s, fmt.Errorf("%s: interface %s: no systemd-network .network with its Address", f, ifName)
 		}
 		sw := append(append([]byte{}, b...), fmt.Sprintf("secrets {\n\tike-%s {\n\t\tid = %s\n\t\tsecret = %q\n\t}\n}\n", name, ra, psk(name))...)
-		s.Tunnels = append(s.Tunnels, Tunnel{Conn: name, IfName: ifName, Inside: inside, Local: la, Remote: ra, Swanctl: sw})
+		s.Tunnels = append(s.Tunnels, Tunnel{Conn: name, IfName: ifName, Inside: inside, Local: la, Remote: ra, Swanctl: sw, MTU: mtuByName[ifName]})
 	}
 	return s, nil
 }

@@ -1,0 +1,126 @@
+//go:build linux
+
+package vpnlab
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// vxlanOverhead is what Calico takes from the NIC's MTU for VXLAN over
+// IPv4, and what its auto-detection gives pods: the NIC's MTU less 50
+// (docs.tigera.io, Calico "Configure MTU to maximize network
+// performance").
+const vxlanOverhead = 50
+
+// podPool is the lab's pod range; each node's block is one /26 of it
+// (Calico's default block size).
+var podPool = netip.MustParsePrefix("192.168.0.0/16")
+
+// podBytes is the size of each bulk transfer.
+const podBytes = 8 << 20
+
+// TestRenderedVPNPodMTU runs pods behind VXLAN on a node on each side of
+// the rendered VPN (Pods), the cloud side's gateway a stand-in that
+// treats packets that do not fit as Cloud VPN does, and moves 8 MiB over
+// TCP between the pods, each way.
+//
+// With the MTUs an install gets when nothing sets them (Calico
+// auto-detects the NIC's MTU less VXLAN's 50: 1450 on-prem, 1410 on GCE;
+// an XFRM interface without an MTU has 1500), the transfer stalls both
+// ways: on-prem, a full-size VXLAN packet fits the gateway's interface,
+// is encrypted whole and its ESP fragmented after encapsulation, which
+// Cloud VPN drops; from the cloud, a full-size VXLAN packet (DF clear) is
+// over Cloud VPN's payload MTU and dropped. The test asserts the stall,
+// so the lab is shown able to see it.
+func TestRenderedVPNPodMTU(t *testing.T) {
+	t.Parallel()
+	_, lab, _, _, _, _ := upLab(t)
+	var blocks [2]netip.Prefix
+	first := podPool.Masked().Addr()
+	blocks[0] = netip.PrefixFrom(first, 26)
+	blocks[1] = netip.PrefixFrom(netip.AddrFrom4([4]byte(append(first.AsSlice()[:3:3], 64))), 26)
+	auto := [2]int{onpremNICMTU - vxlanOverhead, vpcMTU - vxlanOverhead}
+	pods := Pods{Blocks: blocks, MTU: auto}
+	lab.StartPods(pods)
+	t.Logf("Cloud VPN stand-in's tunnels at %v (the negotiated ESP's payload MTU)", lab.TunnelMTUs(1))
+
+	t.Run("auto-detected MTUs stall", func(t *testing.T) {
+		lab.SetTunnelMTU(0, xfrmDefaultMTU)
+		lab.SetPodMTU(auto)
+		// A DF sender on-prem hears nothing: its packet fits the
+		// gateway's interface and is lost after encapsulation.
+		if mtu, arrived := lab.PathMTU(0, onpremNICMTU, 3*time.Second); mtu != onpremNICMTU || arrived != 0 {
+			t.Errorf("with the gateway at %d, a %d-byte DF datagram on-prem: path MTU %d, %d arrived; want no ICMP and none arrived", xfrmDefaultMTU, onpremNICMTU, mtu, arrived)
+		} else {
+			t.Logf("with the gateway at %d, %d-byte DF datagrams from the on-prem host are lost, and no ICMP comes back", xfrmDefaultMTU, onpremNICMTU)
+		}
+		for _, from := range []int{0, 1} {
+			before := lab.Dropped(1)
+			x := lab.PodTransfer(pods, from, podBytes, stallBound)
+			after := lab.Dropped(1)
+			t.Logf("pod %s (MTU %d) → pod %s (MTU %d), gateway interfaces at %d: %s; Cloud VPN stand-in dropped %v",
+				pods.PodAddr(from), auto[from], pods.PodAddr(1-from), auto[1-from], xfrmDefaultMTU, x, droppedSince(before, after))
+			if x.Bytes > stallMax {
+				t.Errorf("pod %s → pod %s moved %s with auto-detected MTUs and the gateway at %d: the lab does not see the black hole (want at most %d bytes)",
+					pods.PodAddr(from), pods.PodAddr(1-from), x, xfrmDefaultMTU, stallMax)
+			}
+		}
+	})
+
+	// The MTUs that carry pod traffic, computed here: the gateway's
+	// interfaces at the tunnel's payload MTU (the stand-in's, from
+	// Google's table for the negotiated ESP: 1406 for AES-GCM), the pods
+	// at that less VXLAN's overhead (1356).
+	gw := lab.TunnelMTUs(1)[0]
+	pod := [2]int{gw - vxlanOverhead, gw - vxlanOverhead}
+
+	t.Run("computed MTUs complete", func(t *testing.T) {
+		lab.SetTunnelMTU(0, gw)
+		lab.SetPodMTU(pod)
+		for _, from := range []int{0, 1} {
+			before := lab.Dropped(1)
+			x := lab.PodTransfer(pods, from, podBytes, passBound)
+			after := lab.Dropped(1)
+			t.Logf("pod %s (MTU %d) → pod %s (MTU %d), gateway interfaces at %d: %s; Cloud VPN stand-in dropped %v",
+				pods.PodAddr(from), pod[from], pods.PodAddr(1-from), pod[1-from], gw, x, droppedSince(before, after))
+			if !x.Done {
+				t.Errorf("pod %s → pod %s: %s within %s", pods.PodAddr(from), pods.PodAddr(1-from), x, passBound)
+			}
+		}
+	})
+
+	t.Run("ICMP fragmentation needed reaches a DF sender", func(t *testing.T) {
+		lab.SetTunnelMTU(0, gw)
+		lab.SetPodMTU(pod)
+		for from, want := range []int{gw, lab.TunnelMTUs(1)[0]} {
+			size := []int{onpremNICMTU, vpcMTU}[from]
+			mtu, arrived := lab.PathMTU(from, size, 5*time.Second)
+			t.Logf("host %s sends %d-byte datagrams with DF set: path MTU %d, %d arrived", lab.sides[from].Host, size, mtu, arrived)
+			if mtu != want {
+				t.Errorf("host %s sending %d bytes with DF set learned a path MTU of %d, want %d from ICMP \"fragmentation needed\"", lab.sides[from].Host, size, mtu, want)
+			}
+		}
+	})
+}
+
+const passBound = 60 * time.Second
+
+// A stalled transfer moves at most stallMax bytes in stallBound: every
+// full-size segment is lost, and TCP without MTU probing never sends a
+// smaller one.
+const (
+	stallBound = 10 * time.Second
+	stallMax   = 64 << 10
+)
+
+func droppedSince(before, after map[string]int) map[string]int {
+	d := map[string]int{}
+	for k, v := range after {
+		if v-before[k] != 0 {
+			d[k] = v - before[k]
+		}
+	}
+	return d
+}
