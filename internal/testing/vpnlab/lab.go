@@ -926,3 +926,57 @@ func (l *Lab) Log(i int, re *regexp.Regexp) []string {
 	}
 	return lines
 }
+
+// Restart stops side i's gateway's daemons, every charon and FRR's, as
+// systemctl restart does (SIGTERM, SIGKILL after 10 s), and starts them
+// again as startLab did: the charons, their connections loaded, and FRR
+// with its configuration once every CHILD_SA is installed. It returns
+// once they are, or with what is not after timeout; BGP is WaitUp's.
+func (l *Lab) Restart(i int, timeout time.Duration) error {
+	l.t.Helper()
+	s := l.sides[i]
+	for _, cmd := range s.procs {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	}
+	l.mu.Lock()
+	var waits []exit
+	for _, e := range l.exited {
+		for _, cmd := range s.procs {
+			if e.cmd == cmd {
+				waits = append(waits, e)
+			}
+		}
+	}
+	l.mu.Unlock()
+	for _, e := range waits {
+		select {
+		case <-e.done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+			<-e.done
+		}
+	}
+	// The logs of the daemons before keep their lines.
+	logs, _ := filepath.Glob(filepath.Join(l.dir, s.Name+"-*", "*.log"))
+	for _, f := range logs {
+		b, _ := os.ReadFile(f)
+		g, err := os.OpenFile(f+".before", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, _ = g.Write(b)
+			g.Close()
+		}
+	}
+	s.procs, s.charons = nil, nil
+	l.startCharons(s)
+	for j, c := range s.charons {
+		f := filepath.Join(c.dir, "swanctl", "swanctl.conf")
+		l.write(f, s.Tunnels[j].Swanctl)
+		l.run(s.gw, "swanctl", "--load-all", "--file", f, "--uri", c.vici)
+	}
+	if err := l.waitInstalled(timeout); err != nil {
+		return err
+	}
+	l.tunnelDevices(s)
+	l.startFRR(s)
+	return nil
+}
