@@ -380,7 +380,7 @@ func (d *day0Doc) vpn() {
 		d.p("Install each on-prem gateway from its files (`docs/vpn.md`, Installing an on-prem gateway):\n")
 	}
 	for _, gw := range v.PeerGateways {
-		d.p("\nOn gateway %s (%s), a Debian host, as root, from a checkout that holds %s, with gcloud allowed to read the tunnels' secrets:\n\n%s%s -->\n```sh\napt-get install strongswan-swanctl charon-systemd frr\nbash %s%s/%s\n```\n",
+		d.p("\nOn gateway %s (%s), a Debian 12 host, as root, from a checkout that holds %s, with the Google Cloud CLI (not a Debian package) logged in as an account that may read the tunnels' secrets; `install.sh` checks all of this before it changes anything:\n\n%s%s -->\n```sh\napt-get install strongswan-swanctl charon-systemd frr frr-pythontools\nsystemctl enable --now systemd-networkd\nbash %s%s/%s\n```\n",
 			code(gw.Name), code(gw.Address), code(d.out), Day0OnHostMarker, gw.Name, d.out, layout.OnpremVPNGatewayDir(gw.Name), layout.OnpremVPNInstallFile)
 	}
 	d.p("\n`swanctl --list-sas` on a gateway shows its tunnels, `vtysh -c 'show bgp summary'` the BGP sessions.\n")

@@ -484,6 +484,7 @@ func TestVPNInstallScript(t *testing.T) {
 				// psk-0's key holds bytes a quoted string could not: a quote, a
 				// backslash, a newline.
 				gcloud := `#!/bin/bash
+[[ "$1 $2" == "auth list" ]] && { echo admin@example.com; exit 0; }
 [[ "$1 $2 $3" == "secrets versions access" && "$6" == "--project=acme-hybrid-ai" ]] || { echo "unexpected: $*" >&2; exit 2; }
 case "$4 $5" in
 "latest --secret=psk-0") printf 'k"e\\y\n0' ;;
@@ -567,7 +568,7 @@ esac
 
 				// A secret without a payload stops the install.
 				b, _ := os.ReadFile(script)
-				b = regexp.MustCompile(`(?m)^(write_secret \S+) \S+ \S+`).ReplaceAll(b, []byte("$1 empty latest"))
+				b = regexp.MustCompile(`(?m)^(stage_secret \S+) \S+ \S+`).ReplaceAll(b, []byte("$1 empty latest"))
 				if err := os.WriteFile(script, b, 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -3,56 +3,225 @@
 #
 # Installs the on-prem VPN gateway vpn-gw-a of cluster hybrid-ai from this
 # directory (docs/vpn.md): run it as root on the gateway, with gcloud
-# allowed to read the tunnels' secrets in project acme-hybrid-ai. It writes each
-# tunnel's pre-shared key into /etc/swanctl/secrets.d/ (root only), then
-# reloads systemd-networkd and restarts FRR and strongSwan. With ROOT set,
-# it installs into that directory instead of / and starts nothing.
+# logged in as an account that may read the tunnels' secrets in project
+# acme-hybrid-ai. It changes nothing until every prerequisite is there, every
+# tunnel's pre-shared key is read and frr.conf parses. Then it installs
+# charon's and FRR's settings (FRR reloaded, not restarted), and then each
+# tunnel whose files or key changed, one at a time: it loads the tunnel
+# into the running charon, re-initiates it and waits until its BGP session
+# is Established before it touches the next. A tunnel whose files and key
+# are unchanged is left alone. With ROOT set, it installs every file into
+# that directory instead of / and starts nothing.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=${ROOT:-}
 project=acme-hybrid-ai
+tunnels=(tunnel0)
+declare -A ifname=([tunnel0]=vpn-tunnel0)
+declare -A neighbor=([tunnel0]=169.254.10.1)
+# How long a re-initiated tunnel may take to be back with its BGP session
+# Established: polls of 2 s.
+polls=60
 
-for cmd in gcloud od install sed; do
-  if ! command -v "$cmd" >/dev/null; then
-    echo "install.sh: $cmd is missing" >&2
-    exit 1
-  fi
+fail() {
+  echo "install.sh: $*" >&2
+  exit 1
+}
+
+# 1. Prerequisites, before anything changes.
+need() {
+  command -v "$1" >/dev/null || fail "$1 is missing: $2; nothing was changed"
+}
+for cmd in cmp cp install mktemp od sed tr; do
+  need "$cmd" "apt-get install coreutils diffutils sed"
 done
+need gcloud "it is not a Debian package: install the Google Cloud CLI (https://cloud.google.com/sdk/docs/install#deb) and log in as an account that may read the tunnels' secrets in project $project"
+if [[ -z $(gcloud auth list --filter=status:ACTIVE --format='value(account)' 2>/dev/null) ]]; then
+  fail "gcloud has no active account: log in (gcloud auth login, or gcloud auth activate-service-account --key-file=KEY) as an account with secretmanager.versions.access on the tunnels' secrets in project $project; nothing was changed"
+fi
+if [[ -z $root ]]; then
+  [[ $EUID -eq 0 ]] || fail "run it as root; nothing was changed"
+  need systemctl "install.sh needs systemd"
+  need networkctl "apt-get install systemd"
+  need ip "apt-get install iproute2"
+  need swanctl "apt-get install strongswan-swanctl charon-systemd"
+  systemctl cat strongswan.service >/dev/null 2>&1 || fail "strongSwan's service strongswan.service is missing: apt-get install charon-systemd; nothing was changed"
+  need vtysh "apt-get install frr frr-pythontools"
+  systemctl cat frr.service >/dev/null 2>&1 || fail "FRR's service frr.service is missing: apt-get install frr frr-pythontools; nothing was changed"
+  # systemctl reload frr runs frr-reload.py, which Debian ships apart
+  # (frr's frrinit.sh, reload).
+  [[ -x /usr/lib/frr/frr-reload.py ]] || fail "FRR's reload script /usr/lib/frr/frr-reload.py is missing (install.sh reloads FRR instead of restarting it): apt-get install frr-pythontools; nothing was changed"
+  # The XFRM interfaces are systemd-networkd's netdevs: without networkd
+  # enabled they are not there after a reboot. Debian 12 leaves it off, and
+  # turning it on is the host's choice (it also enables
+  # systemd-networkd-wait-online.service), so install.sh asks for it.
+  if ! systemctl is-enabled --quiet systemd-networkd.service; then
+    fail "systemd-networkd is not enabled: it creates the tunnels' XFRM interfaces (vpn-tunnel0), now and at every boot. Enable it (it manages only the interfaces its .network files match): systemctl enable --now systemd-networkd; then run install.sh again. Nothing was changed"
+  fi
+  systemctl is-active --quiet systemd-networkd.service || fail "systemd-networkd is enabled but not running: systemctl start systemd-networkd; then run install.sh again. Nothing was changed"
+fi
 
-install -d -m 0755 "$root/etc/systemd/network" "$root/etc/strongswan.d" "$root/etc/swanctl/conf.d" "$root/etc/frr"
-install -d -m 0700 "$root/etc/swanctl/secrets.d"
-install -m 0644 "$here"/systemd-network/* "$root/etc/systemd/network/"
-install -m 0644 "$here/strongswan.conf.d/nodegen.conf" "$root/etc/strongswan.d/nodegen.conf"
-install -m 0644 "$here/swanctl.conf" "$root/etc/swanctl/swanctl.conf"
-install -m 0644 "$here"/conf.d/*.conf "$root/etc/swanctl/conf.d/"
+# 2. Stage every file, with the keys, and check what can be checked.
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+cp -R "$here/conf.d" "$here/systemd-network" "$here/strongswan.conf.d" "$here/swanctl.conf" "$here/frr.conf" "$stage/"
+mkdir -m 0700 "$stage/secrets.d"
 
-# write_secret TUNNEL SECRET VERSION LOCAL_ID REMOTE_ID
-write_secret() {
-  local hex file="$root/etc/swanctl/secrets.d/$1.conf"
-  hex=$(gcloud secrets versions access "$3" --secret="$2" --project="$project" | od -An -v -tx1 | tr -d ' \n')
+# stage_secret TUNNEL SECRET VERSION LOCAL_ID REMOTE_ID
+stage_secret() {
+  local hex
+  if ! hex=$(gcloud secrets versions access "$3" --secret="$2" --project="$project" | od -An -v -tx1 | tr -d ' \n'); then
+    fail "reading secret $2 (version $3) failed; nothing was changed"
+  fi
   if [[ -z $hex ]]; then
-    echo "install.sh: secret $2 (version $3) is empty" >&2
-    exit 1
+    fail "secret $2 (version $3) is empty; nothing was changed"
   fi
   (
     umask 077
-    printf 'secrets {\n  ike-%s {\n    id-local = %s\n    id-remote = %s\n    secret = 0x%s\n  }\n}\n' "$1" "$4" "$5" "$hex" >"$file.tmp"
+    printf 'secrets {\n  ike-%s {\n    id-local = %s\n    id-remote = %s\n    secret = 0x%s\n  }\n}\n' "$1" "$4" "$5" "$hex" >"$stage/secrets.d/$1.conf"
   )
-  mv "$file.tmp" "$file"
 }
-write_secret tunnel0 hybrid-ai-vpn-tunnel0 latest 203.0.113.10 198.51.100.20
+stage_secret tunnel0 hybrid-ai-vpn-tunnel0 latest 203.0.113.10 198.51.100.20
 
-install -m 0640 "$here/frr.conf" "$root/etc/frr/frr.conf"
 if [[ -f $root/etc/frr/daemons ]]; then
-  sed -i 's/^bgpd=no$/bgpd=yes/' "$root/etc/frr/daemons"
+  cp "$root/etc/frr/daemons" "$stage/daemons"
+  sed -i 's/^bgpd=no$/bgpd=yes/' "$stage/daemons"
 fi
+
+# differs STAGED INSTALLED: whether installing STAGED changes INSTALLED.
+differs() {
+  ! cmp -s "$1" "$2"
+}
 
 if [[ -n $root ]]; then
+  install -d -m 0755 "$root/etc/systemd/network" "$root/etc/strongswan.d" "$root/etc/swanctl/conf.d" "$root/etc/frr"
+  install -d -m 0700 "$root/etc/swanctl/secrets.d"
+  install -m 0644 "$stage"/systemd-network/* "$root/etc/systemd/network/"
+  install -m 0644 "$stage/strongswan.conf.d/nodegen.conf" "$root/etc/strongswan.d/nodegen.conf"
+  install -m 0644 "$stage/swanctl.conf" "$root/etc/swanctl/swanctl.conf"
+  install -m 0644 "$stage"/conf.d/*.conf "$root/etc/swanctl/conf.d/"
+  install -m 0600 "$stage"/secrets.d/*.conf "$root/etc/swanctl/secrets.d/"
+  install -m 0640 "$stage/frr.conf" "$root/etc/frr/frr.conf"
+  if [[ -f $stage/daemons ]]; then
+    install -m 0644 "$stage/daemons" "$root/etc/frr/daemons"
+  fi
   exit 0
 fi
-chown frr:frr /etc/frr/frr.conf
-networkctl reload
-systemctl restart frr
-systemctl restart strongswan
-swanctl --load-all
+
+out=$(vtysh --dryrun -f "$stage/frr.conf" 2>&1) || fail "vtysh refuses frr.conf: $out; nothing was changed"
+
+# established TUNNEL: its CHILD_SA is installed and its BGP session is
+# Established (the state bgpd reports as bgpState).
+# (Read whole: grep -q in a pipe would end the reader early, a failure
+# under pipefail.)
+established() {
+  local sas bgp
+  sas=$(swanctl --list-sas --ike "$1" --noblock 2>/dev/null) || return 1
+  [[ $sas == *", INSTALLED, "* ]] || return 1
+  bgp=$(vtysh -c "show bgp neighbors ${neighbor[$1]} json" 2>/dev/null) || return 1
+  [[ $bgp =~ \"bgpState\":\ *\"Established\" ]]
+}
+
+# tunnel_differs TUNNEL: whether any of its files or its key changes.
+tunnel_differs() {
+  differs "$stage/conf.d/$1.conf" "/etc/swanctl/conf.d/$1.conf" ||
+    differs "$stage/secrets.d/$1.conf" "/etc/swanctl/secrets.d/$1.conf" ||
+    differs "$stage/systemd-network/${ifname[$1]}.netdev" "/etc/systemd/network/${ifname[$1]}.netdev" ||
+    differs "$stage/systemd-network/${ifname[$1]}.network" "/etc/systemd/network/${ifname[$1]}.network"
+}
+
+# charon reads install_routes when it starts (strongswan 5.9.8,
+# kernel_netlink_ipsec.c): a change of its settings takes a restart, which
+# takes every tunnel of the host down, so only while none is up.
+restart_charon=no
+if differs "$stage/strongswan.conf.d/nodegen.conf" /etc/strongswan.d/nodegen.conf; then
+  for t in "${tunnels[@]}"; do
+    if established "$t"; then
+      fail "charon's settings (/etc/strongswan.d/nodegen.conf) change, which takes a restart of strongSwan, and $t is up: the restart would take every tunnel of this host down. When that is acceptable: install -m 0644 $here/strongswan.conf.d/nodegen.conf /etc/strongswan.d/ && systemctl restart strongswan; then run install.sh again. Nothing was changed"
+    fi
+  done
+  restart_charon=yes
+fi
+
+# 3. Switch: charon's and FRR's settings.
+install -d -m 0755 /etc/systemd/network /etc/strongswan.d /etc/swanctl/conf.d /etc/frr
+install -d -m 0700 /etc/swanctl/secrets.d
+install -m 0644 "$stage/swanctl.conf" /etc/swanctl/swanctl.conf
+if [[ $restart_charon == yes ]]; then
+  install -m 0644 "$stage/strongswan.conf.d/nodegen.conf" /etc/strongswan.d/nodegen.conf
+  echo "install.sh: charon's settings changed and no tunnel of this host is up: restarting strongSwan"
+  systemctl restart strongswan.service
+elif ! systemctl is-active --quiet strongswan.service; then
+  systemctl start strongswan.service
+fi
+
+frr_reload=no
+frr_restart=no
+if [[ -f $stage/daemons ]] && differs "$stage/daemons" /etc/frr/daemons; then
+  # bgpd was off: no BGP session, no route through the tunnels to lose.
+  install -m 0644 "$stage/daemons" /etc/frr/daemons
+  frr_restart=yes
+fi
+if differs "$stage/frr.conf" /etc/frr/frr.conf; then
+  install -m 0640 -o frr -g frr "$stage/frr.conf" /etc/frr/frr.conf
+  frr_reload=yes
+fi
+if [[ $frr_restart == yes ]] || ! systemctl is-active --quiet frr.service; then
+  echo "install.sh: starting FRR with bgpd"
+  systemctl restart frr.service
+elif [[ $frr_reload == yes ]]; then
+  # frr-reload.py applies the difference to the running daemons.
+  echo "install.sh: reloading FRR's configuration"
+  systemctl reload frr.service
+fi
+
+# 4. The tunnels, one at a time: first those that are down (they carry
+# nothing), then the established ones.
+order=()
+for t in "${tunnels[@]}"; do
+  established "$t" || order+=("$t")
+done
+for t in "${tunnels[@]}"; do
+  established "$t" && order+=("$t")
+done
+for t in "${order[@]}"; do
+  if ! tunnel_differs "$t"; then
+    echo "install.sh: $t: unchanged, not touched"
+    continue
+  fi
+  if established "$t"; then
+    for o in "${tunnels[@]}"; do
+      if [[ $o != "$t" ]] && ! established "$o"; then
+        fail "$t is up and $o is not: re-initiating $t now would leave this host without a tunnel. Bring $o back first (swanctl --list-sas; vtysh -c 'show bgp summary'), then run install.sh again; $t's new settings are not installed"
+      fi
+    done
+  fi
+  echo "install.sh: $t: installing its settings and re-initiating it"
+  i=${ifname[$t]}
+  # networkd does not change a netdev that exists (systemd.netdev(5)): a
+  # changed one is made anew.
+  if differs "$stage/systemd-network/$i.netdev" "/etc/systemd/network/$i.netdev" && ip link show dev "$i" >/dev/null 2>&1; then
+    ip link delete dev "$i"
+  fi
+  install -m 0644 "$stage/systemd-network/$i.netdev" "$stage/systemd-network/$i.network" /etc/systemd/network/
+  networkctl reload
+  install -m 0600 "$stage/secrets.d/$t.conf" /etc/swanctl/secrets.d/
+  install -m 0644 "$stage/conf.d/$t.conf" /etc/swanctl/conf.d/
+  # Loading leaves the unchanged connections' SAs as they are (strongswan
+  # 5.9.8, vici_config.c merge_config); a new key takes a new IKE_SA.
+  swanctl --load-all --noprompt
+  sas=$(swanctl --list-sas --ike "$t" --noblock 2>/dev/null) || true
+  if [[ $sas == "$t: "* ]]; then
+    swanctl --terminate --ike "$t" --force --timeout 10 >/dev/null
+  fi
+  swanctl --initiate --child "$t" --timeout 30 >/dev/null || echo "install.sh: $t: not up yet, charon keeps trying"
+  n=0
+  until established "$t"; do
+    if ((++n > polls)); then
+      fail "$t is not back $((2 * polls)) s after its re-initiation (CHILD_SA installed, BGP session with ${neighbor[$t]} Established); the tunnels after it were not touched. See swanctl --list-sas --ike $t; vtysh -c 'show bgp neighbors ${neighbor[$t]}'"
+    fi
+    sleep 2
+  done
+  echo "install.sh: $t: up, BGP session with ${neighbor[$t]} Established"
+done
