@@ -23,7 +23,8 @@
 //	nodegen rollout [--nodes F | --kubeconfig F] [--yes]        replace cloud nodes made from an older source
 //	nodegen version                                             version, VCS revision and Go version
 //
-// Exit codes: 0 ok, 1 findings (invalid source, stale output, drift), 2 usage.
+// Exit codes: 0 ok, 1 findings (invalid source, stale output, drift), 2 usage,
+// 3 drift could not compare (the cluster unreachable, an input unreadable).
 package main
 
 import (

@@ -21,7 +21,19 @@ const (
 	ExitOK       = 0
 	ExitFindings = 1 // invalid input, stale output, failed check
 	ExitUsage    = 2
+	// ExitError: drift could not compare at all (the cluster unreachable,
+	// an input unreadable, an invalid source), so that monitoring tells it
+	// from drift found (ExitFindings).
+	ExitError = 3
 )
+
+// codedError is an error that exits with its own code.
+type codedError struct {
+	code int
+	error
+}
+
+func (e codedError) Unwrap() error { return e.error }
 
 // errFindings says the findings were already printed.
 var errFindings = errors.New("findings reported")
@@ -152,6 +164,13 @@ func exitCode(s *streams, err error, args []string, cmds []*cli.Command) int {
 			return ExitUsage
 		}
 		return ExitOK
+	case errors.As(err, new(codedError)):
+		var ce codedError
+		errors.As(err, &ce)
+		if !errors.Is(ce.error, errFindings) {
+			fmt.Fprintf(s.err, "nodegen: %s\n", secrets.Redact(ce.error.Error()))
+		}
+		return ce.code
 	case errors.Is(err, errFindings):
 		return ExitFindings
 	case errors.As(err, &ue):

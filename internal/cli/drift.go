@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/kube"
 	"github.com/nodegen/nodegen/internal/nodecheck"
+	"github.com/nodegen/nodegen/internal/source"
 )
 
 const driftDoc = `drift compares the real world with the source.
@@ -17,7 +19,8 @@ Nodes come from --nodes FILE (the output of kubectl get nodes -o json; - for
 stdin) or from a live cluster with --kubeconfig FILE. Given none of --nodes,
 --kubeconfig and --instance-template, they come from the cluster of the
 kubeconfig files $KUBECONFIG names, merged as kubectl merges them (a list
-separated by ":"), with their current context. Each node is matched to
+separated by ":"), or without $KUBECONFIG of ~/.kube/config, as kubectl
+reads it, with their current context. Each node is matched to
 its group by its providerID (an instance of the group's MIG, as the
 autoscaler maps it) or by the nodegen.dev/node-group label. Reported: labels
 and taints missing, extra or different from the source (the node's own
@@ -37,8 +40,10 @@ startup-script metadata are compared with what gen renders now, its
 guestAccelerators with the group's GPU, its machine type and boot disk size
 with the source.
 
-Exit 0 when nothing drifted, 1 on any drift (or bad input), 2 on a usage
-mistake.`
+Exit 0 when nothing drifted, 1 when drift was found, 2 on a usage mistake,
+3 when drift could not compare (the cluster unreachable or refusing, an
+input unreadable, an invalid source): monitoring can tell drift from a
+failed check.`
 
 // driftFlags are drift's flags.
 type driftFlags struct {
@@ -71,7 +76,7 @@ func driftCommand(s *streams) *cli.Command {
 			&cli.StringFlag{Name: "now", Usage: "measure node ages as if it were this RFC 3339 `TIME` (reproducible reports)", Destination: &f.now},
 		},
 		OnUsageError: onUsageError,
-		Action:       func(c *cli.Context) error { return runDrift(c, s, f) },
+		Action:       func(c *cli.Context) error { return driftExit(runDrift(c, s, f)) },
 	}
 }
 
@@ -125,9 +130,23 @@ func runDrift(c *cli.Context, s *streams, f *driftFlags) error {
 		return err
 	}
 	if r.Drift {
-		return errFindings
+		return errDrift
 	}
 	return nil
+}
+
+// errDrift: drift was found and reported.
+var errDrift = fmt.Errorf("drift found: %w", errFindings)
+
+// driftExit gives drift's errors their exit codes: drift found 1, a usage
+// mistake 2, anything else (no comparison made) ExitError.
+func driftExit(err error) error {
+	var ue usageError
+	switch {
+	case err == nil || errors.Is(err, errDrift) || errors.As(err, &ue) || errors.As(err, new(*source.NameError)):
+		return err
+	}
+	return codedError{ExitError, err}
 }
 
 // options checks the flags' combination and values and returns the
@@ -140,8 +159,8 @@ func (f *driftFlags) options() (nodecheck.Options, error) {
 		return nodecheck.Options{}, usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
 	}
 	if f.nodesFile == "" && f.kubeconfig == "" && len(f.templates.Value()) == 0 {
-		if !kubeconfigInEnv() {
-			return nodecheck.Options{}, usageError{fmt.Errorf("drift needs --nodes FILE, --kubeconfig FILE, --instance-template FILE or $%s", kube.KubeconfigEnv)}
+		if !kubeconfigDefault() {
+			return nodecheck.Options{}, usageError{fmt.Errorf("drift needs --nodes FILE, --kubeconfig FILE, --instance-template FILE, $%s or %s", kube.KubeconfigEnv, kube.HomeKubeconfigName)}
 		}
 		f.liveFromEnv = true
 	}

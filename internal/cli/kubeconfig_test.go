@@ -112,3 +112,60 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestKubeconfigFromHome: without $KUBECONFIG, drift and rollout read the
+// live cluster of ~/.kube/config, as kubectl does; with neither, they say
+// what they need.
+func TestKubeconfigFromHome(t *testing.T) {
+	var listed atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/nodes" {
+			http.NotFound(w, r)
+			return
+		}
+		listed.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": [
+			{"metadata": {"name": "orphan-node", "labels": {"nodegen.dev/node-group": "gone"}}}]}`))
+	}))
+	defer api.Close()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("NODEGEN_CACHE_DIR", t.TempDir())
+	for _, cmd := range []string{"drift", "rollout"} {
+		var out, errb bytes.Buffer
+		if code := cli.Main([]string{cmd, "--source", testsrc.Dir()}, strings.NewReader(""), &out, &errb); code != cli.ExitUsage || !strings.Contains(errb.String(), "$KUBECONFIG or ~/.kube/config") {
+			t.Errorf("nodegen %s without a kubeconfig: exit %d, want %d naming ~/.kube/config\n%s", cmd, code, cli.ExitUsage, errb.String())
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".kube", "config"), []byte(`apiVersion: v1
+kind: Config
+current-context: live
+contexts:
+- name: live
+  context: {cluster: live, user: live}
+clusters:
+- name: live
+  cluster: {server: `+api.URL+`}
+users:
+- name: live
+  user: {token: live-token}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"drift", "rollout"} {
+		before := listed.Load()
+		var out, errb bytes.Buffer
+		code := cli.Main([]string{cmd, "--source", testsrc.Dir()}, strings.NewReader(""), &out, &errb)
+		if listed.Load() == before {
+			t.Errorf("nodegen %s with ~/.kube/config: exit %d, no node list from its cluster\nstdout: %s\nstderr: %s", cmd, code, out.String(), errb.String())
+		}
+		if cmd == "drift" && (code != cli.ExitFindings || !strings.Contains(out.String(), "orphan-node")) {
+			t.Errorf("nodegen drift with ~/.kube/config: exit %d, want %d and orphan-node reported\n%s%s", code, cli.ExitFindings, out.String(), errb.String())
+		}
+	}
+}

@@ -29,7 +29,8 @@ own group last), what replacing their stale nodes changes, each stale node
 and its replacement, batch by batch. Nodes come from --nodes FILE (kubectl
 get nodes -o json) or live from --kubeconfig FILE; without either, from the
 kubeconfig files $KUBECONFIG names, merged as kubectl merges them (a list
-separated by ":"), with their current context.
+separated by ":"), or without $KUBECONFIG from ~/.kube/config, as kubectl
+reads it, with their current context.
 
 With --yes (and the live cluster) it carries the plan out, per zonal MIG, a
 batch of cluster.rollout.surge stale nodes at a time: it creates their
@@ -88,7 +89,7 @@ func rolloutCommand(s *streams) *cli.Command {
 		Description: rolloutDoc,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "nodes", Usage: "plan from `FILE` holding kubectl get nodes -o json output (- for stdin)", Destination: &f.nodesFile},
-			&cli.StringFlag{Name: "kubeconfig", Usage: "the cluster of this kubeconfig `FILE` (default: $KUBECONFIG, as kubectl reads it)", Destination: &f.kubeconfig},
+			&cli.StringFlag{Name: "kubeconfig", Usage: "the cluster of this kubeconfig `FILE` (default: $KUBECONFIG, else ~/.kube/config, as kubectl reads them)", Destination: &f.kubeconfig},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan only (the default without --yes)", Destination: &f.dryRun},
 			&cli.BoolFlag{Name: "yes", Usage: "carry the plan out", Destination: &f.yes},
 			&cli.BoolFlag{Name: "force", Usage: "drains evict pods that declare no controller (as kubectl drain --force): nothing creates them again", Destination: &f.drain.Force},
@@ -158,9 +159,16 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 	return f.carryOut(ctx, s, src, revs, cluster)
 }
 
-// kubeconfigInEnv says whether $KUBECONFIG names kubeconfig files, which
-// a command that reads the live cluster then uses without --kubeconfig.
-func kubeconfigInEnv() bool { return os.Getenv(kube.KubeconfigEnv) != "" }
+// kubeconfigDefault says whether there is a kubeconfig a command that
+// reads the live cluster uses without --kubeconfig, as kubectl does: the
+// files $KUBECONFIG names or, without it, ~/.kube/config.
+func kubeconfigDefault() bool {
+	if os.Getenv(kube.KubeconfigEnv) != "" {
+		return true
+	}
+	_, err := os.Stat(kube.HomeKubeconfig())
+	return err == nil
+}
 
 // liveCluster makes the client of the cluster of the kubeconfig file, or
 // with "" of the files $KUBECONFIG names, as kubectl reads them.
@@ -174,6 +182,9 @@ func liveCluster(kubeconfig string) (*kube.Client, error) {
 	}
 	c, err := kube.FromKubeconfigEnv()
 	if err != nil {
+		if os.Getenv(kube.KubeconfigEnv) == "" {
+			return nil, fmt.Errorf("%s: %w", kube.HomeKubeconfig(), err)
+		}
 		return nil, fmt.Errorf("$%s (%s): %w", kube.KubeconfigEnv, os.Getenv(kube.KubeconfigEnv), err)
 	}
 	return c, nil
@@ -189,10 +200,10 @@ func (f *rolloutFlags) check() error {
 		return usageError{fmt.Errorf("use --dry-run or --yes, not both")}
 	case f.nodesFile != "" && f.kubeconfig != "":
 		return usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
-	case f.yes && (f.nodesFile != "" || f.kubeconfig == "" && !kubeconfigInEnv()):
-		return usageError{fmt.Errorf("rollout --yes needs the live cluster, --kubeconfig FILE or $%s: it changes it", kube.KubeconfigEnv)}
-	case f.nodesFile == "" && f.kubeconfig == "" && !kubeconfigInEnv():
-		return usageError{fmt.Errorf("rollout needs --nodes FILE, --kubeconfig FILE or $%s", kube.KubeconfigEnv)}
+	case f.yes && (f.nodesFile != "" || f.kubeconfig == "" && !kubeconfigDefault()):
+		return usageError{fmt.Errorf("rollout --yes needs the live cluster, --kubeconfig FILE, $%s or %s: it changes it", kube.KubeconfigEnv, kube.HomeKubeconfigName)}
+	case f.nodesFile == "" && f.kubeconfig == "" && !kubeconfigDefault():
+		return usageError{fmt.Errorf("rollout needs --nodes FILE, --kubeconfig FILE, $%s or %s", kube.KubeconfigEnv, kube.HomeKubeconfigName)}
 	case f.yes && f.output == "json":
 		return usageError{fmt.Errorf("-o json prints a plan; it does not go with --yes")}
 	}

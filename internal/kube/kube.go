@@ -18,6 +18,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -32,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/homedir"
 )
 
 // codecs is the scheme of the client's types with its serializers and the
@@ -76,7 +79,8 @@ func FromKubeconfig(path string) (*Client, error) {
 const KubeconfigEnv = clientcmd.RecommendedConfigPathEnvVar
 
 // FromKubeconfigEnv makes the client of the cluster of the kubeconfig files
-// $KUBECONFIG names, read and merged as kubectl reads them
+// $KUBECONFIG names (without it, of ~/.kube/config), read and merged as
+// kubectl reads them
 // (clientcmd.NewDefaultClientConfigLoadingRules: the first file that sets a
 // value wins, current-context included; k8s.io/client-go, tools/clientcmd/
 // loader.go), with the current context.
@@ -88,10 +92,26 @@ func FromKubeconfigEnv() (*Client, error) {
 	return NewForConfig(cfg)
 }
 
-// ConfigFromKubeconfigEnv is FromKubeconfigEnv's REST config.
+// ConfigFromKubeconfigEnv is FromKubeconfigEnv's REST config. Without
+// $KUBECONFIG, it is ~/.kube/config's (HomeKubeconfig), as kubectl's.
 func ConfigFromKubeconfigEnv() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if os.Getenv(KubeconfigEnv) == "" {
+		// The rules' default, clientcmd.RecommendedHomeFile, is the home
+		// directory's when the process started; this is $HOME's now.
+		rules.Precedence = []string{HomeKubeconfig()}
+	}
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
+
+// HomeKubeconfigName is how HomeKubeconfig is named to a person.
+const HomeKubeconfigName = "~/.kube/config"
+
+// HomeKubeconfig is the kubeconfig file kubectl reads without
+// $KUBECONFIG: .kube/config in the home directory
+// (clientcmd.RecommendedHomeFile, of homedir.HomeDir).
+func HomeKubeconfig() string {
+	return filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)
 }
 
 // NewForConfig makes a client from a REST config, with the defaults the
