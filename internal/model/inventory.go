@@ -68,23 +68,24 @@ func (s *Source) OnpremWithoutNodes() []*NodeGroup {
 }
 
 // FixedCapacity is what the declared nodes outside the MIGs count towards
-// the autoscaler's cluster-wide caps: nodes, vCPUs, GiB of memory and
-// advertised GPUs by type.
+// the autoscaler's cluster-wide caps: nodes, vCPUs and GiB of memory.
+// Their GPUs count towards no --gpu-total: the autoscaler counts a Node's
+// GPUs under the value of its label cloud.google.com/gke-accelerator and
+// not at all without it (kubernetes/autoscaler cluster-autoscaler-1.35.2,
+// processors/customresources/gpu_processor.go GetNodeGpuTarget), and
+// nodegen puts that label on cloud nodes only (Resolve; users may not set
+// it).
 type FixedCapacity struct {
 	Nodes, CPU, MemoryGiB int64
-	GPUs                  map[string]int64
 }
 
 // Fixed sums DeclaredNodes.
 func (s *Source) Fixed() FixedCapacity {
-	f := FixedCapacity{GPUs: map[string]int64{}}
+	var f FixedCapacity
 	for _, n := range s.DeclaredNodes() {
 		f.Nodes++
 		f.CPU += n.CPU
 		f.MemoryGiB += n.MemoryGiB
-		if n.GPUType != "" && n.GPUs > 0 {
-			f.GPUs[n.GPUType] += n.GPUs
-		}
 	}
 	return f
 }

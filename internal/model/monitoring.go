@@ -55,7 +55,7 @@ func (s *Source) Caps() (EffectiveCaps, bool) {
 		out.Memory, out.MemoryGiBMax = true, caps.MemoryGiB.Max+f.MemoryGiB
 	}
 	for t, r := range caps.GPUs {
-		out.GPUsMax[t] = r.Max + f.GPUs[t]
+		out.GPUsMax[t] = r.Max // the declared nodes' GPUs count towards none (FixedCapacity)
 	}
 	return out, true
 }

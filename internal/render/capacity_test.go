@@ -379,6 +379,68 @@ func TestCapFlags(t *testing.T) {
 	}
 }
 
+// TestCapFlagsCountDeclaredNodes pins the arithmetic the system test
+// TestCapsBind relies on: each cap flag is the source's cap (the cloud's
+// budget) plus exactly what the declared nodes outside the MIGs count,
+// since the autoscaler counts every Node (kubernetes/autoscaler
+// cluster-autoscaler-1.35.2, resourcequotas/usage.go calculateUsages):
+// each node once, its vCPUs and GiB; their GPUs, even of a capped type,
+// add nothing to --gpu-total (the autoscaler counts GPUs under the label
+// cloud.google.com/gke-accelerator, which only cloud nodes carry).
+func TestCapFlagsCountDeclaredNodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nodegroups")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	caps := `caps: {
+			maxNodesTotal: 30
+			cores: {min: 4, max: 200}
+			memoryGiB: max: 900
+			gpus: "nvidia-tesla-t4": {min: 1, max: 8}
+		}`
+	// A control-plane node and two on-prem servers with T4s (6 advertised,
+	// which no cap counts): 3 nodes, 104 vCPUs, 800 GiB.
+	text := strings.NewReplacer(`joinToken: secretManager: secret: "join"`, `joinToken: secretManager: secret: "join"
+	controlPlaneNodes: "cp-1": {cpu: 8, memoryGiB: 32}`,
+		`labels: "example.com/site": "dc1"`, `labels: "example.com/site": "dc1"
+	gpu: {type: "nvidia-tesla-t4", count: 4}
+	nodes: {
+		"dc-1": {cpu: 64, memoryGiB: 512}
+		"dc-2": {cpu: 32, memoryGiB: 256, gpus: 2}
+	}`).Replace(fmt.Sprintf(capacitySource, caps, "", ""))
+	if !strings.Contains(text, "dc-2") || !strings.Contains(text, "cp-1") {
+		t.Fatal("capacitySource changed: the declared nodes were not added")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "all.cue"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := pipeline.Load(dir)
+	if err != nil {
+		t.Fatalf("nodegen rejects the test's source: %v", err)
+	}
+	files, err := render.All(l.Fleet.Clusters[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string][]string{
+		"max-nodes-total": {"33"},
+		"cores-total":     {"108:304"},
+		"memory-total":    {"800:1700"},
+		"gpu-total":       {"nvidia-tesla-t4:1:8"},
+	} {
+		if got := flagValues(files, flag); !slices.Equal(got, want) {
+			t.Errorf("--%s %v, want %v", flag, got, want)
+		}
+	}
+	const comment = "plus the 3 declared node(s) outside the MIGs, which the autoscaler counts too: 104 vCPUs, 800 GiB (their GPUs count towards no --gpu-total: they lack the label cloud.google.com/gke-accelerator).\n"
+	if !bytes.Contains(files[layout.AutoscalerFlagsPath], []byte(comment)) {
+		t.Errorf("flags.txt does not say what it adds (%q):\n%s", comment, files[layout.AutoscalerFlagsPath])
+	}
+	if !slices.Equal(chartArgs(t, files), flagLines(files)) {
+		t.Errorf("chart args\n%v\nflags.txt\n%v", chartArgs(t, files), flagLines(files))
+	}
+}
+
 func TestBalanceDefault(t *testing.T) {
 	// gpu spans two zones: balancing is on by default.
 	_, files := renderCapacity(t, "", "", "")

@@ -83,7 +83,7 @@ func capRoom(src *model.Source, g *model.NodeGroup, nodes []corev1.Node) (room i
 	}
 	if g.GPU != nil {
 		if r := caps.GPUs[g.GPU.Type]; r != nil {
-			bound(fmt.Sprintf("cluster.autoscaler.caps.gpus.%q", g.GPU.Type), r.Max+fixed.GPUs[g.GPU.Type], used.gpus[g.GPU.Type], g.CapGPUs(), 1)
+			bound(fmt.Sprintf("cluster.autoscaler.caps.gpus.%q", g.GPU.Type), r.Max, used.gpus[g.GPU.Type], g.CapGPUs(), 1)
 		}
 	}
 	if room < 0 {

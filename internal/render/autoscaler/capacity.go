@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,7 +93,8 @@ func PriorityExpander(src *model.Source, header string) ([]byte, error) {
 // name: each cap of the source (the cloud's budget) plus what the declared
 // nodes outside the MIGs count (model.Source.Fixed), since the autoscaler
 // counts every Node of the cluster (kubernetes/autoscaler
-// cluster-autoscaler-1.35.2, resourcequotas/usage.go calculateUsages).
+// cluster-autoscaler-1.35.2, resourcequotas/usage.go calculateUsages);
+// --gpu-total as written, since their GPUs count towards none.
 func capFlags(src *model.Source) [][2]string {
 	caps := src.Cluster.Autoscaler.Caps
 	if caps == nil {
@@ -104,8 +106,8 @@ func capFlags(src *model.Source) [][2]string {
 		out = append(out, [2]string{"cores-total", fmt.Sprintf("%d:%d", caps.Cores.Min+fixed.CPU, caps.Cores.Max+fixed.CPU)})
 	}
 	for _, t := range model.SortedKeys(caps.GPUs) {
-		r, n := caps.GPUs[t], fixed.GPUs[t]
-		out = append(out, [2]string{"gpu-total", fmt.Sprintf("%s:%d:%d", t, r.Min+n, r.Max+n)})
+		r := caps.GPUs[t]
+		out = append(out, [2]string{"gpu-total", fmt.Sprintf("%s:%d:%d", t, r.Min, r.Max)})
 	}
 	if caps.MaxNodesTotal > 0 {
 		out = append(out, [2]string{"max-nodes-total", strconv.FormatInt(int64(caps.MaxNodesTotal)+fixed.Nodes, 10)})
@@ -124,8 +126,8 @@ func capsComment(src *model.Source) string {
 		return ""
 	}
 	s := fmt.Sprintf("# The caps below are the source's (the cloud's budget) plus the %d declared node(s) outside the MIGs, which the autoscaler counts too: %d vCPUs, %d GiB", f.Nodes, f.CPU, f.MemoryGiB)
-	for _, t := range model.SortedKeys(f.GPUs) {
-		s += fmt.Sprintf(", %d %s", f.GPUs[t], t)
+	if len(src.Cluster.Autoscaler.Caps.GPUs) > 0 && slices.ContainsFunc(src.DeclaredNodes(), func(n model.DeclaredNode) bool { return n.GPUs > 0 }) {
+		s += " (their GPUs count towards no --gpu-total: they lack the label " + model.GPULabel + ")"
 	}
 	return s + ".\n"
 }

@@ -55,6 +55,9 @@ func (d *docWriter) capacity() {
 	if len(d.src.OnpremWithoutNodes()) > 0 {
 		d.p("; the servers of %s, which the source does not declare, take from the cloud's share", strings.Join(groupNames(d.src.OnpremWithoutNodes()), ", "))
 	}
+	if len(caps.GPUs) > 0 && slices.ContainsFunc(d.src.DeclaredNodes(), func(n model.DeclaredNode) bool { return n.GPUs > 0 }) {
+		d.p("; their GPUs count towards no GPU cap: the autoscaler counts a Node's GPUs under its label `%s`, which nodegen puts on cloud nodes only", model.GPULabel)
+	}
 	d.p(".\n")
 	if caps.MaxNodesTotal > 0 {
 		d.p("- **Nodes**: at most %d cloud Nodes (`--max-nodes-total=%d`).\n", caps.MaxNodesTotal, int64(caps.MaxNodesTotal)+fixed.Nodes)
@@ -67,7 +70,7 @@ func (d *docWriter) capacity() {
 	}
 	for _, t := range model.SortedKeys(caps.GPUs) {
 		r := caps.GPUs[t]
-		d.p("- **GPUs %s**: %d–%d in the cloud (`--gpu-total=%s:%d:%d`), counted as the autoscaler counts them: the `%s` each node advertises, so a time-sliced GPU counts its replicas.", code(t), r.Min, r.Max, t, r.Min+fixed.GPUs[t], r.Max+fixed.GPUs[t], model.GPUResource)
+		d.p("- **GPUs %s**: %d–%d in the cloud (`--gpu-total=%s:%d:%d`), counted as the autoscaler counts them: the `%s` each node advertises, so a time-sliced GPU counts its replicas.", code(t), r.Min, r.Max, t, r.Min, r.Max, model.GPUResource)
 		var per []string
 		for _, g := range d.src.Groups() {
 			if !g.Autoscaled() || g.GPU == nil || g.GPU.Type != t {
