@@ -396,53 +396,145 @@ func TestSpotStockoutFallsBack(t *testing.T) {
 	t.Logf("spot MIGs tried before the fallback: %d of %d", len(tried), len(spotMIGs))
 }
 
-// TestGPUCap: cluster.autoscaler.caps.gpus counts advertised GPUs; for
-// 20 one-GPU pods the autoscaler adds exactly the spot-gpu-t4 nodes
-// the source's GPUCapNodes (what explain says the cap admits) predicts,
-// and no on-demand node once the cap is reached.
-func TestGPUCap(t *testing.T) {
+// capCase is a scenario of TestCapsBind: the fixture with one cap lowered
+// so that it, and no group's max, stops the autoscaler short of the pods'
+// need.
+type capCase struct {
+	name  string
+	edits []edit
+	// capName is the cap's path as explain's plan names it.
+	capName string
+	// group is the group the cap stops; pod and replicas the pending pods.
+	group    string
+	pod      func(name string) *corev1.Pod
+	replicas int
+	// budget is the declared cap in the autoscaler's unit (bytes for
+	// memory), fixed what the declared nodes outside the MIGs carry of
+	// it: what the rendered flag adds (none for GPUs, which the
+	// autoscaler does not count on them).
+	budget func(src *model.Source) int64
+	fixed  func(src *model.Source) int64
+	// spend is what a Node counts towards the cap, as the autoscaler
+	// counts it (resourcequotas/cache.go totalNodeResources).
+	spend func(n *corev1.Node) int64
+	// exact: the fixture's budget is a whole number of nodes, so the
+	// cloud's Nodes sum to it exactly.
+	exact bool
+	// logged is what the autoscaler logs once the cap stops it, given the
+	// rendered flag's value.
+	logged func(flag string) string
+	flag   string
+}
+
+// gpuType is the fixture's capped GPU type.
+const gpuType = "nvidia-tesla-t4"
+
+var capCases = []capCase{{
+	// 2 autoscaler nodes (e2-standard-2) and 2 cpu-burst nodes
+	// (n2-standard-8): 2×2 + 2×8 = 20 vCPUs.
+	name:    "cores",
+	edits:   []edit{{"cluster.cue", "cores: max: 256", "cores: max: 20"}},
+	capName: "cluster.autoscaler.caps.cores.max",
+	group:   "cpu-burst", pod: cpuPod, replicas: 3,
+	budget: func(s *model.Source) int64 { return s.Cluster.Autoscaler.Caps.Cores.Max },
+	fixed:  func(s *model.Source) int64 { return s.Fixed().CPU },
+	spend:  func(n *corev1.Node) int64 { return n.Status.Capacity.Cpu().Value() },
+	exact:  true,
+	flag:   "cores-total",
+	logged: func(string) string { return `"cluster-wide" quota exceeded, resources: [cpu]` },
+}, {
+	// 2×8 GiB + 2×32 GiB of machine memory; the autoscaler counts the
+	// Nodes' capacity, less the kernel's reservation, and a third
+	// cpu-burst node does not fit.
+	name:    "memory",
+	edits:   []edit{{"cluster.cue", "cores: max: 256", "cores: max: 256\n\t\t\tmemoryGiB: max: 80"}},
+	capName: "cluster.autoscaler.caps.memoryGiB.max",
+	group:   "cpu-burst", pod: cpuPod, replicas: 3,
+	budget: func(s *model.Source) int64 { return s.Cluster.Autoscaler.Caps.MemoryGiB.Max << 30 },
+	fixed:  func(s *model.Source) int64 { return s.Fixed().MemoryGiB << 30 },
+	spend:  func(n *corev1.Node) int64 { return n.Status.Capacity.Memory().Value() },
+	flag:   "memory-total",
+	logged: func(string) string { return `"cluster-wide" quota exceeded, resources: [memory]` },
+}, {
+	// 2 autoscaler nodes and 2 cpu-burst nodes.
+	name:    "nodes",
+	edits:   []edit{{"cluster.cue", "maxNodesTotal: 40", "maxNodesTotal: 4"}},
+	capName: "cluster.autoscaler.caps.maxNodesTotal",
+	group:   "cpu-burst", pod: cpuPod, replicas: 3,
+	budget: func(s *model.Source) int64 { return int64(s.Cluster.Autoscaler.Caps.MaxNodesTotal) },
+	fixed:  func(s *model.Source) int64 { return s.Fixed().Nodes },
+	spend:  func(*corev1.Node) int64 { return 1 },
+	exact:  true,
+	flag:   "max-nodes-total",
+	// kubernetes/autoscaler cluster-autoscaler-1.35.2,
+	// core/static_autoscaler.go: logged while pods are unschedulable and
+	// the ready Nodes reach --max-nodes-total.
+	logged: func(flag string) string { return "Max total nodes in cluster reached: " + flag + "." },
+}, {
+	// One spot-gpu-t4 node advertises 4 (one T4 time-sliced 4 ways). The
+	// on-prem servers carry 16 T4s, which the autoscaler does not count
+	// (they lack the label cloud.google.com/gke-accelerator): a flag that
+	// added them would let the cloud grow by them.
+	name: "gpus",
+	edits: []edit{
+		{"cluster.cue", `gpus: "nvidia-tesla-t4": max: 16`, `gpus: "nvidia-tesla-t4": max: 4`},
+		{"onprem-gpu.cue", `type: "nvidia-tesla-a100"`, `type: "nvidia-tesla-t4"`},
+	},
+	capName: `cluster.autoscaler.caps.gpus."nvidia-tesla-t4".max`,
+	group:   "spot-gpu-t4", pod: gpuPod, replicas: 5,
+	budget: func(s *model.Source) int64 { return s.Cluster.Autoscaler.Caps.GPUs[gpuType].Max },
+	fixed: func(s *model.Source) int64 {
+		var n int64
+		for _, d := range s.DeclaredNodes() {
+			if d.GPUType == gpuType {
+				n += d.GPUs
+			}
+		}
+		return n
+	},
+	spend: func(n *corev1.Node) int64 {
+		if n.Labels[model.GPULabel] != gpuType {
+			return 0
+		}
+		q := n.Status.Capacity[corev1.ResourceName(model.GPUResource)]
+		return q.Value()
+	},
+	exact:  true,
+	flag:   "gpu-total",
+	logged: func(string) string { return `"cluster-wide" quota exceeded, resources: [` + gpuType + `]` },
+}}
+
+// TestCapsBind: each cap of the source (cluster.autoscaler.caps: vCPUs,
+// GiB of memory, nodes, advertised GPUs of a type) is the cloud's budget,
+// in both directions. In a run of its own, each cap is lowered so that it
+// stops the real autoscaler before the pods' need and before the group's
+// max, with the control plane and the on-prem servers registered (the
+// autoscaler counts every Node; the rendered flags add what they count):
+// the autoscaler logs that cap as the limit, the cloud's Nodes sum to the
+// budget (exactly, where it is a whole number of nodes) with no room for
+// one more node of the group, the VMs per group and the pods left pending
+// are explain's plan. A flag that counted the nodes outside the MIGs twice
+// would let the cloud grow past the budget; one that did not count them
+// would stop it short.
+func TestCapsBind(t *testing.T) {
 	t.Parallel()
-	bin := testca.Binary(t, nil)
-	c := hybrid(t, Options{Register: 2 * time.Second, GPUInit: 3 * time.Second, GPUValidated: time.Second})
-	spot, onDemand := group(t, c, "spot-gpu-t4"), group(t, c, "gpu-t4")
-	want, capped, ok := c.Source.GPUCapNodes(spot)
-	if !ok || !capped {
-		t.Fatalf("the fixture's GPU cap does not cap spot-gpu-t4 (GPUCapNodes %d %v %v)", want, capped, ok)
-	}
-	setProviderID(t, c)
-	ca := c.StartAutoscaler(bin)
-	for i := range 20 {
-		c.Create(gpuPod(fmt.Sprintf("infer-%02d", i)))
-	}
-	if !eventually(4*time.Minute, func() bool { return len(created(c, spot)) >= want && ca.Count("quota exceeded") > 0 }) {
-		t.Fatalf("want %d spot-gpu-t4 VMs and the cap reported; got %d; calls:\n%s", want, len(created(c, spot)), mutated(c))
-	}
-	time.Sleep(15 * time.Second)
-	if got := len(created(c, spot)); got != want {
-		t.Errorf("%d spot-gpu-t4 VMs, the cap admits %d", got, want)
-	}
-	if got := len(created(c, onDemand)); got != 0 {
-		t.Errorf("%d gpu-t4 VMs past the cap", got)
+	for _, tc := range capCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			capsBind(t, tc)
+		})
 	}
 }
 
-// TestCapsCountOnprem: the autoscaler counts every Node in its caps; with
-// the caps rendered as the source's cloud budget plus the declared nodes
-// outside the MIGs, 20 CPU pods and 24 GPU pods get what the cloud budget
-// allows, and what explain's plan says: cpu-burst up to its max,
-// spot-gpu-t4 up to the GPU cap, no gpu-t4, 8 GPU pods pending; no group
-// is skipped for the vCPU cap the on-prem servers would otherwise eat.
-func TestCapsCountOnprem(t *testing.T) {
-	t.Parallel()
+func capsBind(t *testing.T, tc capCase) {
 	bin := testca.Binary(t, nil)
-	c := hybrid(t, Options{Register: time.Second, GPUInit: 2 * time.Second, GPUValidated: time.Second})
+	c := hybrid(t, Options{Register: time.Second, GPUInit: 2 * time.Second, GPUValidated: time.Second}, tc.edits...)
 	setProviderID(t, c)
-	burst, spot, onDemand := group(t, c, "cpu-burst"), group(t, c, "spot-gpu-t4"), group(t, c, "gpu-t4")
+	group(t, c, tc.group)
+	budget, fixed := tc.budget(c.Source), tc.fixed(c.Source)
 
-	// What explain says the autoscaler does with the same pods, as two
-	// Deployments (their pods share nodes, as the autoscaler packs them).
-	batch, infer := cpuPod("batch"), gpuPod("infer")
-	workloads, _, err := explain.Decode("workloads.yaml", []byte(deployment(t, batch, 20)+"---\n"+deployment(t, infer, 24)))
+	// What explain says the autoscaler does with the same pods.
+	workloads, _, err := explain.Decode("workloads.yaml", []byte(deployment(t, tc.pod("load"), int32(tc.replicas))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,43 +543,113 @@ func TestCapsCountOnprem(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := e.Plan(workloads)
-	want := map[string]int{}
-	pending := 0
+	want, pending, binding := map[string]int{}, 0, false
 	for _, s := range plan.Steps {
 		want[s.Group] += s.Nodes
+		if s.Group == tc.group {
+			binding = strings.Contains(s.Stop, tc.capName) && !s.AtMax && !strings.Contains(s.Stop, "at its max")
+		}
+		t.Logf("explain's plan: %s", s)
 	}
 	for _, p := range plan.Pending {
 		pending += p.Pods
 	}
-	t.Logf("explain's plan: %v nodes, %d pods pending", want, pending)
+	if !binding || want[tc.group] == 0 || pending == 0 {
+		t.Fatalf("in explain's plan %s stops at %d nodes with %d pods pending, not by %s: the fixture no longer binds the cap", tc.group, want[tc.group], pending, tc.capName)
+	}
+	flags := flagValue(t, c, tc.flag)
+	t.Logf("%s %d, the nodes outside the MIGs carry %d; rendered --%s=%s", tc.capName, budget, fixed, tc.flag, flags)
 
 	ca := c.StartAutoscaler(bin)
-	for i := range 20 {
-		p := cpuPod(fmt.Sprintf("batch-%02d", i))
-		c.Create(p)
-	}
-	for i := range 24 {
-		c.Create(gpuPod(fmt.Sprintf("infer-%02d", i)))
+	for i := range tc.replicas {
+		c.Create(tc.pod(fmt.Sprintf("load-%02d", i)))
 	}
 	got := func() map[string]int {
-		return map[string]int{burst.Name: len(created(c, burst)), spot.Name: len(created(c, spot)), onDemand.Name: len(created(c, onDemand))}
+		m := map[string]int{}
+		for _, g := range c.Source.Groups() {
+			if g.Autoscaled() {
+				m[g.Name] = len(created(c, g))
+			}
+		}
+		return m
 	}
-	if !eventually(6*time.Minute, func() bool { return got()[burst.Name] == want[burst.Name] && got()[spot.Name] == want[spot.Name] }) {
-		t.Errorf("after 6m: VMs %v, explain's plan %v", got(), want)
+	same := func() bool {
+		for g, n := range got() {
+			if n != want[g] {
+				return false
+			}
+		}
+		return true
 	}
+	logged := tc.logged(flags)
+	if !eventually(3*time.Minute, func() bool { return same() && ca.Count(logged) > 0 }) {
+		t.Fatalf("after 3m: VMs %v, explain's plan %v; the autoscaler logged %q %d times; calls:\n%s", got(), want, logged, ca.Count(logged), mutated(c))
+	}
+	// Three more loops: nothing more is added.
 	time.Sleep(15 * time.Second)
-	if g := got(); g[burst.Name] != want[burst.Name] || g[spot.Name] != want[spot.Name] || g[onDemand.Name] != want[onDemand.Name] {
-		t.Errorf("VMs %v, explain's plan %v", g, want)
+	if !same() {
+		t.Errorf("VMs %v, explain's plan %v; calls:\n%s", got(), want, mutated(c))
 	}
-	if want[burst.Name] != burst.MaxNodes() {
-		t.Errorf("the plan gives cpu-burst %d nodes, its max is %d: the fixture no longer tests the vCPU cap", want[burst.Name], burst.MaxNodes())
+
+	// What the cloud's Nodes count towards the cap, as the autoscaler
+	// counts them, once every VM's Node is registered (and a GPU node
+	// reports its GPUs).
+	var spent, per int64
+	counted := func() bool {
+		spent, per = 0, 0
+		for _, g := range c.Source.CloudGroups() {
+			for _, vm := range created(c, g) {
+				n := c.Node(vm.Name)
+				if n == nil {
+					return false
+				}
+				if gpus := n.Status.Capacity[corev1.ResourceName(model.GPUResource)]; g.GPU != nil && gpus.IsZero() {
+					return false
+				}
+				spent += tc.spend(n)
+				if g.Name == tc.group {
+					per = tc.spend(n)
+				}
+			}
+		}
+		return true
 	}
-	if n := ca.Count(`"cluster-wide" quota exceeded, resources: [cpu]`); n > 0 {
-		t.Errorf("the vCPU cap stopped scale-ups %d times: the rendered --cores-total does not leave the cloud its budget", n)
+	if !eventually(time.Minute, counted) {
+		t.Fatalf("the cloud's VMs did not all register their Nodes: %v", c.Nodes(""))
+	}
+	t.Logf("the cloud's Nodes count %d of the budget %d, %d per %s node", spent, budget, per, tc.group)
+	if spent > budget {
+		t.Errorf("the cloud's Nodes count %d, over the budget %d", spent, budget)
+	}
+	if spent+per <= budget {
+		t.Errorf("the cloud's Nodes count %d: one more %s node (%d) fits the budget %d", spent, tc.group, per, budget)
+	}
+	if tc.exact && spent != budget {
+		t.Errorf("the cloud's Nodes count %d, the budget is %d", spent, budget)
+	}
+	if fixed < per {
+		t.Errorf("the nodes outside the MIGs carry %d, less than one %s node (%d): the fixture no longer tells a flag that counts them twice, or not at all", fixed, tc.group, per)
 	}
 	if !eventually(time.Minute, func() bool { return unbound(c) == pending }) {
 		t.Errorf("%d pods pending, explain's plan says %d", unbound(c), pending)
 	}
+}
+
+// flagValue is the value of a flag in the rendered flags.txt (for
+// --gpu-total, the fixture's GPU type's).
+func flagValue(t *testing.T, c *Cluster, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.Out, "cluster-autoscaler", "flags.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "--"+name+"="); ok && (name != "gpu-total" || strings.HasPrefix(v, gpuType+":")) {
+			return v
+		}
+	}
+	t.Fatalf("flags.txt has no --%s:\n%s", name, b)
+	return ""
 }
 
 // deployment is a Deployment of replicas copies of the pod, as YAML.
