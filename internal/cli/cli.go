@@ -103,6 +103,8 @@ cluster under out/<cluster>/):
   k8s/                  node-csr-approver.yaml, join-token-renewer.yaml, node-lifecycle.yaml,
                         taint-remover.yaml, gpu-operator-values.yaml
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml
+  monitoring/           rules.yaml (Prometheus alerting rules), prometheusrule.yaml,
+                        servicemonitor.yaml (prometheus-operator)
   onprem/               set-provider-id.sh, label-onprem-nodes.sh (onprem groups' nodes)
   onprem/join/          <group>.sh, the kubeadm join of a new server of each onprem group
   onprem/vpn/<gateway>/ a VPN's on-prem gateway: install.sh, swanctl.conf, frr.conf, and

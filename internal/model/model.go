@@ -151,6 +151,9 @@ type GCPNetwork struct {
 	Project      string   `json:"project,omitempty"`
 	OnpremRanges []string `json:"onpremRanges"`
 	CNIPorts     []string `json:"cniPorts,omitempty"`
+	// MetricsPorts are the cloud nodes' host-network exporters' ports a
+	// Prometheus on the on-prem side scrapes.
+	MetricsPorts []string `json:"metricsPorts,omitempty"`
 	Egress       string   `json:"egress"`
 	// SubnetworkRange is the subnetwork's primary IPv4 range, "" unset.
 	SubnetworkRange string `json:"subnetworkRange,omitempty"`

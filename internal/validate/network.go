@@ -3,15 +3,19 @@ package validate
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
+
+	"cuelang.org/go/cue"
 
 	"github.com/nodegen/nodegen/internal/model"
 )
 
 // network checks cluster.gcp.network: its on-prem ranges are CIDRs and
 // hold the control plane (its firewall rule is the only way the API
-// server reaches a cloud node's kubelet), and its CNI ports are ports.
+// server reaches a cloud node's kubelet), and its CNI and metrics ports
+// are ports.
 func (c *checker) network() {
 	n := c.src.Cluster.GCP.Network
 	if n == nil {
@@ -58,21 +62,35 @@ func (c *checker) network() {
 		c.vpn(n, subnet, subnetOK)
 	}
 	for i, cp := range n.CNIPorts {
-		_, ports, _ := strings.Cut(cp, "/")
-		lo, hi, isRange := strings.Cut(ports, "-")
-		a, errA := strconv.Atoi(lo)
-		b := a
-		var errB error
-		if isRange {
-			b, errB = strconv.Atoi(hi)
-		}
-		switch {
-		case errA != nil || errB != nil || a < 1 || b > 65535:
-			c.at(join(p, "cniPorts", i), "%q: ports are between 1 and 65535", cp)
-		case b < a:
-			c.at(join(p, "cniPorts", i), "%q: the range ends below its start", cp)
-		case cp == "tcp/"+strconv.Itoa(model.KubeletPort):
-			c.at(join(p, "cniPorts", i), "%q is the kubelet's port, which the on-prem rule admits already", cp)
+		c.ports(join(p, "cniPorts", i), cp)
+	}
+	for i, mp := range n.MetricsPorts {
+		if c.ports(join(p, "metricsPorts", i), mp) && slices.Contains(n.CNIPorts, mp) {
+			c.at(join(p, "metricsPorts", i), "%q is one of cniPorts, which the on-prem rule admits already", mp)
 		}
 	}
+}
+
+// ports checks a firewall port or range "proto/N" or "proto/N-M" at path
+// and reports whether it is valid.
+func (c *checker) ports(path []cue.Selector, pp string) bool {
+	_, ports, _ := strings.Cut(pp, "/")
+	lo, hi, isRange := strings.Cut(ports, "-")
+	a, errA := strconv.Atoi(lo)
+	b := a
+	var errB error
+	if isRange {
+		b, errB = strconv.Atoi(hi)
+	}
+	switch {
+	case errA != nil || errB != nil || a < 1 || b > 65535:
+		c.at(path, "%q: ports are between 1 and 65535", pp)
+	case b < a:
+		c.at(path, "%q: the range ends below its start", pp)
+	case pp == "tcp/"+strconv.Itoa(model.KubeletPort):
+		c.at(path, "%q is the kubelet's port, which the on-prem rule admits already", pp)
+	default:
+		return true
+	}
+	return false
 }

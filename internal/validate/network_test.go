@@ -25,6 +25,11 @@ func TestNetworkRules(t *testing.T) {
 			`nodegroups/cluster.cue:14:125: cluster.gcp.network.cniPorts.1: "tcp/9-8": the range ends below its start`,
 			`nodegroups/cluster.cue:14:136: cluster.gcp.network.cniPorts.2: "tcp/10250" is the kubelet's port`,
 		}},
+		{"metrics ports", `{name: "vpc", subnetwork: "nodes", onpremRanges: ["10.0.0.0/8"], cniPorts: ["tcp/179"], metricsPorts: ["tcp/9100", "tcp/0", "tcp/10250", "tcp/179"]}`, []string{
+			`nodegroups/cluster.cue:14:151: cluster.gcp.network.metricsPorts.1: "tcp/0": ports are between 1 and 65535`,
+			`nodegroups/cluster.cue:14:160: cluster.gcp.network.metricsPorts.2: "tcp/10250" is the kubelet's port, which the on-prem rule admits already`,
+			`nodegroups/cluster.cue:14:173: cluster.gcp.network.metricsPorts.3: "tcp/179" is one of cniPorts, which the on-prem rule admits already`,
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := example(t, map[string]func(string) string{"cluster.cue": replace(`region:  "us-central1"`, `region:  "us-central1", network: `+tc.network)})

@@ -248,6 +248,7 @@ func (w *docWriter) day0() error {
 		return err
 	}
 	d.check()
+	d.monitoring()
 	if d.renews {
 		return d.lapsed(tokenStep, renewStep)
 	}
@@ -682,4 +683,19 @@ func day0NetworkText(src *model.Source) string {
 	}
 	fmt.Fprintf(&b, ". The on-prem side must route subnetwork %s's range into the VPN, and allow it to reach %s.\n\n", code(n.Subnetwork), code(c.ControlPlaneEndpoint))
 	return b.String()
+}
+
+// monitoring writes the section that installs the alerting rules and the
+// autoscaler's ServiceMonitor where Prometheus runs: not a numbered step,
+// as it waits for a monitoring stack, which nodegen does not install.
+func (d *day0Doc) monitoring() {
+	out := d.out
+	d.p("\n## Monitoring\n\n")
+	d.p("Once prometheus-operator runs in the cluster (its CRDs installed), apply the alerting rules and the autoscaler's ServiceMonitor; the Prometheus's `ruleSelector` and `serviceMonitorSelector` must select `app.kubernetes.io/managed-by: nodegen` (docs/monitoring.md in nodegen's repository):\n\n")
+	d.p("```sh\nkubectl apply -f %s%s -f %s%s\n```\n\n", out, layout.MonitoringPrometheusRulePath, out, layout.MonitoringServiceMonitorPath)
+	d.p("A Prometheus without the operator takes `%s%s` among its `rule_files`, with a scrape job named `%s` for the autoscaler's Service.", out, layout.MonitoringRulesPath, model.AutoscalerFullname)
+	if n := d.c.GCP.Network; n != nil && len(n.MetricsPorts) > 0 {
+		d.p(" A Prometheus on the on-prem side reaches the cloud nodes' exporters on %s through the firewall rule `%s` of `%s%s`.", strings.Join(n.MetricsPorts, ", "), "metrics_from_onprem", out, layout.TerraformNetworkPath)
+	}
+	d.p("\n")
 }

@@ -13,6 +13,7 @@ import (
 // the network's firewall rules.
 func firewallFromOnpremName(c *model.Cluster) string { return c.Name + "-from-onprem" }
 func firewallNodeToNodeName(c *model.Cluster) string { return c.Name + "-node-to-node" }
+func firewallMetricsName(c *model.Cluster) string    { return c.Name + "-onprem-metrics" }
 
 // needsNetwork reports whether a rendered resource names var.network: the
 // health checks' firewall rule of an autohealed group, or network.tf.
@@ -91,6 +92,22 @@ func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 		w.attr("source_service_accounts", nodeAccounts())
 		w.attr("target_service_accounts", nodeAccounts())
 		firewallAllow(w, n.CNIPorts)
+		w.close()
+	}
+
+	if len(n.MetricsPorts) > 0 {
+		w.blank()
+		w.comment("The on-prem side's Prometheus to the exporters on the cloud nodes' own",
+			"network (cluster.gcp.network.metricsPorts).")
+		w.open("resource", gce.TFFirewall, "metrics_from_onprem")
+		w.attr("project", project)
+		w.attr("name", hclString(firewallMetricsName(c)))
+		w.attr("description", hclString(fmt.Sprintf("the on-prem Prometheus to the host-network exporters of the cloud nodes of cluster %s", c.Name)))
+		w.attr("network", hclRef("var", "network"))
+		w.attr("direction", hclString("INGRESS"))
+		w.attr("source_ranges", hclStrings(n.OnpremRanges))
+		w.attr("target_service_accounts", nodeAccounts())
+		firewallAllow(w, n.MetricsPorts)
 		w.close()
 	}
 

@@ -163,6 +163,31 @@ func TestTerraformNetworkRules(t *testing.T) {
 		t.Error("cloud-nat: no router and NAT")
 	}
 
+	// The metrics ports: a rule of their own, from the on-prem ranges.
+	_, files = testsrc.Spec{Cluster: strings.Replace(networkCUE("cloud-nat", `"udp/4789"`), "cniPorts:", `metricsPorts: ["tcp/9100", "tcp/9400"], cniPorts:`, 1)}.MustRender(t)
+	nw = parseTF(t, files, layout.TerraformNetworkPath)
+	var metrics *hclsyntax.Block
+	for _, r := range blocksOf(nw, "resource", gce.TFFirewall) {
+		if r.Labels[1] == "metrics_from_onprem" {
+			metrics = r
+		}
+	}
+	if metrics == nil {
+		t.Fatal("metricsPorts: no firewall rule metrics_from_onprem")
+	}
+	if got := stringList(constValue(t, metrics.Body, "source_ranges")); !slices.Equal(got, []string{"10.20.0.0/16", "192.168.7.0/24"}) {
+		t.Errorf("metrics_from_onprem source_ranges %v", got)
+	}
+	if got, want := allows(metrics.Body), map[string][]string{"tcp": {"9100", "9400"}}; !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("metrics_from_onprem allows %v, want %v", got, want)
+	}
+	if got := string(metrics.Body.Attributes["target_service_accounts"].SrcRange.SliceBytes(files[layout.TerraformNetworkPath])); !strings.Contains(got, "local.nodes_service_account_email") {
+		t.Errorf("metrics_from_onprem targets %s", got)
+	}
+	if problems := checkProviderSchema(t, files); len(problems) > 0 {
+		t.Errorf("metricsPorts: %v", problems)
+	}
+
 	_, files = testsrc.Spec{Cluster: networkCUE("private-google-access", "")}.MustRender(t)
 	nw = parseTF(t, files, layout.TerraformNetworkPath)
 	if n := len(blocksOf(nw, "resource", gce.TFRouterNAT)) + len(blocksOf(nw, "resource", gce.TFRouter)); n != 0 {
