@@ -144,7 +144,7 @@ func (c *checker) caps(caps *model.Caps, warnings bool) {
 		if floor > max {
 			if !warnings {
 				c.at(maxPath(res), "max %d %s is below what the cloud groups hold at their minimum size, %s (%s; min is per zone)%s: the autoscaler would never add a node",
-					res.r.Max, res.what, amount(floor), strings.Join(parts, " + "), c.outsideClause())
+					res.r.Max, res.what, amount(floor), strings.Join(parts, " + "), c.outsideClause(res))
 			}
 			continue
 		}
@@ -226,7 +226,7 @@ func (c *checker) unreachableMaxes(res capResource, floor float64) {
 				unit += fmt.Sprintf(", %d node(s)", int64(math.Max(max-others, 0)/per))
 			}
 			c.at(sel("nodeGroups", g.Name, "max"), "warning: node group %s can never reach its max of %s: %s %d leaves it at most %s %s once the other cloud groups are at their minimum (%s)%s",
-				g.Name, size, capName(res.path), res.r.Max, amount(max-others), unit, amount(others), c.outsideClause())
+				g.Name, size, capName(res.path), res.r.Max, amount(max-others), unit, amount(others), c.outsideClause(res))
 		}
 	}
 }
@@ -260,7 +260,7 @@ func (c *checker) capLeavesNoRoom(res capResource, floor float64, parts []string
 			each = fmt.Sprintf(" (%s %s each)", amount(per), res.what)
 		}
 		c.at(maxPath(res), "max %d %s leaves node group %s no room for a single node%s once the cloud groups hold their minimum (%s)%s: the autoscaler could never add a node to it; raise the cap or lower the group's minimums",
-			res.r.Max, res.what, g.Name, each, held, c.outsideClause())
+			res.r.Max, res.what, g.Name, each, held, c.outsideClause(res))
 	}
 }
 

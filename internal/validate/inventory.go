@@ -63,8 +63,13 @@ func (c *checker) undeclaredOnprem() {
 
 // outsideClause ends a message about a cap's room for the cloud groups:
 // what the nodes outside the MIGs do to it. The rendered caps add the
-// declared ones; undeclared on-prem servers take from the room.
-func (c *checker) outsideClause() string {
+// declared ones; undeclared on-prem servers take from the room. Nothing
+// for a GPU cap: the autoscaler counts none of their GPUs (they lack the
+// label cloud.google.com/gke-accelerator, model.FixedCapacity).
+func (c *checker) outsideClause(res capResource) string {
+	if strings.HasSuffix(res.what, " GPUs") {
+		return ""
+	}
 	if len(c.src.OnpremWithoutNodes()) > 0 {
 		return ", before counting the on-prem nodes the source does not declare"
 	}
