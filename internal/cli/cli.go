@@ -100,8 +100,8 @@ cluster under out/<cluster>/):
                         eastwest-gateway-lb.tf (a mesh)
   terraform/root/       main.tf: the root module that applies it (provider, module block)
   images/<family>/      build.sh, the node image of each image family the groups boot from
-  k8s/                  node-csr-approver.yaml, join-token-renewer.yaml, node-lifecycle.yaml,
-                        taint-remover.yaml, gpu-operator-values.yaml
+  k8s/                  autoscaler-node.yaml, node-csr-approver.yaml, join-token-renewer.yaml,
+                        node-lifecycle.yaml, taint-remover.yaml, gpu-operator-values.yaml
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml
   monitoring/           rules.yaml (Prometheus alerting rules), prometheusrule.yaml,
                         servicemonitor.yaml (prometheus-operator)
