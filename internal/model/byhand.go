@@ -82,7 +82,7 @@ func (src *Source) byHand(mc *MeshCluster, mesh *Mesh) []ByHand {
 		}
 		var secrets []string
 		for _, t := range v.Tunnels {
-			if s := t.SharedSecret.Secret + " (version " + t.SharedSecret.Version + ")"; !slices.Contains(secrets, s) {
+			if s := fmt.Sprintf("%s (version %d)", t.SharedSecret.Secret, t.SharedSecret.Version); !slices.Contains(secrets, s) {
 				secrets = append(secrets, s)
 			}
 		}

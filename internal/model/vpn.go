@@ -43,8 +43,16 @@ type VPNPeerGateway struct {
 // VPNTunnel is one tunnel of the HA VPN gateway and its BGP session.
 type VPNTunnel struct {
 	InsideRange             string    `json:"insideRange"`
-	SharedSecret            SecretRef `json:"sharedSecret"`
+	SharedSecret            VPNSecret `json:"sharedSecret"`
 	AdvertisedRoutePriority int       `json:"advertisedRoutePriority"`
+}
+
+// VPNSecret is the Secret Manager secret version that holds a tunnel's
+// pre-shared key: a version number, never "latest", so that both ends
+// read the same key and a rotation is a change of the source.
+type VPNSecret struct {
+	Secret  string `json:"secret"`
+	Version int    `json:"version"`
 }
 
 // BGPHoldTime is the BGP hold time in seconds of both sides: three

@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "12ac4247b6082c7ac90a26c062e67ede520180678b33ccf61c2b569cd5e92779",
+	Schema: "8535e3b0ae4135dff51ec4259554a21cfb53090c99f29e89c3ff341ad80c7852",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -49,7 +49,7 @@ var walked = Walked{
 			{Path: "cluster.gcp.network.vpn.tunnels[].insideRange", Type: "=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"", Required: true, Doc: "The tunnel's link-local /30 in 169.254.0.0/16, e.g. \"169.254.10.0/30\": the Cloud Router's BGP address is its first usable address, the on-prem gateway's the second."},
 			{Path: "cluster.gcp.network.vpn.tunnels[].sharedSecret", Type: "struct", Required: true, Doc: "The Secret Manager secret (in cluster.gcp.project) whose payload is the tunnel's pre-shared key: never the key itself."},
 			{Path: "cluster.gcp.network.vpn.tunnels[].sharedSecret.secret", Type: "=~\"^[A-Za-z0-9_-]{1,255}$\"", Required: true, Doc: "Secret name (not the full resource path)."},
-			{Path: "cluster.gcp.network.vpn.tunnels[].sharedSecret.version", Type: "=~\"^[1-9][0-9]*$\"", Default: "\"latest\"", Doc: "Secret version: \"latest\" or a version number."},
+			{Path: "cluster.gcp.network.vpn.tunnels[].sharedSecret.version", Type: "int & >=1", Default: "1", Doc: "The secret's version that holds the key, pinned (never \"latest\"): both ends read this version, so a rotation is a change of the source. 1 is the version gcloud secrets create makes."},
 			{Path: "cluster.gcp.network.vpn.tunnels[].advertisedRoutePriority", Type: "int", Default: "100", Doc: "The MED the Cloud Router gives the routes it advertises over this tunnel (advertised_route_priority): equal on both tunnels, the on-prem side uses both (active/active); lower wins. 0-65535."},
 			{Path: "cluster.gcp.network.vpn.ikeProposal", Type: "string", Default: "\"aes256gcm16-prfsha512-modp2048\"", Doc: "The IKEv2 proposal of both tunnels, in strongSwan's syntax (encryption-[integrity-]prf-dh, e.g. \"aes256gcm16-prfsha512-modp2048\" or \"aes256-sha256-prfsha256-ecp256\"): one algorithm per role, as Google recommends. vet accepts only what the supported IKE ciphers page lists for IKEv2 phase 1, less the weak entries (see docs/vpn.md)."},
 			{Path: "cluster.gcp.network.vpn.espProposal", Type: "string", Default: "\"aes256gcm16-modp2048\"", Doc: "The ESP (phase 2) proposal of both tunnels, strongSwan's syntax (encryption[-integrity]-dh, the DH group for PFS), e.g. \"aes256gcm16-modp2048\"; checked as ikeProposal against phase 2."},

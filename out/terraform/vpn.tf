@@ -52,19 +52,13 @@ resource "google_compute_router" "vpn" {
 
 # tunnel0: HA VPN interface 0 to vpn-gw-a. Its pre-shared key is read from
 # Secret Manager by an ephemeral resource into write-only arguments: it is in
-# neither the plan nor the state. The data source reads the version's number
-# only (no payload), so that a new version of the secret updates the tunnel.
-data "google_secret_manager_secret_version" "tunnel0" {
-  project           = local.project
-  secret            = "hybrid-ai-vpn-tunnel0"
-  version           = "latest"
-  fetch_secret_data = false
-}
-
+# neither the plan nor the state. The version is the source's, pinned, as the
+# on-prem gateway's install.sh reads it: a new version reaches the tunnel only
+# through a change of the source.
 ephemeral "google_secret_manager_secret_version" "tunnel0" {
   project = local.project
   secret  = "hybrid-ai-vpn-tunnel0"
-  version = data.google_secret_manager_secret_version.tunnel0.version
+  version = "1"
 }
 
 resource "google_compute_vpn_tunnel" "tunnel0" {
@@ -78,7 +72,7 @@ resource "google_compute_vpn_tunnel" "tunnel0" {
   router                          = google_compute_router.vpn.id
   ike_version                     = 2
   shared_secret_wo                = ephemeral.google_secret_manager_secret_version.tunnel0.secret_data
-  shared_secret_wo_version        = data.google_secret_manager_secret_version.tunnel0.version
+  shared_secret_wo_version        = "1"
 }
 
 resource "google_compute_router_interface" "tunnel0" {
@@ -110,19 +104,13 @@ resource "google_compute_router_peer" "tunnel0" {
 
 # tunnel1: HA VPN interface 1 to vpn-gw-b. Its pre-shared key is read from
 # Secret Manager by an ephemeral resource into write-only arguments: it is in
-# neither the plan nor the state. The data source reads the version's number
-# only (no payload), so that a new version of the secret updates the tunnel.
-data "google_secret_manager_secret_version" "tunnel1" {
-  project           = local.project
-  secret            = "hybrid-ai-vpn-tunnel1"
-  version           = "latest"
-  fetch_secret_data = false
-}
-
+# neither the plan nor the state. The version is the source's, pinned, as the
+# on-prem gateway's install.sh reads it: a new version reaches the tunnel only
+# through a change of the source.
 ephemeral "google_secret_manager_secret_version" "tunnel1" {
   project = local.project
   secret  = "hybrid-ai-vpn-tunnel1"
-  version = data.google_secret_manager_secret_version.tunnel1.version
+  version = "1"
 }
 
 resource "google_compute_vpn_tunnel" "tunnel1" {
@@ -136,7 +124,7 @@ resource "google_compute_vpn_tunnel" "tunnel1" {
   router                          = google_compute_router.vpn.id
   ike_version                     = 2
   shared_secret_wo                = ephemeral.google_secret_manager_secret_version.tunnel1.secret_data
-  shared_secret_wo_version        = data.google_secret_manager_secret_version.tunnel1.version
+  shared_secret_wo_version        = "1"
 }
 
 resource "google_compute_router_interface" "tunnel1" {

@@ -357,7 +357,7 @@ func (d *day0Doc) vpnKeys() {
 		return
 	}
 	d.next(Day0StepVPNKeys, "Make the VPN's keys")
-	d.p("Each tunnel's pre-shared key is a Secret Manager secret the module reads and the on-prem gateway's `install.sh` writes into strongSwan's secrets; the plan fails on a secret without a version. Make each, random, through a pipe only (`docs/vpn.md`):\n\n```sh\n")
+	d.p("Each tunnel's pre-shared key is a version of a Secret Manager secret the module reads and the on-prem gateway's `install.sh` writes into strongSwan's secrets, both at the version the source pins (`sharedSecret.version`, 1 by default: the version this makes); the plan fails when that version does not exist. Make each, random, through a pipe only (`docs/vpn.md`):\n\n```sh\n")
 	for _, t := range v.Tunnels {
 		d.p("openssl rand -base64 32 | tr -d '\\n' |\n  gcloud secrets create %s --project=%s --replication-policy=automatic --data-file=-\n", t.SharedSecret.Secret, d.c.GCP.Project)
 	}

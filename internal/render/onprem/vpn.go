@@ -323,7 +323,7 @@ stage_secret() {
 `, gw.Name, src.Cluster.Name, src.Cluster.GCP.Project, strings.Join(names, " "), strings.Join(ifnames, " "), strings.Join(neighbors, " "), strings.Join(devs, " "))
 	for _, i := range tunnels {
 		t := &v.Tunnels[i]
-		fmt.Fprintf(&b, "stage_secret %s %s %s %s %s\n", model.TunnelName(i), t.SharedSecret.Secret, t.SharedSecret.Version, gw.Address, v.HAVPNAddresses[i])
+		fmt.Fprintf(&b, "stage_secret %s %s %d %s %s\n", model.TunnelName(i), t.SharedSecret.Secret, t.SharedSecret.Version, gw.Address, v.HAVPNAddresses[i])
 	}
 	b.WriteString(installSwitch)
 	return []byte(b.String())

@@ -17,7 +17,7 @@ import (
 )
 
 // vpnClusterCUE is a cluster network with an HA VPN whose two tunnels end
-// on one on-prem gateway, gw-a.
+// on one on-prem gateway, gw-a, their keys at versions %d and %d.
 const vpnClusterCUE = `gcp: network: {
 	name:            "vpc-a"
 	subnetwork:      "nodes-a"
@@ -30,8 +30,8 @@ const vpnClusterCUE = `gcp: network: {
 		peerGateways: [{name: "gw-a", address: "192.0.2.10"}]
 		haVpnAddresses: ["198.51.100.20", "198.51.100.21"]
 		tunnels: [
-			{insideRange: "169.254.10.0/30", sharedSecret: secret: "psk-0"},
-			{insideRange: "169.254.11.0/30", sharedSecret: secret: "psk-1"},
+			{insideRange: "169.254.10.0/30", sharedSecret: {secret: "psk-0", version: %d}},
+			{insideRange: "169.254.11.0/30", sharedSecret: {secret: "psk-1", version: %d}},
 		]
 	}
 }`
@@ -118,7 +118,7 @@ type vpnHost struct {
 
 // newVPNHost is a Debian 12 host with strongSwan, FRR (bgpd off) and
 // systemd-networkd enabled, gcloud logged in, the secrets psk-0 and psk-1
-// at version latest, nothing of the VPN installed.
+// at version 1, nothing of the VPN installed; files are gw-a's.
 func newVPNHost(t *testing.T, files layout.Files) *vpnHost {
 	t.Helper()
 	scriptenv.Require(t)
@@ -127,12 +127,7 @@ func newVPNHost(t *testing.T, files layout.Files) *vpnHost {
 	}
 	h := &vpnHost{t: t, gw: filepath.Join(t.TempDir(), "gw-a"), etc: t.TempDir(), frrLib: t.TempDir(), bin: t.TempDir(), state: t.TempDir()}
 	h.log = filepath.Join(h.state, "log")
-	prefix := layout.OnpremVPNGatewayDir("gw-a") + "/"
-	for _, p := range files.Paths() {
-		if rel, ok := strings.CutPrefix(p, prefix); ok {
-			h.write(filepath.Join(h.gw, rel), string(files[p]))
-		}
-	}
+	h.files(files)
 	h.write(filepath.Join(h.etc, "passwd"), "root:x:0:0:root:/root:/bin/bash\nfrr:x:100:101:FRR:/nonexistent:/usr/sbin/nologin\n")
 	h.write(filepath.Join(h.etc, "group"), "root:x:0:\nfrr:x:101:\n")
 	h.write(filepath.Join(h.etc, "frr/daemons"), "zebra=yes\nbgpd=no\nospfd=no\n")
@@ -145,7 +140,7 @@ func newVPNHost(t *testing.T, files layout.Files) *vpnHost {
 	for name, body := range vpnStubs {
 		h.write(filepath.Join(h.bin, name), "#!/bin/bash\nS="+h.state+"\nLOG="+h.log+"\necho \""+name+" $*\" >>\"$LOG\"\n"+body+"\n")
 	}
-	for _, f := range []string{"units/strongswan.service", "units/frr.service", "enabled/systemd-networkd.service", "active/systemd-networkd.service", "active/strongswan.service", "auth", "secret/psk-0@latest", "secret/psk-1@latest"} {
+	for _, f := range []string{"units/strongswan.service", "units/frr.service", "enabled/systemd-networkd.service", "active/systemd-networkd.service", "active/strongswan.service", "auth", "secret/psk-0@1", "secret/psk-1@1"} {
 		h.write(filepath.Join(h.state, f), strings.TrimPrefix(f, "secret/")+"\n")
 	}
 	for tn, addr := range vpnNeighbor {
@@ -157,6 +152,17 @@ func newVPNHost(t *testing.T, files layout.Files) *vpnHost {
 		}
 	}
 	return h
+}
+
+// files puts the rendered files of gw-a where install.sh is run from.
+func (h *vpnHost) files(files layout.Files) {
+	h.t.Helper()
+	prefix := layout.OnpremVPNGatewayDir("gw-a") + "/"
+	for _, p := range files.Paths() {
+		if rel, ok := strings.CutPrefix(p, prefix); ok {
+			h.write(filepath.Join(h.gw, rel), string(files[p]))
+		}
+	}
 }
 
 func (h *vpnHost) write(p, s string) {
@@ -248,9 +254,11 @@ func mutating(calls []string) []string {
 	return m
 }
 
-func vpnFiles(t *testing.T) layout.Files {
+// vpnFiles renders vpnClusterCUE with tunnel0's key at version v0 and
+// tunnel1's at v1.
+func vpnFiles(t *testing.T, v0, v1 int) layout.Files {
 	t.Helper()
-	_, files := testsrc.Spec{Cluster: vpnClusterCUE}.MustRender(t)
+	_, files := testsrc.Spec{Cluster: fmt.Sprintf(vpnClusterCUE, v0, v1)}.MustRender(t)
 	if _, ok := files[layout.OnpremVPNGatewayDir("gw-a")+"/"+layout.OnpremVPNInstallFile]; !ok {
 		t.Fatal("no install.sh for gw-a")
 	}
@@ -262,7 +270,7 @@ func vpnFiles(t *testing.T) layout.Files {
 // names the fix, before any call that changes the host, and leaves /etc
 // as it was.
 func TestVPNInstallStopsBeforeChanging(t *testing.T) {
-	files := vpnFiles(t)
+	files := vpnFiles(t, 1, 1)
 	for _, c := range []struct {
 		name  string
 		setup func(t *testing.T, h *vpnHost)
@@ -289,8 +297,8 @@ func TestVPNInstallStopsBeforeChanging(t *testing.T) {
 			os.Remove(filepath.Join(h.state, "units/strongswan.service"))
 		}, "strongSwan's service strongswan.service is missing: apt-get install charon-systemd"},
 		{"the second secret unreadable", func(t *testing.T, h *vpnHost) {
-			os.Remove(filepath.Join(h.state, "secret/psk-1@latest"))
-		}, "reading secret psk-1 (version latest) failed; nothing was changed"},
+			os.Remove(filepath.Join(h.state, "secret/psk-1@1"))
+		}, "reading secret psk-1 (version 1) failed; nothing was changed"},
 		{"frr.conf refused", func(t *testing.T, h *vpnHost) {
 			if _, err := os.Stat("/usr/bin/vtysh"); err != nil {
 				t.Skip("no vtysh (apt-get install frr)")
@@ -348,7 +356,7 @@ func callIndex(calls []string, from int, s string) int {
 // tunnel1 down it refuses to re-initiate tunnel0; a tunnel that does not
 // come back stops it after a bounded wait, before the next tunnel.
 func TestVPNInstallOneTunnelAtATime(t *testing.T) {
-	files := vpnFiles(t)
+	files := vpnFiles(t, 1, 1)
 	h := newVPNHost(t, files)
 	out, calls, err := h.run()
 	if err != nil {
@@ -379,7 +387,7 @@ func TestVPNInstallOneTunnelAtATime(t *testing.T) {
 			t.Errorf("/etc%s not installed", p)
 		}
 	}
-	if !strings.HasPrefix(etc["/swanctl/secrets.d/tunnel1.conf"], "-rw-------") || !strings.Contains(etc["/swanctl/secrets.d/tunnel1.conf"], fmt.Sprintf("secret = 0x%x", "psk-1@latest\n")) {
+	if !strings.HasPrefix(etc["/swanctl/secrets.d/tunnel1.conf"], "-rw-------") || !strings.Contains(etc["/swanctl/secrets.d/tunnel1.conf"], fmt.Sprintf("secret = 0x%x", "psk-1@1\n")) {
 		t.Errorf("tunnel1's key file: %q", etc["/swanctl/secrets.d/tunnel1.conf"])
 	}
 	if etc["/frr/daemons"] != "-rw-r--r-- zebra=yes\nbgpd=yes\nospfd=no\n" {
@@ -395,8 +403,10 @@ func TestVPNInstallOneTunnelAtATime(t *testing.T) {
 		t.Errorf("install.sh with nothing changed: %q\n%s", m, out)
 	}
 
-	// tunnel1's key rotated: tunnel1 alone, after tunnel0 was seen up.
-	h.write(filepath.Join(h.state, "secret/psk-1@latest"), "rotated")
+	// tunnel1's key rotated (version 2 in the source): tunnel1 alone, after
+	// tunnel0 was seen up.
+	h.write(filepath.Join(h.state, "secret/psk-1@2"), "rotated")
+	h.files(vpnFiles(t, 1, 2))
 	out, calls, err = h.run()
 	if err != nil {
 		t.Fatalf("install.sh, tunnel1's key rotated: %v\n%s", err, out)
@@ -415,7 +425,8 @@ func TestVPNInstallOneTunnelAtATime(t *testing.T) {
 
 	// tunnel0's key rotated while tunnel1 is down: refused, tunnel0 kept.
 	os.Remove(filepath.Join(h.state, "sa/tunnel1"))
-	h.write(filepath.Join(h.state, "secret/psk-0@latest"), "rotated-0")
+	h.write(filepath.Join(h.state, "secret/psk-0@2"), "rotated-0")
+	h.files(vpnFiles(t, 2, 2))
 	before := snapshot(t, h.etc)["/swanctl/secrets.d/tunnel0.conf"]
 	out, calls, err = h.run()
 	if want := "install.sh: tunnel0 is up and tunnel1 is not: re-initiating tunnel0 now would leave this host without a tunnel"; err == nil || !strings.Contains(out, want) {
@@ -433,7 +444,7 @@ func TestVPNInstallOneTunnelAtATime(t *testing.T) {
 // back, install.sh stops after its bounded wait with a message naming the
 // tunnel, and never touches tunnel1.
 func TestVPNInstallBoundedWait(t *testing.T) {
-	h := newVPNHost(t, vpnFiles(t))
+	h := newVPNHost(t, vpnFiles(t, 1, 1))
 	h.write(filepath.Join(h.state, "broken/tunnel0"), "")
 	out, calls, err := h.run()
 	if want := "install.sh: tunnel0 is not back 120 s after its re-initiation (CHILD_SA installed, BGP session with 169.254.10.1 Established); the tunnels after it were not touched"; err == nil || !strings.Contains(out, want) {

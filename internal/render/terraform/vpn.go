@@ -2,6 +2,7 @@ package terraform
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/model"
@@ -99,21 +100,16 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 		gw := v.PeerGatewayOf(i)
 
 		w.blank()
+		version := strconv.Itoa(t.SharedSecret.Version)
 		w.comment(fmt.Sprintf("%s: HA VPN interface %d to %s. Its pre-shared key is read from", name, i, v.PeerGateways[gw].Name),
 			"Secret Manager by an ephemeral resource into write-only arguments: it is in",
-			"neither the plan nor the state. The data source reads the version's number",
-			"only (no payload), so that a new version of the secret updates the tunnel.")
-		w.open("data", gce.TFSecretVersion, name)
-		w.attr("project", hclRef("local", "project"))
-		w.attr("secret", hclString(t.SharedSecret.Secret))
-		w.attr("version", hclString(t.SharedSecret.Version))
-		w.attr("fetch_secret_data", "false")
-		w.close()
-		w.blank()
+			"neither the plan nor the state. The version is the source's, pinned, as the",
+			"on-prem gateway's install.sh reads it: a new version reaches the tunnel only",
+			"through a change of the source.")
 		w.open("ephemeral", gce.TFSecretVersion, name)
 		w.attr("project", hclRef("local", "project"))
 		w.attr("secret", hclString(t.SharedSecret.Secret))
-		w.attr("version", hclRef("data", gce.TFSecretVersion, name, "version"))
+		w.attr("version", hclString(version))
 		w.close()
 		w.blank()
 		w.open("resource", gce.TFVPNTunnel, name)
@@ -127,7 +123,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 		w.attr("router", hclRef(gce.TFRouter, "vpn", "id"))
 		w.attr("ike_version", "2")
 		w.attr("shared_secret_wo", hclRef("ephemeral", gce.TFSecretVersion, name, "secret_data"))
-		w.attr("shared_secret_wo_version", hclRef("data", gce.TFSecretVersion, name, "version"))
+		w.attr("shared_secret_wo_version", hclString(version))
 		w.close()
 		w.blank()
 		w.open("resource", gce.TFRouterInterface, name)

@@ -49,7 +49,7 @@ func vpnCUE(gateways int, addresses bool) string {
 		` + ha + `
 		tunnels: [
 			{insideRange: "169.254.10.0/30", sharedSecret: secret: "psk-0"},
-			{insideRange: "169.254.11.4/30", sharedSecret: {secret: "psk-1", version: "3"}, advertisedRoutePriority: 200},
+			{insideRange: "169.254.11.4/30", sharedSecret: {secret: "psk-1", version: 3}, advertisedRoutePriority: 200},
 		]
 		bgpKeepaliveInterval: 30
 	}`
@@ -92,10 +92,10 @@ func TestVPNMatchesProviderSchema(t *testing.T) {
 		{"advertised_route_priority", "route_priority"},
 		{"session_initialization_mode", "session_mode"},
 		{"  ip_range ", "  ip_cidr_range "},
-		{`  secret            = "psk-0"`, `  secret_id         = "psk-0"`},
+		{`  secret  = "psk-0"`, `  secret_id = "psk-0"`},
 		{"shared_secret_wo ", "shared_secret_write_only "},
-		{"fetch_secret_data = false", `fetch_secret_data = "no"`},
-		{"  version = data.", "  versions = data."},
+		{`  version = "1"`, `  versions = "1"`},
+		{`shared_secret_wo_version        = "1"`, `shared_secret_wo_versions       = "1"`},
 		{"ike_version                     = 2", `ike_version                     = "two"`},
 	} {
 		broken := maps.Clone(files)
@@ -180,7 +180,7 @@ func tfVPN(t *testing.T, files layout.Files) (asn int64, keepalive int64, ranges
 		tt := get(r.Labels[1])
 		tt.vpnIface, tt.peerIface = num(r.Body, "vpn_gateway_interface"), num(r.Body, "peer_external_gateway_interface")
 	}
-	for _, r := range blocksOf(b, "data", gce.TFSecretVersion) {
+	for _, r := range blocksOf(b, "ephemeral", gce.TFSecretVersion) {
 		tt := get(r.Labels[1])
 		tt.secret, tt.secretVersion = constValue(t, r.Body, "secret").AsString(), constValue(t, r.Body, "version").AsString()
 	}
@@ -487,9 +487,9 @@ func TestVPNInstallScript(t *testing.T) {
 [[ "$1 $2" == "auth list" ]] && { echo admin@example.com; exit 0; }
 [[ "$1 $2 $3" == "secrets versions access" && "$6" == "--project=acme-hybrid-ai" ]] || { echo "unexpected: $*" >&2; exit 2; }
 case "$4 $5" in
-"latest --secret=psk-0") printf 'k"e\\y\n0' ;;
+"1 --secret=psk-0") printf 'k"e\\y\n0' ;;
 "3 --secret=psk-1") printf 'key-1' ;;
-"latest --secret=empty") ;;
+"1 --secret=empty") ;;
 *) echo "no such secret version: $4 $5" >&2; exit 1 ;;
 esac
 `
@@ -568,14 +568,14 @@ esac
 
 				// A secret without a payload stops the install.
 				b, _ := os.ReadFile(script)
-				b = regexp.MustCompile(`(?m)^(stage_secret \S+) \S+ \S+`).ReplaceAll(b, []byte("$1 empty latest"))
+				b = regexp.MustCompile(`(?m)^(stage_secret \S+) \S+ \S+`).ReplaceAll(b, []byte("$1 empty 1"))
 				if err := os.WriteFile(script, b, 0o644); err != nil {
 					t.Fatal(err)
 				}
 				cmd = exec.Command("bash", script)
 				cmd.Env = append(os.Environ(), "ROOT="+t.TempDir(), "PATH="+bin+":"+os.Getenv("PATH"))
 				out, err := cmd.CombinedOutput()
-				if err == nil || !strings.Contains(string(out), "install.sh: secret empty (version latest) is empty") {
+				if err == nil || !strings.Contains(string(out), "install.sh: secret empty (version 1) is empty") {
 					t.Errorf("install.sh with an empty secret: %v\n%s", err, out)
 				}
 			})
@@ -590,4 +590,47 @@ func attrNames(tr hcl.Traversal) string {
 		names = append(names, attrName(tr, i))
 	}
 	return strings.Join(names, ".")
+}
+
+// TestVPNSecretVersionPinned: each tunnel's key is read at the source's
+// version, the same on both ends: vpn.tf's ephemeral read and the tunnel's
+// shared_secret_wo_version, and the on-prem install.sh's gcloud call; no
+// data source resolves a version at plan time.
+func TestVPNSecretVersionPinned(t *testing.T) {
+	_, files := testsrc.Spec{Cluster: vpnCUE(1, true)}.MustRender(t)
+	body := parseTF(t, files, layout.TerraformVPNPath)
+	if d := blocksOf(body, "data", gce.TFSecretVersion); len(d) > 0 {
+		t.Errorf("vpn.tf reads %d secret versions through a data source", len(d))
+	}
+	install := string(files[layout.OnpremVPNGatewayDir("gw-a")+"/"+layout.OnpremVPNInstallFile])
+	for name, want := range map[string]string{"tunnel0": "1", "tunnel1": "3"} {
+		literal := func(b *hclsyntax.Block, attr string) string {
+			a, ok := b.Body.Attributes[attr]
+			if !ok {
+				t.Errorf("%s %s has no %s", b.Type, name, attr)
+				return ""
+			}
+			v, diags := a.Expr.Value(nil)
+			if diags.HasErrors() {
+				t.Errorf("%s %s.%s is not a literal: %s", b.Type, name, attr, diags.Error())
+				return ""
+			}
+			return v.AsString()
+		}
+		eph := blocksOf(body, "ephemeral", gce.TFSecretVersion, name)
+		tun := blocksOf(body, "resource", gce.TFVPNTunnel, name)
+		if len(eph) != 1 || len(tun) != 1 {
+			t.Fatalf("%s: %d ephemeral secret versions, %d tunnels", name, len(eph), len(tun))
+		}
+		if got := literal(eph[0], "version"); got != want {
+			t.Errorf("ephemeral %s reads version %q, want %q", name, got, want)
+		}
+		if got := literal(tun[0], "shared_secret_wo_version"); got != want {
+			t.Errorf("tunnel %s's shared_secret_wo_version is %q, want %q", name, got, want)
+		}
+		secret := map[string]string{"tunnel0": "psk-0", "tunnel1": "psk-1"}[name]
+		if line := fmt.Sprintf("\nstage_secret %s %s %s ", name, secret, want); !strings.Contains(install, line) {
+			t.Errorf("install.sh does not read %s at version %s (%q)", secret, want, line)
+		}
+	}
 }

@@ -82,7 +82,7 @@ stage_secret() {
     printf 'secrets {\n  ike-%s {\n    id-local = %s\n    id-remote = %s\n    secret = 0x%s\n  }\n}\n' "$1" "$4" "$5" "$hex" >"$stage/secrets.d/$1.conf"
   )
 }
-stage_secret tunnel1 hybrid-ai-vpn-tunnel1 latest 203.0.113.11 198.51.100.21
+stage_secret tunnel1 hybrid-ai-vpn-tunnel1 1 203.0.113.11 198.51.100.21
 
 if [[ -f $root/etc/frr/daemons ]]; then
   cp "$root/etc/frr/daemons" "$stage/daemons"

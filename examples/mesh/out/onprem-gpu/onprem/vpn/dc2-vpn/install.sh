@@ -82,8 +82,8 @@ stage_secret() {
     printf 'secrets {\n  ike-%s {\n    id-local = %s\n    id-remote = %s\n    secret = 0x%s\n  }\n}\n' "$1" "$4" "$5" "$hex" >"$stage/secrets.d/$1.conf"
   )
 }
-stage_secret tunnel0 onprem-gpu-vpn-tunnel0 latest 203.0.113.40 198.51.100.40
-stage_secret tunnel1 onprem-gpu-vpn-tunnel1 latest 203.0.113.40 198.51.100.41
+stage_secret tunnel0 onprem-gpu-vpn-tunnel0 1 203.0.113.40 198.51.100.40
+stage_secret tunnel1 onprem-gpu-vpn-tunnel1 1 203.0.113.40 198.51.100.41
 
 if [[ -f $root/etc/frr/daemons ]]; then
   cp "$root/etc/frr/daemons" "$stage/daemons"
