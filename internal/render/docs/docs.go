@@ -108,7 +108,7 @@ func provenance(src *model.Source, paths []string) []edge {
 		if g.Kind == model.KindOnPrem {
 			add(o, layout.OnpremJoinPath(g.Name)) // its nodes, labels and taints
 		}
-		if g.Cloud() || (g.Kind == model.KindOnPrem && len(g.Nodes) > 0 && src.Cluster.Autoscaler.Caps != nil) {
+		if g.Autoscaled() || (g.Cloud() && g.StartupTaint != nil) || (g.Kind == model.KindOnPrem && len(g.Nodes) > 0 && src.Cluster.Autoscaler.Caps != nil) {
 			// Its MIGs, max, startup taint and provisioning time; its
 			// nodes' share of the caps.
 			add(o, layout.MonitoringRulesPath)
