@@ -220,6 +220,11 @@ func (l *Loaded) addFinding(e cueErr) {
 			pos = token.NoPos
 		}
 	}
+	if n := l.undeclared(sels); e.format == fmtNotAllowed && n < len(sels)-1 {
+		// Reported at a value inside the field the schema does not
+		// declare: the finding is about that field, at its key.
+		sels, e.path, pos = sels[:n+1], e.path[:n+1], token.NoPos
+	}
 	switch {
 	case e.format == fmtMismatch && len(e.args) == 4:
 		// Say what type the schema wants, without printing its constraint.
@@ -263,7 +268,7 @@ func (l *Loaded) addFinding(e cueErr) {
 		!l.user.LookupPath(cue.MakePath(sels...)).Exists():
 		// The name defaults to the key in clusters, which is not a name.
 		e.path = e.path[:2]
-		msg = fmt.Sprintf("invalid cluster name %q: it must be a lower-case RFC 1035 label (a-z, 0-9 and '-', starting with a letter), since it prefixes GCE names", sels[1].Unquoted())
+		msg = fmt.Sprintf("invalid cluster name %q: it must be a lower-case RFC 1035 label (a-z, 0-9 and '-', starting with a letter), since it prefixes GCE names", label(sels[1]))
 		pos = l.KeyPos(sels[:2]...)
 	case e.format == fmtIncomplete && !pos.IsValid() && l.user.Exists():
 		// A field the user did not write: report the outermost missing

@@ -41,6 +41,11 @@ func (l *Loaded) schemaStep(s cue.Value, path []cue.Selector) cue.Value {
 // or a list's element), not resolved with a kind.
 func lookupStep(s cue.Value, sel cue.Selector) cue.Value {
 	var next cue.Value
+	if !s.Exists() {
+		// Most of cue.Value's methods panic on a value that is not there
+		// (the zero cue.Value): nothing is declared below it.
+		return cue.Value{}
+	}
 	switch sel.Type() {
 	case cue.IndexLabel:
 		next = s.LookupPath(cue.MakePath(cue.AnyIndex))
@@ -125,9 +130,12 @@ func (l *Loaded) kindMissing(path []cue.Selector) bool {
 }
 
 // fieldNames lists the fields a schema struct declares, optional ones
-// included, in schema order.
+// included, in schema order; none when the schema has nothing there.
 func fieldNames(s cue.Value) []string {
 	var out []string
+	if !s.Exists() {
+		return nil
+	}
 	iter, err := s.Fields(cue.Optional(true))
 	for err == nil && iter.Next() {
 		out = append(out, iter.Selector().Unquoted())
@@ -140,20 +148,46 @@ func fieldNames(s cue.Value) []string {
 // list of known fields otherwise.
 func (l *Loaded) notAllowed(parent []cue.Selector, field cue.Selector) string {
 	names := fieldNames(l.schemaAt(parent))
-	if s := diag.Suggest(field.Unquoted(), names); s != "" {
+	if s := diag.Suggest(label(field), names); s != "" {
 		return fmt.Sprintf("field not allowed; did you mean %s?", s)
 	}
 	msg := "field not allowed"
 	// A field of another kind of group: say whose it is.
-	if kinds := l.kindsDeclaring(parent, field.Unquoted()); len(kinds) > 0 {
+	if kinds := l.kindsDeclaring(parent, label(field)); len(kinds) > 0 {
 		if kind, err := l.user.LookupPath(cue.MakePath(append(parent[:len(parent):len(parent)], cue.Str("kind"))...)).String(); err == nil {
-			msg = fmt.Sprintf("field not allowed: %s is a field of %s groups only, and this group is %s", field.Unquoted(), orList(kinds), kind)
+			msg = fmt.Sprintf("field not allowed: %s is a field of %s groups only, and this group is %s", label(field), orList(kinds), kind)
 		}
 	}
 	if len(names) == 0 {
 		return msg
 	}
 	return msg + "; known fields: " + strings.Join(names, ", ")
+}
+
+// label is a selector as a person wrote it: a field's name unquoted, a
+// list index as its number (cue.Selector.Unquoted panics on an index).
+func label(sel cue.Selector) string {
+	if sel.LabelType() == cue.StringLabel {
+		return sel.Unquoted()
+	}
+	return sel.String()
+}
+
+// undeclared returns the length of the longest prefix of path the schema
+// declares: len(path) when the schema declares all of it, otherwise the
+// index of the first selector it does not declare. CUE reports a field
+// the schema does not declare with the path of a value inside it when
+// other errors meet there ("zone: [...]" is reported at zone.0): the
+// finding is about that field, and the schema has nothing below it to
+// look up.
+func (l *Loaded) undeclared(path []cue.Selector) int {
+	s := l.schema
+	for i := range path {
+		if s = l.schemaStep(s, path[:i+1]); !s.Exists() {
+			return i
+		}
+	}
+	return len(path)
 }
 
 // addUnknownFields reports every field of the user's value that the

@@ -1,7 +1,10 @@
 package source
 
 import (
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/token"
@@ -47,6 +50,21 @@ type Broken struct {
 	Cluster bool
 	// Groups are the node groups that did not decode.
 	Groups map[string]bool
+	// Partial holds, of the Groups, those that decode without the fields
+	// the source's findings are about: the group's own checks run on them
+	// too, so that one run reports every mistake of a group (checks
+	// across groups skip them, as they skip every one of Groups).
+	Partial map[string]*PartialGroup
+}
+
+// A PartialGroup is a node group decoded without the fields the source's
+// findings are about, each left to the schema's default.
+type PartialGroup struct {
+	Group *model.NodeGroup
+	// Refused are the paths (as findings name them) of the fields left
+	// out: a finding about one of them, or about what is under it, is
+	// about the default, not about what the user wrote.
+	Refused []string
 }
 
 // Pos returns the position of the value at path (CUE selectors, relative
@@ -108,6 +126,12 @@ func (m *Member) decode() {
 			g := &model.NodeGroup{}
 			if root.under(m.sub("nodeGroups", name)) {
 				m.Broken.Groups[name] = true
+				if pg := m.partial(name); pg != nil {
+					if m.Broken.Partial == nil {
+						m.Broken.Partial = map[string]*PartialGroup{}
+					}
+					m.Broken.Partial[name] = pg
+				}
 				continue
 			}
 			if err := decode(m.value.LookupPath(p), g); err != nil {
@@ -135,4 +159,65 @@ func (m *Member) origins() {
 	if p := m.Pos(cue.Str("cluster")); p.IsValid() {
 		src.ClusterOrigin = src.Name + "/" + filepath.Base(p.Filename())
 	}
+}
+
+// partial decodes the node group name without the fields the source's
+// findings are about, or returns nil when that leaves no complete group:
+// a required field refused (or its kind, which decides its other
+// fields), or a finding about the group as a whole.
+func (m *Member) partial(name string) *PartialGroup {
+	root := m.root
+	group := m.sub("nodeGroups", name)
+	u := m.user.LookupPath(cue.MakePath(cue.Str("nodeGroups"), cue.Str(name)))
+	if !u.Exists() || u.IncompleteKind() != cue.StructKind {
+		return nil
+	}
+	refused := map[string]bool{}
+	for _, f := range root.Findings {
+		rest, ok := strings.CutPrefix(f.Path, group+".")
+		if !ok {
+			if f.Path == group {
+				return nil
+			}
+			continue
+		}
+		field := cue.ParsePath(rest).Selectors()
+		if len(field) == 0 {
+			return nil
+		}
+		refused[field[0].String()] = true
+	}
+	if refused["kind"] || refused["name"] {
+		return nil
+	}
+	var sels []cue.Selector
+	if m.Key != "" {
+		sels = append(sels, cue.Str("clusters"), cue.Str(m.Key))
+	}
+	sels = append(sels, cue.Str("nodeGroups"), cue.Str(name))
+	v := root.schemaAt(sels)
+	if !v.Exists() {
+		return nil
+	}
+	v = v.FillPath(cue.MakePath(cue.Str("name")), name)
+	iter, err := u.Fields()
+	for err == nil && iter.Next() {
+		if refused[iter.Selector().String()] {
+			continue
+		}
+		v = v.FillPath(cue.MakePath(iter.Selector()), iter.Value())
+	}
+	if err != nil || v.Validate(cue.Concrete(true), cue.Final()) != nil {
+		return nil
+	}
+	g := &model.NodeGroup{}
+	if decode(v, g) != nil {
+		return nil
+	}
+	(&model.Source{NodeGroups: map[string]*model.NodeGroup{name: g}}).Resolve()
+	pg := &PartialGroup{Group: g}
+	for _, f := range slices.Sorted(maps.Keys(refused)) {
+		pg.Refused = append(pg.Refused, group+"."+f)
+	}
+	return pg
 }

@@ -88,11 +88,29 @@ func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
 	for _, g := range src.Groups() {
 		c.group(g)
 	}
+	c.partialGroups()
 	if !broken.Cluster {
 		c.instanceNamePrefixes()
 	}
 	c.startupTaintFlags()
 	return c.list.Sorted()
+}
+
+// partialGroups runs the group checks on the groups that decoded only
+// without the fields the schema refused (source.PartialGroup), so that
+// their other mistakes are reported in the same run; a finding about a
+// refused field (now the schema's default) is left out.
+func (c *checker) partialGroups() {
+	for _, name := range model.SortedKeys(c.broken.Partial) {
+		pg := c.broken.Partial[name]
+		sub := &checker{src: c.src, pos: c.pos, broken: c.broken}
+		sub.group(pg.Group)
+		for _, f := range sub.list {
+			if !slices.ContainsFunc(pg.Refused, func(p string) bool { return f.Path == p || strings.HasPrefix(f.Path, p+".") }) {
+				c.list = append(c.list, f)
+			}
+		}
+	}
 }
 
 // at records a finding about the value at path.
