@@ -181,6 +181,7 @@ func (c *checker) cluster() {
 	c.rollout()
 	c.containerImage(sel("cluster", "taintRemover", "image"), cl.TaintRemover.Image)
 	c.capacity()
+	c.capBounds()
 	c.autoscalerRelease(false)
 	c.kubernetesAcceptNoEffect()
 	c.patchedImage()
