@@ -226,14 +226,29 @@ func (c *checker) vpn(n *model.GCPNetwork, subnet netip.Prefix, subnetOK bool) {
 }
 
 // publicAddress parses an address that must be a public IPv4 address (an
-// IKE peer across the internet) and reports it at path otherwise.
+// IKE peer across the internet) and reports it at path otherwise: no
+// multicast address, and none of the IANA IPv4 Special-Purpose Address
+// Registry (specialPurpose), whose blocks are either not globally
+// reachable (shared address space, benchmarking, documentation, reserved,
+// "this network") or the anycast addresses of a service that is no VPN
+// gateway's. The documentation blocks (RFC 5737) are the exception:
+// examples, nodegen's among them, write them where a reader puts the
+// real addresses, and no live address can be mistaken for one.
 func (c *checker) publicAddress(path []cue.Selector, s, what string) (netip.Addr, bool) {
 	a, err := netip.ParseAddr(s)
-	switch {
-	case err != nil || !a.Is4():
+	if err != nil || !a.Is4() {
 		c.at(path, "%q is not an IPv4 address", s)
 		return netip.Addr{}, false
-	case a.IsPrivate() || !a.IsGlobalUnicast():
+	}
+	if b, ok := specialPurpose(a); ok && b.rfc != documentationRFC {
+		reach := "not globally reachable"
+		if b.globallyReachable {
+			reach = "the anycast address of that service"
+		}
+		c.at(path, "%s is not a public address: it is in %s, %s (%s; IANA IPv4 Special-Purpose Address Registry), %s, and %s is where the tunnels cross the internet", a, b.prefix, b.name, b.rfc, reach, what)
+		return netip.Addr{}, false
+	}
+	if !a.IsGlobalUnicast() {
 		c.at(path, "%s is not a public address: %s is where the tunnels cross the internet", a, what)
 		return netip.Addr{}, false
 	}
