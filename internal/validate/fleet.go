@@ -27,6 +27,7 @@ func Fleet(l *source.Loaded) diag.List {
 	var list diag.List
 	list = append(list, meshClusters(l)...)
 	list = append(list, fleetGCENames(l)...)
+	list = append(list, secretRoles(fleetSecretMembers(l), true)...)
 	return list.Sorted()
 }
 

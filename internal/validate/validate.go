@@ -91,6 +91,7 @@ func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
 	c.partialGroups()
 	if !broken.Cluster {
 		c.instanceNamePrefixes()
+		c.list = append(c.list, secretRoles([]secretMember{{src, pos}}, false)...)
 	}
 	c.startupTaintFlags()
 	return c.list.Sorted()
