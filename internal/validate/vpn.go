@@ -221,6 +221,7 @@ func (c *checker) vpn(n *model.GCPNetwork, subnet netip.Prefix, subnetOK bool) {
 	if d := v.TunnelLossToleration.Duration(); d < 2*time.Minute {
 		c.at(join(p, "tunnelLossToleration"), "%s is shorter than 2m: the pods it applies to would be evicted during a two-minute loss of both tunnels, which docs/vpn.md's runbook expects them to survive", v.TunnelLossToleration)
 	}
+	c.vpnTimers(p, v)
 
 	c.vpnPrefixes(n, subnet, subnetOK)
 }
