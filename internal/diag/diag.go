@@ -74,12 +74,16 @@ func (f Finding) Format(cwd string) string {
 		fmt.Fprintf(&b, "%s:%d:%d: ", filepath.ToSlash(name), f.Pos.Line(), f.Pos.Column())
 	}
 	if f.Path != "" {
-		b.WriteString(f.Path)
+		b.WriteString(oneLine.Replace(f.Path))
 		b.WriteString(": ")
 	}
-	b.WriteString(f.Msg)
+	b.WriteString(oneLine.Replace(f.Msg))
 	return b.String()
 }
+
+// oneLine keeps a finding on its one line: a line break a message quotes
+// from the source (a multi-line string) is written as its escape.
+var oneLine = strings.NewReplacer("\r\n", `\r\n`, "\n", `\n`, "\r", `\r`)
 
 // Path joins CUE field labels into a path, quoting labels that are not
 // identifiers ("labels.\"example.com/pool\"").

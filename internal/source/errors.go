@@ -237,7 +237,12 @@ func (l *Loaded) addFinding(e cueErr) {
 			if want != got {
 				msg = fmt.Sprintf("want %s %s, not %s %s", article(want), want, article(got), got)
 				if k := u.Kind(); k != cue.StructKind && k != cue.ListKind {
-					msg = fmt.Sprintf("want %s %s, not %s %s (%v)", article(want), want, article(got), got, u)
+					shown := fmt.Sprint(u)
+					if s, err := u.String(); err == nil {
+						// One line, whatever the string holds.
+						shown = strconv.Quote(s)
+					}
+					msg = fmt.Sprintf("want %s %s, not %s %s (%s)", article(want), want, article(got), got, shown)
 				}
 			}
 		}
