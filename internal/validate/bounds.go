@@ -3,8 +3,6 @@ package validate
 import (
 	"math"
 	"math/big"
-
-	"github.com/nodegen/nodegen/internal/model"
 )
 
 // maxMemoryTotalGiB is the largest --memory-total the Cluster Autoscaler
@@ -16,9 +14,9 @@ const maxMemoryTotalGiB = math.MaxInt64 >> 30
 
 // capBounds holds each rendered cap flag to what the autoscaler parses it
 // into: the cap plus what the declared nodes outside the MIGs add to it
-// (the rendered --cores-total, --memory-total, --max-nodes-total and
-// --gpu-total) must fit a signed 64-bit integer (flags.go:
-// parseMinMaxFlag and parseSingleGpuLimit use strconv.ParseInt(…, 10, 64),
+// (the rendered --cores-total, --memory-total and --max-nodes-total)
+// must fit a signed 64-bit integer (flags.go:
+// parseMinMaxFlag uses strconv.ParseInt(…, 10, 64),
 // --max-nodes-total is a flag.Int), and the memory total its bytes. A sum
 // beyond them is rendered as a wrapped negative number or refused by the
 // autoscaler at start.
@@ -29,17 +27,10 @@ func (c *checker) capBounds() {
 	}
 	// The declared nodes' sums, without wrapping.
 	cpu, mem, nodes := new(big.Int), new(big.Int), new(big.Int)
-	gpus := map[string]*big.Int{}
 	for _, n := range c.src.DeclaredNodes() {
 		nodes.Add(nodes, big.NewInt(1))
 		cpu.Add(cpu, big.NewInt(n.CPU))
 		mem.Add(mem, big.NewInt(n.MemoryGiB))
-		if n.GPUType != "" && n.GPUs > 0 {
-			if gpus[n.GPUType] == nil {
-				gpus[n.GPUType] = new(big.Int)
-			}
-			gpus[n.GPUType].Add(gpus[n.GPUType], big.NewInt(n.GPUs))
-		}
 	}
 	base := sel("cluster", "autoscaler", "caps")
 	check := func(field []any, value int64, declared *big.Int, limit int64, flag, unit, why string) {
@@ -64,11 +55,6 @@ func (c *checker) capBounds() {
 		check([]any{"memoryGiB", "max"}, r.Max, mem, maxMemoryTotalGiB, "--memory-total", "GiB",
 			"it multiplies the flag's GiB by 2^30 into bytes held in a signed 64-bit integer, which wraps beyond that")
 	}
-	for _, t := range model.SortedKeys(caps.GPUs) {
-		d := gpus[t]
-		if d == nil {
-			d = new(big.Int)
-		}
-		check([]any{"gpus", t, "max"}, caps.GPUs[t].Max, d, math.MaxInt64, "--gpu-total", t+" GPUs", int64Why)
-	}
+	// --gpu-total is rendered as written (the declared nodes' GPUs count
+	// towards none): the decoder's int64 already bounds it.
 }
