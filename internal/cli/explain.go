@@ -32,6 +32,11 @@ group's template from one of its nodes before it reads kube-env, so until
 nodegen rollout replaced them its scale-ups follow the old labels and taints.
 It says what the rollout changes; the verdicts are the source's.
 
+With cluster.podNetwork it also prints the pod MTU nodegen renders and how
+it was derived: the MTU of every path a pod packet takes (both sides' NICs,
+each VPN tunnel's payload MTU), the smallest less the encapsulation's
+overhead.
+
 Exit 0 when every workload fits at least one autoscaled node group, 1 when
 one does not (or on bad input), 2 on a usage mistake.`
 

@@ -74,6 +74,29 @@ type Report struct {
 	// Plan is what the autoscaler would add for the workloads together
 	// (Explainer.Plan): an estimate, not its code.
 	Plan *Plan `json:"plan,omitempty"`
+	// PodMTU is the pod network's MTU and how it was derived, nil without
+	// cluster.podNetwork.
+	PodMTU *PodMTU `json:"podMTU,omitempty"`
+}
+
+// PodMTU is the pod MTU nodegen renders (model.Cluster.PodMTU) and its
+// derivation: the paths a pod packet takes, the smallest of them less the
+// encapsulation's overhead.
+type PodMTU struct {
+	MTU           int             `json:"mtu"`
+	Computed      int             `json:"computed"`
+	Encapsulation string          `json:"encapsulation"`
+	Overhead      int             `json:"overhead"`
+	Paths         []model.MTUPath `json:"paths"`
+	Derivation    string          `json:"derivation"`
+}
+
+func podMTU(src *model.Source) *PodMTU {
+	m := src.Cluster.PodMTU()
+	if m == nil || len(m.Unknown) > 0 {
+		return nil
+	}
+	return &PodMTU{MTU: m.MTU, Computed: m.Computed, Encapsulation: m.Encapsulation, Overhead: m.Overhead, Paths: m.Paths, Derivation: m.Stated()}
 }
 
 // WorkloadResult is the answer for one workload.
@@ -200,7 +223,7 @@ func New(src *model.Source, files layout.Files, workloads []*Workload) (*Explain
 
 // Explain checks every workload against every group.
 func (e *Explainer) Explain(workloads []*Workload) *Report {
-	r := &Report{AllFit: true, Workloads: []WorkloadResult{}, Autoscaler: autoscalerNotes(e.src), SpotFallbacks: e.spot}
+	r := &Report{AllFit: true, Workloads: []WorkloadResult{}, Autoscaler: autoscalerNotes(e.src), SpotFallbacks: e.spot, PodMTU: podMTU(e.src)}
 	for _, w := range workloads {
 		wr := e.Workload(w)
 		r.AllFit = r.AllFit && wr.Fits

@@ -50,6 +50,12 @@ func WriteTable(w io.Writer, r *Report) error {
 	for _, n := range r.Autoscaler {
 		fmt.Fprintf(w, "autoscaler: %s\n", n.Message)
 	}
+	if m := r.PodMTU; m != nil {
+		fmt.Fprintf(w, "pod network: MTU %s; the paths a pod packet takes:\n", m.Derivation)
+		for _, p := range m.Paths {
+			fmt.Fprintf(w, "  %d  %s\n", p.MTU, p.What)
+		}
+	}
 	var none []string
 	for _, wr := range r.Workloads {
 		if !wr.Fits {

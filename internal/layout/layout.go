@@ -56,6 +56,13 @@ const (
 	// Day0DocsPath holds the ordered steps from an empty project to a
 	// scaling cluster.
 	Day0DocsPath = "docs/day0.md"
+	// CalicoDir holds the pod network's Calico objects, one file per way
+	// of installing Calico: CalicoOperatorPath the tigera-operator's
+	// Installation, CalicoManifestPath the FelixConfiguration and IPPool
+	// of a manifest install. Apply one of them, never both.
+	CalicoDir          = "calico"
+	CalicoOperatorPath = CalicoDir + "/operator-installation.yaml"
+	CalicoManifestPath = CalicoDir + "/manifest-install.yaml"
 )
 
 // Monitoring artifacts: the alerting rules as a Prometheus rule file and

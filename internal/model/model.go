@@ -94,6 +94,8 @@ type Cluster struct {
 	OnpremProviderID string `json:"onpremProviderID"`
 	// NodeCIDRMaskSize is the prefix length of each node's pod range.
 	NodeCIDRMaskSize int `json:"nodeCidrMaskSize"`
+	// PodNetwork is the CNI between the nodes, nil when the source has none.
+	PodNetwork *PodNetwork `json:"podNetwork,omitempty"`
 }
 
 // NodeLifecycle holds the node garbage collector's settings.
@@ -154,7 +156,10 @@ type GCPNetwork struct {
 	// MetricsPorts are the cloud nodes' host-network exporters' ports a
 	// Prometheus on the on-prem side scrapes.
 	MetricsPorts []string `json:"metricsPorts,omitempty"`
-	Egress       string   `json:"egress"`
+	// MTU is the VPC network's MTU, OnpremNodeMTU the on-prem nodes' NIC MTU.
+	MTU           int    `json:"mtu"`
+	OnpremNodeMTU int    `json:"onpremNodeMTU"`
+	Egress        string `json:"egress"`
 	// SubnetworkRange is the subnetwork's primary IPv4 range, "" unset.
 	SubnetworkRange string `json:"subnetworkRange,omitempty"`
 	// VPN is the HA VPN to the on-prem side, nil when the source has none.

@@ -38,6 +38,8 @@ type VPNAdvertise struct {
 type VPNPeerGateway struct {
 	Name    string `json:"name"`
 	Address string `json:"address"`
+	// NATTraversal says the gateway is behind NAT: its ESP travels in UDP.
+	NATTraversal bool `json:"natTraversal,omitempty"`
 }
 
 // VPNTunnel is one tunnel of the HA VPN gateway and its BGP session.

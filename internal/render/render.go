@@ -25,6 +25,7 @@ type stage func(src *model.Source, files layout.Files) error
 // the docs last, since they describe every other artifact.
 var stages = []stage{
 	k8s.Files,
+	k8s.Calico,
 	file(layout.AutoscalerFlagsPath, autoscaler.Flags),
 	file(layout.AutoscalerValuesPath, autoscaler.Values),
 	file(layout.PriorityExpanderPath, autoscaler.PriorityExpander),

@@ -62,6 +62,9 @@ func (c *checker) network() {
 		c.vpn(n, subnet, subnetOK)
 	}
 	for i, cp := range n.CNIPorts {
+		if cp == "ipip" {
+			continue // a protocol without ports
+		}
 		c.ports(join(p, "cniPorts", i), cp)
 	}
 	for i, mp := range n.MetricsPorts {

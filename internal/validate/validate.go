@@ -178,6 +178,7 @@ func (c *checker) cluster() {
 	c.caCertHashes(cl.CACertHashes)
 	c.endpoint(cl.ControlPlaneEndpoint)
 	c.network()
+	c.podNetwork()
 	c.nodeLifecycle()
 	c.rollout()
 	c.containerImage(sel("cluster", "taintRemover", "image"), cl.TaintRemover.Image)

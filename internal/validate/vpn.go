@@ -209,6 +209,8 @@ func (c *checker) vpn(n *model.GCPNetwork, subnet netip.Prefix, subnetOK bool) {
 	}
 	if why := vpnProposal(v.ESPProposal, false); why != "" {
 		c.at(join(p, "espProposal"), "%q: %s", v.ESPProposal, why)
+	} else {
+		c.espPayloadMTU(v, join(p, "espProposal"))
 	}
 	if k := v.BGPKeepaliveInterval; k < 20 || k > 60 {
 		c.at(join(p, "bgpKeepaliveInterval"), "%d: Cloud Router's BGP keepalive interval is 20 to 60 seconds", k)

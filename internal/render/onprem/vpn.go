@@ -130,7 +130,19 @@ charon {
 `)
 }
 
+// xfrmNetdev is tunnel i's XFRM interface, at the tunnel's payload MTU
+// (model.VPN.TunnelPayloadMTU): a packet larger than the tunnel carries
+// is fragmented, or refused with ICMP "fragmentation needed" when it
+// forbids fragmenting, before it is encrypted, as Cloud VPN requires (it
+// takes no ESP packet fragmented after encapsulation). The kernel's
+// default for an XFRM interface is 1500 (net/xfrm/xfrm_interface_core.c,
+// xfrmi_dev_setup), which lets a full-size packet be encrypted whole.
 func xfrmNetdev(src *model.Source, i int, header string) []byte {
+	v := src.Cluster.GCP.Network.VPN
+	mtu := ""
+	if m, ok := v.TunnelPayloadMTU(i); ok {
+		mtu = fmt.Sprintf("# At %s's payload MTU through Cloud VPN (ESP %s): packets are\n# fragmented before they are encrypted, never after.\nMTUBytes=%d\n", model.TunnelName(i), v.ESPProposal, m)
+	}
 	return fmt.Appendf(nil, `%s#
 # The XFRM interface of %s (strongSwan's if_id %d), not bound to another
 # interface: /etc/systemd/network/%s.netdev.
@@ -138,11 +150,11 @@ func xfrmNetdev(src *model.Source, i int, header string) []byte {
 [NetDev]
 Name=%s
 Kind=xfrm
-
+%s
 [Xfrm]
 InterfaceId=%d
 Independent=yes
-`, header, model.TunnelName(i), model.TunnelInterfaceID(i), model.TunnelInterface(i), model.TunnelInterface(i), model.TunnelInterfaceID(i))
+`, header, model.TunnelName(i), model.TunnelInterfaceID(i), model.TunnelInterface(i), model.TunnelInterface(i), mtu, model.TunnelInterfaceID(i))
 }
 
 func xfrmNetwork(src *model.Source, i int, header string) []byte {

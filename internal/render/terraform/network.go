@@ -25,7 +25,8 @@ func needsNetwork(src *model.Source) bool {
 }
 
 // firewallAllow groups "proto/port" entries into one allow block per
-// protocol, in the order the protocols first appear.
+// protocol, in the order the protocols first appear; an entry without a
+// port ("ipip", "icmp") admits the whole protocol.
 func firewallAllow(w *hclText, ports []string) {
 	var protos []string
 	byProto := map[string][]string{}
@@ -42,10 +43,23 @@ func firewallAllow(w *hclText, ports []string) {
 		w.blank()
 		w.open("allow")
 		w.attr("protocol", hclString(proto))
-		w.attr("ports", hclStrings(byProto[proto]))
+		if ports := slices.DeleteFunc(byProto[proto], func(p string) bool { return p == "" }); len(ports) > 0 {
+			w.attr("ports", hclStrings(ports))
+		}
 		w.close()
 	}
 }
+
+// icmpAllow admits ICMP, for its "fragmentation needed" (type 3, code 4):
+// Cloud VPN answers a packet that forbids fragmenting and is over the
+// tunnel's payload MTU with one, and a node's kernel one too larger than
+// its route's MTU, and it reaches a VM only through an ingress allow rule
+// (Google, Cloud VPN "MTU considerations"). Without it, path MTU discovery
+// from the cloud nodes never ends. A VPC firewall rule matches a protocol
+// and ports, never an ICMP type (google_compute_firewall's allow block:
+// protocol and ports only), so the rule admits all of ICMP from the
+// on-prem ranges and between the nodes.
+const icmpAllow = "icmp"
 
 // nodeAccounts is the list of both roles' service accounts, which the
 // firewall rules target: every cloud node runs as one of them.
@@ -54,8 +68,9 @@ func nodeAccounts() string {
 }
 
 // terraformNetwork renders network.tf: the firewall rule from the on-prem
-// ranges to the kubelet and the CNI's ports, the rule between the cloud
-// nodes for the CNI's ports, and a Cloud NAT when the source chooses it.
+// ranges to the kubelet, the CNI's ports and ICMP, the rule between the
+// cloud nodes for the CNI's ports and ICMP, and a Cloud NAT when the
+// source chooses it.
 // It renders nothing without cluster.gcp.network.
 func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 	c := &src.Cluster
@@ -68,7 +83,9 @@ func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 	w.comment(fmt.Sprintf("The network the cloud nodes of cluster %s need (cluster.gcp.network).", c.Name),
 		"The firewall rules target the nodes' two service accounts (iam.tf): every",
 		"cloud node runs as one of them. Google's health checkers are admitted",
-		"per autohealed group, in its nodegroup file.")
+		"per autohealed group, in its nodegroup file. Both rules admit ICMP for its",
+		"\"fragmentation needed\", which Cloud VPN and the nodes send to a sender of",
+		"packets too large for the path: a VPC rule cannot match an ICMP type.")
 	w.open("resource", gce.TFFirewall, "from_onprem")
 	w.attr("project", project)
 	w.attr("name", hclString(firewallFromOnpremName(c)))
@@ -77,23 +94,21 @@ func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 	w.attr("direction", hclString("INGRESS"))
 	w.attr("source_ranges", hclStrings(n.OnpremRanges))
 	w.attr("target_service_accounts", nodeAccounts())
-	firewallAllow(w, append([]string{fmt.Sprintf("tcp/%d", model.KubeletPort)}, n.CNIPorts...))
+	firewallAllow(w, append(append([]string{fmt.Sprintf("tcp/%d", model.KubeletPort)}, n.CNIPorts...), icmpAllow))
 	w.close()
 
-	if len(n.CNIPorts) > 0 {
-		w.blank()
-		w.comment("The CNI between the cloud nodes.")
-		w.open("resource", gce.TFFirewall, "node_to_node")
-		w.attr("project", project)
-		w.attr("name", hclString(firewallNodeToNodeName(c)))
-		w.attr("description", hclString(fmt.Sprintf("the CNI between the cloud nodes of cluster %s", c.Name)))
-		w.attr("network", hclRef("var", "network"))
-		w.attr("direction", hclString("INGRESS"))
-		w.attr("source_service_accounts", nodeAccounts())
-		w.attr("target_service_accounts", nodeAccounts())
-		firewallAllow(w, n.CNIPorts)
-		w.close()
-	}
+	w.blank()
+	w.comment("The CNI between the cloud nodes, and ICMP as from the on-prem side.")
+	w.open("resource", gce.TFFirewall, "node_to_node")
+	w.attr("project", project)
+	w.attr("name", hclString(firewallNodeToNodeName(c)))
+	w.attr("description", hclString(fmt.Sprintf("the CNI between the cloud nodes of cluster %s", c.Name)))
+	w.attr("network", hclRef("var", "network"))
+	w.attr("direction", hclString("INGRESS"))
+	w.attr("source_service_accounts", nodeAccounts())
+	w.attr("target_service_accounts", nodeAccounts())
+	firewallAllow(w, append(slices.Clone(n.CNIPorts), icmpAllow))
+	w.close()
 
 	if len(n.MetricsPorts) > 0 {
 		w.blank()

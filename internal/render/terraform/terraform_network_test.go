@@ -119,8 +119,9 @@ func TestTerraformNetworkMatchesProviderSchema(t *testing.T) {
 }
 
 // TestTerraformNetworkRules: the firewall rules admit exactly the
-// source's on-prem ranges to the kubelet and the CNI's ports, the CNI's
-// ports between the nodes, and the Cloud NAT is there when the source
+// source's on-prem ranges to the kubelet, the CNI's ports and ICMP (for
+// "fragmentation needed"), the CNI's ports and ICMP between the nodes,
+// IP in IP as a whole protocol, and the Cloud NAT is there when the source
 // chooses it; without cluster.gcp.network nothing of it is rendered.
 func TestTerraformNetworkRules(t *testing.T) {
 	_, files := testsrc.Spec{Cluster: networkCUE("cloud-nat", `"udp/4789", "tcp/179", "udp/8472"`)}.MustRender(t)
@@ -129,6 +130,10 @@ func TestTerraformNetworkRules(t *testing.T) {
 		out := map[string][]string{}
 		for _, a := range blocksOf(b, "allow") {
 			proto := constValue(t, a.Body, "protocol").AsString()
+			if _, ok := a.Body.Attributes["ports"]; !ok {
+				out[proto] = []string{"all"} // the whole protocol
+				continue
+			}
 			out[proto] = append(out[proto], stringList(constValue(t, a.Body, "ports"))...)
 		}
 		return out
@@ -147,20 +152,33 @@ func TestTerraformNetworkRules(t *testing.T) {
 			if got := stringList(constValue(t, b, "source_ranges")); !slices.Equal(got, []string{"10.20.0.0/16", "192.168.7.0/24"}) {
 				t.Errorf("from_onprem source_ranges %v", got)
 			}
-			if got, want := allows(b), map[string][]string{"tcp": {"10250", "179"}, "udp": {"4789", "8472"}}; !maps.EqualFunc(got, want, slices.Equal) {
+			if got, want := allows(b), map[string][]string{"tcp": {"10250", "179"}, "udp": {"4789", "8472"}, "icmp": {"all"}}; !maps.EqualFunc(got, want, slices.Equal) {
 				t.Errorf("from_onprem allows %v, want %v", got, want)
 			}
 		case "node_to_node":
 			if _, ok := b.Attributes["source_ranges"]; ok {
 				t.Error("node_to_node has source_ranges")
 			}
-			if got, want := allows(b), map[string][]string{"tcp": {"179"}, "udp": {"4789", "8472"}}; !maps.EqualFunc(got, want, slices.Equal) {
+			if got, want := allows(b), map[string][]string{"tcp": {"179"}, "udp": {"4789", "8472"}, "icmp": {"all"}}; !maps.EqualFunc(got, want, slices.Equal) {
 				t.Errorf("node_to_node allows %v, want %v", got, want)
 			}
 		}
 	}
 	if len(blocksOf(nw, "resource", gce.TFRouterNAT)) != 1 || len(blocksOf(nw, "resource", gce.TFRouter)) != 1 {
 		t.Error("cloud-nat: no router and NAT")
+	}
+
+	// IP in IP: protocol 4 as a whole, no ports.
+	_, files = testsrc.Spec{Cluster: networkCUE("cloud-nat", `"ipip", "tcp/179"`)}.MustRender(t)
+	if errs := checkProviderSchema(t, files); len(errs) > 0 {
+		t.Errorf("ipip: %v", errs)
+	}
+	for _, r := range blocksOf(parseTF(t, files, layout.TerraformNetworkPath), "resource", gce.TFFirewall) {
+		if r.Labels[1] == "node_to_node" {
+			if got, want := allows(r.Body), map[string][]string{"ipip": {"all"}, "tcp": {"179"}, "icmp": {"all"}}; !maps.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("ipip: node_to_node allows %v, want %v", got, want)
+			}
+		}
 	}
 
 	// The metrics ports: a rule of their own, from the on-prem ranges.
@@ -193,8 +211,11 @@ func TestTerraformNetworkRules(t *testing.T) {
 	if n := len(blocksOf(nw, "resource", gce.TFRouterNAT)) + len(blocksOf(nw, "resource", gce.TFRouter)); n != 0 {
 		t.Errorf("private-google-access: %d router and NAT resources", n)
 	}
-	if fw := blocksOf(nw, "resource", gce.TFFirewall); len(fw) != 1 || fw[0].Labels[1] != "from_onprem" {
-		t.Errorf("without CNI ports: firewall rules %v, want from_onprem alone", fw)
+	// Without CNI ports the nodes still admit ICMP from each other.
+	if fw := blocksOf(nw, "resource", gce.TFFirewall); len(fw) != 2 || fw[1].Labels[1] != "node_to_node" {
+		t.Errorf("without CNI ports: %d firewall rules, want from_onprem and node_to_node", len(fw))
+	} else if got, want := allows(fw[1].Body), map[string][]string{"icmp": {"all"}}; !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("without CNI ports: node_to_node allows %v, want %v", got, want)
 	}
 
 	_, files = testsrc.Spec{}.MustRender(t)

@@ -3,7 +3,9 @@
 # The network the cloud nodes of cluster cloud-serve need (cluster.gcp.network).
 # The firewall rules target the nodes' two service accounts (iam.tf): every
 # cloud node runs as one of them. Google's health checkers are admitted
-# per autohealed group, in its nodegroup file.
+# per autohealed group, in its nodegroup file. Both rules admit ICMP for its
+# "fragmentation needed", which Cloud VPN and the nodes send to a sender of
+# packets too large for the path: a VPC rule cannot match an ICMP type.
 resource "google_compute_firewall" "from_onprem" {
   project                 = coalesce(var.subnetwork_project, local.project)
   name                    = "cloud-serve-from-onprem"
@@ -22,9 +24,13 @@ resource "google_compute_firewall" "from_onprem" {
     protocol = "udp"
     ports    = ["4789"]
   }
+
+  allow {
+    protocol = "icmp"
+  }
 }
 
-# The CNI between the cloud nodes.
+# The CNI between the cloud nodes, and ICMP as from the on-prem side.
 resource "google_compute_firewall" "node_to_node" {
   project                 = coalesce(var.subnetwork_project, local.project)
   name                    = "cloud-serve-node-to-node"
@@ -37,6 +43,10 @@ resource "google_compute_firewall" "node_to_node" {
   allow {
     protocol = "udp"
     ports    = ["4789"]
+  }
+
+  allow {
+    protocol = "icmp"
   }
 }
 
