@@ -1,8 +1,9 @@
 // Package revision names what a cloud node is made from: a short digest of
 // its group's kube-env (the autoscaler's view of the node), startup script
-// (which carries the JoinConfiguration and the kubelet patch) and instance
-// properties (image, machine type, disks, accelerators, Spot, Kubernetes
-// version). Every cloud node joins with it as the label model.RevisionLabel,
+// (which carries the JoinConfiguration and the kubelet patch), its whole
+// instance template as nodegen decides it (model.InstanceTemplate: image,
+// machine type, disks, accelerators, scheduling, labels, tags, metadata
+// keys, service account) and its Kubernetes version. Every cloud node joins with it as the label model.RevisionLabel,
 // and the group's kube-env declares the same label, so a node whose label
 // differs from its group's current revision was made from an older source.
 //
@@ -23,6 +24,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -130,7 +132,7 @@ func Of(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte) (string, 
 	if err != nil {
 		return "", fmt.Errorf("kube-env: %w", err)
 	}
-	return digest(src, g, env[kubeenv.AutoscalerEnvVars], script, labelRanges(script)), nil
+	return digest(src, g, src.InstanceTemplate(g), env[kubeenv.AutoscalerEnvVars], script, labelRanges(script)), nil
 }
 
 // Stamp gives a cloud group's artifacts, rendered once with Placeholder as
@@ -156,7 +158,7 @@ func Stamp(src *model.Source, g *model.NodeGroup, envVars string, kubeEnv, scrip
 			}
 		}
 	}
-	rev := digest(src, g, string(Empty([]byte(envVars))), script, scriptLabels)
+	rev := digest(src, g, src.InstanceTemplate(g), string(Empty([]byte(envVars))), script, scriptLabels)
 	for _, l := range envLabels {
 		copy(kubeEnv[l[0]+len(labelEq):l[1]], rev)
 	}
@@ -170,8 +172,8 @@ func Stamp(src *model.Source, g *model.NodeGroup, envVars string, kubeEnv, scrip
 // envVars, the AUTOSCALER_ENV_VARS of its kube-env with the revision label
 // empty, less autoscaling_options; of its startup script with every
 // revision label's value (labels, as labelRanges finds them) and every
-// generated-file header line left out; and of its instance properties.
-func digest(src *model.Source, g *model.NodeGroup, envVars string, script []byte, labels [][2]int) string {
+// generated-file header line left out; and of its instance template tmpl.
+func digest(src *model.Source, g *model.NodeGroup, tmpl *model.InstanceTemplate, envVars string, script []byte, labels [][2]int) string {
 	var vars []string
 	for _, seg := range strings.Split(envVars, ";") {
 		if name, _, _ := strings.Cut(seg, "="); strings.TrimSpace(name) != kubeenv.VarAutoscalingOptions {
@@ -183,22 +185,25 @@ func digest(src *model.Source, g *model.NodeGroup, envVars string, script []byte
 		// Length-prefixed, so that no two inputs write the same bytes.
 		fieldParts(h, name, value)
 	}
-	field("format", "nodegen revision 1")
+	field("format", "nodegen revision 2")
 	field("kube-env", strings.Join(vars, ";"))
 	values := make([][2]int, len(labels))
 	for i, l := range labels {
 		values[i] = [2]int{l[0] + len(labelEq), l[1]}
 	}
 	fieldParts(h, "startup-script", cut(script, union(headerLines(script), values))...)
-	field("image", g.Image)
-	field("machine-type", g.MachineType)
-	field("arch", g.Arch)
-	field("boot-disk", g.BootDiskType+" "+strconv.Itoa(g.BootDiskSizeGb))
-	field("local-ssds", strconv.Itoa(g.LocalSSDCount))
-	field("spot", strconv.FormatBool(g.Spot))
-	if g.GPU != nil {
-		field("accelerators", g.GPU.Type+" "+strconv.Itoa(g.GPU.Count))
+	// The whole instance template nodegen decides, in one encoding that
+	// writes every field (encoding/json writes struct fields in their
+	// order and map keys sorted): a template attribute cannot change
+	// without changing the revision (TestTemplateFieldsChangeRevision).
+	t, err := json.Marshal(tmpl)
+	if err != nil {
+		// The template holds strings, numbers, booleans, slices and
+		// string maps only.
+		panic(fmt.Sprintf("revision: instance template of %s: %v", g.Name, err))
 	}
+	field("instance-template", string(t))
+	field("arch", g.Arch)
 	field("kubernetes-version", src.Cluster.NodeVersion(g))
 	return hex.EncodeToString(h.Sum(nil))[:Len]
 }
@@ -304,7 +309,7 @@ func CheckRead(src *model.Source, g *model.NodeGroup, kubeEnv, script []byte, t 
 		return fmt.Errorf("kube-env: %w", err)
 	}
 	labels := labelRanges(script)
-	want := digest(src, g, env[kubeenv.AutoscalerEnvVars], script, labels)
+	want := digest(src, g, src.InstanceTemplate(g), env[kubeenv.AutoscalerEnvVars], script, labels)
 	got, ok := t.Labels[Label]
 	switch {
 	case !ok:

@@ -382,80 +382,9 @@ func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byt
 	}
 
 	tmplName := terraformName(g.Name)
-	w.open("resource", gce.TFInstanceTemplate, tmplName)
-	w.attr("project", hclRef("local", "project"))
-	w.attr("region", hclRef("local", "region"))
-	w.attr("name_prefix", hclString(c.TemplatePrefix(g)))
-	w.attr("description", hclString(fmt.Sprintf("nodegen node group %s of cluster %s", g.Name, c.Name)))
-	w.attr("machine_type", hclString(g.MachineType))
-	labels := gce.Labels(c.Name, g.Name, g.Labels)
-	var entries []hclLine
-	for _, k := range model.SortedKeys(labels) {
-		entries = append(entries, hclLine{hclKey(k), hclString(labels[k])})
+	if err := instanceTemplate(w, g, src.InstanceTemplate(g), tmplName); err != nil {
+		return nil, err
 	}
-	w.object("labels", entries)
-	var meta []hclLine
-	for _, key := range model.SortedKeys(terraformMetadataFiles(g)) {
-		p := terraformMetadataFiles(g)[key]
-		if !safePathRE.MatchString(p) {
-			return nil, fmt.Errorf("artifact path %q cannot be embedded in HCL", p)
-		}
-		// Quoted although an identifier, as hclwrite writes a string key.
-		meta = append(meta, hclLine{hclString(key), moduleFileText("../" + p)})
-	}
-	if c.BindsKubeletKey() {
-		// The startup script publishes the kubelet's bootstrap key hash as
-		// a guest attribute, which the VM can write only with this set
-		// (first: the keys are in order).
-		meta = append([]hclLine{{hclString(gce.GuestAttributesKey), hclString("TRUE")}}, meta...)
-	}
-	w.object("metadata", meta)
-	w.attr("tags", templateTags(c, g))
-
-	w.blank()
-	w.open("disk")
-	w.attr("source_image", hclString(g.Image))
-	w.attr("disk_size_gb", hclInt(int64(g.BootDiskSizeGb)))
-	w.attr("disk_type", hclString(g.BootDiskType))
-	w.attr("boot", hclBool(true))
-	w.attr("auto_delete", hclBool(true))
-	w.close()
-	localSSDDisks(w, g)
-
-	w.blank()
-	w.open("network_interface")
-	w.attr("network", hclRef("var", "network"))
-	w.attr("subnetwork", hclRef("var", "subnetwork"))
-	w.attr("subnetwork_project", hclCall("coalesce", hclRef("var", "subnetwork_project"), hclRef("local", "project")))
-	w.close()
-
-	w.blank()
-	w.open("service_account")
-	w.attr("email", hclRef("local", serviceAccountLocal(model.RoleOf(src, g))))
-	w.attr("scopes", hclRef("var", "service_account_scopes"))
-	w.close()
-
-	if g.GPU != nil {
-		w.blank()
-		w.open("guest_accelerator")
-		w.attr("type", hclString(g.GPU.Type))
-		w.attr("count", hclInt(int64(g.GPU.Count)))
-		w.close()
-	}
-	if s := schedulingOf(g); len(s) > 0 {
-		w.blank()
-		w.open("scheduling")
-		for _, kv := range s {
-			w.attr(kv.name, kv.value)
-		}
-		w.close()
-	}
-
-	w.blank()
-	w.open("lifecycle")
-	w.attr("create_before_destroy", hclBool(true))
-	w.close()
-	w.close()
 
 	for _, z := range g.Zones {
 		w.blank()
@@ -509,41 +438,122 @@ func moduleFileText(rel string) string {
 	return hclCall("file", `"${path.module}/`+rel+`"`)
 }
 
-// schedulingOf returns the scheduling block's attributes: GPU VMs cannot
-// live-migrate and must stop for host maintenance; Spot VMs must not
-// restart automatically.
-func schedulingOf(g *model.NodeGroup) []hclLine {
-	gpu := g.HasGPUs()
-	switch {
-	case g.Spot:
-		return []hclLine{
-			{"provisioning_model", hclString("SPOT")},
-			{"preemptible", hclBool(true)},
-			{"automatic_restart", hclBool(false)},
-			{"on_host_maintenance", hclString("TERMINATE")},
-			{"instance_termination_action", hclString(model.SpotTerminationAction)},
-		}
-	case gpu:
-		return []hclLine{
-			{"on_host_maintenance", hclString("TERMINATE")},
-			{"automatic_restart", hclBool(true)},
-		}
+// instanceTemplate writes the resource of the cloud group g's instance
+// template t, named name.
+func instanceTemplate(w *hclText, g *model.NodeGroup, t *model.InstanceTemplate, name string) error {
+	p := &t.Properties
+	w.open("resource", gce.TFInstanceTemplate, name)
+	w.attr("project", hclRef("local", "project"))
+	w.attr("region", hclRef("local", "region"))
+	w.attr("name_prefix", hclString(t.NamePrefix))
+	w.attr("description", hclString(t.Description))
+	w.attr("machine_type", hclString(p.MachineType))
+	var entries []hclLine
+	for _, k := range model.SortedKeys(p.Labels) {
+		entries = append(entries, hclLine{hclKey(k), hclString(p.Labels[k])})
 	}
+	w.object("labels", entries)
+	files := terraformMetadataFiles(g)
+	var meta []hclLine
+	for _, it := range p.Metadata {
+		// Quoted although an identifier, as hclwrite writes a string key.
+		if !it.Rendered {
+			meta = append(meta, hclLine{hclString(it.Key), hclString(it.Value)})
+			continue
+		}
+		f, ok := files[it.Key]
+		if !ok {
+			return fmt.Errorf("metadata %s: no artifact renders it", it.Key)
+		}
+		if !safePathRE.MatchString(f) {
+			return fmt.Errorf("artifact path %q cannot be embedded in HCL", f)
+		}
+		meta = append(meta, hclLine{hclString(it.Key), moduleFileText("../" + f)})
+	}
+	w.object("metadata", meta)
+	tags := hclRef("var", "network_tags")
+	if len(p.Tags) > 0 {
+		tags = hclCall("concat", tags, hclStrings(p.Tags))
+	}
+	w.attr("tags", tags)
+
+	for _, d := range p.Disks {
+		w.blank()
+		w.open("disk")
+		if d.Boot {
+			w.attr("source_image", hclString(d.InitializeParams.SourceImage))
+			w.attr("disk_size_gb", hclInt(d.InitializeParams.DiskSizeGb))
+			w.attr("disk_type", hclString(d.InitializeParams.DiskType))
+			w.attr("boot", hclBool(true))
+		} else {
+			w.attr("type", hclString(d.Type))
+			w.attr("disk_type", hclString(d.InitializeParams.DiskType))
+			w.attr("interface", hclString(d.Interface))
+			w.attr("disk_size_gb", hclInt(d.InitializeParams.DiskSizeGb))
+		}
+		w.attr("auto_delete", hclBool(d.AutoDelete))
+		w.close()
+	}
+
+	w.blank()
+	w.open("network_interface")
+	w.attr("network", hclRef("var", "network"))
+	w.attr("subnetwork", hclRef("var", "subnetwork"))
+	w.attr("subnetwork_project", hclCall("coalesce", hclRef("var", "subnetwork_project"), hclRef("local", "project")))
+	w.close()
+
+	w.blank()
+	w.open("service_account")
+	w.attr("email", hclRef("local", serviceAccountLocal(p.ServiceAccountRole)))
+	w.attr("scopes", hclRef("var", "service_account_scopes"))
+	w.close()
+
+	for _, a := range p.GuestAccelerators {
+		w.blank()
+		w.open("guest_accelerator")
+		w.attr("type", hclString(a.AcceleratorType))
+		w.attr("count", hclInt(a.AcceleratorCount))
+		w.close()
+	}
+	if s := schedulingLines(p.Scheduling); len(s) > 0 {
+		w.blank()
+		w.open("scheduling")
+		for _, kv := range s {
+			w.attr(kv.name, kv.value)
+		}
+		w.close()
+	}
+
+	w.blank()
+	w.open("lifecycle")
+	w.attr("create_before_destroy", hclBool(true))
+	w.close()
+	w.close()
 	return nil
 }
 
-// localSSDDisks appends the group's local SSDs to the instance template:
-// SCRATCH disks of type local-ssd on the NVMe interface, the form the
-// autoscaler counts (templates.go getLocalSsdCount).
-func localSSDDisks(w *hclText, g *model.NodeGroup) {
-	for range g.LocalSSDCount {
-		w.blank()
-		w.open("disk")
-		w.attr("type", hclString("SCRATCH"))
-		w.attr("disk_type", hclString("local-ssd"))
-		w.attr("interface", hclString("NVME"))
-		w.attr("disk_size_gb", hclInt(model.LocalSSDSizeGiB))
-		w.attr("auto_delete", hclBool(true))
-		w.close()
+// schedulingLines returns the scheduling block's attributes, none for
+// Compute Engine's default scheduling.
+func schedulingLines(s model.Scheduling) []hclLine {
+	var out []hclLine
+	if s.ProvisioningModel != "" {
+		out = append(out,
+			hclLine{"provisioning_model", hclString(s.ProvisioningModel)},
+			hclLine{"preemptible", hclBool(s.Preemptible)})
+		if s.AutomaticRestart != nil {
+			out = append(out, hclLine{"automatic_restart", hclBool(*s.AutomaticRestart)})
+		}
+		out = append(out, hclLine{"on_host_maintenance", hclString(s.OnHostMaintenance)})
+		if s.InstanceTerminationAction != "" {
+			out = append(out, hclLine{"instance_termination_action", hclString(s.InstanceTerminationAction)})
+		}
+		return out
 	}
+	if s.OnHostMaintenance != "" {
+		out = append(out, hclLine{"on_host_maintenance", hclString(s.OnHostMaintenance)})
+	}
+	if s.AutomaticRestart != nil {
+		out = append(out, hclLine{"automatic_restart", hclBool(*s.AutomaticRestart)})
+	}
+	return out
 }

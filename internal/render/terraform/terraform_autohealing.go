@@ -15,13 +15,12 @@ const (
 	// Health check timing: a VM is unhealthy after unhealthyThreshold
 	// failed checks, healthCheckInterval apart; the threshold is the
 	// largest the Compute API takes, the interval at most its largest.
-	healthCheckTimeout   = 5
-	healthyThreshold     = 2
-	unhealthyThreshold   = gce.MaxUnhealthyThreshold
-	minCheckInterval     = 10 // seconds
-	maxCheckInterval     = gce.MaxCheckIntervalSec
-	maxInitialDelaySec   = 3600 // the Compute API's limit of initialDelaySec
-	autohealingTagSuffix = "-hc"
+	healthCheckTimeout = 5
+	healthyThreshold   = 2
+	unhealthyThreshold = gce.MaxUnhealthyThreshold
+	minCheckInterval   = 10 // seconds
+	maxCheckInterval   = gce.MaxCheckIntervalSec
+	maxInitialDelaySec = 3600 // the Compute API's limit of initialDelaySec
 )
 
 // healthCheckInterval is the check interval of group g's health check:
@@ -36,29 +35,11 @@ func healthCheckInterval(g *model.NodeGroup) int64 {
 	return min(max((reboot+n-1)/n, minCheckInterval), maxCheckInterval)
 }
 
-// autohealingName is the name of group g's health check and firewall rule,
-// and the network tag its VMs carry for that rule: the MIGs' base instance
-// name plus "-hc" (at most 61 characters, as the base leaves room for the
-// MIG's 5-character instance suffix).
-func autohealingName(c *model.Cluster, g *model.NodeGroup) string {
-	return c.BaseInstanceName(g) + autohealingTagSuffix
-}
-
 // autohealingInitialDelay is how long after a VM is created the MIG
 // ignores its health: the group's maxNodeProvisionTime (the VM boots and
 // joins within it, or the join script gives up), at most an hour.
 func autohealingInitialDelay(c *model.Cluster, g *model.NodeGroup) time.Duration {
 	return min(c.MaxNodeProvisionTime(g), maxInitialDelaySec*time.Second)
-}
-
-// templateTags is the instance template's tags: the module's network tags,
-// plus, for an autohealed group, the tag its health check's firewall rule
-// targets.
-func templateTags(c *model.Cluster, g *model.NodeGroup) string {
-	if !g.Autohealed() {
-		return hclRef("var", "network_tags")
-	}
-	return hclCall("concat", hclRef("var", "network_tags"), hclStrings([]string{autohealingName(c, g)}))
 }
 
 // autohealingPolicy adds an autohealed group's auto_healing_policies to
@@ -105,7 +86,7 @@ func autohealingResources(w *hclText, c *model.Cluster, g *model.NodeGroup) {
 	if !g.Autohealed() {
 		return
 	}
-	name := autohealingName(c, g)
+	name := c.AutohealingName(g)
 	w.blank()
 	w.comment(fmt.Sprintf("Autohealing of group %s: the kubelet's health endpoint, http://<VM>:%d%s.", g.Name, model.KubeletHealthzPort, model.KubeletHealthzPath),
 		fmt.Sprintf("A VM is unhealthy after %d failed checks %d s apart: %d s of them outlast", unhealthyThreshold, healthCheckInterval(g), (unhealthyThreshold-1)*healthCheckInterval(g)),

@@ -329,7 +329,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=5277ed4223b5,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/role=cluster-autoscaler,node.kubernetes.io/instance-type=e2-standard-2,nodegen.dev/node-group=autoscaler,nodegen.dev/revision=88b0e5cb05be,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'

@@ -394,7 +394,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/location=cloud,example.com/pool=cpu-burst,node.kubernetes.io/instance-type=n2-standard-8,nodegen.dev/node-group=cpu-burst,nodegen.dev/revision=fa8194ae8acc,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/location=cloud,example.com/pool=cpu-burst,node.kubernetes.io/instance-type=n2-standard-8,nodegen.dev/node-group=cpu-burst,nodegen.dev/revision=0191c5ee209b,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'

@@ -394,7 +394,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,example.com/location=cloud,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=gpu-t4,nodegen.dev/revision=42419efc9ee4,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,example.com/location=cloud,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=gpu-t4,nodegen.dev/revision=598a22e322b5,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'

@@ -394,7 +394,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,cloud.google.com/gke-spot=true,example.com/location=cloud,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=spot-gpu-t4,nodegen.dev/revision=3aaf255e03de,nvidia.com/device-plugin.config=spot-gpu-t4,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: cloud.google.com/gke-accelerator=nvidia-tesla-t4,cloud.google.com/gke-spot=true,example.com/location=cloud,example.com/pool=gpu-burst,node.kubernetes.io/instance-type=n1-standard-8,nodegen.dev/node-group=spot-gpu-t4,nodegen.dev/revision=9717f3a3ea07,nvidia.com/device-plugin.config=spot-gpu-t4,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'

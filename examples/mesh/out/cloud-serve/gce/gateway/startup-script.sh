@@ -394,7 +394,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/role=gateway,node.kubernetes.io/instance-type=e2-standard-4,nodegen.dev/node-group=gateway,nodegen.dev/revision=89a193fb2a16,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/role=gateway,node.kubernetes.io/instance-type=e2-standard-4,nodegen.dev/node-group=gateway,nodegen.dev/revision=3785f93d964e,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'

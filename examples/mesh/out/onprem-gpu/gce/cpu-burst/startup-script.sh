@@ -394,7 +394,7 @@ kind: JoinConfiguration
 nodeRegistration:
   kubeletExtraArgs:
   - name: node-labels
-    value: example.com/pool=cpu,node.kubernetes.io/instance-type=n2-standard-8,nodegen.dev/node-group=cpu-burst,nodegen.dev/revision=d949153e326d,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
+    value: example.com/pool=cpu,node.kubernetes.io/instance-type=n2-standard-8,nodegen.dev/node-group=cpu-burst,nodegen.dev/revision=133577bc741a,topology.kubernetes.io/region=us-central1,topology.kubernetes.io/zone=@NODEGEN_ZONE@
   - name: provider-id
     value: gce://acme-hybrid-ai/@NODEGEN_ZONE@/@NODEGEN_INSTANCE_NAME@
   name: '@NODEGEN_INSTANCE_NAME@'
