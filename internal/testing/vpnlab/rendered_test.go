@@ -294,8 +294,6 @@ func TestRenderedVPNDisagree(t *testing.T) {
 	}
 }
 
-func itoa[T int | int64](n T) string { return strconv.FormatInt(int64(n), 10) }
-
 func copyTree(src, dst string) error {
 	return filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
 		if err != nil {

@@ -256,3 +256,6 @@ func iniValues(f string) (map[string]string, error) {
 	}
 	return kv, sc.Err()
 }
+
+// itoa writes n in decimal.
+func itoa[T int | int64](n T) string { return strconv.FormatInt(int64(n), 10) }
