@@ -91,20 +91,28 @@ func (l *Lab) TunnelMTUs(i int) []int {
 }
 
 // SetTunnelMTU sets the MTU of every tunnel device of side i, which must
-// not be a CloudVPN side (Cloud VPN's are Google's), and forgets the path
-// MTUs every namespace of the lab learned.
+// not be a CloudVPN side (Cloud VPN's are Google's), to mtu, or with 0 to
+// the tunnel's own (Tunnel.MTU), and forgets the path MTUs every
+// namespace of the lab learned.
 func (l *Lab) SetTunnelMTU(i, mtu int) {
 	l.t.Helper()
 	s := l.sides[i]
 	if s.CloudVPN {
 		l.t.Fatalf("vpnlab: side %s stands in for Cloud VPN: its tunnels' MTUs are Google's", s.Name)
 	}
-	if mtu > tunRead {
-		l.t.Fatalf("vpnlab: MTU %d, over the %d bytes charon reads whole", mtu, tunRead)
-	}
 	for j, tn := range s.Tunnels {
-		l.run(s.gw, "ip", "link", "set", tn.IfName, "mtu", itoa(mtu))
-		s.mtus[j] = mtu
+		m := mtu
+		if m == 0 {
+			m = tn.MTU
+		}
+		if m == 0 {
+			m = xfrmDefaultMTU
+		}
+		if m > tunRead {
+			l.t.Fatalf("vpnlab: MTU %d, over the %d bytes charon reads whole", m, tunRead)
+		}
+		l.run(s.gw, "ip", "link", "set", tn.IfName, "mtu", itoa(m))
+		s.mtus[j] = m
 	}
 	l.FlushPathMTUs()
 }

@@ -14,10 +14,6 @@ import (
 // performance").
 const vxlanOverhead = 50
 
-// podPool is the lab's pod range; each node's block is one /26 of it
-// (Calico's default block size).
-var podPool = netip.MustParsePrefix("192.168.0.0/16")
-
 // podBytes is the size of each bulk transfer.
 const podBytes = 8 << 20
 
@@ -33,18 +29,30 @@ const podBytes = 8 << 20
 // is encrypted whole and its ESP fragmented after encapsulation, which
 // Cloud VPN drops; from the cloud, a full-size VXLAN packet (DF clear) is
 // over Cloud VPN's payload MTU and dropped. The test asserts the stall,
-// so the lab is shown able to see it.
+// so the lab is shown able to see it. With the rendered MTUs (the
+// gateway's .netdev files, the pod MTU and pool of out/calico/) it
+// completes both ways, and a sender of DF packets too large for the
+// tunnel hears so from ICMP on either side.
 func TestRenderedVPNPodMTU(t *testing.T) {
 	t.Parallel()
-	_, lab, _, _, _, _ := upLab(t)
-	var blocks [2]netip.Prefix
-	first := podPool.Masked().Addr()
-	blocks[0] = netip.PrefixFrom(first, 26)
-	blocks[1] = netip.PrefixFrom(netip.AddrFrom4([4]byte(append(first.AsSlice()[:3:3], 64))), 26)
+	r, lab, _, _, _, _ := upLab(t)
+	pn, err := renderedPodNetwork(r.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := pn.Pool.Masked().Addr()
+	if !first.Is4() || pn.Pool.Bits() > 25 {
+		t.Fatalf("pod pool %s: the lab takes two /26 blocks of an IPv4 pool", pn.Pool)
+	}
+	second := first.As4()
+	second[3] += 64
+	blocks := [2]netip.Prefix{netip.PrefixFrom(first, 26), netip.PrefixFrom(netip.AddrFrom4(second), 26)}
 	auto := [2]int{onpremNICMTU - vxlanOverhead, vpcMTU - vxlanOverhead}
 	pods := Pods{Blocks: blocks, MTU: auto}
 	lab.StartPods(pods)
-	t.Logf("Cloud VPN stand-in's tunnels at %v (the negotiated ESP's payload MTU)", lab.TunnelMTUs(1))
+	rendered := lab.TunnelMTUs(0)
+	t.Logf("rendered: the gateway's tunnel interfaces at %v, the pods at %d in %s; the Cloud VPN stand-in's tunnels at %v (the negotiated ESP's payload MTU)",
+		rendered, pn.MTU, pn.Pool, lab.TunnelMTUs(1))
 
 	t.Run("auto-detected MTUs stall", func(t *testing.T) {
 		lab.SetTunnelMTU(0, xfrmDefaultMTU)
@@ -69,32 +77,29 @@ func TestRenderedVPNPodMTU(t *testing.T) {
 		}
 	})
 
-	// The MTUs that carry pod traffic, computed here: the gateway's
-	// interfaces at the tunnel's payload MTU (the stand-in's, from
-	// Google's table for the negotiated ESP: 1406 for AES-GCM), the pods
-	// at that less VXLAN's overhead (1356).
-	gw := lab.TunnelMTUs(1)[0]
-	pod := [2]int{gw - vxlanOverhead, gw - vxlanOverhead}
-
-	t.Run("computed MTUs complete", func(t *testing.T) {
-		lab.SetTunnelMTU(0, gw)
+	t.Run("rendered MTUs complete", func(t *testing.T) {
+		lab.SetTunnelMTU(0, 0)
+		pod := [2]int{pn.MTU, pn.MTU}
 		lab.SetPodMTU(pod)
 		for _, from := range []int{0, 1} {
 			before := lab.Dropped(1)
 			x := lab.PodTransfer(pods, from, podBytes, passBound)
 			after := lab.Dropped(1)
-			t.Logf("pod %s (MTU %d) → pod %s (MTU %d), gateway interfaces at %d: %s; Cloud VPN stand-in dropped %v",
-				pods.PodAddr(from), pod[from], pods.PodAddr(1-from), pod[1-from], gw, x, droppedSince(before, after))
+			t.Logf("pod %s (MTU %d) → pod %s (MTU %d), gateway interfaces at %v: %s; Cloud VPN stand-in dropped %v",
+				pods.PodAddr(from), pod[from], pods.PodAddr(1-from), pod[1-from], rendered, x, droppedSince(before, after))
 			if !x.Done {
-				t.Errorf("pod %s → pod %s: %s within %s", pods.PodAddr(from), pods.PodAddr(1-from), x, passBound)
+				t.Errorf("pod %s → pod %s with the rendered MTUs: %s within %s", pods.PodAddr(from), pods.PodAddr(1-from), x, passBound)
 			}
 		}
 	})
 
 	t.Run("ICMP fragmentation needed reaches a DF sender", func(t *testing.T) {
-		lab.SetTunnelMTU(0, gw)
-		lab.SetPodMTU(pod)
-		for from, want := range []int{gw, lab.TunnelMTUs(1)[0]} {
+		lab.SetTunnelMTU(0, 0)
+		// Either way the sender learns the tunnel's payload MTU: on-prem
+		// from the gateway's interface at the rendered MTU, in the cloud
+		// from Cloud VPN.
+		want := lab.TunnelMTUs(1)[0]
+		for from := range []int{0, 1} {
 			size := []int{onpremNICMTU, vpcMTU}[from]
 			mtu, arrived := lab.PathMTU(from, size, 5*time.Second)
 			t.Logf("host %s sends %d-byte datagrams with DF set: path MTU %d, %d arrived", lab.sides[from].Host, size, mtu, arrived)
