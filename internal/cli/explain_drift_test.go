@@ -12,7 +12,7 @@ import (
 )
 
 // Exit codes of explain and drift: 0 fit / no drift, 1 no fit / drift /
-// bad input, 2 usage.
+// explain's bad input, 2 usage, 3 drift could not read what it compares.
 func TestExplainDriftExitCodes(t *testing.T) {
 	t.Setenv("KUBECONFIG", "") // drift without input is then a usage mistake
 	dir := t.TempDir()
@@ -45,7 +45,7 @@ func TestExplainDriftExitCodes(t *testing.T) {
 		{append([]string{"explain", "-f", fits, "extra"}, src...), cli.ExitUsage},
 		{append([]string{"drift", "--nodes", emptyNodes}, src...), cli.ExitOK},
 		{append([]string{"drift", "--nodes", orphan}, src...), cli.ExitFindings},
-		{append([]string{"drift", "--nodes", bad}, src...), cli.ExitFindings},
+		{append([]string{"drift", "--nodes", bad}, src...), cli.ExitError},
 		{append([]string{"drift"}, src...), cli.ExitUsage},
 		{append([]string{"drift", "--nodes", emptyNodes, "--kubeconfig", emptyNodes}, src...), cli.ExitUsage},
 		{append([]string{"drift", "--nodes", emptyNodes, "--now", "yesterday"}, src...), cli.ExitUsage},
