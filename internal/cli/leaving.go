@@ -12,8 +12,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/outdir"
-	"github.com/nodegen/nodegen/internal/pipeline"
-	"github.com/nodegen/nodegen/internal/render/docs"
 )
 
 // migChanges is what the changes do to the MIGs of the rendered
@@ -107,12 +105,7 @@ func migNames(name string, b []byte) map[string]bool {
 // deletion_policy is not guarded: the state has none. MIGs the same
 // changes add do not exist before the apply, so the leaving nodes' pods
 // cannot go to them.
-//
-// Before rollout, the autoscaler's helm upgrade (upgrade): the running
-// autoscaler must no longer name a MIG that goes, or it stops scaling
-// anything once the MIG is gone, and may scale it up for the pods its
-// drain evicts (rollout refuses while it names it).
-func sayLeaving(w io.Writer, m migChanges, upgrade string) {
+func sayLeaving(w io.Writer, m migChanges) {
 	var guarded []string
 	for _, n := range m.Leaving {
 		if !slices.Contains(m.Unguarded, n) {
@@ -124,16 +117,16 @@ func sayLeaving(w io.Writer, m migChanges, upgrade string) {
 		if len(guarded) > 1 {
 			what, verb, it = "MIGs", "leave", "them"
 		}
-		fmt.Fprintf(w, "nodegen: %s %s %s the source: terraform apply refuses to delete %s (deletion_policy PREVENT); in this order: %s, then `nodegen rollout --yes`, which drains the nodes and deletes %s, then terraform apply (the refusal needs the policy in the state: an apply of out/ with it must have run before; docs/rollout.md, \"Zones and groups that leave the source\")\n",
-			what, strings.Join(guarded, ", "), verb, it, upgradeFirst(upgrade, it), it)
+		fmt.Fprintf(w, "nodegen: %s %s %s the source: terraform apply refuses to delete %s (deletion_policy PREVENT); run `nodegen rollout --yes` first, which drains the nodes and deletes %s, then terraform apply (the refusal needs the policy in the state: an apply of out/ with it must have run before; docs/rollout.md, \"Zones and groups that leave the source\")\n",
+			what, strings.Join(guarded, ", "), verb, it, it)
 	}
 	if len(m.Unguarded) > 0 {
 		what, verb, it, its := "MIG", "leaves", "it", "its"
 		if len(m.Unguarded) > 1 {
 			what, verb, it, its = "MIGs", "leave", "them", "their"
 		}
-		fmt.Fprintf(w, "nodegen: %s %s %s the source and had no deletion_policy in out/ (rendered by an older nodegen), so none in the state either: terraform apply would delete %s with %s VMs, undrained; in this order: %s, then `nodegen rollout --yes`, which drains the nodes and deletes %s, then terraform apply. The guard holds only for MIGs an apply with it reached: apply once before a zone or group leaves the source (docs/rollout.md, \"Zones and groups that leave the source\")\n",
-			what, strings.Join(m.Unguarded, ", "), verb, it, its, upgradeFirst(upgrade, it), it)
+		fmt.Fprintf(w, "nodegen: %s %s %s the source and had no deletion_policy in out/ (rendered by an older nodegen), so none in the state either: terraform apply would delete %s with %s VMs, undrained; run `nodegen rollout --yes` first, which drains the nodes and deletes %s, then terraform apply. The guard holds only for MIGs an apply with it reached: apply once before a zone or group leaves the source (docs/rollout.md, \"Zones and groups that leave the source\")\n",
+			what, strings.Join(m.Unguarded, ", "), verb, it, its, it)
 	}
 	if len(m.Leaving) > 0 && len(m.Added) > 0 {
 		what, verb, it, its := "MIG", "is", "it", "its"
@@ -143,20 +136,4 @@ func sayLeaving(w io.Writer, m migChanges, upgrade string) {
 		fmt.Fprintf(w, "nodegen: %s %s %s new: only terraform apply makes %s, so no pod drained from the leaving nodes can go to %s nodes before it; to move nodes (a group renamed, a zone replaced by another), add the new group or zone first (gen, terraform apply), then remove the old one\n",
 			what, strings.Join(m.Added, ", "), verb, it, its)
 	}
-}
-
-// upgradeFirst is the first step of a leaving MIG's order: the
-// autoscaler's upgrade, and why.
-func upgradeFirst(upgrade, it string) string {
-	return fmt.Sprintf("`%s` (the running autoscaler must no longer name %s: one it names that is gone stops every scale-up, and rollout refuses while it does)", upgrade, it)
-}
-
-// autoscalerUpgrades is the command, for each cluster of the result,
-// that upgrades its autoscaler to the values gen renders into out/.
-func autoscalerUpgrades(f *ioFlags, r *pipeline.Result) string {
-	var cmds []string
-	for _, c := range r.Clusters {
-		cmds = append(cmds, docs.AutoscalerUpgrade(&c.Member.Source.Cluster, outPath(f, c.Dir)+"/", " "))
-	}
-	return strings.Join(cmds, "` and `")
 }

@@ -38,9 +38,7 @@ func TestCheckAndGenSayWhatToRunBeforeApply(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(src, "gpu-t4.cue"), bytes.Replace(b, []byte(zones), []byte(zoneA), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := "nodegen: MIG hybrid-ai-gpu-t4-us-central1-b leaves the source: terraform apply refuses to delete it (deletion_policy PREVENT); in this order: " +
-		"`helm upgrade --install cluster-autoscaler autoscaler/cluster-autoscaler --version 9.59.0 --namespace kube-system -f " + filepath.ToSlash(out) + "/cluster-autoscaler/values.yaml` " +
-		"(the running autoscaler must no longer name it: one it names that is gone stops every scale-up, and rollout refuses while it does), then `nodegen rollout --yes`, which drains the nodes and deletes it, then terraform apply"
+	want := "nodegen: MIG hybrid-ai-gpu-t4-us-central1-b leaves the source: terraform apply refuses to delete it (deletion_policy PREVENT); run `nodegen rollout --yes` first"
 	code, stderr := run("check", "--full")
 	if code != ExitFindings || !strings.Contains(stderr, want) {
 		t.Errorf("check: exit %d, want %d and %q in:\n%s", code, ExitFindings, want, stderr)
@@ -124,12 +122,11 @@ func TestLeavingMIGsWithoutGuard(t *testing.T) {
 		t.Errorf("added %v, want none", m.Added)
 	}
 	var out bytes.Buffer
-	sayLeaving(&out, m, "helm upgrade X")
+	sayLeaving(&out, m)
 	t.Logf("%s", out.String())
 	for _, want := range []string{
 		"nodegen: MIG c-b-z1 leaves the source: terraform apply refuses to delete it",
-		"nodegen: MIG c-a-z2 leaves the source and had no deletion_policy in out/ (rendered by an older nodegen), so none in the state either: terraform apply would delete it with its VMs, undrained; in this order: `helm upgrade X` (the running autoscaler must no longer name it",
-		"then `nodegen rollout --yes`, which drains the nodes and deletes it, then terraform apply",
+		"nodegen: MIG c-a-z2 leaves the source and had no deletion_policy in out/ (rendered by an older nodegen), so none in the state either: terraform apply would delete it with its VMs, undrained; run `nodegen rollout --yes` first",
 		"apply once before a zone or group leaves the source",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -155,7 +152,7 @@ func TestLeavingMIGsNewTree(t *testing.T) {
 		t.Errorf("leaving %v, unguarded %v, added %v: want none", m.Leaving, m.Unguarded, m.Added)
 	}
 	var out bytes.Buffer
-	sayLeaving(&out, m, "helm upgrade X")
+	sayLeaving(&out, m)
 	if out.Len() > 0 {
 		t.Errorf("said %q", out.String())
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/nodegen/nodegen/internal/drift"
 	"github.com/nodegen/nodegen/internal/kube"
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render/docs"
 	"github.com/nodegen/nodegen/internal/rollout"
 )
 
@@ -36,8 +35,7 @@ reads it, with their current context.
 With --yes (and the live cluster) it carries the plan out, per zonal MIG, a
 batch of cluster.rollout.surge stale nodes at a time: it creates their
 replacement VMs through the MIG (createInstances), waits until they are
-Ready, verified by the node CSR approver (its group label) and rid of
-their startup taint, cordons each old node, drains it
+Ready and rid of their startup taint, cordons each old node, drains it
 through the Eviction API (PodDisruptionBudgets respected, no pod deleted
 unless cluster.rollout.onDrainTimeout is "force"),
 deletes it through the MIG (deleteInstances) and deletes its Node. First it
@@ -47,14 +45,6 @@ and run again: it resumes from what the cluster and the MIGs show. A drain
 that a PodDisruptionBudget blocks for cluster.rollout.drainTimeout stops it
 with the node schedulable again and nothing deleted (onDrainTimeout "stop",
 the default), or deletes the pods still refused (onDrainTimeout "force").
-
-One rollout at a time: --yes first takes a lock held in the cluster, the
-Lease kube-system/nodegen-rollout, and renews it while it runs. Another run
-that holds it makes --yes refuse before changing anything, naming the
-holder (host, pid, start) and when the lock expires; --wait DURATION waits
-for it instead. A run that crashed or was killed renews it no more: it
-expires 15s after its last renewal, and the next run takes it over. A run
-that cannot renew it for 10s stops where it is.
 
 Before any group, it drains, one at a time and as above, the nodes of MIGs
 the source no longer has (a zone removed from a group, a group removed or
@@ -67,14 +57,9 @@ As kubectl drain, a drain leaves DaemonSet and mirror pods, and does not
 evict pods that declare no controller (--force does), pods with emptyDir
 volumes (--delete-emptydir-data does), or pods annotated
 cluster-autoscaler.kubernetes.io/safe-to-evict: "false" or
-karpenter.sh/do-not-disrupt: "true" (--evict-do-not-disrupt does). As the
-Cluster Autoscaler's scale-down, it does not evict pods with data on the
-VM's disks, which are deleted with it: a hostPath volume, or a claim bound
-to a local (or hostPath) PersistentVolume (--delete-local-volume-data
-does; a volume the pod names in cluster-autoscaler.kubernetes.io/
-safe-to-evict-local-volumes does not hold it). The plan lists them, and a
-node that holds one is not replaced. The plan names the Job pods a drain
-evicts, and says that each replaced node's disks go with its VM.
+karpenter.sh/do-not-disrupt: "true" (--evict-do-not-disrupt does): the plan
+lists them, and a node that holds one is not replaced. The plan names the
+Job pods a drain evicts.
 
 The Compute API is called with Application Default Credentials
 (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or
@@ -93,7 +78,6 @@ type rolloutFlags struct {
 	yes        bool
 	endpoint   string
 	poll       time.Duration
-	wait       time.Duration
 	drain      rollout.DrainOptions
 }
 
@@ -110,10 +94,8 @@ func rolloutCommand(s *streams) *cli.Command {
 			&cli.BoolFlag{Name: "yes", Usage: "carry the plan out", Destination: &f.yes},
 			&cli.BoolFlag{Name: "force", Usage: "drains evict pods that declare no controller (as kubectl drain --force): nothing creates them again", Destination: &f.drain.Force},
 			&cli.BoolFlag{Name: "delete-emptydir-data", Usage: "drains evict pods with emptyDir volumes, whose data is lost (as kubectl drain --delete-emptydir-data)", Destination: &f.drain.DeleteEmptyDirData},
-			&cli.BoolFlag{Name: "delete-local-volume-data", Usage: "drains evict pods with hostPath volumes or claims bound to local PersistentVolumes, whose data is deleted with the VM", Destination: &f.drain.DeleteLocalVolumeData},
 			&cli.BoolFlag{Name: "evict-do-not-disrupt", Usage: "drains evict pods annotated cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\" or karpenter.sh/do-not-disrupt: \"true\"", Destination: &f.drain.EvictDoNotDisrupt},
 			&cli.StringFlag{Name: "compute-endpoint", Value: rollout.DefaultComputeEndpoint, Usage: "Compute Engine API v1 base `URL`", Destination: &f.endpoint},
-			&cli.DurationFlag{Name: "wait", Usage: "with --yes, wait up to `DURATION` for the lock another rollout holds (default: refuse at once)", Destination: &f.wait},
 			&cli.DurationFlag{Name: "poll", Value: 5 * time.Second, Usage: "look again every `DURATION` while waiting", Destination: &f.poll},
 			sourceFlag(&f.src),
 			clusterFlag(&f.src),
@@ -170,11 +152,7 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	local, err := rollout.ReadLocalClaims(ctx, cluster, pods.Items)
-	if err != nil {
-		return err
-	}
-	plan.AddPods(pods.Items, f.drain, local)
+	plan.AddPods(pods.Items, f.drain)
 	if err := printPlan(s, plan, src.Cluster.Autoscaler.NodeGroup, f.output); err != nil || !f.yes {
 		return err
 	}
@@ -226,10 +204,6 @@ func (f *rolloutFlags) check() error {
 		return usageError{fmt.Errorf("rollout --yes needs the live cluster, --kubeconfig FILE, $%s or %s: it changes it", kube.KubeconfigEnv, kube.HomeKubeconfigName)}
 	case f.nodesFile == "" && f.kubeconfig == "" && !kubeconfigDefault():
 		return usageError{fmt.Errorf("rollout needs --nodes FILE, --kubeconfig FILE, $%s or %s", kube.KubeconfigEnv, kube.HomeKubeconfigName)}
-	case f.wait != 0 && !f.yes:
-		return usageError{fmt.Errorf("--wait waits for the lock of --yes; a plan takes none")}
-	case f.wait < 0:
-		return usageError{fmt.Errorf("--wait %s: a duration of 0 or more", f.wait)}
 	case f.yes && f.output == "json":
 		return usageError{fmt.Errorf("-o json prints a plan; it does not go with --yes")}
 	}
@@ -249,9 +223,6 @@ func (f *rolloutFlags) carryOut(ctx context.Context, s *streams, src *model.Sour
 		Progress: &rollout.Progress{W: s.out, Terminal: isTerminal(s.out)},
 		Poll:     f.poll,
 		Drain:    f.drain,
-		LockWait: f.wait,
-		// The command of out/docs/day0.md, with the default out/.
-		AutoscalerUpgrade: docs.AutoscalerUpgrade(&src.Cluster, "out/", " "),
 	}
 	if err := r.Run(ctx); err != nil {
 		if ctx.Err() != nil {

@@ -64,17 +64,6 @@ type ManagedInstance struct {
 	Version        struct {
 		InstanceTemplate string `json:"instanceTemplate"`
 	} `json:"version"`
-	// LastAttempt holds the errors of the MIG's last attempt to create
-	// the instance (QUOTA_EXCEEDED, ZONE_RESOURCE_POOL_EXHAUSTED...): the
-	// MIG keeps trying, the instance CREATING, meanwhile.
-	LastAttempt struct {
-		Errors struct {
-			Errors []struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"errors"`
-		} `json:"errors"`
-	} `json:"lastAttempt"`
 }
 
 // Name is the instance's name, the last part of its URL.

@@ -43,26 +43,18 @@ type fakeCompute struct {
 	deletedMIGs []string
 	ops         int
 	failures    map[string]int // MIG method → how many of its next calls answer 503
-	// quota are instances the project's quota refuses: created, the MIG
-	// lists them CREATING with the error of its last attempt, and no VM
-	// comes up.
-	quota map[string]bool
-	// raceCreate, when set, runs once at the next createInstances, before
-	// it: what happened to the MIG in between (a scale-up).
-	raceCreate func(m *fakeMIG)
 }
 
 type fakeMIG struct {
 	Zone, Name, Base string
 	Template         string            // the instance template's name
 	Instances        map[string]string // name → the template it was made from
-	Failing          map[string]bool   // instances the MIG cannot create (quota)
 	Largest          int               // the most instances it ever held
 }
 
 func newFakeCompute(t *testing.T, project, region string) *fakeCompute {
 	f := &fakeCompute{t: t, project: project, region: region, token: fakeToken(),
-		migs: map[string]*fakeMIG{}, templates: map[string]map[string]string{}, failures: map[string]int{}, quota: map[string]bool{}}
+		migs: map[string]*fakeMIG{}, templates: map[string]map[string]string{}, failures: map[string]int{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -223,7 +215,7 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 	}
 	switch {
 	case len(rest) == 0 && r.Method == http.MethodGet:
-		f.reply(w, map[string]any{"name": m.Name, "baseInstanceName": m.Base, "targetSize": len(m.Instances) + len(m.Failing),
+		f.reply(w, map[string]any{"name": m.Name, "baseInstanceName": m.Base, "targetSize": len(m.Instances),
 			"instanceTemplate": f.templateURL(m.Template),
 			"versions":         []map[string]string{{"name": "v", "instanceTemplate": f.templateURL(m.Template)}},
 			"status":           map[string]any{"isStable": true}})
@@ -237,10 +229,6 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 		op()
 	case len(rest) == 1 && rest[0] == "listManagedInstances" && r.Method == http.MethodPost:
 		names := sortedKeys(m.Instances)
-		for n := range m.Failing {
-			names = append(names, n)
-		}
-		slices.Sort(names)
 		start := 0
 		if tok := r.URL.Query().Get("pageToken"); tok != "" {
 			start, _ = strconv.Atoi(tok)
@@ -248,17 +236,6 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 		end := min(start+2, len(names)) // two a page, so that pages are read
 		var list []map[string]any
 		for _, n := range names[start:end] {
-			if m.Failing[n] {
-				// As the real API lists an instance its MIG keeps
-				// failing to create.
-				list = append(list, map[string]any{
-					"instance":      "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + m.Zone + "/instances/" + n,
-					"currentAction": "CREATING",
-					"lastAttempt": map[string]any{"errors": map[string]any{"errors": []map[string]string{{
-						"code": "QUOTA_EXCEEDED", "message": "Quota 'NVIDIA_T4_GPUS' exceeded.  Limit: 4.0 in region " + f.region + "."}}}},
-				})
-				continue
-			}
 			list = append(list, map[string]any{
 				"instance":       "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + m.Zone + "/instances/" + n,
 				"instanceStatus": "RUNNING", "currentAction": "NONE",
@@ -283,25 +260,14 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 			return
 		}
 		for _, i := range body.Instances {
-			if _, dup := m.Instances[i.Name]; dup || m.Failing[i.Name] || !strings.HasPrefix(i.Name, m.Base+"-") {
+			if _, dup := m.Instances[i.Name]; dup || !strings.HasPrefix(i.Name, m.Base+"-") {
 				f.fail(w, 400, "Instance '%s' cannot be created in %s", i.Name, m.Name)
 				return
 			}
 		}
-		if race := f.raceCreate; race != nil {
-			f.raceCreate = nil
-			race(m)
-		}
 		for _, i := range body.Instances {
-			f.created = append(f.created, i.Name)
-			if f.quota[i.Name] {
-				if m.Failing == nil {
-					m.Failing = map[string]bool{}
-				}
-				m.Failing[i.Name] = true
-				continue
-			}
 			m.Instances[i.Name] = m.Template
+			f.created = append(f.created, i.Name)
 		}
 		m.Largest = max(m.Largest, len(m.Instances))
 		op()
@@ -316,11 +282,6 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 		}
 		for _, ref := range body.Instances {
 			name := ref[strings.LastIndexByte(ref, '/')+1:]
-			if m.Failing[name] {
-				delete(m.Failing, name)
-				f.deleted = append(f.deleted, name)
-				continue
-			}
 			if _, ok := m.Instances[name]; !ok {
 				if body.SkipInstancesOnValidationError {
 					continue

@@ -81,9 +81,8 @@ type LeavingMIG struct {
 }
 
 // AddPods reads what the drain of each stale node would hold back and
-// which Job pods it would evict, from the cluster's pods and the claims
-// among theirs bound to volumes on a node's disks (ReadLocalClaims).
-func (p *Plan) AddPods(pods []corev1.Pod, o DrainOptions, local LocalClaims) {
+// which Job pods it would evict, from the cluster's pods.
+func (p *Plan) AddPods(pods []corev1.Pod, o DrainOptions) {
 	p.Drain, p.PodsRead = o, true
 	byNode := map[string][]corev1.Pod{}
 	for _, pod := range pods {
@@ -95,7 +94,7 @@ func (p *Plan) AddPods(pods []corev1.Pod, o DrainOptions, local LocalClaims) {
 				s := &p.Groups[i].MIGs[j].Stale[k]
 				ps := byNode[s.Name]
 				sort.Slice(ps, func(a, b int) bool { return ps[a].Namespace+"/"+ps[a].Name < ps[b].Namespace+"/"+ps[b].Name })
-				_, s.Held, s.JobPods = evictable(ps, o, local)
+				_, s.Held, s.JobPods = evictable(ps, o)
 			}
 		}
 	}
@@ -104,7 +103,7 @@ func (p *Plan) AddPods(pods []corev1.Pod, o DrainOptions, local LocalClaims) {
 			s := &p.Leaving[i].Nodes[k]
 			ps := byNode[s.Name]
 			sort.Slice(ps, func(a, b int) bool { return ps[a].Namespace+"/"+ps[a].Name < ps[b].Namespace+"/"+ps[b].Name })
-			_, s.Held, s.JobPods = evictable(ps, o, local)
+			_, s.Held, s.JobPods = evictable(ps, o)
 		}
 	}
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/revision"
-	"github.com/nodegen/nodegen/internal/rollout"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
@@ -279,7 +278,7 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 		t.Fatal(err)
 	}
 	s.admin = kubernetes.NewForConfigOrDie(cfg)
-	s.world = &world{t: t, kube: s.admin, compute: s.compute, src: s.src, group: gpu, ns: "shop", app: "web", replicas: 3, scripts: scripts, stopped: map[string]bool{}, dead: map[string]bool{}, marked: map[string][]corev1.Taint{}, unverified: map[string]bool{}}
+	s.world = &world{t: t, kube: s.admin, compute: s.compute, src: s.src, group: gpu, ns: "shop", app: "web", replicas: 3, scripts: scripts, stopped: map[string]bool{}, dead: map[string]bool{}, marked: map[string][]corev1.Taint{}}
 	if renamed {
 		s.world.also = renamedGPU
 	}
@@ -351,7 +350,6 @@ func (s *setup) rolloutUser(t *testing.T) *testcp.User {
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims", "persistentvolumes"}, Verbs: []string{"list"}},
 	}}
 	if _, err := s.admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -360,21 +358,6 @@ func (s *setup) rolloutUser(t *testing.T) *testcp.User {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "nodegen-rollout"},
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "nodegen-rollout"}}}
 	if _, err := s.admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The lock: its Lease in kube-system alone.
-	lockRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "nodegen-rollout", Namespace: rollout.LockNamespace}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{rollout.LockName}, Verbs: []string{"get", "update"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{model.AutoscalerFullname}, Verbs: []string{"get"}},
-	}}
-	if _, err := s.admin.RbacV1().Roles(rollout.LockNamespace).Create(ctx, lockRole, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	lockBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "nodegen-rollout", Namespace: rollout.LockNamespace},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "nodegen-rollout"},
-		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "nodegen-rollout"}}}
-	if _, err := s.admin.RbacV1().RoleBindings(rollout.LockNamespace).Create(ctx, lockBinding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return s.cp.Impersonate(t, "nodegen-rollout")
@@ -613,8 +596,7 @@ func TestRolloutKilledAndResumed(t *testing.T) {
 // and returns whether it was killed and its output. A run not killed
 // must succeed.
 func (s *setup) runBinary(t *testing.T, bin string, killAfter int) (killed bool, out string) {
-	// A run killed before holds the lock until it expires: wait for it.
-	cmd := exec.Command(bin, s.args("--yes", "--wait", "1m")...)
+	cmd := exec.Command(bin, s.args("--yes")...)
 	cmd.Env = append(os.Environ(), "GOOGLE_APPLICATION_CREDENTIALS="+s.creds)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

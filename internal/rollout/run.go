@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,10 +27,7 @@ import (
 // Cluster is what a rollout asks of the cluster's API, and no more:
 // nodes listed, read, merge-patched (cordon, uncordon) and deleted, pods
 // listed and evicted through the Eviction API (deleted only past the drain
-// timeout with onDrainTimeout "force"), PodDisruptionBudgets, claims and
-// persistent volumes listed (VolumeLister), the
-// rollout's Lease read, created and updated (the lock). API errors are
-// *apierrors.StatusError. *kube.Client is one.
+// timeout with onDrainTimeout "force"), PodDisruptionBudgets listed. API errors are *apierrors.StatusError. *kube.Client is one.
 type Cluster interface {
 	ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
 	GetNode(ctx context.Context, name string) (*corev1.Node, error)
@@ -41,11 +37,6 @@ type Cluster interface {
 	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
 	EvictPod(ctx context.Context, eviction *policyv1.Eviction) error
 	ListPodDisruptionBudgets(ctx context.Context, namespace string, opts metav1.ListOptions) (*policyv1.PodDisruptionBudgetList, error)
-	VolumeLister
-	DeploymentReader
-	GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error)
-	CreateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
-	UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
 }
 
 // Runner carries out a plan.
@@ -62,17 +53,6 @@ type Runner struct {
 	ReadyTimeout time.Duration
 	// Poll is how often a wait looks again (default 5s).
 	Poll time.Duration
-	// Holder is the identity the run holds the rollout's lock with
-	// (default: LockHolder), LockWait how long it waits for a lock another
-	// run holds (default: not at all), LockTiming the lock's timing
-	// (default: DefaultLockTiming).
-	Holder     string
-	LockWait   time.Duration
-	LockTiming LockTiming
-	// AutoscalerUpgrade is the command that makes the running autoscaler
-	// read the source's MIGs (helm upgrade with out/'s values), named
-	// when it still names a MIG that leaves the source.
-	AutoscalerUpgrade string
 
 	// templateRevs caches the revision of each instance template read
 	// (Compute.InstanceRevisions).
@@ -99,35 +79,7 @@ func (r *Runner) poll() time.Duration {
 // the next group; at the end the error names every such group
 // (*BlockedError, which wraps ErrStopped). Only an interruption (ctx)
 // ends it at once.
-//
-// First it takes the rollout's lock (Lease LockName in LockNamespace),
-// which it holds to the end: another run holding it makes it refuse
-// (*LockHeldError, which wraps ErrStopped) before it changes anything,
-// unless LockWait lets it wait; losing it stops the run at once
-// (ErrLockLost, wrapped in ErrStopped).
-func (r *Runner) Run(ctx context.Context) (err error) {
-	holder, timing := r.Holder, r.LockTiming
-	if holder == "" {
-		holder = LockHolder()
-	}
-	if timing == (LockTiming{}) {
-		timing = DefaultLockTiming
-	}
-	lk, err := acquireLock(ctx, r.Kube, holder, timing, r.LockWait, r.poll(), r.Progress)
-	if err != nil {
-		return err
-	}
-	held, stop := lk.hold(ctx)
-	defer func() {
-		if lost := context.Cause(held); ctx.Err() == nil && errors.Is(lost, ErrLockLost) {
-			err = fmt.Errorf("%w: %w; it stopped where it was, and the next run resumes from there", ErrStopped, lost)
-		}
-		err = errors.Join(err, stop())
-	}()
-	return r.run(held)
-}
-
-func (r *Runner) run(ctx context.Context) error {
+func (r *Runner) Run(ctx context.Context) error {
 	pol := r.Src.Cluster.Rollout
 	drainTimeout := pol.DrainTimeout.Duration()
 	blocked := &BlockedError{}
@@ -386,11 +338,7 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 		if err != nil {
 			return fmt.Errorf("listing the pods of %s: %w", s.Name, err)
 		}
-		local, err := ReadLocalClaims(ctx, r.Kube, list.Items)
-		if err != nil {
-			return err
-		}
-		if _, held, _ := evictable(list.Items, r.Drain, local); len(held) > 0 {
+		if _, held, _ := evictable(list.Items, r.Drain); len(held) > 0 {
 			return fmt.Errorf("%w: %s: %s holds pods the rollout does not evict: %s; nothing was changed", ErrStopped, where, s.Name, heldText(held))
 		}
 	}
@@ -413,23 +361,14 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 		if err := r.Compute.CreateInstances(ctx, project, zone, mig, create); err != nil {
 			return err
 		}
-		if err := r.raced(ctx, g, zone, create); err != nil {
-			return err
-		}
 	}
 	provision := cl.MaxNodeProvisionTime(g)
 	need := len(batch) - cl.Rollout.MaxUnavailable
-	if g.Name == cl.Autoscaler.NodeGroup {
-		// The node CSR approver runs on this group's nodes: every
-		// replacement is verified before a drain may evict it, or
-		// nothing would be left to verify them.
-		need = len(batch)
-	}
 	timeout := provision + 5*time.Minute
 	if r.ReadyTimeout > 0 {
 		timeout = r.ReadyTimeout
 	}
-	if err := r.waitReady(ctx, g, zone, batch, need, timeout); err != nil {
+	if err := r.waitReady(ctx, g, batch, need, timeout); err != nil {
 		if ctx.Err() != nil || !errors.Is(err, ErrStopped) {
 			return err
 		}
@@ -494,20 +433,12 @@ func names(batch []StaleNode) string {
 }
 
 // usable reports whether a node is a usable node of the revision: Ready,
-// schedulable, verified (it carries the labels the node CSR approver sets
-// once it checked the VM, model.VerifiedLabels, which every placement
-// nodegen renders for a cloud group and the docs' workloads select),
-// without the group's startup taint, without the taints by which the
-// autoscaler marks a node it removes or may remove, and without any
-// NoSchedule or NoExecute taint but the group's own.
+// schedulable, without the group's startup taint, without the taints by
+// which the autoscaler marks a node it removes or may remove, and without
+// any NoSchedule or NoExecute taint but the group's own.
 func usable(g *model.NodeGroup, n *corev1.Node, rev string) (bool, string) {
 	if n.Labels[model.RevisionLabel] != rev {
 		return false, "revision " + n.Labels[model.RevisionLabel]
-	}
-	for _, k := range model.SortedKeys(model.VerifiedLabels(g)) {
-		if v := model.VerifiedLabels(g)[k]; n.Labels[k] != v {
-			return false, "not yet verified: no label " + k + "=" + v + " from the node CSR approver"
-		}
 	}
 	if n.Spec.Unschedulable {
 		return false, "cordoned"
@@ -556,7 +487,7 @@ const (
 
 // waitReady waits until at least need of the batch's replacements are
 // usable nodes of the group's revision.
-func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, zone string, batch []StaleNode, need int, timeout time.Duration) error {
+func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, batch []StaleNode, need int, timeout time.Duration) error {
 	if need <= 0 {
 		return nil
 	}
@@ -565,12 +496,10 @@ func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, zone string,
 	start := time.Now()
 	for {
 		ok, waiting := 0, []string{}
-		unregistered := false
 		for _, s := range batch {
 			n, err := r.Kube.GetNode(ctx, s.Replacement)
 			switch {
 			case apierrors.IsNotFound(err):
-				unregistered = true
 				waiting = append(waiting, s.Replacement+" (not registered)")
 			case err != nil:
 				return err
@@ -590,12 +519,6 @@ func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, zone string,
 		if ok >= need {
 			r.Progress.Done()
 			return nil
-		}
-		if unregistered {
-			if err := r.createFailed(ctx, g, zone, batch); err != nil {
-				r.Progress.Done()
-				return err
-			}
 		}
 		if time.Now().After(deadline) {
 			r.Progress.Done()
@@ -787,20 +710,12 @@ func (r *Runner) drain(ctx context.Context, node string, timeout time.Duration) 
 	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
 	refused := map[string]string{}
 	forcing := false
-	var local LocalClaims
-	for first := true; ; first = false {
+	for {
 		list, err := r.Kube.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{FieldSelector: sel})
 		if err != nil {
 			return fmt.Errorf("listing the pods of %s: %w", node, err)
 		}
-		// The claims of a cordoned node's pods are bound once: read
-		// at the drain's start.
-		if first {
-			if local, err = ReadLocalClaims(ctx, r.Kube, list.Items); err != nil {
-				return err
-			}
-		}
-		pods, held, _ := evictable(list.Items, r.Drain, local)
+		pods, held, _ := evictable(list.Items, r.Drain)
 		var leaving, overdue []string
 		waiting := 0
 		for _, p := range pods {
@@ -1001,7 +916,7 @@ func (r *Runner) undoSurge(ctx context.Context, g *model.NodeGroup, zone string,
 			if err != nil {
 				return err
 			}
-			if pods, held, _ := evictable(list.Items, DrainOptions{}, nil); len(pods)+len(held) > 0 {
+			if pods, held, _ := evictable(list.Items, DrainOptions{}); len(pods)+len(held) > 0 {
 				r.Progress.Step("%s/%s: replacement %s already runs %d pods: it stays", g.Name, zone, name, len(pods)+len(held))
 				if err := r.uncordon(ctx, name); err != nil {
 					return err
@@ -1136,9 +1051,6 @@ func (r *Runner) runLeavingAll(ctx context.Context, drainTimeout time.Duration, 
 			continue
 		}
 		if err == nil {
-			err = r.autoscalerForgot(ctx, where, m.Zone, m.Name)
-		}
-		if err == nil {
 			r.Progress.Step("%s: %s: MIG %s has no instance; deleting it", where, l.Why, m.Name)
 			err = r.Compute.DeleteMIG(ctx, r.Src.Cluster.GCP.Project, m.Zone, m.Name)
 		}
@@ -1167,9 +1079,6 @@ func (r *Runner) runLeavingAll(ctx context.Context, drainTimeout time.Duration, 
 func (r *Runner) runLeaving(ctx context.Context, l LeavingMIG, drainTimeout time.Duration) error {
 	cl := &r.Src.Cluster
 	project, where := cl.GCP.Project, l.Group+"/"+l.Zone
-	if err := r.autoscalerForgot(ctx, where, l.Zone, l.Name); err != nil {
-		return err
-	}
 	r.Progress.Step("%s: %s: draining and deleting its %d %s, then MIG %s", where, l.Why, len(l.Nodes), plural(len(l.Nodes), "node", "nodes"), l.Name)
 	instances, err := r.Compute.ListManagedInstances(ctx, project, l.Zone, l.Name)
 	var apiErr *APIError
@@ -1213,11 +1122,7 @@ func (r *Runner) runLeaving(ctx context.Context, l LeavingMIG, drainTimeout time
 		if err != nil {
 			return fmt.Errorf("listing the pods of %s: %w", s.Name, err)
 		}
-		local, err := ReadLocalClaims(ctx, r.Kube, list.Items)
-		if err != nil {
-			return err
-		}
-		if _, held, _ := evictable(list.Items, r.Drain, local); len(held) > 0 {
+		if _, held, _ := evictable(list.Items, r.Drain); len(held) > 0 {
 			return fmt.Errorf("%w: %s: %s holds pods the rollout does not evict: %s; it was not drained", ErrStopped, where, s.Name, heldText(held))
 		}
 		if err := r.cordon(ctx, s.Name, LeavingRevision); err != nil {
@@ -1275,10 +1180,6 @@ func (r *Runner) deleteEmptyMIG(ctx context.Context, where, zone, mig string) er
 		if err := r.waitGone(ctx, where, zone, mig, left); err != nil {
 			return err
 		}
-	}
-	// Checked again: a helm rollback meanwhile names it again.
-	if err := r.autoscalerForgot(ctx, where, zone, mig); err != nil {
-		return err
 	}
 	if err := r.Compute.DeleteMIG(ctx, project, zone, mig); err != nil {
 		return fmt.Errorf("deleting the empty MIG %s: %w", mig, err)

@@ -26,9 +26,6 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 	if p.Drain.EvictDoNotDisrupt {
 		allowed = append(allowed, "pods annotated not to be disrupted (--evict-do-not-disrupt)")
 	}
-	if p.Drain.DeleteLocalVolumeData {
-		allowed = append(allowed, "pods with data on the VM's disks (--delete-local-volume-data)")
-	}
 	if len(allowed) > 0 {
 		fmt.Fprintf(&b, "drains also evict %s\n", strings.Join(allowed, ", "))
 	}
@@ -38,7 +35,6 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 	total, held, atMax, leaving := 0, 0, 0, 0
 	if len(p.Leaving) > 0 {
 		b.WriteString("\nleaving the source, first: their nodes drained and deleted through their MIG, then the empty MIG deleted (terraform apply refuses to delete a MIG: its deletion_policy is PREVENT)\n")
-		b.WriteString("   the order: helm upgrade of the autoscaler with out/cluster-autoscaler/values.yaml (it must no longer name these MIGs: --yes refuses to drain or delete one it still names), then rollout --yes, then terraform apply\n")
 	}
 	for _, l := range p.Leaving {
 		fmt.Fprintf(&b, "   %s (MIG %s): %s\n", l.Zone, l.Name, l.Why)
@@ -146,7 +142,6 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 			fmt.Fprintf(&b, "%d stale %s to replace; ", total, plural(total, "node", "nodes"))
 		}
 		b.WriteString("run again with --yes to carry it out\n")
-		b.WriteString("each replaced or removed node's VM is deleted with its disks (boot disk, local SSDs): data pods keep there (emptyDir, hostPath, local PersistentVolumes) is lost; the drains hold such pods unless a flag allows it\n")
 		if atMax > 0 {
 			fmt.Fprintf(&b, "%d %s at the group's max or the autoscaler's caps: the rollout skips them, reports them and goes on\n", atMax, plural(atMax, "MIG is", "MIGs are"))
 		}

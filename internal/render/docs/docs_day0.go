@@ -511,14 +511,6 @@ func (d *day0Doc) onpremNodes() {
 	d.p("\nA declared server that has not joined yet joins with its group's join script (%s), which registers it with the group's taints, its labels that a kubelet may set on itself%s; NodeRestriction refuses a kubelet the others (the `node-restriction.kubernetes.io/` prefix, most `kubernetes.io` and `k8s.io` keys), which this step gives. The group's section of `%sdocs/nodegroups.md` shows the commands; run this step again afterwards.\n", strings.Join(joins, ", "), pid, d.out)
 }
 
-// AutoscalerUpgrade is the command that installs the autoscaler's chart
-// with the values gen renders into out (a directory name ending in "/"),
-// or upgrades it to them; sep goes before its --namespace.
-func AutoscalerUpgrade(c *model.Cluster, out, sep string) string {
-	return fmt.Sprintf("helm upgrade --install %s %s/%s --version %s%s--namespace %s -f %s%s",
-		AutoscalerRelease, AutoscalerChartRepoName, AutoscalerChart, AutoscalerChartVersion, sep, c.Autoscaler.Namespace, out, layout.AutoscalerValuesPath)
-}
-
 // charts writes the step that installs the Helm charts.
 func (d *day0Doc) charts() {
 	c, out, src := d.c, d.out, d.src
@@ -530,7 +522,8 @@ func (d *day0Doc) charts() {
 		d.p("helm repo add %s %s\n", GPUOperatorChartRepoName, GPUOperatorChartRepo)
 	}
 	d.p("helm repo update\n")
-	d.p("%s\n", AutoscalerUpgrade(c, out, " \\\n  "))
+	d.p("helm upgrade --install %s %s/%s --version %s \\\n  --namespace %s -f %s%s\n",
+		AutoscalerRelease, AutoscalerChartRepoName, AutoscalerChart, AutoscalerChartVersion, c.Autoscaler.Namespace, out, layout.AutoscalerValuesPath)
 	if gpu {
 		d.p("helm upgrade --install %s %s/%s --version %s \\\n  --namespace %s --create-namespace -f %s%s\n",
 			GPUOperatorRelease, GPUOperatorChartRepoName, GPUOperatorChart, GPUOperatorChartVersion, GPUOperatorNamespace, out, layout.GPUOperatorValuesPath)
