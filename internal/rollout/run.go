@@ -53,10 +53,6 @@ type Runner struct {
 	ReadyTimeout time.Duration
 	// Poll is how often a wait looks again (default 5s).
 	Poll time.Duration
-
-	// templateRevs caches the revision of each instance template read
-	// (Compute.InstanceRevisions).
-	templateRevs map[string]string
 }
 
 // ErrStopped is returned, wrapped, when the rollout stopped on purpose
@@ -170,15 +166,6 @@ func (r *Runner) runMIG(ctx context.Context, g *model.NodeGroup, zone string, dr
 			continue
 		}
 		plan := MakePlan(r.Src, r.Revisions, nodes.Items)
-		// Which nodes are stale is Compute's answer, not their labels'.
-		if r.templateRevs == nil {
-			r.templateRevs = map[string]string{}
-		}
-		instances, err := r.Compute.InstanceRevisions(ctx, project, zone, mig, r.templateRevs)
-		if err != nil {
-			return fmt.Errorf("%s: reading the revisions of MIG %s's instances: %w", where, mig, err)
-		}
-		plan.UseInstanceRevisions(r.Src, g, zone, instances)
 		var mp *MIGPlan
 		for i := range plan.Groups {
 			if plan.Groups[i].Group == g.Name {
