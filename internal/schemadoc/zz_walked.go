@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "ee24fbd11cff611c51ffa522c7f7c588e175285d6ff3f58dfda6889edca3c36b",
+	Schema: "9287ce050b610eec84e9ae8f8ae1cccf432b2a307f468fd7d6dc3ee873ad096a",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -189,9 +189,9 @@ var walked = Walked{
 			{Path: "mesh.clusters.<key>.eastWestGateway.reachedThrough.internalLoadBalancer", Type: "struct", Optional: true, Doc: "A GCP internal passthrough load balancer at address, rendered by nodegen in the cluster's Terraform over the gateway group's MIGs (a gce-static group): the reserved address, forwarding rule, regional backend service, health check on the status port 15021 and the firewall for Google's health-check ranges. The Service lists address in externalIPs, which kube-proxy serves and istiod reads, with no cloud controller."},
 			{Path: "mesh.clusters.<key>.eastWestGateway.reachedThrough.internalLoadBalancer.sourceRanges", Type: "[...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"]", Default: "[]", Optional: true, Doc: "Where the other clusters' traffic comes from (CIDRs): a firewall rule allows the gateway's ports from them. Unset, the network's own rules must allow it."},
 			{Path: "mesh.clusters.<key>.eastWestGateway.reachedThrough.router", Type: "struct", Optional: true, Doc: "A router that delivers the traffic for address to the gateway group's nodes with address as its destination: a NAT router whose address it is, forwarding it to the nodes, or a route. The Service lists address in externalIPs."},
-			{Path: "mesh.clusters.<key>.eastWestGateway.reachedThrough.router.name", Type: "!=\"\"", Optional: true, Doc: "The router, as the install steps name it."},
+			{Path: "mesh.clusters.<key>.eastWestGateway.reachedThrough.router.name", Type: "#Label", Optional: true, Doc: "The router, as the install steps name it: one line, no control characters."},
 			{Path: "mesh.clusters.<key>.eastWestGateway.reachedThrough.loadBalancerController", Type: "struct", Optional: true, Doc: "A load-balancer controller running in the cluster (MetalLB, kube-vip, ...) that serves Services of type LoadBalancer: the Service is a LoadBalancer, and the controller a prerequisite of the install steps."},
-			{Path: "mesh.clusters.<key>.eastWestGateway.reachedThrough.loadBalancerController.name", Type: "!=\"\"", Required: true, Doc: "The controller, as the install steps name it, e.g. \"MetalLB\"."},
+			{Path: "mesh.clusters.<key>.eastWestGateway.reachedThrough.loadBalancerController.name", Type: "#Label", Required: true, Doc: "The controller, as the install steps name it, e.g. \"MetalLB\": one line, no control characters."},
 			{Path: "mesh.clusters.<key>.eastWestGateway.reachedThrough.loadBalancerController.loadBalancerClass", Type: "!=\"\"", Optional: true, Doc: "The Service's loadBalancerClass, when the controller asks for one."},
 			{Path: "mesh.clusters.<key>.eastWestGateway.service", Type: "struct", Doc: "The gateway's Service."},
 			{Path: "mesh.clusters.<key>.eastWestGateway.service.type", Type: "\"LoadBalancer\" | \"NodePort\" | \"ClusterIP\"", Optional: true, Doc: "How the Service is exposed. Unset: LoadBalancer with a loadBalancerController, ClusterIP otherwise (the address is in externalIPs)."},
@@ -212,11 +212,12 @@ var walked = Walked{
 			{Path: "mesh.trust", Type: "struct", Optional: true, Doc: "Where the mesh's root of trust comes from; required for multi-primary, where every cluster's istiod signs workload certificates and all must chain to one root (in primary-remote one istiod signs for every cluster). Exactly one of:"},
 			{Path: "mesh.trust.pluginCA", Type: "{}", Optional: true, Doc: "Istio's plugin CA: each cluster's istiod signs with an intermediate CA of its own, made from the one mesh root and given to it in the istio-system Secret cacerts before istiod is installed. nodegen renders the steps and the Secret's keys, never a key."},
 			{Path: "mesh.trust.externalCA", Type: "struct", Optional: true, Doc: "An external CA that issues every cluster's workload certificates from one root (cert-manager's istio-csr, a CA behind Istio's external-CA API, ...): named here, installed by the operator before istiod, and named in the install steps as a prerequisite."},
-			{Path: "mesh.trust.externalCA.name", Type: "!=\"\"", Required: true, Doc: "The CA, as the install steps name it, e.g. \"cert-manager istio-csr\"."},
+			{Path: "mesh.trust.externalCA.name", Type: "#Label", Required: true, Doc: "The CA, as the install steps name it, e.g. \"cert-manager istio-csr\": one line, no control characters."},
 			{Path: "clusters", Type: "map of {cluster: #Cluster, nodeGroups: map of #NodeGroup}", Optional: true, Doc: "The fleet's clusters by name; each has the fields of a one-cluster source. The key is the cluster's name: cluster.name defaults to it and, when written, must equal it."},
 		},
 		Defs: []Def{
 			{Name: "#Name", Type: "=~\"^[a-z]([-a-z0-9]*[a-z0-9])?$\""},
+			{Name: "#Label", Type: "=~\"^[^\\\\x00-\\\\x1f\\\\x7f\\\\x{85}\\\\x{2028}\\\\x{2029}]+$\"", Doc: "#Label is a name for people, as the docs and install steps print it: one line, no control characters (a line break would end the sentence or list item it stands in and start a block of its own)."},
 			{Name: "#Duration", Type: "=~\"^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$\"", Doc: "#Duration is a Go duration such as \"10m\" or \"1h30m\"."},
 		},
 		GroupKinds: []string{"gce", "gce-static", "onprem"},

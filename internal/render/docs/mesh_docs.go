@@ -245,10 +245,10 @@ func meshPrerequisites(d *docWriter, f *model.Fleet, src *model.Source, mc *mode
 		d.p("). It is applied with the module, by `terraform apply` in your root module (its `module` block's `source` is `./out/%s%s`, as in the README's Terraform section and day0.md's Terraform step), with `network` set; the health check passes once the gateway runs.\n\n", src.Tree, layout.TerraformDir)
 	case r.Router != nil:
 		name := cmp.Or(r.Router.Name, "The router")
-		d.p("- %s delivers the traffic for %s to the nodes of node group %s, with %s as its destination, on ports %s (its own setup, outside nodegen).\n\n", upperFirst(name), code(gw.Address), code(gw.NodeGroup), code(gw.Address), joinPorts(routedPorts(gw)))
+		d.p("- %s delivers the traffic for %s to the nodes of node group %s, with %s as its destination, on ports %s (its own setup, outside nodegen).\n\n", mdText(upperFirst(name)), code(gw.Address), code(gw.NodeGroup), code(gw.Address), joinPorts(routedPorts(gw)))
 	case r.LoadBalancerController != nil:
 		lb := r.LoadBalancerController
-		d.p("- %s runs in this cluster and serves Services of type LoadBalancer", lb.Name)
+		d.p("- %s runs in this cluster and serves Services of type LoadBalancer", mdText(lb.Name))
 		if lb.LoadBalancerClass != "" {
 			d.p(" of class %s", code(lb.LoadBalancerClass))
 		}
@@ -320,7 +320,7 @@ func trustStep(m *model.Mesh, src *model.Source, mc *model.MeshCluster) (string,
 		if mc.Role == model.MeshRoleRemote {
 			return "", nil
 		}
-		return fmt.Sprintf("The mesh's root of trust: %s issues this cluster's workload certificates from the mesh's one root. Install and configure it, as its own documentation says, before istiod: a prerequisite nodegen does not render.", t.ExternalCA.Name), nil
+		return fmt.Sprintf("The mesh's root of trust: %s issues this cluster's workload certificates from the mesh's one root. Install and configure it, as its own documentation says, before istiod: a prerequisite nodegen does not render.", mdText(t.ExternalCA.Name)), nil
 	}
 	return "", nil
 }
