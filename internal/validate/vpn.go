@@ -324,6 +324,20 @@ func (c *checker) vpnPrefixes(n *model.GCPNetwork, subnet netip.Prefix, subnetOK
 	} else if subnetOK {
 		cloud = []netip.Prefix{subnet}
 	}
+	// A cloud prefix that holds an HA VPN interface's address is learned
+	// by the on-prem gateways over BGP and installed by FRR (bgpd, zebra)
+	// as a route through the tunnels; being more specific than the route
+	// the gateway reaches the internet by, it sends IKE and ESP for that
+	// address into the tunnel it carries, and the tunnels fail.
+	if cok && v.Advertise.Cloud != nil {
+		for i, cl := range cloud {
+			for k, a := range v.HAVPNAddresses {
+				if ha, err := netip.ParseAddr(a); err == nil && cl.Contains(ha) {
+					c.at(join(cloudPath, i), "%s holds HA VPN interface %d's address %s (haVpnAddresses): the on-prem gateways would route their own tunnels' IKE and ESP into the tunnels; advertise prefixes that leave the HA VPN addresses out", cl, k, ha)
+				}
+			}
+		}
+	}
 	if !ok || !cok {
 		return
 	}
