@@ -113,7 +113,9 @@ cluster under out/<cluster>/):
                         onprem/vpn/<gateway>/conf.d/ <tunnel>.conf,
                         onprem/vpn/<gateway>/strongswan.conf.d/ nodegen.conf,
                         onprem/vpn/<gateway>/systemd-network/ vpn-<tunnel>.netdev,
-                        vpn-<tunnel>.network
+                        vpn-<tunnel>.network,
+                        onprem/vpn/<gateway>/nftables/ nodegen-vpn-mss-clamp.nft,
+                        onprem/vpn/<gateway>/systemd-system/ nodegen-vpn-mss-clamp.service
   docs/                 day0.md, nodegroups.md, mesh.md (a mesh), fleet.md (a fleet, in out/docs/)
   istio/                a mesh's base-values.yaml, istiod-values.yaml,
                         eastwest-gateway-values.yaml, namespace.yaml, mesh.yaml

@@ -118,14 +118,18 @@ const OnpremVPNDir = "onprem/vpn"
 
 // The files of an on-prem VPN gateway host, relative to its directory
 // (OnpremVPNGatewayDir): strongSwan's swanctl.conf and one connection file
-// per tunnel, charon's settings, FRR's configuration, and per tunnel the
-// XFRM interface as systemd-networkd files.
+// per tunnel, charon's settings, FRR's configuration, per tunnel the
+// XFRM interface as systemd-networkd files, and the MSS clamp for TCP
+// into and out of the tunnels (an nftables table and the systemd unit
+// that loads it at boot).
 const (
 	SwanctlConfFile      = "swanctl.conf"
 	SwanctlConnDir       = "conf.d"
 	StrongswanConfFile   = "strongswan.conf.d/nodegen.conf"
 	FRRConfFile          = "frr.conf"
 	SystemdNetworkDir    = "systemd-network"
+	MSSClampFile         = "nftables/nodegen-vpn-mss-clamp.nft"
+	MSSClampUnitFile     = "systemd-system/nodegen-vpn-mss-clamp.service"
 	OnpremVPNInstallFile = "install.sh"
 )
 

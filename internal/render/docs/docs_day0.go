@@ -75,6 +75,7 @@ const (
 	Day0StepVPNKeys     = "vpn-keys"
 	Day0StepTerraform   = "terraform"
 	Day0StepVPN         = "vpn"
+	Day0StepPodNetwork  = "pod-network"
 	Day0StepFirstToken  = "first-token"
 	Day0StepManifests   = "manifests"
 	Day0StepProviderIDs = "provider-ids"
@@ -235,6 +236,7 @@ func (w *docWriter) day0() error {
 	d.vpnKeys()
 	d.terraform()
 	d.vpn()
+	d.podNetwork()
 	tokenStep, err := d.firstToken()
 	if err != nil {
 		return err
@@ -381,10 +383,27 @@ func (d *day0Doc) vpn() {
 		d.p("Install each on-prem gateway from its files (`docs/vpn.md`, Installing an on-prem gateway):\n")
 	}
 	for _, gw := range v.PeerGateways {
-		d.p("\nOn gateway %s (%s), a Debian 12 host, as root, from a checkout that holds %s, with the Google Cloud CLI (not a Debian package) logged in as an account that may read the tunnels' secrets; `install.sh` checks all of this before it changes anything:\n\n%s%s -->\n```sh\napt-get install strongswan-swanctl charon-systemd frr frr-pythontools\nsystemctl enable --now systemd-networkd\nbash %s%s/%s\n```\n",
+		d.p("\nOn gateway %s (%s), a Debian 12 host, as root, from a checkout that holds %s, with the Google Cloud CLI (not a Debian package) logged in as an account that may read the tunnels' secrets; `install.sh` checks all of this before it changes anything:\n\n%s%s -->\n```sh\napt-get install strongswan-swanctl charon-systemd frr frr-pythontools nftables\nsystemctl enable --now systemd-networkd\nbash %s%s/%s\n```\n",
 			code(gw.Name), code(gw.Address), code(d.out), Day0OnHostMarker, gw.Name, d.out, layout.OnpremVPNGatewayDir(gw.Name), layout.OnpremVPNInstallFile)
 	}
 	d.p("\n`swanctl --list-sas` on a gateway shows its tunnels, `vtysh -c 'show bgp summary'` the BGP sessions.\n")
+}
+
+// podNetwork writes the step that sets the pod network's MTU and pool,
+// with cluster.podNetwork: before the first cloud node joins, since a
+// pod keeps the MTU it was created with.
+func (d *day0Doc) podNetwork() {
+	pn := d.c.PodNetwork
+	m := d.c.PodMTU()
+	if pn == nil || m == nil {
+		return
+	}
+	d.next(Day0StepPodNetwork, "Set the pod network's MTU and pool")
+	d.p("Pod packets cross the VPN encapsulated (%s), and Calico's own choice of MTU reads each node's NIC, never the tunnels: set the pod MTU nodegen computed, %s (`docs/vpn.md`, The pod network), before the first cloud node joins, since a pod keeps the MTU it was created with. ", pn.Encapsulation, code(m.Stated()))
+	d.p("With the tigera-operator, apply its `Installation` (the MTU, and the pool %s with %s always on), server-side, so that it merges with an `Installation` the cluster already has (`kubectl diff --server-side -f` shows what changes first; fields another manager set are reported as conflicts, to review):\n\n", code(pn.PodCIDR), code(pn.Encapsulation))
+	d.p("```sh\nkubectl apply --server-side --field-manager=nodegen -f %s%s\n```\n\n", d.out, layout.CalicoOperatorPath)
+	d.p("With Calico's own manifest instead (no operator), apply %s, set `veth_mtu: \"%d\"` in the `calico-config` ConfigMap, and see `docs/vpn.md` for its default pool. ", code(d.out+layout.CalicoManifestPath), m.MTU)
+	d.p("Pods that exist keep their MTU: restart those that talk across the VPN (`kubectl rollout restart`).\n")
 }
 
 // apis writes the step that enables the APIs.

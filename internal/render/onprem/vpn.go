@@ -19,8 +19,9 @@ const (
 // VPN renders the files of each on-prem VPN gateway host of
 // cluster.gcp.network.vpn into out/onprem/vpn/<gateway>/: strongSwan's
 // swanctl.conf and one connection file per tunnel that ends there, charon's
-// settings, FRR's configuration and the XFRM interface of each tunnel as
-// systemd-networkd files. It renders nothing without a VPN, or before the
+// settings, FRR's configuration, the XFRM interface of each tunnel as
+// systemd-networkd files, and the MSS clamp of TCP through the tunnels
+// with the systemd unit that loads it. It renders nothing without a VPN, or before the
 // source has the HA VPN gateway's addresses (the tunnels' remote ends).
 func VPN(src *model.Source, files layout.Files) error {
 	n := src.Cluster.GCP.Network
@@ -44,6 +45,8 @@ func VPN(src *model.Source, files layout.Files) error {
 		}
 		files[dir+layout.StrongswanConfFile] = charonConf(header)
 		files[dir+layout.FRRConfFile] = frrConf(src, g, tunnels, header)
+		files[dir+layout.MSSClampFile] = mssClamp(src, g, tunnels, header)
+		files[dir+layout.MSSClampUnitFile] = mssClampUnit(src, g, header)
 		files[dir+layout.OnpremVPNInstallFile] = vpnInstallScript(src, g, tunnels)
 	}
 	return nil
@@ -157,6 +160,80 @@ Independent=yes
 `, header, model.TunnelName(i), model.TunnelInterfaceID(i), model.TunnelInterface(i), model.TunnelInterface(i), mtu, model.TunnelInterfaceID(i))
 }
 
+// The MSS clamp's nftables table, where install.sh puts it and the unit
+// that loads it.
+const (
+	mssClampTable     = "nodegen_vpn_mss_clamp"
+	mssClampInstalled = "/etc/nodegen/vpn-mss-clamp.nft"
+	mssClampService   = "nodegen-vpn-mss-clamp.service"
+)
+
+// mssClamp is the gateway's nftables table that clamps the MSS of TCP
+// connections through its tunnels to what a tunnel's payload MTU carries
+// (model.TCPMSS): the SYN and SYN-ACK forwarded into a tunnel and those
+// forwarded out of one, so that neither end sends a segment larger than
+// the tunnel takes even where ICMP "fragmentation needed" never reaches
+// the sender (a host or site firewall that drops it). Pod traffic is
+// sized by the pod MTU instead (VXLAN and IP-in-IP packets are not TCP
+// here). The file replaces the table whole in one transaction, so loading
+// it again never leaves a moment without the clamp.
+func mssClamp(src *model.Source, g int, tunnels []int, header string) []byte {
+	v := src.Cluster.GCP.Network.VPN
+	var b strings.Builder
+	b.WriteString(header)
+	fmt.Fprintf(&b, "#\n# %s of the on-prem VPN gateway %s of cluster\n", mssClampInstalled, v.PeerGateways[g].Name)
+	fmt.Fprintf(&b, "# %s, loaded by %s: TCP through the tunnels\n", src.Cluster.Name, mssClampService)
+	b.WriteString("# offers at most the MSS that the tunnel's payload MTU carries, both ways.\n\n")
+	fmt.Fprintf(&b, "table inet %[1]s\ndelete table inet %[1]s\n\ntable inet %[1]s {\n", mssClampTable)
+	b.WriteString("  chain forward {\n    type filter hook forward priority mangle; policy accept;\n")
+	for _, i := range tunnels {
+		mtu, ok := v.TunnelPayloadMTU(i)
+		if !ok {
+			fmt.Fprintf(&b, "    # %s: the payload MTU of ESP %s is not known; not clamped.\n", model.TunnelName(i), v.ESPProposal)
+			continue
+		}
+		mss := model.TCPMSS(mtu)
+		fmt.Fprintf(&b, "    # %s: payload MTU %d (ESP %s), MSS %d.\n", model.TunnelName(i), mtu, v.ESPProposal, mss)
+		for _, dir := range []string{"oifname", "iifname"} {
+			fmt.Fprintf(&b, "    %s %q meta nfproto ipv4 tcp flags & (syn | rst) == syn tcp option maxseg size > %d tcp option maxseg size set %d\n", dir, model.TunnelInterface(i), mss, mss)
+		}
+	}
+	b.WriteString("  }\n}\n")
+	return []byte(b.String())
+}
+
+// mssClampUnit loads the MSS clamp at boot, before the network is up, and
+// again whenever nftables.service loads its ruleset (Debian's
+// /etc/nftables.conf begins with "flush ruleset", which removes it).
+func mssClampUnit(src *model.Source, g int, header string) []byte {
+	v := src.Cluster.GCP.Network.VPN
+	return fmt.Appendf(nil, `%[1]s#
+# /etc/systemd/system/%[2]s: loads
+# %[3]s, the MSS clamp of the VPN tunnels of the
+# on-prem gateway %[4]s of cluster %[5]s.
+
+[Unit]
+Description=MSS clamp of the VPN tunnels to Google Cloud (nodegen)
+DefaultDependencies=no
+Wants=network-pre.target
+Before=network-pre.target shutdown.target
+After=nftables.service
+PartOf=nftables.service
+ReloadPropagatedFrom=nftables.service
+Conflicts=shutdown.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/sbin/nft -f %[3]s
+ExecReload=/usr/sbin/nft -f %[3]s
+ExecStop=/usr/sbin/nft delete table inet %[6]s
+
+[Install]
+WantedBy=multi-user.target
+`, header, mssClampService, mssClampInstalled, v.PeerGateways[g].Name, src.Cluster.Name, mssClampTable)
+}
+
 func xfrmNetwork(src *model.Source, i int, header string) []byte {
 	t := &src.Cluster.GCP.Network.VPN.Tunnels[i]
 	cloudAddr, onpremAddr, _ := t.InsideAddresses()
@@ -224,9 +301,10 @@ func frrConf(src *model.Source, g int, tunnels []int, header string) []byte {
 // every prerequisite is there and every tunnel's key is read and FRR's
 // configuration parses: it reads the keys from Secret Manager into a
 // staging directory (as hexadecimal, so that no byte of a key needs
-// quoting) and checks frr.conf with vtysh's dry run there. Then it
-// installs charon's and FRR's settings (FRR reloaded, not restarted, once
-// bgpd runs), and then the tunnels whose files or key changed, one at a
+// quoting) and checks frr.conf with vtysh's dry run and the MSS clamp
+// with nft's there. Then it installs charon's and FRR's settings (FRR
+// reloaded, not restarted, once bgpd runs) and the MSS clamp, and then
+// the tunnels whose files or key changed, one at a
 // time: each tunnel's files, loaded into the running charon, the tunnel
 // re-initiated, and the next one only once this one's CHILD_SA is
 // installed and its BGP session Established. A tunnel whose files and
@@ -255,8 +333,9 @@ func vpnInstallScript(src *model.Source, g int, tunnels []int) []byte {
 # directory (docs/vpn.md): run it as root on the gateway, with gcloud
 # logged in as an account that may read the tunnels' secrets in project
 # %[3]s. It changes nothing until every prerequisite is there, every
-# tunnel's pre-shared key is read and frr.conf parses. Then it installs
-# charon's and FRR's settings (FRR reloaded, not restarted), and then each
+# tunnel's pre-shared key is read and frr.conf and the MSS clamp parse.
+# Then it installs charon's and FRR's settings (FRR reloaded, not
+# restarted) and loads the MSS clamp, and then each
 # tunnel whose files or key changed, one at a time: it loads the tunnel
 # into the running charon, re-initiates it and waits until its BGP session
 # is Established before it touches the next. A tunnel whose files and key
@@ -295,6 +374,7 @@ if [[ -z $root ]]; then
   need systemctl "install.sh needs systemd"
   need networkctl "apt-get install systemd"
   need ip "apt-get install iproute2"
+  need nft "apt-get install nftables"
   need swanctl "apt-get install strongswan-swanctl charon-systemd"
   systemctl cat strongswan.service >/dev/null 2>&1 || fail "strongSwan's service strongswan.service is missing: apt-get install charon-systemd; nothing was changed"
   need vtysh "apt-get install frr frr-pythontools"
@@ -315,7 +395,7 @@ fi
 # 2. Stage every file, with the keys, and check what can be checked.
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-cp -R "$here/conf.d" "$here/systemd-network" "$here/strongswan.conf.d" "$here/swanctl.conf" "$here/frr.conf" "$stage/"
+cp -R "$here/conf.d" "$here/systemd-network" "$here/strongswan.conf.d" "$here/swanctl.conf" "$here/frr.conf" "$here/nftables" "$here/systemd-system" "$stage/"
 mkdir -m 0700 "$stage/secrets.d"
 
 # stage_secret TUNNEL SECRET VERSION LOCAL_ID REMOTE_ID
@@ -363,6 +443,9 @@ if [[ -n $root ]]; then
   install -m 0644 "$stage"/conf.d/*.conf "$root/etc/swanctl/conf.d/"
   install -m 0600 "$stage"/secrets.d/*.conf "$root/etc/swanctl/secrets.d/"
   install -m 0640 "$stage/frr.conf" "$root/etc/frr/frr.conf"
+  install -d -m 0755 "$root/etc/nodegen" "$root/etc/systemd/system"
+  install -m 0644 "$stage/` + layout.MSSClampFile + `" "$root` + mssClampInstalled + `"
+  install -m 0644 "$stage/` + layout.MSSClampUnitFile + `" "$root/etc/systemd/system/` + mssClampService + `"
   if [[ -f $stage/daemons ]]; then
     install -m 0644 "$stage/daemons" "$root/etc/frr/daemons"
   fi
@@ -370,6 +453,7 @@ if [[ -n $root ]]; then
 fi
 
 out=$(vtysh --dryrun -f "$stage/frr.conf" 2>&1) || fail "vtysh refuses frr.conf: $out; nothing was changed"
+out=$(nft --check -f "$stage/` + layout.MSSClampFile + `" 2>&1) || fail "nft refuses the MSS clamp (` + layout.MSSClampFile + `): $out; nothing was changed"
 
 # established TUNNEL: its CHILD_SA is installed and its BGP session is
 # Established (the state bgpd reports as bgpState).
@@ -435,6 +519,22 @@ elif [[ $frr_reload == yes ]]; then
   echo "install.sh: reloading FRR's configuration"
   systemctl reload frr.service
 fi
+
+# The MSS clamp, before any tunnel is (re)initiated: loading it replaces
+# its table in one transaction, which disturbs no connection.
+clamp=` + mssClampService + `
+if differs "$stage/` + layout.MSSClampUnitFile + `" /etc/systemd/system/$clamp ||
+  differs "$stage/` + layout.MSSClampFile + `" ` + mssClampInstalled + `; then
+  install -d -m 0755 /etc/nodegen /etc/systemd/system
+  install -m 0644 "$stage/` + layout.MSSClampFile + `" ` + mssClampInstalled + `
+  install -m 0644 "$stage/` + layout.MSSClampUnitFile + `" /etc/systemd/system/$clamp
+  systemctl daemon-reload
+  echo "install.sh: loading the MSS clamp of the tunnels ($clamp)"
+  systemctl restart "$clamp"
+elif ! systemctl is-active --quiet "$clamp"; then
+  systemctl start "$clamp"
+fi
+systemctl is-enabled --quiet "$clamp" || systemctl enable --quiet "$clamp"
 
 # 4. The tunnels, one at a time: first those that are down (they carry
 # nothing), then the established ones.

@@ -63,7 +63,8 @@ is-enabled|is-active) [[ -f $S/${1#is-}/$3 ]] ;;
 cat) [[ -f $S/units/$2 ]] ;;
 start|restart) touch "$S/active/$2"
   if [[ $1 == restart && $2 == strongswan.service ]]; then rm -f "$S"/sa/*; fi ;;
-reload) ;;
+enable) touch "$S/enabled/$3" ;;
+reload|daemon-reload) ;;
 *) exit 2 ;;
 esac`,
 	"networkctl": `[[ $1 == reload ]] || exit 2
@@ -101,6 +102,11 @@ esac`,
   fi
   echo "vtysh => $addr $state" >>"$LOG"
   printf '{\n  "%s":{\n    "remoteAs":64514,\n    "bgpState":"%s"\n  }\n}\n' "$addr" "$state" ;;
+*) exit 2 ;;
+esac`,
+	// nft's check mode changes nothing: the real one's when there is one.
+	"nft": `case "$1" in
+--check) if [[ -x /usr/sbin/nft ]]; then exec /usr/sbin/nft "$@"; fi ;;
 *) exit 2 ;;
 esac`,
 	"sleep": `exit 0`,
@@ -242,7 +248,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 }
 
 // readOnly matches the calls that change nothing on the host.
-var readOnly = regexp.MustCompile(`^(systemctl (is-enabled|is-active|cat) |gcloud (auth list|secrets versions access) |vtysh (-C|--dryrun|-c show )|vtysh => |swanctl --list-sas |ip link show |sleep |swanctl conf\.d: )`)
+var readOnly = regexp.MustCompile(`^(systemctl (is-enabled|is-active|cat) |nft --check |gcloud (auth list|secrets versions access) |vtysh (-C|--dryrun|-c show )|vtysh => |swanctl --list-sas |ip link show |sleep |swanctl conf\.d: )`)
 
 func mutating(calls []string) []string {
 	var m []string
@@ -299,6 +305,14 @@ func TestVPNInstallStopsBeforeChanging(t *testing.T) {
 		{"the second secret unreadable", func(t *testing.T, h *vpnHost) {
 			os.Remove(filepath.Join(h.state, "secret/psk-1@1"))
 		}, "reading secret psk-1 (version 1) failed; nothing was changed"},
+		{"the MSS clamp refused", func(t *testing.T, h *vpnHost) {
+			if _, err := os.Stat("/usr/sbin/nft"); err != nil {
+				t.Skip("no nft (apt-get install nftables)")
+			}
+			f := filepath.Join(h.gw, layout.MSSClampFile)
+			b, _ := os.ReadFile(f)
+			h.write(f, strings.Replace(string(b), "maxseg size set", "maxseg size sets", 1))
+		}, "nft refuses the MSS clamp (nftables/nodegen-vpn-mss-clamp.nft)"},
 		{"frr.conf refused", func(t *testing.T, h *vpnHost) {
 			if _, err := os.Stat("/usr/bin/vtysh"); err != nil {
 				t.Skip("no vtysh (apt-get install frr)")
@@ -376,13 +390,20 @@ func TestVPNInstallOneTunnelAtATime(t *testing.T) {
 	if i := callIndex(calls, 0, "tunnel1"); i >= 0 && i < up0 && !readOnly.MatchString(calls[i]) {
 		t.Errorf("tunnel1 touched (%q) before tunnel0's BGP session was Established", calls[i])
 	}
-	for _, want := range []string{"systemctl restart strongswan.service", "systemctl restart frr.service"} {
+	for _, want := range []string{"systemctl restart strongswan.service", "systemctl restart frr.service", "systemctl enable --quiet nodegen-vpn-mss-clamp.service"} {
 		if callIndex(calls, 0, want) < 0 {
 			t.Errorf("no %q on a fresh host:\n%s", want, strings.Join(calls, "\n"))
 		}
 	}
+	// The MSS clamp is loaded before the first tunnel carries anything.
+	if clamp := callIndex(calls, 0, "systemctl restart nodegen-vpn-mss-clamp.service"); clamp < 0 || clamp > init0 || callIndex(calls, 0, "systemctl daemon-reload") > clamp {
+		t.Errorf("on a fresh host the MSS clamp is not loaded (after a daemon-reload) before tunnel0 is initiated:\n%s", strings.Join(calls, "\n"))
+	}
 	etc := snapshot(t, h.etc)
-	for _, p := range []string{"/swanctl/conf.d/tunnel0.conf", "/swanctl/conf.d/tunnel1.conf", "/swanctl/secrets.d/tunnel0.conf", "/swanctl/secrets.d/tunnel1.conf", "/systemd/network/vpn-tunnel0.netdev", "/systemd/network/vpn-tunnel1.network", "/strongswan.d/nodegen.conf", "/frr/frr.conf"} {
+	if got := etc["/nodegen/vpn-mss-clamp.nft"]; got != "-rw-r--r-- "+string(files[layout.OnpremVPNGatewayDir("gw-a")+"/"+layout.MSSClampFile]) {
+		t.Errorf("/etc/nodegen/vpn-mss-clamp.nft is not the rendered clamp: %q", got)
+	}
+	for _, p := range []string{"/swanctl/conf.d/tunnel0.conf", "/swanctl/conf.d/tunnel1.conf", "/swanctl/secrets.d/tunnel0.conf", "/swanctl/secrets.d/tunnel1.conf", "/systemd/network/vpn-tunnel0.netdev", "/systemd/network/vpn-tunnel1.network", "/strongswan.d/nodegen.conf", "/frr/frr.conf", "/systemd/system/nodegen-vpn-mss-clamp.service"} {
 		if _, ok := etc[p]; !ok {
 			t.Errorf("/etc%s not installed", p)
 		}

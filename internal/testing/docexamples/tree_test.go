@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -207,7 +208,7 @@ func TestHelpListsRendered(t *testing.T) {
 
 // installCommand matches the commands of an install: manifests applied,
 // the providerID and on-prem label scripts, Helm repositories and releases.
-var installCommand = regexp.MustCompile(`^(kubectl apply -f out/|bash out/onprem/(set-provider-id|label-onprem-nodes)\.sh$|helm repo (add|update)|helm upgrade --install )`)
+var installCommand = regexp.MustCompile(`^(kubectl apply (--\S+ )*-f out/|bash out/onprem/(set-provider-id|label-onprem-nodes)\.sh$|helm repo (add|update)|helm upgrade --install )`)
 
 // installCommands returns the install commands of the sh blocks of text,
 // in order, each on one line (continuations joined), without comments.
@@ -268,7 +269,44 @@ func TestInstallBlocksAgreeWithDay0(t *testing.T) {
 		if got := installCommands(section); !slices.Equal(got, want) {
 			t.Errorf("%s's Helm and kubectl block runs\n  %s\nday0.md runs\n  %s", doc, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 		}
+		// The step numbers it names are those of day0.md's steps that
+		// hold these commands.
+		if m := day0StepRange.FindStringSubmatch(section); m != nil {
+			first, last := day0StepsOf(string(day0), want)
+			if m[1] != strconv.Itoa(first) || m[2] != strconv.Itoa(last) {
+				t.Errorf("%s says day0.md's steps %s to %s run these commands; they are in its steps %d to %d", doc, m[1], m[2], first, last)
+			}
+		} else if doc == "README.md" {
+			t.Errorf("%s's Helm and kubectl section names no day0.md steps (\"steps N to M\")", doc)
+		}
 	}
+}
+
+// day0StepRange matches a doc's reference to the day0.md steps of its
+// install block.
+var day0StepRange = regexp.MustCompile("`out/docs/day0.md` \\(steps (\\d+) to (\\d+)")
+
+// day0StepsOf returns the first and last numbered step of day0 whose sh
+// blocks hold one of commands.
+func day0StepsOf(day0 string, commands []string) (first, last int) {
+	heading := regexp.MustCompile(`(?m)^## (\d+)\. `)
+	for _, loc := range heading.FindAllStringSubmatchIndex(day0, -1) {
+		end := len(day0)
+		if i := strings.Index(day0[loc[1]:], "\n## "); i >= 0 {
+			end = loc[1] + i
+		}
+		n, _ := strconv.Atoi(day0[loc[2]:loc[3]])
+		for _, c := range installCommands(day0[loc[0]:end]) {
+			if slices.Contains(commands, c) {
+				if first == 0 {
+					first = n
+				}
+				last = n
+				break
+			}
+		}
+	}
+	return first, last
 }
 
 // TestInstallOrder: the README's Install block works on a fresh machine:

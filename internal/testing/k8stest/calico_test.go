@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"embed"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
 // calicoCRDs are tigera-operator v1.43.0's CRDs (Calico v3.32.0),
@@ -29,8 +32,18 @@ var calicoCRDs embed.FS
 var calicoFiles = []string{layout.CalicoOperatorPath, layout.CalicoManifestPath}
 
 // installCalicoCRDs creates the CRDs and waits until each is Established.
-func (e *env) installCalicoCRDs(t *testing.T) {
+func (e *env) installCalicoCRDs(t *testing.T) { installCalicoCRDs(t, e.cp.Admin()) }
+
+// installCalicoCRDs creates the CRDs as admin and waits until each is
+// Established.
+func installCalicoCRDs(t *testing.T, admin *testcp.User) {
 	t.Helper()
+	run := func(stdin string, args ...string) {
+		t.Helper()
+		if _, stderr, err := kubectl(t, admin, stdin, args...); err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		}
+	}
 	entries, err := calicoCRDs.ReadDir("testdata/calico")
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +65,21 @@ func (e *env) installCalicoCRDs(t *testing.T) {
 		}
 		// The Installation CRD is over the 256 KiB of client-side apply's
 		// annotation: create it server-side.
-		e.admin(t, string(b), "apply", "--server-side", "--field-manager=k8stest", "-f", "-")
+		run(string(b), "apply", "--server-side", "--field-manager=k8stest", "-f", "-")
 		group, plural, _ := strings.Cut(strings.TrimSuffix(de.Name(), ".yaml.gz"), "_")
 		names = append(names, "customresourcedefinition/"+plural+"."+group)
 	}
-	e.admin(t, "", append([]string{"wait", "--for=condition=Established", "--timeout=60s"}, names...)...)
+	// (kubectl wait fails at once on a CRD whose status has no conditions
+	// yet, so each is polled.)
+	for _, n := range names {
+		eventually(t, 60*time.Second, n+" Established", func() string {
+			out, _, err := kubectl(t, admin, "", "get", n, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+			if err != nil || out != "True" {
+				return fmt.Sprintf("%q %v", out, err)
+			}
+			return ""
+		})
+	}
 }
 
 // testCalico: the committed out/calico/ files pass the real API server's

@@ -188,10 +188,10 @@ func checkDay0(steps []day0Step, want []string) []string {
 }
 
 // day0ScriptSteps are the steps the day-0 script test's source needs, in
-// their order: no VPN, two image families, declared on-prem nodes, the
-// renewer.
+// their order: no VPN, a pod network, two image families, declared
+// on-prem nodes, the renewer.
 var day0ScriptSteps = []string{
-	docs.Day0StepAPIs, docs.Day0StepImages, docs.Day0StepTerraform, docs.Day0StepFirstToken,
+	docs.Day0StepAPIs, docs.Day0StepImages, docs.Day0StepTerraform, docs.Day0StepPodNetwork, docs.Day0StepFirstToken,
 	docs.Day0StepManifests, docs.Day0StepProviderIDs, docs.Day0StepOnpremNodes, docs.Day0StepCharts,
 	docs.Day0StepRenewer, docs.Day0StepCheck,
 }
@@ -228,6 +228,8 @@ var day0UserFiles = map[string]string{
 }
 `,
 	"control-plane.cue": `cluster: controlPlaneNodes: "cp-1": {cpu: 8, memoryGiB: 32}
+`,
+	"pod-network.cue": `cluster: podNetwork: podCIDR: "192.168.0.0/16"
 `,
 	"onprem-gpu.cue": `nodeGroups: "onprem-gpu": {
 	kind:        "onprem"
@@ -525,6 +527,8 @@ func TestDay0Script(t *testing.T) {
 	}
 	d.p.env = append(d.p.env, "STUB_STATE="+d.state, day0ToolEnv+"=1")
 	d.existingNodes(t)
+	// The cluster runs Calico with the tigera-operator already: its CRDs.
+	installCalicoCRDs(t, cp.Admin())
 
 	for _, s := range steps {
 		stepStart := time.Now()
@@ -810,6 +814,14 @@ func (d *day0Play) afterStep(t *testing.T, name string) {
 			if err != nil || out != src.Cluster.Autoscaler.NodeGroup {
 				t.Errorf("Node %s has %s=%q (%v), want %s", vm, model.VerifiedGroupLabel, out, err, src.Cluster.Autoscaler.NodeGroup)
 			}
+		}
+	case docs.Day0StepPodNetwork:
+		// The Installation holds the pod MTU and pool nodegen computed.
+		m := src.Cluster.PodMTU()
+		out, _, err := kubectl(t, d.cp.Admin(), "", "get", "installation", "default", "-o",
+			"jsonpath={.spec.calicoNetwork.mtu} {.spec.calicoNetwork.ipPools[0].cidr} {.spec.calicoNetwork.ipPools[0].encapsulation}")
+		if want := fmt.Sprintf("%d %s %s", m.MTU, src.Cluster.PodNetwork.PodCIDR, src.Cluster.PodNetwork.Encapsulation); err != nil || out != want {
+			t.Errorf("the Installation after the step: %q (%v), want %q", out, err, want)
 		}
 	case docs.Day0StepProviderIDs:
 		for _, n := range d.nodes(t) {

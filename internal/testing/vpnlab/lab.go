@@ -123,6 +123,10 @@ type Side struct {
 	// encapsulation and ESP over the gateway MTU, and each tunnel carries
 	// at most the payload MTU of its negotiated ESP algorithm.
 	CloudVPN bool
+	// MSSClamp is an nftables file the gateway loads as written once its
+	// network is up (the on-prem gateway's rendered MSS clamp); nil for
+	// none. SetMSSClamp removes and loads it again.
+	MSSClamp []byte
 }
 
 // xfrmDefaultMTU is the MTU of an XFRM interface made without one:
@@ -307,7 +311,41 @@ func (l *Lab) network() {
 			l.write(f, []byte(cloudVPNWire))
 			l.run(s.gw, "nft", "-f", f)
 		}
+		if s.MSSClamp != nil {
+			l.write(l.mssClampFile(s), s.MSSClamp)
+			l.run(s.gw, "nft", "-f", l.mssClampFile(s))
+		}
 	}
+}
+
+func (l *Lab) mssClampFile(s *side) string { return filepath.Join(l.dir, s.Name+"-mss-clamp.nft") }
+
+var nftTable = regexp.MustCompile(`(?m)^table (\S+ \S+) \{`)
+
+// SetMSSClamp loads side i's MSSClamp (on) or deletes the table it
+// defines (off).
+func (l *Lab) SetMSSClamp(i int, on bool) {
+	l.t.Helper()
+	s := l.sides[i]
+	m := nftTable.FindSubmatch(s.MSSClamp)
+	if m == nil {
+		l.t.Fatalf("vpnlab: side %s's MSS clamp defines no table", s.Name)
+	}
+	if on {
+		l.run(s.gw, "nft", "-f", l.mssClampFile(s))
+	} else {
+		l.run(s.gw, "nft", "delete", "table", strings.Fields(string(m[1]))[0], strings.Fields(string(m[1]))[1])
+	}
+}
+
+// DropFragNeeded makes side i's host drop every ICMP "fragmentation
+// needed" it receives, as a host or site firewall that filters ICMP does:
+// path MTU discovery then never lowers what its TCP sends.
+func (l *Lab) DropFragNeeded(i int) {
+	l.t.Helper()
+	f := filepath.Join(l.dir, l.sides[i].Name+"-drop-frag-needed.nft")
+	l.write(f, []byte("table ip vpnlab_icmp {\n\tchain in {\n\t\ttype filter hook input priority filter;\n\t\ticmp type destination-unreachable icmp code frag-needed counter drop\n\t}\n}\n"))
+	l.run(l.sides[i].host, "nft", "-f", f)
 }
 
 var tunLine = regexp.MustCompile(`created TUN device: (\S+)`)

@@ -123,12 +123,27 @@ func (x Transfer) String() string {
 func (l *Lab) PodTransfer(p Pods, from int, size int64, bound time.Duration) Transfer {
 	l.t.Helper()
 	to := 1 - from
+	return l.transfer(l.sides[from].pod, l.sides[to].pod, p.PodAddr(to), size, bound)
+}
+
+// HostTransfer sends size bytes over one TCP connection from side from's
+// host to the other side's host and returns what arrived within bound.
+func (l *Lab) HostTransfer(from int, size int64, bound time.Duration) Transfer {
+	l.t.Helper()
+	to := 1 - from
+	return l.transfer(l.sides[from].host, l.sides[to].host, l.sides[to].Host, size, bound)
+}
+
+// transfer sends size bytes over one TCP connection from namespace src
+// to a listener on dst in namespace dstNS.
+func (l *Lab) transfer(src, dstNS string, dst netip.Addr, size int64, bound time.Duration) Transfer {
+	l.t.Helper()
 	var ln net.Listener
-	if err := inNS(l.sides[to].pod, func() (err error) {
-		ln, err = net.Listen("tcp4", netip.AddrPortFrom(p.PodAddr(to), 0).String())
+	if err := inNS(dstNS, func() (err error) {
+		ln, err = net.Listen("tcp4", netip.AddrPortFrom(dst, 0).String())
 		return err
 	}); err != nil {
-		l.t.Fatalf("vpnlab: listen in %s: %v", l.sides[to].pod, err)
+		l.t.Fatalf("vpnlab: listen in %s: %v", dstNS, err)
 	}
 	defer ln.Close()
 	start := time.Now()
@@ -162,12 +177,12 @@ func (l *Lab) PodTransfer(p Pods, from int, size int64, bound time.Duration) Tra
 		}
 	}()
 	var c net.Conn
-	if err := inNS(l.sides[from].pod, func() (err error) {
+	if err := inNS(src, func() (err error) {
 		d := net.Dialer{Deadline: deadline}
 		c, err = d.Dial("tcp4", ln.Addr().String())
 		return err
 	}); err != nil {
-		l.t.Fatalf("vpnlab: pod %s to pod %s: %v", p.PodAddr(from), p.PodAddr(to), err)
+		l.t.Fatalf("vpnlab: %s to %s: %v", src, ln.Addr(), err)
 	}
 	sent := make(chan struct{})
 	go func() {

@@ -144,12 +144,15 @@ var (
 // connection's name); each tunnel's interface and inside address from
 // the systemd-networkd files whose InterfaceId is the connection's
 // if_id, with the MTU of its .netdev (MTUBytes=, or the kernel's default
-// without one); strongswan.conf.d/ added to charon's settings; frr.conf as
-// written.
+// without one); strongswan.conf.d/ added to charon's settings; frr.conf
+// and the MSS clamp (nftables/) as written.
 func onpremSide(dir string, psk func(conn string) string, gateway netip.Prefix, host netip.Addr) (Side, error) {
 	s := Side{Name: "op", Gateway: gateway, Host: host}
 	var err error
 	if s.FRR, err = os.ReadFile(filepath.Join(dir, "frr.conf")); err != nil {
+		return s, err
+	}
+	if s.MSSClamp, err = os.ReadFile(filepath.Join(dir, "nftables", "nodegen-vpn-mss-clamp.nft")); err != nil {
 		return s, err
 	}
 	extra, _ := filepath.Glob(filepath.Join(dir, "strongswan.conf.d", "*.conf"))

@@ -5,8 +5,9 @@
 # directory (docs/vpn.md): run it as root on the gateway, with gcloud
 # logged in as an account that may read the tunnels' secrets in project
 # acme-hybrid-ai. It changes nothing until every prerequisite is there, every
-# tunnel's pre-shared key is read and frr.conf parses. Then it installs
-# charon's and FRR's settings (FRR reloaded, not restarted), and then each
+# tunnel's pre-shared key is read and frr.conf and the MSS clamp parse.
+# Then it installs charon's and FRR's settings (FRR reloaded, not
+# restarted) and loads the MSS clamp, and then each
 # tunnel whose files or key changed, one at a time: it loads the tunnel
 # into the running charon, re-initiates it and waits until its BGP session
 # is Established before it touches the next. A tunnel whose files and key
@@ -45,6 +46,7 @@ if [[ -z $root ]]; then
   need systemctl "install.sh needs systemd"
   need networkctl "apt-get install systemd"
   need ip "apt-get install iproute2"
+  need nft "apt-get install nftables"
   need swanctl "apt-get install strongswan-swanctl charon-systemd"
   systemctl cat strongswan.service >/dev/null 2>&1 || fail "strongSwan's service strongswan.service is missing: apt-get install charon-systemd; nothing was changed"
   need vtysh "apt-get install frr frr-pythontools"
@@ -65,7 +67,7 @@ fi
 # 2. Stage every file, with the keys, and check what can be checked.
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-cp -R "$here/conf.d" "$here/systemd-network" "$here/strongswan.conf.d" "$here/swanctl.conf" "$here/frr.conf" "$stage/"
+cp -R "$here/conf.d" "$here/systemd-network" "$here/strongswan.conf.d" "$here/swanctl.conf" "$here/frr.conf" "$here/nftables" "$here/systemd-system" "$stage/"
 mkdir -m 0700 "$stage/secrets.d"
 
 # stage_secret TUNNEL SECRET VERSION LOCAL_ID REMOTE_ID
@@ -104,6 +106,9 @@ if [[ -n $root ]]; then
   install -m 0644 "$stage"/conf.d/*.conf "$root/etc/swanctl/conf.d/"
   install -m 0600 "$stage"/secrets.d/*.conf "$root/etc/swanctl/secrets.d/"
   install -m 0640 "$stage/frr.conf" "$root/etc/frr/frr.conf"
+  install -d -m 0755 "$root/etc/nodegen" "$root/etc/systemd/system"
+  install -m 0644 "$stage/nftables/nodegen-vpn-mss-clamp.nft" "$root/etc/nodegen/vpn-mss-clamp.nft"
+  install -m 0644 "$stage/systemd-system/nodegen-vpn-mss-clamp.service" "$root/etc/systemd/system/nodegen-vpn-mss-clamp.service"
   if [[ -f $stage/daemons ]]; then
     install -m 0644 "$stage/daemons" "$root/etc/frr/daemons"
   fi
@@ -111,6 +116,7 @@ if [[ -n $root ]]; then
 fi
 
 out=$(vtysh --dryrun -f "$stage/frr.conf" 2>&1) || fail "vtysh refuses frr.conf: $out; nothing was changed"
+out=$(nft --check -f "$stage/nftables/nodegen-vpn-mss-clamp.nft" 2>&1) || fail "nft refuses the MSS clamp (nftables/nodegen-vpn-mss-clamp.nft): $out; nothing was changed"
 
 # established TUNNEL: its CHILD_SA is installed and its BGP session is
 # Established (the state bgpd reports as bgpState).
@@ -176,6 +182,22 @@ elif [[ $frr_reload == yes ]]; then
   echo "install.sh: reloading FRR's configuration"
   systemctl reload frr.service
 fi
+
+# The MSS clamp, before any tunnel is (re)initiated: loading it replaces
+# its table in one transaction, which disturbs no connection.
+clamp=nodegen-vpn-mss-clamp.service
+if differs "$stage/systemd-system/nodegen-vpn-mss-clamp.service" /etc/systemd/system/$clamp ||
+  differs "$stage/nftables/nodegen-vpn-mss-clamp.nft" /etc/nodegen/vpn-mss-clamp.nft; then
+  install -d -m 0755 /etc/nodegen /etc/systemd/system
+  install -m 0644 "$stage/nftables/nodegen-vpn-mss-clamp.nft" /etc/nodegen/vpn-mss-clamp.nft
+  install -m 0644 "$stage/systemd-system/nodegen-vpn-mss-clamp.service" /etc/systemd/system/$clamp
+  systemctl daemon-reload
+  echo "install.sh: loading the MSS clamp of the tunnels ($clamp)"
+  systemctl restart "$clamp"
+elif ! systemctl is-active --quiet "$clamp"; then
+  systemctl start "$clamp"
+fi
+systemctl is-enabled --quiet "$clamp" || systemctl enable --quiet "$clamp"
 
 # 4. The tunnels, one at a time: first those that are down (they carry
 # nothing), then the established ones.
