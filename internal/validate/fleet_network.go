@@ -24,7 +24,12 @@ import (
 //   - an HA VPN interface address in two clusters: each cluster renders
 //     its own HA VPN gateway, and Google gives every gateway interface an
 //     address of its own, so the on-prem gateways of one cluster would
-//     dial the other's.
+//     dial the other's;
+//   - an on-prem VPN gateway (its address) in two clusters: each cluster's
+//     install.sh installs its files under the same names on the host
+//     (/etc/swanctl/conf.d/tunnel0.conf, the vpn-tunnel0 interface with
+//     its if_id, /etc/frr/frr.conf, the MSS clamp), so the second install
+//     replaces the first cluster's tunnels and BGP.
 func fleetNetworks(l *source.Loaded) diag.List {
 	var list diag.List
 	type subnet struct {
@@ -38,6 +43,7 @@ func fleetNetworks(l *source.Loaded) diag.List {
 		i int
 	}
 	vpnAddrs := map[netip.Addr][]vpnUse{}
+	peerAddrs := map[netip.Addr][]vpnUse{}
 	for _, m := range l.Members {
 		if m.Broken.Cluster {
 			continue
@@ -55,6 +61,11 @@ func fleetNetworks(l *source.Loaded) diag.List {
 			for i, a := range n.VPN.HAVPNAddresses {
 				if ip, err := netip.ParseAddr(a); err == nil {
 					vpnAddrs[ip] = append(vpnAddrs[ip], vpnUse{m, i})
+				}
+			}
+			for i, g := range n.VPN.PeerGateways {
+				if ip, err := netip.ParseAddr(g.Address); err == nil {
+					peerAddrs[ip] = append(peerAddrs[ip], vpnUse{m, i})
 				}
 			}
 		}
@@ -116,6 +127,28 @@ func fleetNetworks(l *source.Loaded) diag.List {
 			}
 			c := &checker{pos: u.m}
 			c.at(sel("cluster", "gcp", "network", "vpn", "haVpnAddresses", u.i), "%s is also an HA VPN interface address of cluster %s: each cluster has its own HA VPN gateway, and Google gives each gateway's interfaces addresses of their own (out/terraform's output vpn_interface_addresses of this cluster's apply)", a, andList(others))
+			list = append(list, c.list...)
+		}
+	}
+	peers := make([]netip.Addr, 0, len(peerAddrs))
+	for a := range peerAddrs {
+		peers = append(peers, a)
+	}
+	slices.SortFunc(peers, netip.Addr.Compare)
+	for _, a := range peers {
+		uses := peerAddrs[a]
+		for i, u := range uses {
+			var others []string
+			for j, o := range uses {
+				if j != i && o.m != u.m {
+					others = append(others, o.m.Source.Cluster.Name)
+				}
+			}
+			if len(others) == 0 {
+				continue
+			}
+			c := &checker{pos: u.m}
+			c.at(sel("cluster", "gcp", "network", "vpn", "peerGateways", u.i, "address"), "%s is also an on-prem VPN gateway of cluster %s: each cluster's install.sh installs its tunnels, FRR's configuration and the MSS clamp under the same names on the gateway host (/etc/swanctl/conf.d/tunnel0.conf, vpn-tunnel0, /etc/frr/frr.conf), so one would replace the other's; give each cluster gateways of its own", a, andList(others))
 			list = append(list, c.list...)
 		}
 	}
