@@ -1018,3 +1018,28 @@ func (l *Lab) Restart(i int, timeout time.Duration) error {
 	l.startFRR(s)
 	return nil
 }
+
+var swanSecret = regexp.MustCompile(`(?m)^(\s*secret\s*=\s*)".*"$`)
+
+// Rekey gives tunnel j of side i the pre-shared key key, as a new key
+// version does: its connection is loaded again with the new secret
+// (swanctl --load-all, which leaves the other connections as they are)
+// and its IKE_SA terminated, and, when initiate is set, initiated again
+// (what the on-prem install.sh does; Cloud VPN's side answers).
+func (l *Lab) Rekey(i, j int, key string, initiate bool) {
+	l.t.Helper()
+	s := l.sides[i]
+	tn := &s.Tunnels[j]
+	if !swanSecret.Match(tn.Swanctl) {
+		l.t.Fatalf("vpnlab: side %s, tunnel %s: no secret in its swanctl.conf", s.Name, tn.Conn)
+	}
+	tn.Swanctl = swanSecret.ReplaceAll(tn.Swanctl, []byte(fmt.Sprintf("${1}%q", key)))
+	c := s.charons[j]
+	f := filepath.Join(c.dir, "swanctl", "swanctl.conf")
+	l.write(f, tn.Swanctl)
+	l.run(s.gw, "swanctl", "--load-all", "--noprompt", "--file", f, "--uri", c.vici)
+	_ = l.try(s.gw, "swanctl", "--terminate", "--ike", tn.Conn, "--force", "--timeout", "10", "--uri", c.vici)
+	if initiate {
+		_ = l.try(s.gw, "swanctl", "--initiate", "--child", tn.Conn, "--timeout", "30", "--uri", c.vici)
+	}
+}
