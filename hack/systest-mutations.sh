@@ -9,9 +9,10 @@
 # mutation whose text is no longer in the code is an error (exit 2), not a
 # result.
 #
-# Usage: hack/systest-mutations.sh [-l | -n] [NAME...]
+# Usage: hack/systest-mutations.sh [-l | -n | -s] [NAME...]
 #   -l     list the mutations and exit
 #   -n     apply each mutation and show its diff, run no test
+#   -s     skip the unmutated runs (when they passed in an earlier run)
 #   NAME   run only these mutations (and the unmutated runs of their tests)
 #
 # Environment, as for the system tests (see CONTRIBUTING.md), required:
@@ -32,23 +33,26 @@ root="$PWD"
 
 pkg=./internal/testing/systest
 
-# The mutations: name, test (a go test -run pattern), what breaks. Each
-# name has a function mut_<name with - as _> that changes the worktree
-# in the current directory.
+# The mutations: name, test (a go test -run pattern), what breaks, and
+# optionally the cheap form that CI runs (a package and a -run pattern),
+# which must fail too. Each name has a function mut_<name with - as _>
+# that changes the worktree in the current directory.
 mutations=(
-	"startup-taint|^TestScaleUpFromZero$|GPU groups rendered without their default startup taint (model.Resolve)"
+	"startup-taint|^TestScaleUpFromZero$|GPU groups rendered without their default startup taint (model.Resolve); nodegen's verification refuses the render"
+	"startup-taint-join|^TestScaleUpFromZero$|the startup taint left out of the nodes' JoinConfiguration (model.NodeGroup.JoinTaints), and the verification that refuses it (agree) lifted"
 	"stock-is-patched-noprovid|^TestNoProviderIDNoScaling$|the test's stock autoscaler replaced by nodegen's patched build (hack/testca/build.sh applies the patch without --patch)"
 	"stock-is-patched-freeze|^TestUpcomingNodeFreeze$|the test's stock autoscaler replaced by nodegen's patched build (hack/testca/build.sh applies the patch without --patch)"
 	"patch-guard-never|^TestPatchedBuild$|the patch's guard never true (templates/autoscaler-gce-nodegroupfornode.patch tests the prefix none://)"
 	"nodes-min-1|^TestScaleDownEmptyNode$|--nodes rendered with a min of 1 for every MIG"
-	"priorities-inverted|^TestSpotStockoutFallsBack$|the priority expander's ConfigMap with every priority negated (on-demand over Spot)"
-	"cores-twice|^TestCapsBind$/^cores$|--cores-total adds the declared nodes' vCPUs twice"
-	"cores-none|^TestCapsBind$/^cores$|--cores-total adds none of the declared nodes' vCPUs"
-	"memory-twice|^TestCapsBind$/^memory$|--memory-total adds the declared nodes' GiB twice"
-	"memory-none|^TestCapsBind$/^memory$|--memory-total adds none of the declared nodes' GiB"
-	"nodes-twice|^TestCapsBind$/^nodes$|--max-nodes-total adds the declared nodes twice"
-	"nodes-none|^TestCapsBind$/^nodes$|--max-nodes-total adds none of the declared nodes"
-	"gpus-onprem|^TestCapsBind$/^gpus$|--gpu-total adds the declared nodes' GPUs of the type"
+	"priorities-inverted|^TestSpotStockoutFallsBack$|the priority expander's ConfigMap with the priorities inverted, 1000000 (the schema's max) less each (on-demand over Spot)"
+	"priorities-negative|^TestSpotStockoutFallsBack$|the priority expander's ConfigMap with every priority negated, which the expander ignores (the next expander picks)"
+	"cores-twice|^TestCapsBind$/^cores$|--cores-total adds the declared nodes' vCPUs twice|./internal/render ^TestCapFlagsCountDeclaredNodes$"
+	"cores-none|^TestCapsBind$/^cores$|--cores-total adds none of the declared nodes' vCPUs|./internal/render ^TestCapFlagsCountDeclaredNodes$"
+	"memory-twice|^TestCapsBind$/^memory$|--memory-total adds the declared nodes' GiB twice|./internal/render ^TestCapFlagsCountDeclaredNodes$"
+	"memory-none|^TestCapsBind$/^memory$|--memory-total adds none of the declared nodes' GiB|./internal/render ^TestCapFlagsCountDeclaredNodes$"
+	"nodes-twice|^TestCapsBind$/^nodes$|--max-nodes-total adds the declared nodes twice|./internal/render ^TestCapFlagsCountDeclaredNodes$"
+	"nodes-none|^TestCapsBind$/^nodes$|--max-nodes-total adds none of the declared nodes|./internal/render ^TestCapFlagsCountDeclaredNodes$"
+	"gpus-onprem|^TestCapsBind$/^gpus$|--gpu-total adds the declared nodes' GPUs of the type|./internal/render ^TestCapFlagsCountDeclaredNodes$"
 )
 
 # subst FILE OLD NEW: replaces the one occurrence of OLD in FILE by NEW;
@@ -73,6 +77,11 @@ cores='caps.Cores.Min+fixed.CPU, caps.Cores.Max+fixed.CPU'
 memory='caps.MemoryGiB.Min+fixed.MemoryGiB, caps.MemoryGiB.Max+fixed.MemoryGiB'
 nodes='int64(caps.MaxNodesTotal)+fixed.Nodes'
 
+mut_startup_taint_join() {
+	subst internal/model/model.go $'\tif g.StartupTaint != nil {\n\t\tout = append(out, *g.StartupTaint)' \
+		$'\tif false && g.StartupTaint != nil {\n\t\tout = append(out, *g.StartupTaint)'
+	subst internal/agree/agree.go 'if g.StartupTaint != nil && startup != 1 {' 'if false && g.StartupTaint != nil && startup != 1 {'
+}
 mut_startup_taint() {
 	subst internal/model/model.go 'if g.GPU != nil && g.StartupTaint == nil && g.Kind != KindOnPrem {' \
 		'if false && g.GPU != nil && g.StartupTaint == nil && g.Kind != KindOnPrem {'
@@ -95,6 +104,9 @@ mut_nodes_min_1() {
 		'fmt.Fprintf(&b, "--nodes=%d:%d:%s\n", max(m.Min, 1), m.Max, m.URL)'
 }
 mut_priorities_inverted() {
+	subst "$capacity" $'\t\tp := m.Group.GroupPriority()\n' $'\t\tp := 1000000 - m.Group.GroupPriority()\n'
+}
+mut_priorities_negative() {
 	subst "$capacity" $'\t\tp := m.Group.GroupPriority()\n' $'\t\tp := -m.Group.GroupPriority()\n'
 }
 mut_cores_twice() { subst "$capacity" "$cores" 'caps.Cores.Min+2*fixed.CPU, caps.Cores.Max+2*fixed.CPU'; }
@@ -108,18 +120,24 @@ mut_gpus_onprem() {
 		$'\t\tr, n := caps.GPUs[t], int64(0)\n\t\tfor _, d := range src.DeclaredNodes() {\n\t\t\tif d.GPUType == t {\n\t\t\t\tn += d.GPUs\n\t\t\t}\n\t\t}\n\t\tout = append(out, [2]string{"gpu-total", fmt.Sprintf("%s:%d:%d", t, r.Min+n, r.Max+n)})'
 }
 
-if [[ ${1:-} == -l ]]; then
-	for m in "${mutations[@]}"; do
-		IFS='|' read -r name run what <<<"$m"
-		printf '%-26s %-28s %s\n' "$name" "$run" "$what"
-	done
-	exit 0
-fi
-
 dry=""
-if [[ ${1:-} == -n ]]; then
+skip=""
+case ${1:-} in
+-n)
 	dry=1
 	shift
+	;;
+-s)
+	skip=1
+	shift
+	;;
+esac
+if [[ ${1:-} == -l ]]; then
+	for m in "${mutations[@]}"; do
+		IFS='|' read -r name run what cheap <<<"$m"
+		printf '%-26s %-28s %s%s\n' "$name" "$run" "$what" "${cheap:+ (and $cheap)}"
+	done
+	exit 0
 fi
 
 selected=()
@@ -157,21 +175,33 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# keylines LOG: the test's failure messages (file:line lines of the test's
-# packages that are no t.Logf), and the --- FAIL lines.
+# keylines LOG: the test's last messages before it failed (its file:line
+# lines, less the harness's progress and the dumps made on failure), and
+# the --- FAIL lines.
 keylines() {
-	local logs
-	logs="$(grep -rnE --include='*.go' '\.Logf?\(' internal/testing/systest internal/testing/testca | awk -F: '{n=split($1, p, "/"); print p[n] ":" $2 ":"}')"
 	grep -E '^ *[A-Za-z0-9_]+\.go:[0-9]+: |^ *--- FAIL' "$1" |
-		grep -vF -f <(printf '%s\n' "$logs") |
-		sed -E 's/^ +//' | cut -c1-300 | head -n 6 || true
+		grep -vE "\.go:[0-9]+: (testca: |testcp: |kubectl apply |explain's plan: |the stand-ins' events|the autoscaler's log )" |
+		sed -E 's/^ +//' | cut -c1-300 | tail -n 6 || true
 }
 
-# run LABEL RUN [MUTATION]: runs the test in a new worktree of HEAD, after
-# the mutation if any; sets status to pass, fail or error.
+# verdict LOG RC: pass, fail or error (a build or harness failure, a skip).
+verdict() {
+	if (($2 == 0)) && grep -qE '^(--- PASS|ok )' "$1" && ! grep -q -- '--- SKIP' "$1"; then
+		echo pass
+	elif grep -qE '^(--- FAIL|FAIL)' "$1" && ! grep -qE '\[build failed\]|\[setup failed\]|testca: hack/testca/build.sh: ' "$1"; then
+		echo fail
+	else
+		echo error
+	fi
+}
+
+# run LABEL RUN [MUTATION [CHEAP]]: runs the test in a new worktree of
+# HEAD, after the mutation if any, then the cheap form if any; sets status
+# and cheap_status to pass, fail or error.
 status=""
+cheap_status=""
 run() {
-	local label=$1 pattern=$2 mut=${3:-} log="$work/$1.log" started=$SECONDS rc=0
+	local label=$1 pattern=$2 mut=${3:-} cheap=${4:-} log="$work/$1.log" started=$SECONDS rc=0
 	tree="$work/tree"
 	git -C "$root" worktree add --quiet --detach "$tree" HEAD
 	if [[ -n $mut ]]; then
@@ -192,16 +222,19 @@ run() {
 	echo "--- $label: go test $pkg -run '$pattern' -count=1 -v"
 	(cd "$tree" && go test "$pkg" -run "$pattern" -count=1 -v -timeout 20m) >"$log" 2>&1 || rc=$?
 	cat "$log"
-	if ((rc == 0)) && grep -q '^--- PASS' "$log" && ! grep -q -- '--- SKIP' "$log"; then
-		status=pass
-	elif grep -qE '^(--- FAIL|FAIL)' "$log" && ! grep -qE '\[build failed\]|\[setup failed\]|testca: hack/testca/build.sh: ' "$log"; then
-		status=fail
-	else
-		status=error
-	fi
+	status="$(verdict "$log" "$rc")"
 	echo "=== $label: $status in $((SECONDS - started))s"
 	if [[ $status != pass ]]; then
-		(cd "$tree" && keylines "$log") | sed 's/^/    /'
+		keylines "$log" | sed 's/^/    /'
+	fi
+	cheap_status=""
+	if [[ -n $cheap ]]; then
+		rc=0
+		echo "--- $label, the cheap form: go test ${cheap% *} -run '${cheap#* }' -count=1"
+		(cd "$tree" && go test "${cheap% *}" -run "${cheap#* }" -count=1) >"$log.cheap" 2>&1 || rc=$?
+		cat "$log.cheap"
+		cheap_status="$(verdict "$log.cheap" "$rc")"
+		echo "=== $label, the cheap form: $cheap_status"
 	fi
 	git -C "$root" worktree remove --force "$tree"
 	tree=""
@@ -212,16 +245,16 @@ bad=0
 broken=0
 declare -A baseline=()
 for m in "${selected[@]}"; do
-	IFS='|' read -r name pattern what <<<"$m"
+	IFS='|' read -r name pattern what cheap <<<"$m"
 	test=${pattern%%/*}
-	if [[ -z $dry && -z ${baseline[$test]:-} ]]; then
+	if [[ -z $dry$skip && -z ${baseline[$test]:-} ]]; then
 		run "unmutated-${test//[^A-Za-z]/}" "$test"
 		baseline[$test]=$status
 		summary+=("$(printf '%-26s %-28s %s' unmutated "$test" "$status (want pass)")")
 		[[ $status == pass ]] || broken=1
 	fi
 	echo "### $name: $what"
-	run "$name" "$pattern" "$name"
+	run "$name" "$pattern" "$name" "$cheap"
 	case $status in
 	fail) verdict="failed (killed)" ;;
 	applied) verdict="applies" ;;
@@ -231,6 +264,18 @@ for m in "${selected[@]}"; do
 		;;
 	*)
 		verdict="ERROR: no result (the mutation does not apply or the test did not build)"
+		broken=1
+		;;
+	esac
+	case $cheap_status in
+	"") ;;
+	fail) verdict+="; the cheap form failed" ;;
+	pass)
+		verdict+="; the cheap form PASSED"
+		bad=1
+		;;
+	*)
+		verdict+="; the cheap form: ERROR"
 		broken=1
 		;;
 	esac

@@ -366,8 +366,29 @@ func TestScaleDownEmptyNode(t *testing.T) {
 	}
 }
 
+// expanderChose is what the priority expander logs for each MIG it keeps
+// as the highest priority among the options (kubernetes/autoscaler
+// cluster-autoscaler-1.35.2, expander/priority/priority.go BestOptions, at
+// --v=2): "priority expander: <MIG URL> chosen as the highest available".
+// When its ConfigMap matches none of the options, or only with priorities
+// below 0, it logs no choice and leaves the pick to the next expander.
+const expanderChose = " chosen as the highest available"
+
+// firstChoice is the MIG URL of the priority expander's first choice in the
+// autoscaler's log, "" when it made none.
+func firstChoice(log string) string {
+	const prefix = "priority expander: "
+	for _, l := range strings.Split(log, "\n") {
+		if i := strings.Index(l, prefix); i >= 0 && strings.HasSuffix(l, expanderChose) {
+			return strings.TrimSuffix(l[i+len(prefix):], expanderChose)
+		}
+	}
+	return ""
+}
+
 // TestSpotStockoutFallsBack: when every spot zone reports a stockout, the
-// GPU pod lands on the on-demand group, the next priority.
+// GPU pod lands on the on-demand group, the next priority; the priority
+// expander, not the next expander's pick, chose the spot group first.
 func TestSpotStockoutFallsBack(t *testing.T) {
 	t.Parallel()
 	bin := testca.Binary(t, nil)
@@ -379,7 +400,7 @@ func TestSpotStockoutFallsBack(t *testing.T) {
 		c.Compute.SetFault("stockout", c.Source.Cluster.MIGName(spot, z), true)
 	}
 	setProviderID(t, c)
-	c.StartAutoscaler(bin)
+	ca := c.StartAutoscaler(bin)
 	c.Create(gpuPod("train"))
 	if !eventually(4*time.Minute, func() bool { v := created(c, onDemand); return len(v) > 0 && c.NodeOf("default", "train") == v[0].Name }) {
 		t.Fatalf("the pod did not land on gpu-t4 in 4m; calls:\n%s", mutated(c))
@@ -394,6 +415,17 @@ func TestSpotStockoutFallsBack(t *testing.T) {
 		t.Errorf("the autoscaler never tried the preferred spot group; calls:\n%s", mutated(c))
 	}
 	t.Logf("spot MIGs tried before the fallback: %d of %d", len(tried), len(spotMIGs))
+	// Without the priorities, the next expander may pick a spot MIG first
+	// too, by chance.
+	var spotURLs []string
+	for _, m := range c.Source.AutoscaledMIGs() {
+		if m.Group.Name == spot.Name {
+			spotURLs = append(spotURLs, m.URL)
+		}
+	}
+	if first := firstChoice(ca.Output()); !slices.Contains(spotURLs, first) {
+		t.Errorf("the priority expander's first choice was %q, not a spot-gpu-t4 MIG %v", first, spotURLs)
+	}
 }
 
 // capCase is a scenario of TestCapsBind: the fixture with one cap lowered
