@@ -591,8 +591,9 @@ func (c *Cluster) Node(name string) *corev1.Node {
 
 // Autoscaler is a running Cluster Autoscaler process.
 type Autoscaler struct {
-	Log string // the path of its output
-	cmd *exec.Cmd
+	Log  string // the path of its output
+	Addr string // host:port of its metrics (--address)
+	cmd  *exec.Cmd
 }
 
 // StartAutoscaler runs the autoscaler binary with the flags of the
@@ -633,7 +634,7 @@ func (c *Cluster) StartAutoscaler(bin string, extra ...string) *Autoscaler {
 		"--v=4",
 	)
 	args = append(args, extra...)
-	a := &Autoscaler{Log: filepath.Join(dir, "cluster-autoscaler.log")}
+	a := &Autoscaler{Log: filepath.Join(dir, "cluster-autoscaler.log"), Addr: "127.0.0.1:" + port}
 	logf, err := os.Create(a.Log)
 	if err != nil {
 		c.t.Fatal(err)
