@@ -46,6 +46,14 @@ that a PodDisruptionBudget blocks for cluster.rollout.drainTimeout stops it
 with the node schedulable again and nothing deleted (onDrainTimeout "stop",
 the default), or deletes the pods still refused (onDrainTimeout "force").
 
+One rollout at a time: --yes first takes a lock held in the cluster, the
+Lease kube-system/nodegen-rollout, and renews it while it runs. Another run
+that holds it makes --yes refuse before changing anything, naming the
+holder (host, pid, start) and when the lock expires; --wait DURATION waits
+for it instead. A run that crashed or was killed renews it no more: it
+expires 15s after its last renewal, and the next run takes it over. A run
+that cannot renew it for 10s stops where it is.
+
 Before any group, it drains, one at a time and as above, the nodes of MIGs
 the source no longer has (a zone removed from a group, a group removed or
 renamed), deletes them through their MIG, then deletes the emptied MIG,
@@ -78,6 +86,7 @@ type rolloutFlags struct {
 	yes        bool
 	endpoint   string
 	poll       time.Duration
+	wait       time.Duration
 	drain      rollout.DrainOptions
 }
 
@@ -96,6 +105,7 @@ func rolloutCommand(s *streams) *cli.Command {
 			&cli.BoolFlag{Name: "delete-emptydir-data", Usage: "drains evict pods with emptyDir volumes, whose data is lost (as kubectl drain --delete-emptydir-data)", Destination: &f.drain.DeleteEmptyDirData},
 			&cli.BoolFlag{Name: "evict-do-not-disrupt", Usage: "drains evict pods annotated cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\" or karpenter.sh/do-not-disrupt: \"true\"", Destination: &f.drain.EvictDoNotDisrupt},
 			&cli.StringFlag{Name: "compute-endpoint", Value: rollout.DefaultComputeEndpoint, Usage: "Compute Engine API v1 base `URL`", Destination: &f.endpoint},
+			&cli.DurationFlag{Name: "wait", Usage: "with --yes, wait up to `DURATION` for the lock another rollout holds (default: refuse at once)", Destination: &f.wait},
 			&cli.DurationFlag{Name: "poll", Value: 5 * time.Second, Usage: "look again every `DURATION` while waiting", Destination: &f.poll},
 			sourceFlag(&f.src),
 			clusterFlag(&f.src),
@@ -204,6 +214,10 @@ func (f *rolloutFlags) check() error {
 		return usageError{fmt.Errorf("rollout --yes needs the live cluster, --kubeconfig FILE, $%s or %s: it changes it", kube.KubeconfigEnv, kube.HomeKubeconfigName)}
 	case f.nodesFile == "" && f.kubeconfig == "" && !kubeconfigDefault():
 		return usageError{fmt.Errorf("rollout needs --nodes FILE, --kubeconfig FILE, $%s or %s", kube.KubeconfigEnv, kube.HomeKubeconfigName)}
+	case f.wait != 0 && !f.yes:
+		return usageError{fmt.Errorf("--wait waits for the lock of --yes; a plan takes none")}
+	case f.wait < 0:
+		return usageError{fmt.Errorf("--wait %s: a duration of 0 or more", f.wait)}
 	case f.yes && f.output == "json":
 		return usageError{fmt.Errorf("-o json prints a plan; it does not go with --yes")}
 	}
@@ -223,6 +237,7 @@ func (f *rolloutFlags) carryOut(ctx context.Context, s *streams, src *model.Sour
 		Progress: &rollout.Progress{W: s.out, Terminal: isTerminal(s.out)},
 		Poll:     f.poll,
 		Drain:    f.drain,
+		LockWait: f.wait,
 	}
 	if err := r.Run(ctx); err != nil {
 		if ctx.Err() != nil {

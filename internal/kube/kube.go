@@ -1,7 +1,8 @@
 // Package kube is nodegen's client of a cluster's API: the calls rollout
-// and drift make (nodes, pods, evictions, PodDisruptionBudgets) and no
-// more. It stands on client-go's REST client (k8s.io/client-go/rest) with
-// a scheme of core/v1 and policy/v1 alone, so that the binary links
+// and drift make (nodes, pods, evictions, PodDisruptionBudgets, the
+// rollout's Lease) and no more. It stands on client-go's REST client
+// (k8s.io/client-go/rest) with a scheme of core/v1, policy/v1 and
+// coordination.k8s.io/v1 alone, so that the binary links
 // neither client-go's typed clientset nor the types of the other API
 // groups it would register.
 //
@@ -23,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,13 +56,15 @@ var theCodecs = sync.OnceValue(func() *codecs {
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(policyv1.AddToScheme(s))
+	utilruntime.Must(coordinationv1.AddToScheme(s))
 	return &codecs{scheme: s, factory: serializer.NewCodecFactory(s), params: runtime.NewParameterCodec(s)}
 })
 
-// Client calls a cluster's API: core/v1 and policy/v1.
+// Client calls a cluster's API: core/v1, policy/v1 and
+// coordination.k8s.io/v1.
 type Client struct {
-	core, policy *rest.RESTClient
-	params       runtime.ParameterCodec
+	core, policy, coordination *rest.RESTClient
+	params                     runtime.ParameterCodec
 }
 
 // FromKubeconfig makes the client of the cluster of a kubeconfig file (its
@@ -117,7 +121,7 @@ func HomeKubeconfig() string {
 // NewForConfig makes a client from a REST config, with the defaults the
 // typed clientset applies (k8s.io/client-go/kubernetes.NewForConfig): the
 // default Kubernetes user agent unless the config sets one, one HTTP
-// client for both API groups, and a rate limiter shared by both when the
+// client for every API group, and a rate limiter shared by all when the
 // config sets a QPS but no limiter (each group its own default otherwise).
 func NewForConfig(c *rest.Config) (*Client, error) {
 	config := *c
@@ -143,7 +147,11 @@ func NewForConfig(c *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core, policy: policy, params: cs.params}, nil
+	coordination, err := restClient(&config, httpClient, cs, coordinationv1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	return &Client{core: core, policy: policy, coordination: coordination, params: cs.params}, nil
 }
 
 // restClient is the REST client of one API group version, configured as

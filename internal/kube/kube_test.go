@@ -3,14 +3,17 @@ package kube_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -259,6 +263,11 @@ func TestSameRequestsAsClientset(t *testing.T) {
 		method, path string
 		contentType  string
 		want         func(r result) bool
+		// ownObject: each run updates a lease of its own (made anew by
+		// the call), whose uid, resourceVersion, creation time and
+		// managed fields the request's body carries; those are left out
+		// of the comparison (leaseBodies), the rest of the body is not.
+		ownObject bool
 	}{
 		{
 			name: "list nodes",
@@ -412,6 +421,102 @@ func TestSameRequestsAsClientset(t *testing.T) {
 			want: func(r result) bool { return reflect.DeepEqual(r.Names, []string{"shop/web"}) },
 		},
 		{
+			name:  "get a missing lease",
+			setup: func() { f.noLease() },
+			typed: func() result {
+				l, err := typed.CoordinationV1().Leases("kube-system").Get(ctx, "lock", metav1.GetOptions{})
+				return resultOf(leaseNames(l), err)
+			},
+			kube: func() result {
+				l, err := client.GetLease(ctx, "kube-system", "lock")
+				return resultOf(leaseNames(l), err)
+			},
+			method: "GET", path: "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/lock",
+			want: func(r result) bool { return isStatus(r, apierrors.IsNotFound) },
+		},
+		{
+			name:  "create a lease",
+			setup: func() { f.noLease() },
+			typed: func() result {
+				l, err := typed.CoordinationV1().Leases("kube-system").Create(ctx, newLease("a"), metav1.CreateOptions{})
+				return resultOf(leaseNames(l), err)
+			},
+			kube: func() result {
+				l, err := client.CreateLease(ctx, newLease("a"))
+				return resultOf(leaseNames(l), err)
+			},
+			method: "POST", path: "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", contentType: "application/vnd.kubernetes.protobuf",
+			want: func(r result) bool { return reflect.DeepEqual(r.Names, []string{"kube-system/lock a"}) },
+		},
+		{
+			name:  "create a lease that exists",
+			setup: func() { f.lease("a") },
+			typed: func() result {
+				l, err := typed.CoordinationV1().Leases("kube-system").Create(ctx, newLease("b"), metav1.CreateOptions{})
+				return resultOf(leaseNames(l), err)
+			},
+			kube: func() result {
+				l, err := client.CreateLease(ctx, newLease("b"))
+				return resultOf(leaseNames(l), err)
+			},
+			method: "POST", path: "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+			want: func(r result) bool { return isStatus(r, apierrors.IsAlreadyExists) },
+		},
+		{
+			name:  "get a lease",
+			setup: func() { f.lease("a") },
+			typed: func() result {
+				l, err := typed.CoordinationV1().Leases("kube-system").Get(ctx, "lock", metav1.GetOptions{})
+				return resultOf(leaseNames(l), err)
+			},
+			kube: func() result {
+				l, err := client.GetLease(ctx, "kube-system", "lock")
+				return resultOf(leaseNames(l), err)
+			},
+			method: "GET", path: "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/lock",
+			want: func(r result) bool { return reflect.DeepEqual(r.Names, []string{"kube-system/lock a"}) },
+		},
+		{
+			// Each update is of the lease as the setup left it, at its
+			// resourceVersion.
+			name:  "update a lease",
+			setup: func() { f.lease("a") },
+			typed: func() result {
+				l := f.lease("a")
+				l.Spec.HolderIdentity = ptrString("b")
+				l, err := typed.CoordinationV1().Leases("kube-system").Update(ctx, l, metav1.UpdateOptions{})
+				return resultOf(leaseNames(l), err)
+			},
+			kube: func() result {
+				l := f.lease("a")
+				l.Spec.HolderIdentity = ptrString("b")
+				l, err := client.UpdateLease(ctx, l)
+				return resultOf(leaseNames(l), err)
+			},
+			method: "PUT", path: "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/lock", contentType: "application/vnd.kubernetes.protobuf",
+			ownObject: true,
+			want:      func(r result) bool { return reflect.DeepEqual(r.Names, []string{"kube-system/lock b"}) },
+		},
+		{
+			name:  "update a lease changed since it was read",
+			setup: func() { f.lease("a") },
+			typed: func() result {
+				l := f.lease("a")
+				l.ResourceVersion = "1"
+				l, err := typed.CoordinationV1().Leases("kube-system").Update(ctx, l, metav1.UpdateOptions{})
+				return resultOf(leaseNames(l), err)
+			},
+			kube: func() result {
+				l := f.lease("a")
+				l.ResourceVersion = "1"
+				l, err := client.UpdateLease(ctx, l)
+				return resultOf(leaseNames(l), err)
+			},
+			method: "PUT", path: "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/lock",
+			ownObject: true,
+			want:      func(r result) bool { return isStatus(r, apierrors.IsConflict) },
+		},
+		{
 			name: "a cancelled context",
 			typed: func() result {
 				_, err := typed.CoreV1().Nodes().List(cancelled, metav1.ListOptions{})
@@ -440,6 +545,9 @@ func TestSameRequestsAsClientset(t *testing.T) {
 			rec.take()
 			gotRes := c.kube()
 			got := rec.take()
+			if c.ownObject {
+				got, want = leaseBodies(t, got), leaseBodies(t, want)
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("requests:\n got %+v\nwant %+v (the typed clientset's)", got, want)
 			}
@@ -512,3 +620,67 @@ func podUID(f *fixture, name string) types.UID {
 }
 
 func ptrUID(s string) *types.UID { u := types.UID(s); return &u }
+
+// noLease makes sure lease kube-system/lock does not exist.
+func (f *fixture) noLease() {
+	f.t.Helper()
+	err := f.admin.CoordinationV1().Leases("kube-system").Delete(context.Background(), "lock", metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		f.t.Fatal(err)
+	}
+}
+
+// lease makes lease kube-system/lock anew, held by holder, and returns it.
+func (f *fixture) lease(holder string) *coordinationv1.Lease {
+	f.t.Helper()
+	f.noLease()
+	l, err := f.admin.CoordinationV1().Leases("kube-system").Create(context.Background(), newLease(holder), metav1.CreateOptions{})
+	f.must(err)
+	return l
+}
+
+// leaseBodies returns reqs with each body, a Lease in protobuf, decoded and
+// written again without its uid, resourceVersion, creation time and
+// managed fields.
+func leaseBodies(t *testing.T, reqs []request) []request {
+	t.Helper()
+	out := slices.Clone(reqs)
+	for i, r := range out {
+		body, err := strconv.Unquote(r.Body)
+		if err != nil {
+			t.Fatalf("request body: %v", err)
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(body), nil, nil)
+		if err != nil {
+			t.Fatalf("request body: %v", err)
+		}
+		l, ok := obj.(*coordinationv1.Lease)
+		if !ok {
+			t.Fatalf("request body: a %T, want a Lease", obj)
+		}
+		l.UID, l.ResourceVersion, l.CreationTimestamp, l.ManagedFields = "", "", metav1.Time{}, nil
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i].Body = string(b)
+	}
+	return out
+}
+
+func newLease(holder string) *coordinationv1.Lease {
+	secs := int32(15)
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "lock", Namespace: "kube-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs}}
+}
+
+func ptrString(s string) *string { return &s }
+
+// leaseNames is the lease's namespace/name and holder; the client returns
+// nil with its errors.
+func leaseNames(l *coordinationv1.Lease) []string {
+	if l == nil || l.Name == "" {
+		return nil
+	}
+	return []string{l.Namespace + "/" + l.Name + " " + *l.Spec.HolderIdentity}
+}

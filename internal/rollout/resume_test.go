@@ -161,7 +161,8 @@ func TestRolloutRevertAfterStoppedDrain(t *testing.T) {
 	}
 	s.writeSource(t, "gpu-t4.cue", string(b))
 	var stdout, stderr bytes.Buffer
-	code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr)
+	// The killed run holds the lock until it expires: wait for it.
+	code := cli.Main(s.args("--yes", "--wait", "1m"), strings.NewReader(""), &stdout, &stderr)
 	t.Logf("after the revert: exit %d\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	if !strings.Contains(stdout.String(), "rollout: "+old1+": no longer replaced (at its group's revision again)") {
 		t.Errorf("the output does not say %s is let go", old1)

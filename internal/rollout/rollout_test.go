@@ -27,6 +27,7 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/revision"
+	"github.com/nodegen/nodegen/internal/rollout"
 	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
@@ -360,6 +361,20 @@ func (s *setup) rolloutUser(t *testing.T) *testcp.User {
 	if _, err := s.admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The lock: its Lease in kube-system alone (docs/rollout.md's Role).
+	lockRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "nodegen-rollout", Namespace: rollout.LockNamespace}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{rollout.LockName}, Verbs: []string{"get", "update"}},
+	}}
+	if _, err := s.admin.RbacV1().Roles(rollout.LockNamespace).Create(ctx, lockRole, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lockBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "nodegen-rollout", Namespace: rollout.LockNamespace},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "nodegen-rollout"},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "nodegen-rollout"}}}
+	if _, err := s.admin.RbacV1().RoleBindings(rollout.LockNamespace).Create(ctx, lockBinding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	return s.cp.Impersonate(t, "nodegen-rollout")
 }
 
@@ -596,7 +611,8 @@ func TestRolloutKilledAndResumed(t *testing.T) {
 // and returns whether it was killed and its output. A run not killed
 // must succeed.
 func (s *setup) runBinary(t *testing.T, bin string, killAfter int) (killed bool, out string) {
-	cmd := exec.Command(bin, s.args("--yes")...)
+	// A run killed before holds the lock until it expires: wait for it.
+	cmd := exec.Command(bin, s.args("--yes", "--wait", "1m")...)
 	cmd.Env = append(os.Environ(), "GOOGLE_APPLICATION_CREDENTIALS="+s.creds)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,7 +28,9 @@ import (
 // Cluster is what a rollout asks of the cluster's API, and no more:
 // nodes listed, read, merge-patched (cordon, uncordon) and deleted, pods
 // listed and evicted through the Eviction API (deleted only past the drain
-// timeout with onDrainTimeout "force"), PodDisruptionBudgets listed. API errors are *apierrors.StatusError. *kube.Client is one.
+// timeout with onDrainTimeout "force"), PodDisruptionBudgets listed, the
+// rollout's Lease read, created and updated (the lock). API errors are
+// *apierrors.StatusError. *kube.Client is one.
 type Cluster interface {
 	ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
 	GetNode(ctx context.Context, name string) (*corev1.Node, error)
@@ -37,6 +40,9 @@ type Cluster interface {
 	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
 	EvictPod(ctx context.Context, eviction *policyv1.Eviction) error
 	ListPodDisruptionBudgets(ctx context.Context, namespace string, opts metav1.ListOptions) (*policyv1.PodDisruptionBudgetList, error)
+	GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error)
+	CreateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
+	UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
 }
 
 // Runner carries out a plan.
@@ -53,6 +59,13 @@ type Runner struct {
 	ReadyTimeout time.Duration
 	// Poll is how often a wait looks again (default 5s).
 	Poll time.Duration
+	// Holder is the identity the run holds the rollout's lock with
+	// (default: LockHolder), LockWait how long it waits for a lock another
+	// run holds (default: not at all), LockTiming the lock's timing
+	// (default: DefaultLockTiming).
+	Holder     string
+	LockWait   time.Duration
+	LockTiming LockTiming
 }
 
 // ErrStopped is returned, wrapped, when the rollout stopped on purpose
@@ -75,7 +88,35 @@ func (r *Runner) poll() time.Duration {
 // the next group; at the end the error names every such group
 // (*BlockedError, which wraps ErrStopped). Only an interruption (ctx)
 // ends it at once.
-func (r *Runner) Run(ctx context.Context) error {
+//
+// First it takes the rollout's lock (Lease LockName in LockNamespace),
+// which it holds to the end: another run holding it makes it refuse
+// (*LockHeldError, which wraps ErrStopped) before it changes anything,
+// unless LockWait lets it wait; losing it stops the run at once
+// (ErrLockLost, wrapped in ErrStopped).
+func (r *Runner) Run(ctx context.Context) (err error) {
+	holder, timing := r.Holder, r.LockTiming
+	if holder == "" {
+		holder = LockHolder()
+	}
+	if timing == (LockTiming{}) {
+		timing = DefaultLockTiming
+	}
+	lk, err := acquireLock(ctx, r.Kube, holder, timing, r.LockWait, r.poll(), r.Progress)
+	if err != nil {
+		return err
+	}
+	held, stop := lk.hold(ctx)
+	defer func() {
+		if lost := context.Cause(held); ctx.Err() == nil && errors.Is(lost, ErrLockLost) {
+			err = fmt.Errorf("%w: %w; it stopped where it was, and the next run resumes from there", ErrStopped, lost)
+		}
+		err = errors.Join(err, stop())
+	}()
+	return r.run(held)
+}
+
+func (r *Runner) run(ctx context.Context) error {
 	pol := r.Src.Cluster.Rollout
 	drainTimeout := pol.DrainTimeout.Duration()
 	blocked := &BlockedError{}
