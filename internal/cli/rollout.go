@@ -65,9 +65,14 @@ As kubectl drain, a drain leaves DaemonSet and mirror pods, and does not
 evict pods that declare no controller (--force does), pods with emptyDir
 volumes (--delete-emptydir-data does), or pods annotated
 cluster-autoscaler.kubernetes.io/safe-to-evict: "false" or
-karpenter.sh/do-not-disrupt: "true" (--evict-do-not-disrupt does): the plan
-lists them, and a node that holds one is not replaced. The plan names the
-Job pods a drain evicts.
+karpenter.sh/do-not-disrupt: "true" (--evict-do-not-disrupt does). As the
+Cluster Autoscaler's scale-down, it does not evict pods with data on the
+VM's disks, which are deleted with it: a hostPath volume, or a claim bound
+to a local (or hostPath) PersistentVolume (--delete-local-volume-data
+does; a volume the pod names in cluster-autoscaler.kubernetes.io/
+safe-to-evict-local-volumes does not hold it). The plan lists them, and a
+node that holds one is not replaced. The plan names the Job pods a drain
+evicts, and says that each replaced node's disks go with its VM.
 
 The Compute API is called with Application Default Credentials
 (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, or
@@ -103,6 +108,7 @@ func rolloutCommand(s *streams) *cli.Command {
 			&cli.BoolFlag{Name: "yes", Usage: "carry the plan out", Destination: &f.yes},
 			&cli.BoolFlag{Name: "force", Usage: "drains evict pods that declare no controller (as kubectl drain --force): nothing creates them again", Destination: &f.drain.Force},
 			&cli.BoolFlag{Name: "delete-emptydir-data", Usage: "drains evict pods with emptyDir volumes, whose data is lost (as kubectl drain --delete-emptydir-data)", Destination: &f.drain.DeleteEmptyDirData},
+			&cli.BoolFlag{Name: "delete-local-volume-data", Usage: "drains evict pods with hostPath volumes or claims bound to local PersistentVolumes, whose data is deleted with the VM", Destination: &f.drain.DeleteLocalVolumeData},
 			&cli.BoolFlag{Name: "evict-do-not-disrupt", Usage: "drains evict pods annotated cluster-autoscaler.kubernetes.io/safe-to-evict: \"false\" or karpenter.sh/do-not-disrupt: \"true\"", Destination: &f.drain.EvictDoNotDisrupt},
 			&cli.StringFlag{Name: "compute-endpoint", Value: rollout.DefaultComputeEndpoint, Usage: "Compute Engine API v1 base `URL`", Destination: &f.endpoint},
 			&cli.DurationFlag{Name: "wait", Usage: "with --yes, wait up to `DURATION` for the lock another rollout holds (default: refuse at once)", Destination: &f.wait},
@@ -162,7 +168,11 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	plan.AddPods(pods.Items, f.drain)
+	local, err := rollout.ReadLocalClaims(ctx, cluster, pods.Items)
+	if err != nil {
+		return err
+	}
+	plan.AddPods(pods.Items, f.drain, local)
 	if err := printPlan(s, plan, src.Cluster.Autoscaler.NodeGroup, f.output); err != nil || !f.yes {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -151,6 +152,21 @@ func newFixture(t *testing.T, cfg *rest.Config) *fixture {
 	for _, n := range []string{"n1", "n2", "n3"} {
 		f.node(n)
 	}
+	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	_, err = f.admin.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv1"},
+		Spec: corev1.PersistentVolumeSpec{Capacity: size, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/disks/ssd0"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}}}}}}},
+	}, metav1.CreateOptions{})
+	f.must(err)
+	_, err = f.admin.CoreV1().PersistentVolumeClaims("shop").Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "shop"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "pv1",
+			Resources: corev1.VolumeResourceRequirements{Requests: size}},
+	}, metav1.CreateOptions{})
+	f.must(err)
 	f.pod("guarded", map[string]string{"app": "web"})
 	f.pod("free", map[string]string{"app": "batch"})
 	zero := intstr.FromInt32(0)
@@ -421,6 +437,32 @@ func TestSameRequestsAsClientset(t *testing.T) {
 			want: func(r result) bool { return reflect.DeepEqual(r.Names, []string{"shop/web"}) },
 		},
 		{
+			name: "list claims",
+			typed: func() result {
+				l, err := typed.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+				return resultOf(claimNames(l), err)
+			},
+			kube: func() result {
+				l, err := client.ListPersistentVolumeClaims(ctx, metav1.NamespaceAll, metav1.ListOptions{})
+				return resultOf(claimNames(l), err)
+			},
+			method: "GET", path: "/api/v1/persistentvolumeclaims",
+			want: func(r result) bool { return reflect.DeepEqual(r.Names, []string{"shop/data pv1"}) },
+		},
+		{
+			name: "list persistent volumes",
+			typed: func() result {
+				l, err := typed.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+				return resultOf(volumeNames(l), err)
+			},
+			kube: func() result {
+				l, err := client.ListPersistentVolumes(ctx, metav1.ListOptions{})
+				return resultOf(volumeNames(l), err)
+			},
+			method: "GET", path: "/api/v1/persistentvolumes",
+			want: func(r result) bool { return reflect.DeepEqual(r.Names, []string{"pv1 /mnt/disks/ssd0"}) },
+		},
+		{
 			name:  "get a missing lease",
 			setup: func() { f.noLease() },
 			typed: func() result {
@@ -683,4 +725,26 @@ func leaseNames(l *coordinationv1.Lease) []string {
 		return nil
 	}
 	return []string{l.Namespace + "/" + l.Name + " " + *l.Spec.HolderIdentity}
+}
+
+func claimNames(l *corev1.PersistentVolumeClaimList) []string {
+	if l == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range l.Items {
+		out = append(out, c.Namespace+"/"+c.Name+" "+c.Spec.VolumeName)
+	}
+	return out
+}
+
+func volumeNames(l *corev1.PersistentVolumeList) []string {
+	if l == nil {
+		return nil
+	}
+	var out []string
+	for _, v := range l.Items {
+		out = append(out, v.Name+" "+v.Spec.Local.Path)
+	}
+	return out
 }

@@ -19,6 +19,13 @@ func TestClassify(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", OwnerReferences: owners, Annotations: ann},
 			Spec: corev1.PodSpec{Volumes: vols}, Status: corev1.PodStatus{Phase: phase}}
 	}
+	hostPath := []corev1.Volume{{Name: "raid", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/mnt/disks/raid"}}}}
+	claim := func(name string) []corev1.Volume {
+		return []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}}
+	}
+	ephemeral := []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}}}
+	local := LocalClaims{"ns/pg-data": "local PV pv-1", "ns/p-scratch": "local PV pv-2"}
+	safeRaid := map[string]string{SafeToEvictLocalVolumesAnnotation: "other, raid"}
 	rs := owner("apps/v1", "ReplicaSet")
 	all := DrainOptions{Force: true, DeleteEmptyDirData: true, EvictDoNotDisrupt: true}
 	for _, c := range []struct {
@@ -43,8 +50,15 @@ func TestClassify(t *testing.T) {
 		{"do-not-disrupt", pod(rs, map[string]string{DoNotDisruptAnnotation: "true"}, nil, corev1.PodRunning), DrainOptions{}, podHeld, "--evict-do-not-disrupt"},
 		{"do-not-disrupt, --evict-do-not-disrupt", pod(rs, map[string]string{DoNotDisruptAnnotation: "true"}, nil, corev1.PodRunning), DrainOptions{EvictDoNotDisrupt: true}, podEvicted, ""},
 		{"Job pod", pod(owner("batch/v1", "Job"), nil, nil, corev1.PodRunning), DrainOptions{}, podEvicted, ""},
+		{"hostPath", pod(rs, nil, hostPath, corev1.PodRunning), all, podHeld, "--delete-local-volume-data"},
+		{"hostPath, --delete-local-volume-data", pod(rs, nil, hostPath, corev1.PodRunning), DrainOptions{DeleteLocalVolumeData: true}, podEvicted, ""},
+		{"hostPath named safe-to-evict-local-volumes", pod(rs, safeRaid, hostPath, corev1.PodRunning), DrainOptions{}, podEvicted, ""},
+		{"claim bound to a local PV", pod(rs, nil, claim("pg-data"), corev1.PodRunning), all, podHeld, "--delete-local-volume-data"},
+		{"claim bound to another PV", pod(rs, nil, claim("web-data"), corev1.PodRunning), DrainOptions{}, podEvicted, ""},
+		{"generic ephemeral volume on a local PV", pod(rs, nil, ephemeral, corev1.PodRunning), DrainOptions{}, podHeld, "--delete-local-volume-data"},
+		{"hostPath, finished", pod(rs, nil, hostPath, corev1.PodSucceeded), DrainOptions{}, podEvicted, ""},
 	} {
-		got, held := classify(c.pod, c.opts)
+		got, held := classify(c.pod, c.opts, local)
 		if got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 			continue

@@ -23,6 +23,10 @@ import (
 //     deletion ends it. A finished one is evicted.
 //   - localStorageFilter: a running pod with an emptyDir volume is not
 //     evicted unless --delete-emptydir-data is given: its data is lost.
+//   - pods with data on the node's disks (a hostPath volume, a claim
+//     bound to a local PersistentVolume) are not evicted unless
+//     --delete-local-volume-data is given: the autoscaler's rule
+//     (localdata.go); kubectl drain evicts them.
 //   - unreplicatedFilter: a running pod that declares no controller is
 //     not evicted unless --force is given: nothing creates it again.
 //   - a pod annotated cluster-autoscaler.kubernetes.io/safe-to-evict:
@@ -54,6 +58,10 @@ type DrainOptions struct {
 	// EvictDoNotDisrupt evicts pods annotated safe-to-evict "false" or
 	// do-not-disrupt "true".
 	EvictDoNotDisrupt bool `json:"evictDoNotDisrupt,omitempty"`
+	// DeleteLocalVolumeData evicts pods with hostPath volumes or claims
+	// bound to local PersistentVolumes, whose data is deleted with the VM
+	// (localdata.go).
+	DeleteLocalVolumeData bool `json:"deleteLocalVolumeData,omitempty"`
 }
 
 // podAction is what a drain does with one pod.
@@ -84,7 +92,7 @@ func finished(p *corev1.Pod) bool {
 // classify says what a drain does with the pod, and for a held pod why.
 // The order of the checks is kubectl's (makeFilters): DaemonSet, mirror,
 // local storage, no controller; the annotations come last.
-func classify(p *corev1.Pod, o DrainOptions) (podAction, *HeldPod) {
+func classify(p *corev1.Pod, o DrainOptions, local LocalClaims) (podAction, *HeldPod) {
 	id := p.Namespace + "/" + p.Name
 	c := metav1.GetControllerOf(p)
 	if c != nil && c.Kind == "DaemonSet" && c.APIVersion == "apps/v1" && !finished(p) {
@@ -99,6 +107,11 @@ func classify(p *corev1.Pod, o DrainOptions) (podAction, *HeldPod) {
 	var held []HeldPod
 	if !o.DeleteEmptyDirData && slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.EmptyDir != nil }) {
 		held = append(held, HeldPod{Pod: id, Reason: "emptyDir data", Flag: "--delete-emptydir-data"})
+	}
+	if !o.DeleteLocalVolumeData {
+		if vols := localVolumes(p, local); len(vols) > 0 {
+			held = append(held, HeldPod{Pod: id, Reason: "data on the VM's disks, lost with it: " + strings.Join(vols, ", "), Flag: "--delete-local-volume-data"})
+		}
 	}
 	if !o.Force && c == nil {
 		held = append(held, HeldPod{Pod: id, Reason: "no controller", Flag: "--force"})
@@ -134,10 +147,10 @@ func isJobPod(p *corev1.Pod) bool {
 
 // evictable are the pods of a node a drain evicts, the pods it holds, and
 // the Job pods among the evicted.
-func evictable(pods []corev1.Pod, o DrainOptions) (evict []corev1.Pod, held []HeldPod, jobs []string) {
+func evictable(pods []corev1.Pod, o DrainOptions, local LocalClaims) (evict []corev1.Pod, held []HeldPod, jobs []string) {
 	for i := range pods {
 		p := &pods[i]
-		switch a, h := classify(p, o); a {
+		switch a, h := classify(p, o, local); a {
 		case podEvicted:
 			evict = append(evict, *p)
 			if isJobPod(p) {

@@ -81,8 +81,9 @@ type LeavingMIG struct {
 }
 
 // AddPods reads what the drain of each stale node would hold back and
-// which Job pods it would evict, from the cluster's pods.
-func (p *Plan) AddPods(pods []corev1.Pod, o DrainOptions) {
+// which Job pods it would evict, from the cluster's pods and the claims
+// among theirs bound to volumes on a node's disks (ReadLocalClaims).
+func (p *Plan) AddPods(pods []corev1.Pod, o DrainOptions, local LocalClaims) {
 	p.Drain, p.PodsRead = o, true
 	byNode := map[string][]corev1.Pod{}
 	for _, pod := range pods {
@@ -94,7 +95,7 @@ func (p *Plan) AddPods(pods []corev1.Pod, o DrainOptions) {
 				s := &p.Groups[i].MIGs[j].Stale[k]
 				ps := byNode[s.Name]
 				sort.Slice(ps, func(a, b int) bool { return ps[a].Namespace+"/"+ps[a].Name < ps[b].Namespace+"/"+ps[b].Name })
-				_, s.Held, s.JobPods = evictable(ps, o)
+				_, s.Held, s.JobPods = evictable(ps, o, local)
 			}
 		}
 	}
@@ -103,7 +104,7 @@ func (p *Plan) AddPods(pods []corev1.Pod, o DrainOptions) {
 			s := &p.Leaving[i].Nodes[k]
 			ps := byNode[s.Name]
 			sort.Slice(ps, func(a, b int) bool { return ps[a].Namespace+"/"+ps[a].Name < ps[b].Namespace+"/"+ps[b].Name })
-			_, s.Held, s.JobPods = evictable(ps, o)
+			_, s.Held, s.JobPods = evictable(ps, o, local)
 		}
 	}
 }

@@ -87,7 +87,7 @@ func TestPlanLeavingMIGs(t *testing.T) {
 	}
 
 	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "naked"}, Spec: corev1.PodSpec{NodeName: "hybrid-ai-old-pool-x1y2"}}}
-	plan.AddPods(pods, rollout.DrainOptions{})
+	plan.AddPods(pods, rollout.DrainOptions{}, nil)
 	var out bytes.Buffer
 	if err := plan.WriteText(&out, cl.Autoscaler.NodeGroup); err != nil {
 		t.Fatal(err)

@@ -28,8 +28,9 @@ import (
 // Cluster is what a rollout asks of the cluster's API, and no more:
 // nodes listed, read, merge-patched (cordon, uncordon) and deleted, pods
 // listed and evicted through the Eviction API (deleted only past the drain
-// timeout with onDrainTimeout "force"), PodDisruptionBudgets listed, the
-// rollout's Lease read, created and updated (the lock). API errors are
+// timeout with onDrainTimeout "force"), PodDisruptionBudgets, claims and
+// persistent volumes listed (VolumeLister), the rollout's Lease read,
+// created and updated (the lock). API errors are
 // *apierrors.StatusError. *kube.Client is one.
 type Cluster interface {
 	ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
@@ -40,6 +41,7 @@ type Cluster interface {
 	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
 	EvictPod(ctx context.Context, eviction *policyv1.Eviction) error
 	ListPodDisruptionBudgets(ctx context.Context, namespace string, opts metav1.ListOptions) (*policyv1.PodDisruptionBudgetList, error)
+	VolumeLister
 	GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error)
 	CreateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
 	UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
@@ -366,7 +368,11 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 		if err != nil {
 			return fmt.Errorf("listing the pods of %s: %w", s.Name, err)
 		}
-		if _, held, _ := evictable(list.Items, r.Drain); len(held) > 0 {
+		local, err := ReadLocalClaims(ctx, r.Kube, list.Items)
+		if err != nil {
+			return err
+		}
+		if _, held, _ := evictable(list.Items, r.Drain, local); len(held) > 0 {
 			return fmt.Errorf("%w: %s: %s holds pods the rollout does not evict: %s; nothing was changed", ErrStopped, where, s.Name, heldText(held))
 		}
 	}
@@ -738,12 +744,20 @@ func (r *Runner) drain(ctx context.Context, node string, timeout time.Duration) 
 	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
 	refused := map[string]string{}
 	forcing := false
-	for {
+	var local LocalClaims
+	for first := true; ; first = false {
 		list, err := r.Kube.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{FieldSelector: sel})
 		if err != nil {
 			return fmt.Errorf("listing the pods of %s: %w", node, err)
 		}
-		pods, held, _ := evictable(list.Items, r.Drain)
+		// The node is cordoned and a claim's binding does not change:
+		// the claims are read at the drain's start.
+		if first {
+			if local, err = ReadLocalClaims(ctx, r.Kube, list.Items); err != nil {
+				return err
+			}
+		}
+		pods, held, _ := evictable(list.Items, r.Drain, local)
 		var leaving, overdue []string
 		waiting := 0
 		for _, p := range pods {
@@ -944,7 +958,7 @@ func (r *Runner) undoSurge(ctx context.Context, g *model.NodeGroup, zone string,
 			if err != nil {
 				return err
 			}
-			if pods, held, _ := evictable(list.Items, DrainOptions{}); len(pods)+len(held) > 0 {
+			if pods, held, _ := evictable(list.Items, DrainOptions{}, nil); len(pods)+len(held) > 0 {
 				r.Progress.Step("%s/%s: replacement %s already runs %d pods: it stays", g.Name, zone, name, len(pods)+len(held))
 				if err := r.uncordon(ctx, name); err != nil {
 					return err
@@ -1150,7 +1164,11 @@ func (r *Runner) runLeaving(ctx context.Context, l LeavingMIG, drainTimeout time
 		if err != nil {
 			return fmt.Errorf("listing the pods of %s: %w", s.Name, err)
 		}
-		if _, held, _ := evictable(list.Items, r.Drain); len(held) > 0 {
+		local, err := ReadLocalClaims(ctx, r.Kube, list.Items)
+		if err != nil {
+			return err
+		}
+		if _, held, _ := evictable(list.Items, r.Drain, local); len(held) > 0 {
 			return fmt.Errorf("%w: %s: %s holds pods the rollout does not evict: %s; it was not drained", ErrStopped, where, s.Name, heldText(held))
 		}
 		if err := r.cordon(ctx, s.Name, LeavingRevision); err != nil {

@@ -26,6 +26,9 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 	if p.Drain.EvictDoNotDisrupt {
 		allowed = append(allowed, "pods annotated not to be disrupted (--evict-do-not-disrupt)")
 	}
+	if p.Drain.DeleteLocalVolumeData {
+		allowed = append(allowed, "pods with data on the VM's disks (--delete-local-volume-data)")
+	}
 	if len(allowed) > 0 {
 		fmt.Fprintf(&b, "drains also evict %s\n", strings.Join(allowed, ", "))
 	}
@@ -142,6 +145,7 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 			fmt.Fprintf(&b, "%d stale %s to replace; ", total, plural(total, "node", "nodes"))
 		}
 		b.WriteString("run again with --yes to carry it out\n")
+		b.WriteString("each replaced or removed node's VM is deleted with its disks (boot disk, local SSDs), and the data pods keep there (emptyDir, hostPath, local PersistentVolumes) with it; the drains hold such pods unless a flag allows it\n")
 		if atMax > 0 {
 			fmt.Fprintf(&b, "%d %s at the group's max or the autoscaler's caps: the rollout skips them, reports them and goes on\n", atMax, plural(atMax, "MIG is", "MIGs are"))
 		}
