@@ -517,6 +517,8 @@ esac
 						layout.SwanctlConfFile:    "etc/swanctl/swanctl.conf",
 						layout.StrongswanConfFile: "etc/strongswan.d/nodegen.conf",
 						layout.FRRConfFile:        "etc/frr/frr.conf",
+						layout.MSSClampFile:       "etc/nodegen/vpn-mss-clamp.nft",
+						layout.MSSClampUnitFile:   "etc/systemd/system/nodegen-vpn-mss-clamp.service",
 					}[rel]
 					switch {
 					case strings.HasPrefix(rel, layout.SwanctlConnDir+"/"):
