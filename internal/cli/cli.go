@@ -100,8 +100,8 @@ cluster under out/<cluster>/):
                         eastwest-gateway-lb.tf (a mesh)
   terraform/root/       main.tf: the root module that applies it (provider, module block)
   images/<family>/      build.sh, the node image of each image family the groups boot from
-  k8s/                  node-csr-approver.yaml, join-token-renewer.yaml, node-lifecycle.yaml,
-                        taint-remover.yaml, gpu-operator-values.yaml
+  k8s/                  autoscaler-node.yaml, node-csr-approver.yaml, join-token-renewer.yaml,
+                        node-lifecycle.yaml, taint-remover.yaml, gpu-operator-values.yaml
   calico/               a pod network's operator-installation.yaml (tigera-operator) or
                         manifest-install.yaml (Calico's own manifest): one of the two
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml

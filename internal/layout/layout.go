@@ -34,6 +34,10 @@ const (
 	// of the autoscaler image, rendered with cluster.autoscaler.patchedImage.
 	AutoscalerDockerfilePath = "cluster-autoscaler/image/Dockerfile"
 	AutoscalerPatchPath      = "cluster-autoscaler/image/gce-nodegroupfornode.patch"
+	// AutoscalerNodePath is the admission policy that keeps every pod but
+	// the autoscaler's, nodegen's and the node agents' off the autoscaler's
+	// nodes.
+	AutoscalerNodePath = "k8s/autoscaler-node.yaml"
 	// NodeLifecyclePath is the node garbage collector's manifest.
 	NodeLifecyclePath = "k8s/node-lifecycle.yaml"
 	// JoinTokenRenewerPath is the join-token renewer's manifest.

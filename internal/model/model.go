@@ -205,7 +205,50 @@ type Autoscaler struct {
 	// PatchedImage, when set, runs nodegen's build of the release with its
 	// patch of the GCE provider (AutoscalerPatchedReleases).
 	PatchedImage *PatchedImage `json:"patchedImage,omitempty"`
+	// NodeAgents are the pods, besides kube-proxy's, the chart's and
+	// nodegen's own workloads, that the autoscaler's nodes admit: the
+	// node agents every node runs (the CNI agent).
+	NodeAgents []PodIdentity `json:"nodeAgents"`
 }
+
+// A PodIdentity names the pods of one ServiceAccount: their namespace and
+// their spec.serviceAccountName.
+type PodIdentity struct {
+	Namespace      string `json:"namespace"`
+	ServiceAccount string `json:"serviceAccount"`
+}
+
+// AutoscalerServiceAccount is the name of the ServiceAccount the Cluster
+// Autoscaler chart creates and runs its pods as: the rendered values set
+// it (rbac.serviceAccount.name), and the autoscaler node's admission
+// policy admits it there.
+const AutoscalerServiceAccount = AutoscalerFullname
+
+// AutoscalerNodePods are the pods the autoscaler's nodes admit, in order:
+// the chart's, nodegen's workloads that run there (the node CSR approver,
+// the node garbage collector, the join-token renewer), kube-proxy's and
+// the source's other node agents.
+func (c *Cluster) AutoscalerNodePods() []PodIdentity {
+	out := []PodIdentity{{Namespace: c.Autoscaler.Namespace, ServiceAccount: AutoscalerServiceAccount}}
+	for _, w := range []Workload{NodeCSRApprover, NodeCollector, JoinTokenRenewer} {
+		if (w == NodeCSRApprover && !c.HasNodeCSRApprover()) || (w == JoinTokenRenewer && !c.HasJoinTokenRenewer()) {
+			continue
+		}
+		out = append(out, PodIdentity{Namespace: w.Namespace(), ServiceAccount: w.Name()})
+	}
+	out = append(out, KubeProxy)
+	for _, a := range c.Autoscaler.NodeAgents {
+		if a != KubeProxy {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// KubeProxy is kubeadm's kube-proxy DaemonSet, which runs on every node
+// as the ServiceAccount kube-proxy in kube-system (kubernetes/kubernetes
+// v1.37.2, cmd/kubeadm/app/phases/addons/proxy/manifests.go).
+var KubeProxy = PodIdentity{Namespace: "kube-system", ServiceAccount: "kube-proxy"}
 
 // PatchedImage is where the user pushes nodegen's build of the autoscaler.
 type PatchedImage struct {

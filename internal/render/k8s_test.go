@@ -131,6 +131,13 @@ type chartValues struct {
 		Labels   map[string]string `json:"labels"`
 		PortName string            `json:"portName"`
 	} `json:"service"`
+	// The chart's ServiceAccount, which the autoscaler node's admission
+	// policy admits there.
+	RBAC struct {
+		ServiceAccount struct {
+			Name string `json:"name"`
+		} `json:"serviceAccount"`
+	} `json:"rbac"`
 	// The replicas and their spread (autoscaler_ha.go).
 	ReplicaCount              int                               `json:"replicaCount"`
 	PodLabels                 map[string]string                 `json:"podLabels"`
@@ -160,6 +167,9 @@ func TestAutoscalerPinnedToItsNode(t *testing.T) {
 	// Nothing without the toleration lands on the autoscaler's node.
 	if ok, _ := schedulable(&corev1.PodSpec{}, nodes[home][0]); ok {
 		t.Errorf("a plain pod could land on the autoscaler's node")
+	}
+	if v.RBAC.ServiceAccount.Name != model.AutoscalerServiceAccount {
+		t.Errorf("rbac.serviceAccount.name %q, want %q", v.RBAC.ServiceAccount.Name, model.AutoscalerServiceAccount)
 	}
 	if v.CloudProvider != "gce" || v.Image.Tag != "v1.35.2" {
 		t.Errorf("cloudProvider %q, image tag %q", v.CloudProvider, v.Image.Tag)

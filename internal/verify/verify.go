@@ -84,7 +84,7 @@ func All(src *model.Source, files layout.Files) error {
 		}
 	}
 	errs = append(errs, onpremJoins(src, files))
-	for _, p := range []string{layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.NodeCSRApproverPath, layout.PriorityExpanderPath} {
+	for _, p := range []string{layout.AutoscalerNodePath, layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath, layout.NodeCSRApproverPath, layout.PriorityExpanderPath} {
 		if files[p] == nil && p == layout.JoinTokenRenewerPath && !src.Cluster.HasJoinTokenRenewer() {
 			continue
 		}

@@ -128,6 +128,10 @@ func Values(src *model.Source, header string) ([]byte, error) {
 			"labels":   map[string]string{model.MetricsServiceLabel: model.AutoscalerFullname},
 			"portName": model.AutoscalerMetricsPortName,
 		},
+		// The chart's ServiceAccount, named here rather than derived from
+		// the release: the autoscaler node's admission policy admits its
+		// pods by it.
+		"rbac": map[string]any{"serviceAccount": map[string]any{"name": model.AutoscalerServiceAccount}},
 	}
 	for k, v := range spread(replicas) {
 		values[k] = v

@@ -87,6 +87,7 @@ func provenance(src *model.Source, paths []string) []edge {
 		if g.Name == src.Cluster.Autoscaler.NodeGroup {
 			add(o, layout.AutoscalerValuesPath) // its nodeSelector and tolerations
 			add(o, layout.NodeLifecyclePath)    // the collector's too
+			add(o, layout.AutoscalerNodePath)   // its instance names and taints
 		}
 		if g.Cloud() {
 			// The longest provisioning time; the autoscaler's group

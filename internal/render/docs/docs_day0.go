@@ -465,7 +465,7 @@ func (d *day0Doc) firstToken() (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		d.p("Right after `terraform apply`, apply the cloud join path: what a cloud join token may read and request, and the node CSR approver, which starts once the autoscaler's node is there:\n\n```sh\nkubectl apply -f %s%s\n```\n\n", d.out, layout.NodeCSRApproverPath)
+		d.p("Right after `terraform apply`, apply the admission policy that admits onto the autoscaler's nodes only the chart's, nodegen's and the node agents' pods (every pod there can take the autoscaler's Google account), then the cloud join path: what a cloud join token may read and request, and the node CSR approver, which starts once the autoscaler's node is there:\n\n```sh\nkubectl apply -f %s%s\nkubectl apply -f %s%s\n```\n\n", d.out, layout.AutoscalerNodePath, d.out, layout.NodeCSRApproverPath)
 		d.p("Then `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` adds it as the first version of the secret. The token goes through the pipe only; it is never written to a file or shown. It is in the cloud join group, `%s`, like the renewer's tokens (`--groups`), never in kubeadm's default group `%s`: the control plane approves a certificate for any node name to a token of that group, and every cloud node's service account can read the secret.\n\n",
 			model.CloudBootstrapGroup, model.KubeadmNodeBootstrapGroup)
 		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
@@ -556,9 +556,11 @@ func (d *day0Doc) manifests() {
 	d.next(Day0StepManifests, "Apply nodegen's manifests")
 	d.p("```sh\n")
 	for _, p := range day0Manifests(src) {
-		// The node CSR approver's file was applied with the first token
-		// (the cloud join path: cloud nodes need it to join).
-		if p == layout.NodeCSRApproverPath && d.sm != nil {
+		// The autoscaler node's policy and the node CSR approver's file
+		// were applied with the first token (the cloud join path: cloud
+		// nodes need it to join; nothing may land on the autoscaler's
+		// node before the policy).
+		if (p == layout.NodeCSRApproverPath || p == layout.AutoscalerNodePath) && d.sm != nil {
 			continue
 		}
 		d.p("kubectl apply -f %s%s\n", out, p)
@@ -567,12 +569,13 @@ func (d *day0Doc) manifests() {
 }
 
 // day0Manifests lists the manifests the day-0 steps apply, in their
-// order: the node CSR approver first (cloud joins wait for it), then the
+// order: the autoscaler node's admission policy first (nothing else may
+// land there), the node CSR approver (cloud joins wait for it), then the
 // taint remover, the node garbage collector and the join-token renewer,
 // each when it is rendered.
 func day0Manifests(src *model.Source) []string {
 	var out []string
-	for _, p := range []string{layout.NodeCSRApproverPath, layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath} {
+	for _, p := range []string{layout.AutoscalerNodePath, layout.NodeCSRApproverPath, layout.TaintRemoverPath, layout.NodeLifecyclePath, layout.JoinTokenRenewerPath} {
 		if (p == layout.JoinTokenRenewerPath && !src.Cluster.HasJoinTokenRenewer()) || (p == layout.NodeCSRApproverPath && !src.Cluster.HasNodeCSRApprover()) {
 			continue
 		}

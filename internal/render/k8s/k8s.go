@@ -1,7 +1,8 @@
 // Package k8s writes out/k8s: the manifests of nodegen's script workloads
 // in the cluster (the taint remover, the node garbage collector, the
 // join-token renewer, the node CSR approver and the cloud join path's
-// RBAC), each one scriptWorkload, and the GPU Operator's Helm values.
+// RBAC), each one scriptWorkload, the admission policy that keeps other
+// pods off the autoscaler's nodes, and the GPU Operator's Helm values.
 package k8s
 
 import (
@@ -18,6 +19,7 @@ func Files(src *model.Source, files layout.Files) error {
 		when   bool
 		render func(*model.Source, string) ([]byte, error)
 	}{
+		{layout.AutoscalerNodePath, true, autoscalerNodeFile},
 		{layout.TaintRemoverPath, true, taintRemoverFile},
 		{layout.NodeLifecyclePath, true, nodeLifecycleFile},
 		{layout.JoinTokenRenewerPath, src.Cluster.HasJoinTokenRenewer(), joinTokenRenewerFile},

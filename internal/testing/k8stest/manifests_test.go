@@ -211,13 +211,25 @@ func (e *env) createValuesPods(t *testing.T, path string, data []byte) {
 			continue
 		}
 		name := strings.NewReplacer(".", "-", "/", "-").Replace(strings.ToLower(strings.TrimSuffix(filepath.Base(path), ".yaml") + "-" + at))
+		spec := map[string]any{
+			"containers":  []any{map[string]any{"name": "c", "image": "registry.k8s.io/pause:3.10"}},
+			fragments[at]: v,
+		}
+		ns := valuesNamespace
+		if path == layout.AutoscalerValuesPath {
+			// The chart's pods run in the release's namespace (the day-0
+			// steps' helm --namespace) as the ServiceAccount of
+			// rbac.serviceAccount.name; only such pods may tolerate the
+			// autoscaler's nodes (out/k8s/autoscaler-node.yaml).
+			rbac, _ := values["rbac"].(map[string]any)
+			sa, _ := rbac["serviceAccount"].(map[string]any)
+			spec["serviceAccountName"] = sa["name"]
+			ns = e.src.Cluster.Autoscaler.Namespace
+		}
 		pod := map[string]any{
 			"apiVersion": "v1", "kind": "Pod",
-			"metadata": map[string]any{"name": name, "namespace": valuesNamespace},
-			"spec": map[string]any{
-				"containers":  []any{map[string]any{"name": "c", "image": "registry.k8s.io/pause:3.10"}},
-				fragments[at]: v,
-			},
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec":     spec,
 		}
 		b, err := json.Marshal(pod)
 		if err != nil {

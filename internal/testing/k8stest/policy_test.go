@@ -13,8 +13,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render/k8s"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 )
 
@@ -144,8 +146,6 @@ func (e *env) testPolicy(t *testing.T) {
 			policy: "the taint remover of node OTHER may not change node NODE"},
 		{name: "CPUGroupNode", group: "cpu-burst", as: asOwnPod, args: []string{"taint", "node", "NODE", corev1.TaintNodeNotReady + "-"},
 			policy: "node NODE is in no GPU node group with a startup taint (" + model.VerifiedGroupLabel + "=cpu-burst)"},
-		{name: "AutoscalerNode", group: "autoscaler", as: asOwnPod, args: []string{"taint", "node", "NODE", "example.com/dedicated-"},
-			policy: "node NODE is in no GPU node group with a startup taint (" + model.VerifiedGroupLabel + "=autoscaler)"},
 		{name: "AnotherGPUGroupsKey", group: "gpu-l4", setup: []string{"taint", "node", "NODE", k4 + "=true:NoSchedule"},
 			as: asOwnPod, args: []string{"taint", "node", "NODE", k4 + "-"}, policy: taintMsg(kl4)},
 
@@ -186,6 +186,29 @@ func (e *env) testPolicy(t *testing.T) {
 		u := review.Status.UserInfo
 		if u.Username != model.TaintRemover.User() || !slices.Equal(u.Extra[nodeNameExtra], []string{node}) {
 			t.Errorf("pod-bound token: user %q extra %v; want %s with %s=[%s]", u.Username, u.Extra, model.TaintRemover.User(), nodeNameExtra, node)
+		}
+	})
+	t.Run("NoRemoverPodOnAutoscalerNode", func(t *testing.T) {
+		// No token of the remover names the autoscaler's node: a pod
+		// there, which such a token would be bound to, is refused by the
+		// autoscaler node's admission policy (out/k8s/autoscaler-node.yaml)
+		// before this policy is asked. Its DaemonSets select GPU groups
+		// only, and the autoscaler's group has no GPU.
+		t.Parallel()
+		node := e.newNode(t, e.src.Cluster.Autoscaler.NodeGroup)
+		ds := e.daemonSets["gpu-t4"]
+		pod := corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: ds.Name + "-" + node, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
+			Spec:       *ds.Spec.Template.Spec.DeepCopy()}
+		pod.Spec.NodeName = node
+		b, err := json.Marshal(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%[1]s' denied request: pods of %s/%s may not run on the autoscaler's nodes",
+			k8s.AutoscalerNodePolicy, ds.Namespace, model.TaintRemover.Name())
+		if _, stderr, err := kubectl(t, e.cp.Admin(), string(b), "create", "-f", "-"); err == nil || !strings.Contains(stderr, want) {
+			t.Fatalf("the remover's pod on the autoscaler's node %s: err %v, %s; want %q", node, err, stderr, want)
 		}
 	})
 	for _, c := range cases {

@@ -28,6 +28,10 @@ const (
 	// to be auto-approved (csrapproving): what kubeadm's bootstrap-token
 	// bindings rely on.
 	CSRApprovingController = "certificatesigningrequest-approving-controller"
+	// DeploymentController makes a Deployment's ReplicaSets (deployment).
+	DeploymentController = "deployment-controller"
+	// ReplicaSetController makes a ReplicaSet's pods (replicaset).
+	ReplicaSetController = "replicaset-controller"
 )
 
 // ControllerManager is a kube-controller-manager running against a
