@@ -48,6 +48,9 @@ func TestStartupScriptFaults(t *testing.T) {
 		SecretVersion: "latest",
 	}
 	const secretPath = ":access"
+	// The deadlines leave the steps before the one that fails time to
+	// finish on a loaded machine (at 6 s, the metadata reads of the
+	// "kubeadm hangs" case once ran past it).
 	cases := []struct {
 		name     string
 		opt      scripttest.Options
@@ -86,18 +89,18 @@ func TestStartupScriptFaults(t *testing.T) {
 			Faults:    []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Status: http.StatusForbidden}},
 			Constants: map[string]string{"IAM_PROPAGATION_WINDOW": "3", "HTTP_RETRY_DELAY": "1"}},
 			errWant: "ERROR: secret access: could not read Secret Manager secret lab-join", within: recovered},
-		{name: "Secret Manager 404 until the deadline (no first token)", deadline: 5, opt: scripttest.Options{
+		{name: "Secret Manager 404 until the deadline (no first token)", deadline: 10, opt: scripttest.Options{
 			Faults:    []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Status: http.StatusNotFound}},
 			Constants: map[string]string{"HTTP_RETRY_DELAY": "1"}},
 			errWant: "ERROR: secret access: could not read Secret Manager secret lab-join (version latest); has the first join token been added?"},
-		{name: "Secret Manager hangs every time", deadline: 6, opt: scripttest.Options{
+		{name: "Secret Manager hangs every time", deadline: 12, opt: scripttest.Options{
 			Faults: []scripttest.Fault{{Path: secretPath, Count: 1 << 20, Action: scripttest.Hang, Hang: time.Hour}}},
 			errWant: "ERROR: secret access: could not read Secret Manager secret lab-join"},
-		{name: "control plane unreachable: kubeadm fails", deadline: 8, opt: scripttest.Options{
+		{name: "control plane unreachable: kubeadm fails", deadline: 14, opt: scripttest.Options{
 			FailJoins: 1 << 20, Constants: map[string]string{"RETRY_DELAY": "1"}},
 			errWant: "ERROR: join: kubeadm join failed"},
-		{name: "control plane unreachable: kubeadm hangs", deadline: 6, opt: scripttest.Options{HangJoins: 1 << 20},
-			errWant: "ERROR: join: kubeadm join was still running at the deadline (6s)"},
+		{name: "control plane unreachable: kubeadm hangs", deadline: 12, opt: scripttest.Options{HangJoins: 1 << 20},
+			errWant: "ERROR: join: kubeadm join was still running at the deadline (12s)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
