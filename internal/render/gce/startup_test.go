@@ -147,7 +147,7 @@ func TestStartupScriptRefusesBadInput(t *testing.T) {
 		// Secret Manager's 404 is also what a secret without a version
 		// answers: retried until the deadline, then refused.
 		{"secret not found", func(vm *scripttest.VM) { vm.Secret = "other" }, "ERROR: secret access: could not read Secret Manager secret kubeadm-join-token (version latest); has the first join token been added?",
-			map[string]string{"JOIN_DEADLINE": "3", "HTTP_RETRY_DELAY": "1"}},
+			map[string]string{"JOIN_DEADLINE": "10", "HTTP_RETRY_DELAY": "1"}},
 		{"odd instance name", func(vm *scripttest.VM) { vm.Instance = "Bad_Name" }, "ERROR: metadata: unexpected instance name", nil},
 		{"placeholder as instance name", func(vm *scripttest.VM) { vm.Instance = model.ZonePlaceholder }, "ERROR: metadata: unexpected instance name", nil},
 	}
