@@ -2,6 +2,7 @@ package validate
 
 import (
 	"cmp"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -38,10 +39,6 @@ func fleetNetworks(l *source.Loaded) diag.List {
 		prefix netip.Prefix
 	}
 	byNetwork := map[string][]subnet{}
-	type vpnUse struct {
-		m *source.Member
-		i int
-	}
 	vpnAddrs := map[netip.Addr][]vpnUse{}
 	peerAddrs := map[netip.Addr][]vpnUse{}
 	for _, m := range l.Members {
@@ -108,49 +105,51 @@ func fleetNetworks(l *source.Loaded) diag.List {
 			}
 		}
 	}
-	addrs := make([]netip.Addr, 0, len(vpnAddrs))
-	for a := range vpnAddrs {
-		addrs = append(addrs, a)
+	for _, sh := range sharedAddrs(vpnAddrs) {
+		// (One cluster's own interfaces sharing one are its VPN checks'.)
+		c := &checker{pos: sh.use.m}
+		c.at(sel("cluster", "gcp", "network", "vpn", "haVpnAddresses", sh.use.i), "%s is also an HA VPN interface address of cluster %s: each cluster has its own HA VPN gateway, and Google gives each gateway's interfaces addresses of their own (out/terraform's output vpn_interface_addresses of this cluster's apply)", sh.addr, andList(sh.others))
+		list = append(list, c.list...)
 	}
-	slices.SortFunc(addrs, netip.Addr.Compare)
-	for _, a := range addrs {
-		uses := vpnAddrs[a]
-		for i, u := range uses {
-			var others []string
-			for j, o := range uses {
-				if j != i && o.m != u.m {
-					others = append(others, o.m.Source.Cluster.Name)
-				}
-			}
-			if len(others) == 0 {
-				continue // one cluster's own interfaces: its VPN checks say it
-			}
-			c := &checker{pos: u.m}
-			c.at(sel("cluster", "gcp", "network", "vpn", "haVpnAddresses", u.i), "%s is also an HA VPN interface address of cluster %s: each cluster has its own HA VPN gateway, and Google gives each gateway's interfaces addresses of their own (out/terraform's output vpn_interface_addresses of this cluster's apply)", a, andList(others))
-			list = append(list, c.list...)
-		}
-	}
-	peers := make([]netip.Addr, 0, len(peerAddrs))
-	for a := range peerAddrs {
-		peers = append(peers, a)
-	}
-	slices.SortFunc(peers, netip.Addr.Compare)
-	for _, a := range peers {
-		uses := peerAddrs[a]
-		for i, u := range uses {
-			var others []string
-			for j, o := range uses {
-				if j != i && o.m != u.m {
-					others = append(others, o.m.Source.Cluster.Name)
-				}
-			}
-			if len(others) == 0 {
-				continue
-			}
-			c := &checker{pos: u.m}
-			c.at(sel("cluster", "gcp", "network", "vpn", "peerGateways", u.i, "address"), "%s is also an on-prem VPN gateway of cluster %s: each cluster's install.sh installs its tunnels, FRR's configuration and the MSS clamp under the same names on the gateway host (/etc/swanctl/conf.d/tunnel0.conf, vpn-tunnel0, /etc/frr/frr.conf), so one would replace the other's; give each cluster gateways of its own", a, andList(others))
-			list = append(list, c.list...)
-		}
+	for _, sh := range sharedAddrs(peerAddrs) {
+		c := &checker{pos: sh.use.m}
+		c.at(sel("cluster", "gcp", "network", "vpn", "peerGateways", sh.use.i, "address"), "%s is also an on-prem VPN gateway of cluster %s: each cluster's install.sh installs its tunnels, FRR's configuration and the MSS clamp under the same names on the gateway host (/etc/swanctl/conf.d/tunnel0.conf, vpn-tunnel0, /etc/frr/frr.conf), so one would replace the other's; give each cluster gateways of its own", sh.addr, andList(sh.others))
+		list = append(list, c.list...)
 	}
 	return list
+}
+
+// vpnUse is an address's place in a member's VPN: the index of the list
+// entry that holds it.
+type vpnUse struct {
+	m *source.Member
+	i int
+}
+
+// sharedUse is one use of an address that other clusters of the fleet
+// use too, with those clusters' names.
+type sharedUse struct {
+	addr   netip.Addr
+	use    vpnUse
+	others []string
+}
+
+// sharedAddrs returns, in address order, each use of an address that
+// another cluster of the fleet uses too.
+func sharedAddrs(uses map[netip.Addr][]vpnUse) []sharedUse {
+	var out []sharedUse
+	for _, a := range slices.SortedFunc(maps.Keys(uses), netip.Addr.Compare) {
+		for i, u := range uses[a] {
+			var others []string
+			for j, o := range uses[a] {
+				if j != i && o.m != u.m {
+					others = append(others, o.m.Source.Cluster.Name)
+				}
+			}
+			if len(others) > 0 {
+				out = append(out, sharedUse{a, u, others})
+			}
+		}
+	}
+	return out
 }
