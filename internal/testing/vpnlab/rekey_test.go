@@ -20,12 +20,8 @@ import (
 func TestRenderedVPNRekey(t *testing.T) {
 	t.Parallel()
 	r, lab, _, v, cloudRange, onpremRange := upLab(t)
-	probe := lab.StartProbe(50 * time.Millisecond)
+	probe := flow(t, lab, r)
 	defer probe.Stop()
-	time.Sleep(time.Second)
-	if n, gap := probe.Replies(time.Now().Add(-900 * time.Millisecond)); n == 0 {
-		t.Fatalf("a cloud node does not reach the control plane's address %s (no echo for %s)", r.cp, gap)
-	}
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	key := hex.EncodeToString(b)

@@ -170,6 +170,19 @@ func upLab(t *testing.T) (r rendered, lab *Lab, cloud Side, v CloudVPN, cloudRan
 	return r, lab, cloud, v, cloudRange, onpremRange
 }
 
+// flow starts the probe of a flow from a cloud node to the control
+// plane's address and checks that it gets echoes.
+func flow(t *testing.T, lab *Lab, r rendered) *Probe {
+	t.Helper()
+	probe := lab.StartProbe(50 * time.Millisecond)
+	time.Sleep(time.Second)
+	if n, gap := probe.Replies(time.Now().Add(-900 * time.Millisecond)); n == 0 {
+		probe.Stop()
+		t.Fatalf("a cloud node does not reach the control plane's address %s (no echo for %s)", r.cp, gap)
+	}
+	return probe
+}
+
 // TestRenderedVPN runs the rendered on-prem gateway (strongSwan and FRR
 // as out/onprem/vpn/ configures them) against a stand-in for Cloud VPN
 // and the Cloud Router configured from out/terraform/vpn.tf: both tunnels
@@ -183,12 +196,8 @@ func TestRenderedVPN(t *testing.T) {
 	r, lab, cloud, v, _, onpremRange := upLab(t)
 	hold := time.Duration(3*v.Keepalive) * time.Second
 	keepalive := time.Duration(v.Keepalive) * time.Second
-	probe := lab.StartProbe(50 * time.Millisecond)
+	probe := flow(t, lab, r)
 	defer probe.Stop()
-	time.Sleep(time.Second)
-	if n, gap := probe.Replies(time.Now().Add(-900 * time.Millisecond)); n == 0 {
-		t.Fatalf("a cloud node does not reach the control plane's address %s (no echo for %s)", r.cp, gap)
-	}
 
 	used := lab.PathOf(1, r.cp)
 	j := -1
