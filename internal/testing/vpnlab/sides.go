@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/nodegen/nodegen/internal/layout"
 )
 
 // Cloud VPN's IKEv2 algorithms in strongSwan's keywords, from Google's
@@ -152,7 +154,7 @@ func onpremSide(dir string, psk func(conn string) string, gateway netip.Prefix, 
 	if s.FRR, err = os.ReadFile(filepath.Join(dir, "frr.conf")); err != nil {
 		return s, err
 	}
-	if s.MSSClamp, err = os.ReadFile(filepath.Join(dir, "nftables", "nodegen-vpn-mss-clamp.nft")); err != nil {
+	if s.MSSClamp, err = os.ReadFile(filepath.Join(dir, filepath.FromSlash(layout.MSSClampFile))); err != nil {
 		return s, err
 	}
 	extra, _ := filepath.Glob(filepath.Join(dir, "strongswan.conf.d", "*.conf"))
