@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -376,7 +377,30 @@ func (s *setup) rolloutUser(t *testing.T) *testcp.User {
 	if _, err := s.admin.RbacV1().RoleBindings(rollout.LockNamespace).Create(ctx, lockBinding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// RBAC's authorizer reads Roles through an informer: a request made
+	// right after the create can still be refused. Wait until it sees the
+	// last rule written (the lock's), as a SubjectAccessReview answers.
+	awaitAllowed(t, s.admin, "nodegen-rollout", authorizationv1.ResourceAttributes{
+		Namespace: rollout.LockNamespace, Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Name: rollout.LockName})
 	return s.cp.Impersonate(t, "nodegen-rollout")
+}
+
+// awaitAllowed waits up to 30 s for the API server's authorizer to allow
+// user attrs.
+func awaitAllowed(t *testing.T, admin kubernetes.Interface, user string, attrs authorizationv1.ResourceAttributes) {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attrs}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := admin.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		if err == nil && got.Status.Allowed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("RBAC does not allow %s %+v after 30s (last answer %+v, error %v)", user, attrs, got, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (s *setup) args(extra ...string) []string {
