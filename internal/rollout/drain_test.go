@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -159,6 +160,7 @@ func TestRolloutForcesAfterDrainTimeout(t *testing.T) {
 		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "nodegen-rollout"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	awaitAllowed(t, s.admin, "nodegen-rollout", authorizationv1.ResourceAttributes{Verb: "delete", Resource: "pods"})
 	start := time.Now()
 	var stdout, stderr bytes.Buffer
 	if code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr); code != 0 {
