@@ -35,7 +35,8 @@ reads it, with their current context.
 With --yes (and the live cluster) it carries the plan out, per zonal MIG, a
 batch of cluster.rollout.surge stale nodes at a time: it creates their
 replacement VMs through the MIG (createInstances), waits until they are
-Ready and rid of their startup taint, cordons each old node, drains it
+Ready, verified by the node CSR approver (its group label) and rid of
+their startup taint, cordons each old node, drains it
 through the Eviction API (PodDisruptionBudgets respected, no pod deleted
 unless cluster.rollout.onDrainTimeout is "force"),
 deletes it through the MIG (deleteInstances) and deletes its Node. First it

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -59,7 +60,9 @@ type world struct {
 	// marked are taints a node has from its registration on, beyond its
 	// JoinConfiguration's (put there by someone else before anyone looks).
 	marked map[string][]corev1.Taint
-	podSeq int
+	// unverified are VMs the node CSR approver does not verify (yet).
+	unverified map[string]bool
+	podSeq     int
 }
 
 // register creates the Node of a VM as its kubelet does at join: name,
@@ -203,6 +206,21 @@ func (w *world) step(ctx context.Context, groups map[string]*model.NodeGroup) er
 			}
 		}
 	}
+	// The node CSR approver: a registered Node whose VM is an instance of
+	// its group's MIG gets the verified group label.
+	for _, n := range nodes.Items {
+		g := groups[n.Labels[model.GroupLabel]]
+		w.mu.Lock()
+		skip := w.unverified[n.Name]
+		w.mu.Unlock()
+		if g == nil || !inMIG[n.Name] || skip || n.Labels[model.VerifiedGroupLabel] == g.Name {
+			continue
+		}
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, model.VerifiedGroupLabel, g.Name)
+		if _, err := w.kube.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return err
+		}
+	}
 	return w.workload(ctx)
 }
 
@@ -218,7 +236,9 @@ func ready(n *corev1.Node) bool {
 // usableFor reports whether the workload's pods may land on n: a Ready,
 // schedulable node of the group (or of also) without its startup taint.
 func (w *world) usableFor(n *corev1.Node) bool {
-	if g := n.Labels[model.GroupLabel]; (g != w.group.Name && (w.also == "" || g != w.also)) || n.Spec.Unschedulable || !ready(n) {
+	// The workload selects the group by its verified label, as the docs
+	// tell workloads to.
+	if g := n.Labels[model.VerifiedGroupLabel]; (g != w.group.Name && (w.also == "" || g != w.also)) || n.Spec.Unschedulable || !ready(n) {
 		return false
 	}
 	for _, t := range n.Spec.Taints {

@@ -280,7 +280,7 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 		t.Fatal(err)
 	}
 	s.admin = kubernetes.NewForConfigOrDie(cfg)
-	s.world = &world{t: t, kube: s.admin, compute: s.compute, src: s.src, group: gpu, ns: "shop", app: "web", replicas: 3, scripts: scripts, stopped: map[string]bool{}, dead: map[string]bool{}, marked: map[string][]corev1.Taint{}}
+	s.world = &world{t: t, kube: s.admin, compute: s.compute, src: s.src, group: gpu, ns: "shop", app: "web", replicas: 3, scripts: scripts, stopped: map[string]bool{}, dead: map[string]bool{}, marked: map[string][]corev1.Taint{}, unverified: map[string]bool{}}
 	if renamed {
 		s.world.also = renamedGPU
 	}

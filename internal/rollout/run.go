@@ -398,6 +398,12 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 	}
 	provision := cl.MaxNodeProvisionTime(g)
 	need := len(batch) - cl.Rollout.MaxUnavailable
+	if g.Name == cl.Autoscaler.NodeGroup {
+		// The node CSR approver runs on this group's nodes: every
+		// replacement is verified before a drain may evict it, or
+		// nothing would be left to verify them.
+		need = len(batch)
+	}
 	timeout := provision + 5*time.Minute
 	if r.ReadyTimeout > 0 {
 		timeout = r.ReadyTimeout
@@ -467,12 +473,21 @@ func names(batch []StaleNode) string {
 }
 
 // usable reports whether a node is a usable node of the revision: Ready,
-// schedulable, without the group's startup taint, without the taints by
-// which the autoscaler marks a node it removes or may remove, and without
-// any NoSchedule or NoExecute taint but the group's own.
+// schedulable, verified (it carries the labels the node CSR approver sets
+// once it checked the VM, model.VerifiedLabels, which every placement
+// nodegen renders for a cloud group and the docs' workloads select),
+// without the group's startup taint, without the taints by which the
+// autoscaler marks a node it removes or may remove, and without any
+// NoSchedule or NoExecute taint but the group's own.
 func usable(g *model.NodeGroup, n *corev1.Node, rev string) (bool, string) {
 	if n.Labels[model.RevisionLabel] != rev {
 		return false, "revision " + n.Labels[model.RevisionLabel]
+	}
+	verified := model.VerifiedLabels(g)
+	for _, k := range model.SortedKeys(verified) {
+		if v := verified[k]; n.Labels[k] != v {
+			return false, "not yet verified: no label " + k + "=" + v + " from the node CSR approver"
+		}
 	}
 	if n.Spec.Unschedulable {
 		return false, "cordoned"
