@@ -149,6 +149,10 @@ type PodMTU struct {
 // interface, so that the gateway fragments before it encrypts, as Cloud
 // VPN requires. ok is false when the proposal is not in Google's table.
 func (v *VPN) TunnelPayloadMTU(i int) (int, bool) {
+	if len(v.PeerGateways) == 0 {
+		// vet refuses a VPN without a peer gateway (its topology).
+		return 0, false
+	}
 	return ESPPayloadMTU(v.ESPProposal, IPv4, v.PeerGateways[v.PeerGatewayOf(i)].NATTraversal)
 }
 
@@ -171,6 +175,12 @@ func (c *Cluster) PodMTU() *PodMTU {
 		MTUPath{"the on-prem nodes' NIC (cluster.gcp.network.onpremNodeMTU)", n.OnpremNodeMTU})
 	if v := n.VPN; v != nil {
 		for i := range v.Tunnels {
+			if len(v.PeerGateways) == 0 {
+				// The topology's finding says so; without a gateway a
+				// tunnel has no payload MTU.
+				m.Unknown = append(m.Unknown, fmt.Sprintf("the payload MTU of %s, which ends on no peer gateway", TunnelName(i)))
+				break
+			}
 			gw := v.PeerGateways[v.PeerGatewayOf(i)]
 			nat := "no NAT-T"
 			if gw.NATTraversal {
