@@ -11,11 +11,14 @@ const (
 	TFHealthCheck      = "google_compute_health_check"
 
 	// The network nodegen renders from cluster.gcp.network.
-	TFFirewall  = "google_compute_firewall"
-	TFRouter    = "google_compute_router"
-	TFRouterNAT = "google_compute_router_nat"
+	TFNetwork    = "google_compute_network"
+	TFSubnetwork = "google_compute_subnetwork"
+	TFFirewall   = "google_compute_firewall"
+	TFRouter     = "google_compute_router"
+	TFRouterNAT  = "google_compute_router_nat"
 
 	// The HA VPN (cluster.gcp.network.vpn).
+	TFHAVPNGateway       = "google_compute_ha_vpn_gateway"
 	TFExternalVPNGateway = "google_compute_external_vpn_gateway"
 	TFVPNTunnel          = "google_compute_vpn_tunnel"
 	TFRouterInterface    = "google_compute_router_interface"

@@ -23,8 +23,16 @@ func Cluster(f *model.Fleet, src *model.Source) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
+	if len(mesh) == 0 {
+		return out, nil
+	}
 	for p, b := range mesh {
 		out.Files[p] = b
+	}
+	// day0.md's role table covers the resource types of the mesh's load
+	// balancer too.
+	if err := docs.Day0(src, out.Files); err != nil {
+		return Output{}, err
 	}
 	return out, nil
 }

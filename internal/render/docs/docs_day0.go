@@ -3,6 +3,8 @@ package docs
 import (
 	"bytes"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -101,28 +103,6 @@ func day0APIs(src *model.Source) []string {
 	return apis
 }
 
-// day0TerraformRoles are the predefined roles whoever runs terraform apply
-// on out/terraform needs in the project, each with what it is for.
-func day0TerraformRoles(src *model.Source) [][2]string {
-	roles := [][2]string{
-		{"roles/serviceusage.serviceUsageAdmin", "enable the APIs (step 1; or have them enabled)"},
-		{"roles/compute.instanceAdmin.v1", "instance templates and zonal MIGs"},
-		{"roles/iam.serviceAccountAdmin", "the nodes' and the autoscaler node's service accounts (unless the module is given its own)"},
-		{"roles/iam.serviceAccountUser", "run the VMs as those service accounts"},
-		{"roles/iam.roleAdmin", "the project custom roles of the autoscaler and the renewer"},
-		{"roles/resourcemanager.projectIamAdmin", "the service accounts' project role bindings"},
-	}
-	if sm := src.Cluster.JoinToken.SecretManager; sm != nil {
-		switch sm.Terraform {
-		case model.JoinSecretCreate:
-			roles = append(roles, [2]string{"roles/secretmanager.admin", "create the join token's secret and grant access to it"})
-		case model.JoinSecretIAM:
-			roles = append(roles, [2]string{"roles/secretmanager.admin", "grant access to the join token's secret (on that secret is enough)"})
-		}
-	}
-	return roles
-}
-
 // day0FirstTokenCommand is the command that makes a join token on a
 // control-plane node (kubeadm, with the cluster's admin credentials
 // there) and adds it as the newest version of the Secret Manager secret
@@ -199,7 +179,7 @@ func Day0(src *model.Source, files layout.Files) error {
 	var b bytes.Buffer
 	d := &docWriter{b: &b, src: src}
 	b.WriteString(markdownHeader(src.Name))
-	if err := d.day0(); err != nil {
+	if err := d.day0(terraformTypes(files)); err != nil {
 		return fmt.Errorf("%s: %w", layout.Day0DocsPath, err)
 	}
 	files[layout.Day0DocsPath] = b.Bytes()
@@ -216,17 +196,43 @@ type day0Doc struct {
 	deadline time.Duration    // the autoscaler's group's join deadline
 	sm       *model.SecretRef
 	renews   bool // the join token renewer is rendered
+	roles    []gce.RoleCovering
 	step     int
 }
 
-func (w *docWriter) day0() error {
+// tfBlockType is a top-level resource, ephemeral resource or data source
+// block's type in a rendered .tf file (hclText writes them at the start of
+// a line, in hclwrite's canonical layout).
+var tfBlockType = regexp.MustCompile(`(?m)^(?:resource|ephemeral|data) "([a-z0-9_]+)"`)
+
+// terraformTypes are the resource types of every .tf file rendered under
+// out/terraform, sorted and once each: the day-0 role table is derived
+// from them.
+func terraformTypes(files layout.Files) []string {
+	var types []string
+	for p, b := range files {
+		if !strings.HasPrefix(p, layout.TerraformDir+"/") || !strings.HasSuffix(p, ".tf") {
+			continue
+		}
+		for _, m := range tfBlockType.FindAllSubmatch(b, -1) {
+			types = append(types, string(m[1]))
+		}
+	}
+	slices.Sort(types)
+	return slices.Compact(types)
+}
+
+func (w *docWriter) day0(tfTypes []string) error {
 	src, c := w.src, &w.src.Cluster
 	d := &day0Doc{docWriter: w, c: c, out: "out/" + src.Tree, sm: c.JoinToken.SecretManager, renews: src.Cluster.HasJoinTokenRenewer()}
+	var err error
+	if d.roles, err = gce.ApplyRoles(tfTypes); err != nil {
+		return err
+	}
 	d.ca = src.NodeGroups[c.Autoscaler.NodeGroup]
 	if d.ca == nil || !d.ca.Cloud() {
 		return fmt.Errorf("the autoscaler's node group %q is not a cloud group", c.Autoscaler.NodeGroup)
 	}
-	var err error
 	if d.deadline, err = c.JoinDeadline(d.ca); err != nil {
 		return err
 	}
@@ -295,10 +301,15 @@ func (d *day0Doc) beforeYouStart() {
 	if len(c.ControlPlaneNodes) == 0 && len(src.DeclaredNodes()) > 0 {
 		d.p("- Nodes outside the MIGs: the source declares on-prem nodes but not the control plane's. Declare each control-plane node in `cluster.controlPlaneNodes` (its name, `cpu` and `memoryGiB`), then `nodegen gen`: the autoscaler's caps count every Node, and the last step's `nodegen drift` reports each node outside the MIGs that the source does not declare.\n")
 	}
-	d.p("- Roles of whoever runs the steps, in project %s:\n\n", code(c.GCP.Project))
-	d.p("  | role | for |\n  |---|---|\n")
-	for _, r := range day0TerraformRoles(src) {
-		d.p("  | `%s` | %s |\n", r[0], mdCell(r[1]))
+	d.p("- Roles of whoever runs the steps, in project %s: one per resource type the Terraform of `out/terraform` creates (Google's IAM reference lists each role's permissions):\n\n", code(c.GCP.Project))
+	d.p("  | role | for | resource types |\n  |---|---|---|\n")
+	d.p("  | `roles/serviceusage.serviceUsageAdmin` | enable the APIs (step 1; or have them enabled) | |\n")
+	for _, r := range d.roles {
+		types := make([]string, len(r.Types))
+		for i, t := range r.Types {
+			types[i] = "`" + t + "`"
+		}
+		d.p("  | `%s` | %s | %s |\n", r.Role, mdCell(r.For), strings.Join(types, ", "))
 	}
 	if sm != nil {
 		d.p("\n  and, to add the first join token, `roles/secretmanager.secretVersionAdder` on secret %s (in `roles/secretmanager.admin`).\n", code(sm.Secret))

@@ -8,12 +8,6 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// Terraform resource and data source types of the HA VPN nodegen renders
-// from cluster.gcp.network.vpn.
-const (
-	tfHAVPNGateway = "google_compute_ha_vpn_gateway"
-)
-
 // vpnGatewayName, vpnPeerName, vpnRouterName and vpnTunnelName are the GCE
 // names of the HA VPN's resources: the HA VPN gateway, the external VPN
 // gateway that stands for the on-prem gateways, the Cloud Router, and
@@ -47,7 +41,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 		"(cluster.gcp.network.vpn; docs/vpn.md): two tunnels, one from each interface",
 		"of the HA VPN gateway, and a BGP session over each between the Cloud Router",
 		"and the on-prem gateways (out/onprem/vpn/). Both sessions are active.")
-	w.open("resource", tfHAVPNGateway, "vpn")
+	w.open("resource", gce.TFHAVPNGateway, "vpn")
 	w.attr("project", project)
 	w.attr("region", hclRef("local", "region"))
 	w.attr("name", hclString(vpnGatewayName(c)))
@@ -116,7 +110,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
 		w.attr("name", hclString(vpnTunnelName(c, i)))
-		w.attr("vpn_gateway", hclRef(tfHAVPNGateway, "vpn", "id"))
+		w.attr("vpn_gateway", hclRef(gce.TFHAVPNGateway, "vpn", "id"))
 		w.attr("vpn_gateway_interface", hclInt(int64(i)))
 		w.attr("peer_external_gateway", hclRef(gce.TFExternalVPNGateway, "onprem", "id"))
 		w.attr("peer_external_gateway_interface", hclInt(int64(gw)))
@@ -157,7 +151,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 	w.blank()
 	w.open("output", vpnAddressesOutput)
 	w.attr("description", hclString("The HA VPN gateway's public addresses, by interface: cluster.gcp.network.vpn.haVpnAddresses, which the on-prem gateways' files need."))
-	w.attr("value", fmt.Sprintf("%s.vpn.vpn_interfaces[*].ip_address", tfHAVPNGateway))
+	w.attr("value", fmt.Sprintf("%s.vpn.vpn_interfaces[*].ip_address", gce.TFHAVPNGateway))
 	w.close()
 	return w.file(header)
 }
