@@ -162,14 +162,16 @@ type side struct {
 	pod      string // the pod's namespace, once StartPods made it
 	charons  []*charon
 	frrDir   string
-	procs    []*exec.Cmd
-	mtus     []int // each tunnel device's MTU as set
+	procs    []*exec.Cmd // every daemon of the gateway
+	frrProcs []*exec.Cmd // FRR's
+	mtus     []int       // each tunnel device's MTU as set
 }
 
 type charon struct {
 	dir  string
 	vici string
 	tun  string // the TUN device's name as made
+	cmd  *exec.Cmd
 }
 
 // tunShim is preloaded into every charon: it makes kernel-libipsec's TUN
@@ -226,11 +228,7 @@ func TryStart(t testing.TB, a, b Side) (*Lab, error) {
 	}
 	// The second side (the responder, as Cloud VPN is) first.
 	for _, s := range []*side{l.sides[1], l.sides[0]} {
-		for i, c := range s.charons {
-			f := filepath.Join(c.dir, "swanctl", "swanctl.conf")
-			l.write(f, s.Tunnels[i].Swanctl)
-			l.run(s.gw, "swanctl", "--load-all", "--file", f, "--uri", c.vici)
-		}
+		l.loadCharons(s)
 	}
 	if err := l.waitInstalled(tunnelTimeout); err != nil {
 		return l, err
@@ -393,6 +391,7 @@ func (l *Lab) startCharons(s *side) {
 		cmd := l.daemon(s.gw, logFile, env,
 			"unshare", "-m", "sh", "-c", "mount -t tmpfs tmpfs /run && exec "+charonBin)
 		s.procs = append(s.procs, cmd)
+		c.cmd = cmd
 		c.tun = l.waitLog(logFile, tunLine, 10*time.Second)
 		s.charons = append(s.charons, c)
 	}
@@ -436,9 +435,13 @@ func (l *Lab) tunnelDevices(s *side) {
 	if s.CloudVPN {
 		l.payloadLimits(s)
 	}
-	// kernel-libipsec routes each traffic selector into its TUN device
-	// through table 220; routing is FRR's here, as it is with XFRM
-	// interfaces.
+	l.dropTable220(s)
+}
+
+// dropTable220 deletes the rule kernel-libipsec adds for its routing
+// table 220, through which it routes each traffic selector into its TUN
+// device: routing is FRR's here, as it is with XFRM interfaces.
+func (l *Lab) dropTable220(s *side) {
 	for l.try(s.gw, "ip", "rule", "del", "table", "220") == nil {
 	}
 }
@@ -447,13 +450,22 @@ func (l *Lab) tunnelDevices(s *side) {
 // applies the side's frr.conf.
 func (l *Lab) startFRR(s *side) {
 	// The daemons run as Debian's frr user, which must reach their
-	// folder: one of its own, outside the test's private temporary one.
-	dir, err := os.MkdirTemp("", "vpnlab-frr-")
-	if err != nil {
-		l.t.Fatal(err)
+	// folder: one of its own, outside the test's private temporary one,
+	// kept when they start again (a stopped daemon may leave its files).
+	dir := s.frrDir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "vpnlab-frr-"); err != nil {
+			l.t.Fatal(err)
+		}
+		l.t.Cleanup(func() { os.RemoveAll(dir) })
+		l.run("", "chown", "frr:frr", dir)
 	}
-	l.t.Cleanup(func() { os.RemoveAll(dir) })
-	l.run("", "chown", "frr:frr", dir)
+	for _, d := range []string{"zebra", "bfdd", "bgpd"} {
+		os.Remove(filepath.Join(dir, d+".vty"))
+		os.Remove(filepath.Join(dir, d+".pid"))
+	}
+	os.Remove(filepath.Join(dir, "zserv.api"))
 	logs := filepath.Join(l.dir, s.Name+"-frr")
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		l.t.Fatal(err)
@@ -464,6 +476,7 @@ func (l *Lab) startFRR(s *side) {
 			"-f", "/dev/null", "-i", filepath.Join(dir, d+".pid"), "-z", filepath.Join(dir, "zserv.api"),
 			"--vty_socket", dir, "-P", "0", "--log", "stdout")
 		s.procs = append(s.procs, cmd)
+		s.frrProcs = append(s.frrProcs, cmd)
 		l.waitFile(filepath.Join(dir, d+".vty"), 10*time.Second)
 	}
 	conf := filepath.Join(logs, "frr.conf")
@@ -973,13 +986,29 @@ func (l *Lab) Log(i int, re *regexp.Regexp) []string {
 func (l *Lab) Restart(i int, timeout time.Duration) error {
 	l.t.Helper()
 	s := l.sides[i]
-	for _, cmd := range s.procs {
+	l.stopCmds(s, s.procs)
+	s.procs, s.charons, s.frrProcs = nil, nil, nil
+	l.startCharons(s)
+	l.loadCharons(s)
+	if err := l.waitInstalled(timeout); err != nil {
+		return err
+	}
+	l.tunnelDevices(s)
+	l.startFRR(s)
+	return nil
+}
+
+// stopCmds stops cmds, daemons of side s, as systemctl stop does
+// (SIGTERM, SIGKILL after 10 s), waits for them to end and keeps their
+// logs' lines (in <log>.before) for those started after them.
+func (l *Lab) stopCmds(s *side, cmds []*exec.Cmd) {
+	for _, cmd := range cmds {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	}
 	l.mu.Lock()
 	var waits []exit
 	for _, e := range l.exited {
-		for _, cmd := range s.procs {
+		for _, cmd := range cmds {
 			if e.cmd == cmd {
 				waits = append(waits, e)
 			}
@@ -994,7 +1023,6 @@ func (l *Lab) Restart(i int, timeout time.Duration) error {
 			<-e.done
 		}
 	}
-	// The logs of the daemons before keep their lines.
 	logs, _ := filepath.Glob(filepath.Join(l.dir, s.Name+"-*", "*.log"))
 	for _, f := range logs {
 		b, _ := os.ReadFile(f)
@@ -1004,20 +1032,98 @@ func (l *Lab) Restart(i int, timeout time.Duration) error {
 			g.Close()
 		}
 	}
-	s.procs, s.charons = nil, nil
-	l.startCharons(s)
+}
+
+// loadCharons loads each tunnel's connection into its charon.
+func (l *Lab) loadCharons(s *side) {
 	for j, c := range s.charons {
 		f := filepath.Join(c.dir, "swanctl", "swanctl.conf")
 		l.write(f, s.Tunnels[j].Swanctl)
 		l.run(s.gw, "swanctl", "--load-all", "--file", f, "--uri", c.vici)
 	}
-	if err := l.waitInstalled(timeout); err != nil {
-		return err
-	}
-	l.tunnelDevices(s)
-	l.startFRR(s)
-	return nil
 }
+
+// RestartCharons restarts side i's strongSwan as systemctl restart
+// strongswan does with charon-systemd: every charon stopped, started anew
+// and its tunnel's connection loaded (the unit's swanctl --load-all).
+// Each tunnel device gets its address and MTU again, as an XFRM
+// interface, which outlives charon, keeps them. It returns without
+// waiting for the tunnels. Side i is not a CloudVPN side.
+func (l *Lab) RestartCharons(i int) {
+	l.t.Helper()
+	s := l.sides[i]
+	if s.CloudVPN {
+		l.t.Fatalf("vpnlab: RestartCharons of the CloudVPN side %s", s.Name)
+	}
+	var cmds []*exec.Cmd
+	for _, c := range s.charons {
+		cmds = append(cmds, c.cmd)
+	}
+	l.stopCmds(s, cmds)
+	s.procs = without(s.procs, cmds)
+	s.charons = nil
+	l.startCharons(s)
+	l.tunnelDevices(s)
+	l.loadCharons(s)
+}
+
+// RestartFRR restarts side i's FRR daemons, as systemctl restart frr
+// does, with frr.conf conf.
+func (l *Lab) RestartFRR(i int, conf []byte) {
+	l.t.Helper()
+	s := l.sides[i]
+	l.stopCmds(s, s.frrProcs)
+	s.procs = without(s.procs, s.frrProcs)
+	s.frrProcs = nil
+	s.FRR = conf
+	l.startFRR(s)
+}
+
+func without(all, some []*exec.Cmd) []*exec.Cmd {
+	var out []*exec.Cmd
+	for _, c := range all {
+		found := false
+		for _, d := range some {
+			found = found || c == d
+		}
+		if !found {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Vici returns side i's charons' vici URIs by connection.
+func (l *Lab) Vici(i int) map[string]string {
+	m := map[string]string{}
+	for j, c := range l.sides[i].charons {
+		m[l.sides[i].Tunnels[j].Conn] = c.vici
+	}
+	return m
+}
+
+// IKESAs returns side i's IKE_SAs by connection, as swanctl --list-sas
+// shows them: "#<unique id> <IKE algorithms> <the CHILD_SA's ESP
+// algorithms>", "" for a connection without an installed CHILD_SA.
+func (l *Lab) IKESAs(i int) map[string]string {
+	m := map[string]string{}
+	s := l.sides[i]
+	for j, c := range s.charons {
+		out, _ := l.output(s.gw, "swanctl", "--list-sas", "--uri", c.vici)
+		id, ike, alg := ikeID.FindSubmatch(out), ikeAlgorithm.FindSubmatch(out), espAlgorithm.FindSubmatch(out)
+		if id == nil || ike == nil || alg == nil {
+			m[s.Tunnels[j].Conn] = ""
+			continue
+		}
+		m[s.Tunnels[j].Conn] = string(id[1]) + " " + string(ike[1]) + " " + string(alg[1])
+	}
+	return m
+}
+
+var (
+	ikeID        = regexp.MustCompile(`(?m)^\S+: (#\d+), ESTABLISHED`)
+	ikeAlgorithm = regexp.MustCompile(`(?m)^\s+([A-Z0-9_-]+/PRF_[A-Z0-9_/-]+)\s*$`)
+)
 
 var swanSecret = regexp.MustCompile(`(?m)^(\s*secret\s*=\s*)".*"$`)
 

@@ -36,6 +36,12 @@ type rendered struct {
 // picks the gateway; nodegen renders none of it.)
 func oneGateway(t *testing.T) rendered {
 	t.Helper()
+	return render(t, oneGatewaySource(t))
+}
+
+// oneGatewaySource writes oneGateway's source and returns its folder.
+func oneGatewaySource(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "nodegroups")
 	if err := testsrc.CopyShippedTo(dir); err != nil {
 		t.Fatal(err)
@@ -53,7 +59,7 @@ func oneGateway(t *testing.T) rendered {
 	if err := os.WriteFile(f, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return render(t, dir)
+	return dir
 }
 
 func render(t *testing.T, dir string) rendered {
@@ -104,15 +110,26 @@ func lan(t *testing.T, cidr string) netip.Prefix {
 // first.
 func (r rendered) sides(t *testing.T) (onprem, cloud Side, cloudHost netip.Addr, v CloudVPN) {
 	t.Helper()
-	keys := map[string]string{}
-	key := func(secret string) string {
-		if keys[secret] == "" {
-			b := make([]byte, 24)
-			_, _ = rand.Read(b)
-			keys[secret] = hex.EncodeToString(b)
-		}
-		return keys[secret]
+	return r.sidesWith(t, psks{})
+}
+
+// psks are the pre-shared keys by Secret Manager secret, each made at
+// random when first asked for.
+type psks map[string]string
+
+func (p psks) key(secret string) string {
+	if p[secret] == "" {
+		b := make([]byte, 24)
+		_, _ = rand.Read(b)
+		p[secret] = hex.EncodeToString(b)
 	}
+	return p[secret]
+}
+
+// sidesWith is sides with the keys of keys.
+func (r rendered) sidesWith(t *testing.T, keys psks) (onprem, cloud Side, cloudHost netip.Addr, v CloudVPN) {
+	t.Helper()
+	key := keys.key
 	// The on-prem side names a tunnel's key by its connection (tunnel<i>,
 	// docs/vpn.md), the cloud side by the secret of HA VPN interface i.
 	secretOf := map[string]string{}
