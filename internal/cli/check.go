@@ -79,7 +79,7 @@ func checkCommand(s *streams) *cli.Command {
 				only = " --cluster " + strings.Join(f.Clusters.Value(), ",")
 			}
 			fmt.Fprintf(s.err, "nodegen: %srun `nodegen gen --source %s --out %s%s` and commit the result\n", first, f.Source, f.Out, only)
-			sayLeaving(s.err, leavingMIGs(r.Changes))
+			sayLeaving(s.err, leavingMIGs(r.Changes), autoscalerUpgrade(f, rd))
 			sayStartRepairing(s.err, startRepairing(r.Changes))
 			return errFindings
 		})

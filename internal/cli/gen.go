@@ -66,7 +66,7 @@ func genCommand(s *streams) *cli.Command {
 			for _, p := range r.Carried {
 				fmt.Fprintf(s.err, "nodegen: kept %s: written into %s by another process during this run\n", outPath(f, p), f.Out)
 			}
-			sayLeaving(s.err, leavingMIGs(r.Changes))
+			sayLeaving(s.err, leavingMIGs(r.Changes), autoscalerUpgrade(f, rd))
 			sayStartRepairing(s.err, startRepairing(r.Changes))
 			f.ManifestDigest = r.ManifestDigest
 			return nil

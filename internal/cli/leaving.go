@@ -11,7 +11,10 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/outdir"
+	"github.com/nodegen/nodegen/internal/pipeline"
+	"github.com/nodegen/nodegen/internal/render/docs"
 )
 
 // migChanges is what the changes do to the MIGs of the rendered
@@ -29,11 +32,15 @@ type migChanges struct {
 	// Added are the MIGs the new bytes declare and the old did not, when
 	// some MIG leaves: sayLeaving names them only then.
 	Added []string
+	// Trees are the clusters' trees in out/ (layout.ClusterDir: "" for a
+	// one-cluster source) whose Terraform a MIG leaves.
+	Trees []string
 }
 
 func leavingMIGs(changes []outdir.Change) migChanges {
 	var tf []outdir.Change
 	before := map[string]bool{}
+	tree := map[string]string{}
 	for _, ch := range changes {
 		if path.Ext(ch.Path) != ".tf" || ch.Kind == outdir.Mode {
 			continue
@@ -41,6 +48,7 @@ func leavingMIGs(changes []outdir.Change) migChanges {
 		tf = append(tf, ch)
 		for n, guarded := range migNames(ch.Path, ch.Old) {
 			before[n] = before[n] || guarded
+			tree[n], _, _ = strings.Cut(ch.Path, layout.TerraformDir+"/")
 		}
 	}
 	if len(before) == 0 {
@@ -58,6 +66,9 @@ func leavingMIGs(changes []outdir.Change) migChanges {
 	for n, guarded := range before {
 		if !after[n] {
 			out.Leaving = append(out.Leaving, n)
+			if !slices.Contains(out.Trees, tree[n]) {
+				out.Trees = append(out.Trees, tree[n])
+			}
 			if !guarded {
 				out.Unguarded = append(out.Unguarded, n)
 			}
@@ -71,6 +82,7 @@ func leavingMIGs(changes []outdir.Change) migChanges {
 	slices.Sort(out.Leaving)
 	slices.Sort(out.Unguarded)
 	slices.Sort(out.Added)
+	slices.Sort(out.Trees)
 	return out
 }
 
@@ -99,13 +111,17 @@ func migNames(name string, b []byte) map[string]bool {
 }
 
 // sayLeaving tells what to run before terraform apply when MIGs leave the
-// rendered Terraform: apply refuses to delete them (their deletion_policy
-// is PREVENT, once an apply put it in the state), and nodegen rollout
-// drains their nodes and deletes them. A MIG whose Terraform had no
+// rendered Terraform, in order: the autoscaler's helm upgrade (upgrade
+// gives the command for a cluster's tree in out/), for a running
+// autoscaler whose --nodes names a deleted MIG scales no group at all;
+// nodegen rollout, which drains their nodes and deletes them (and
+// refuses while the autoscaler still names one); then terraform apply,
+// which refuses to delete them itself (their deletion_policy is PREVENT,
+// once an apply put it in the state). A MIG whose Terraform had no
 // deletion_policy is not guarded: the state has none. MIGs the same
 // changes add do not exist before the apply, so the leaving nodes' pods
 // cannot go to them.
-func sayLeaving(w io.Writer, m migChanges) {
+func sayLeaving(w io.Writer, m migChanges, upgrade func(tree string) string) {
 	var guarded []string
 	for _, n := range m.Leaving {
 		if !slices.Contains(m.Unguarded, n) {
@@ -117,16 +133,24 @@ func sayLeaving(w io.Writer, m migChanges) {
 		if len(guarded) > 1 {
 			what, verb, it = "MIGs", "leave", "them"
 		}
-		fmt.Fprintf(w, "nodegen: %s %s %s the source: terraform apply refuses to delete %s (deletion_policy PREVENT); run `nodegen rollout --yes` first, which drains the nodes and deletes %s, then terraform apply (the refusal needs the policy in the state: an apply of out/ with it must have run before; docs/rollout.md, \"Zones and groups that leave the source\")\n",
-			what, strings.Join(guarded, ", "), verb, it, it)
+		fmt.Fprintf(w, "nodegen: %s %s %s the source: terraform apply refuses to delete %s (deletion_policy PREVENT; the refusal needs the policy in the state: an apply of out/ with it must have run before)\n",
+			what, strings.Join(guarded, ", "), verb, it)
 	}
 	if len(m.Unguarded) > 0 {
 		what, verb, it, its := "MIG", "leaves", "it", "its"
 		if len(m.Unguarded) > 1 {
 			what, verb, it, its = "MIGs", "leave", "them", "their"
 		}
-		fmt.Fprintf(w, "nodegen: %s %s %s the source and had no deletion_policy in out/ (rendered by an older nodegen), so none in the state either: terraform apply would delete %s with %s VMs, undrained; run `nodegen rollout --yes` first, which drains the nodes and deletes %s, then terraform apply. The guard holds only for MIGs an apply with it reached: apply once before a zone or group leaves the source (docs/rollout.md, \"Zones and groups that leave the source\")\n",
-			what, strings.Join(m.Unguarded, ", "), verb, it, its, it)
+		fmt.Fprintf(w, "nodegen: %s %s %s the source and had no deletion_policy in out/ (rendered by an older nodegen), so none in the state either: terraform apply would delete %s with %s VMs, undrained. The guard holds only for MIGs an apply with it reached: apply once before a zone or group leaves the source\n",
+			what, strings.Join(m.Unguarded, ", "), verb, it, its)
+	}
+	if len(m.Leaving) > 0 {
+		var cmds []string
+		for _, tree := range m.Trees {
+			cmds = append(cmds, "`"+upgrade(tree)+"`")
+		}
+		fmt.Fprintf(w, "nodegen: so, in this order: 1. %s: the running autoscaler stops sizing the leaving MIGs (while its --nodes names a deleted MIG it scales no group at all, and during the drain it could scale the MIG up again; nodegen rollout --yes refuses while it names one); 2. `nodegen rollout --yes`: drains their nodes and deletes the MIGs; 3. terraform apply (docs/rollout.md, \"Zones and groups that leave the source\")\n",
+			strings.Join(cmds, " and "))
 	}
 	if len(m.Leaving) > 0 && len(m.Added) > 0 {
 		what, verb, it, its := "MIG", "is", "it", "its"
@@ -135,5 +159,20 @@ func sayLeaving(w io.Writer, m migChanges) {
 		}
 		fmt.Fprintf(w, "nodegen: %s %s %s new: only terraform apply makes %s, so no pod drained from the leaving nodes can go to %s nodes before it; to move nodes (a group renamed, a zone replaced by another), add the new group or zone first (gen, terraform apply), then remove the old one\n",
 			what, strings.Join(m.Added, ", "), verb, it, its)
+	}
+}
+
+// autoscalerUpgrade is sayLeaving's upgrade for a pipeline's result: the
+// helm upgrade of the autoscaler of the cluster of a tree in out/, with
+// its values.yaml as the user names it.
+func autoscalerUpgrade(f *ioFlags, r *pipeline.Result) func(tree string) string {
+	return func(tree string) string {
+		ns := ""
+		for _, c := range r.Clusters {
+			if c.Dir == tree {
+				ns = c.Member.Source.Cluster.Autoscaler.Namespace
+			}
+		}
+		return docs.AutoscalerUpgrade(ns, outPath(f, tree+layout.AutoscalerValuesPath))
 	}
 }

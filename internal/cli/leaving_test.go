@@ -38,16 +38,25 @@ func TestCheckAndGenSayWhatToRunBeforeApply(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(src, "gpu-t4.cue"), bytes.Replace(b, []byte(zones), []byte(zoneA), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := "nodegen: MIG hybrid-ai-gpu-t4-us-central1-b leaves the source: terraform apply refuses to delete it (deletion_policy PREVENT); run `nodegen rollout --yes` first"
+	want := "nodegen: MIG hybrid-ai-gpu-t4-us-central1-b leaves the source: terraform apply refuses to delete it (deletion_policy PREVENT;"
+	// The whole order, the autoscaler's helm upgrade (of the values file
+	// as --out names it) first.
+	order := "nodegen: so, in this order: 1. `helm upgrade --install cluster-autoscaler autoscaler/cluster-autoscaler --version 9.59.0 --namespace kube-system -f " + filepath.ToSlash(out) + "/cluster-autoscaler/values.yaml`: the running autoscaler stops sizing the leaving MIGs"
+	order2 := "2. `nodegen rollout --yes`: drains their nodes and deletes the MIGs; 3. terraform apply"
 	code, stderr := run("check", "--full")
-	if code != ExitFindings || !strings.Contains(stderr, want) {
-		t.Errorf("check: exit %d, want %d and %q in:\n%s", code, ExitFindings, want, stderr)
+	for _, w := range []string{want, order, order2} {
+		if code != ExitFindings || !strings.Contains(stderr, w) {
+			t.Errorf("check: exit %d, want %d and %q in:\n%s", code, ExitFindings, w, stderr)
+		}
 	}
 	if strings.Contains(stderr, "us-central1-a leaves") {
 		t.Errorf("check names a MIG that stays:\n%s", stderr)
 	}
-	if code, stderr := run("gen"); code != 0 || !strings.Contains(stderr, want) {
-		t.Errorf("gen: exit %d, want 0 and %q in:\n%s", code, want, stderr)
+	code, stderr = run("gen")
+	for _, w := range []string{want, order, order2} {
+		if code != 0 || !strings.Contains(stderr, w) {
+			t.Errorf("gen: exit %d, want 0 and %q in:\n%s", code, w, stderr)
+		}
 	}
 	if code, stderr := run("check", "--full"); code != 0 || stderr != "" {
 		t.Errorf("check after gen: exit %d\n%s", code, stderr)
@@ -112,6 +121,9 @@ func TestLeavingMIGsWithoutGuard(t *testing.T) {
 		{Path: "terraform/nodegroup-b.tf", Kind: outdir.Removed, Old: []byte(mig("c-b-z1", true))},
 	}
 	m := leavingMIGs(changes)
+	if !slices.Equal(m.Trees, []string{""}) {
+		t.Errorf("trees %q, want the one-cluster tree alone", m.Trees)
+	}
 	if want := []string{"c-a-z2", "c-b-z1"}; !slices.Equal(m.Leaving, want) {
 		t.Errorf("leaving %v, want %v", m.Leaving, want)
 	}
@@ -122,12 +134,13 @@ func TestLeavingMIGsWithoutGuard(t *testing.T) {
 		t.Errorf("added %v, want none", m.Added)
 	}
 	var out bytes.Buffer
-	sayLeaving(&out, m)
+	sayLeaving(&out, m, func(tree string) string { return "helm upgrade -f " + tree + "values.yaml" })
 	t.Logf("%s", out.String())
 	for _, want := range []string{
 		"nodegen: MIG c-b-z1 leaves the source: terraform apply refuses to delete it",
-		"nodegen: MIG c-a-z2 leaves the source and had no deletion_policy in out/ (rendered by an older nodegen), so none in the state either: terraform apply would delete it with its VMs, undrained; run `nodegen rollout --yes` first",
+		"nodegen: MIG c-a-z2 leaves the source and had no deletion_policy in out/ (rendered by an older nodegen), so none in the state either: terraform apply would delete it with its VMs, undrained.",
 		"apply once before a zone or group leaves the source",
+		"nodegen: so, in this order: 1. `helm upgrade -f values.yaml`: the running autoscaler stops sizing the leaving MIGs",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the message lacks %q", want)
@@ -152,7 +165,7 @@ func TestLeavingMIGsNewTree(t *testing.T) {
 		t.Errorf("leaving %v, unguarded %v, added %v: want none", m.Leaving, m.Unguarded, m.Added)
 	}
 	var out bytes.Buffer
-	sayLeaving(&out, m)
+	sayLeaving(&out, m, func(string) string { t.Fatal("upgrade asked for"); return "" })
 	if out.Len() > 0 {
 		t.Errorf("said %q", out.String())
 	}

@@ -60,7 +60,11 @@ the source no longer has (a zone removed from a group, a group removed or
 renamed), deletes them through their MIG, then deletes the emptied MIG,
 and any MIG of the cluster that left the source with no instance:
 terraform apply refuses to delete a MIG (its deletion_policy is PREVENT),
-so run this first, then terraform apply.
+so run this before terraform apply, and after the autoscaler's helm
+upgrade (the plan prints the command): it reads the running autoscaler's
+Deployment (cluster-autoscaler, in cluster.autoscaler.namespace) and
+refuses to drain or delete a MIG while its arguments still name it, or
+while its new arguments do not yet run on every replica.
 
 As kubectl drain, a drain leaves DaemonSet and mirror pods, and does not
 evict pods that declare no controller (--force does), pods with emptyDir

@@ -1,8 +1,8 @@
 // Package kube is nodegen's client of a cluster's API: the calls rollout
 // and drift make (nodes, pods, evictions, PodDisruptionBudgets, the
-// rollout's Lease) and no more. It stands on client-go's REST client
-// (k8s.io/client-go/rest) with a scheme of core/v1, policy/v1 and
-// coordination.k8s.io/v1 alone, so that the binary links
+// rollout's Lease, the autoscaler's Deployment) and no more. It stands on
+// client-go's REST client (k8s.io/client-go/rest) with a scheme of
+// core/v1, policy/v1, coordination.k8s.io/v1 and apps/v1 alone, so that the binary links
 // neither client-go's typed clientset nor the types of the other API
 // groups it would register.
 //
@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -57,14 +58,15 @@ var theCodecs = sync.OnceValue(func() *codecs {
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(policyv1.AddToScheme(s))
 	utilruntime.Must(coordinationv1.AddToScheme(s))
+	utilruntime.Must(appsv1.AddToScheme(s))
 	return &codecs{scheme: s, factory: serializer.NewCodecFactory(s), params: runtime.NewParameterCodec(s)}
 })
 
-// Client calls a cluster's API: core/v1, policy/v1 and
-// coordination.k8s.io/v1.
+// Client calls a cluster's API: core/v1, policy/v1,
+// coordination.k8s.io/v1 and apps/v1.
 type Client struct {
-	core, policy, coordination *rest.RESTClient
-	params                     runtime.ParameterCodec
+	core, policy, coordination, apps *rest.RESTClient
+	params                           runtime.ParameterCodec
 }
 
 // FromKubeconfig makes the client of the cluster of a kubeconfig file (its
@@ -151,7 +153,11 @@ func NewForConfig(c *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{core: core, policy: policy, coordination: coordination, params: cs.params}, nil
+	apps, err := restClient(&config, httpClient, cs, appsv1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	return &Client{core: core, policy: policy, coordination: coordination, apps: apps, params: cs.params}, nil
 }
 
 // restClient is the REST client of one API group version, configured as

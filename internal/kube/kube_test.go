@@ -10,9 +10,11 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -559,6 +561,38 @@ func TestSameRequestsAsClientset(t *testing.T) {
 			want:      func(r result) bool { return isStatus(r, apierrors.IsConflict) },
 		},
 		{
+			name:  "get a missing deployment",
+			setup: func() { f.noDeployment() },
+			typed: func() result {
+				d, err := typed.AppsV1().Deployments("kube-system").Get(ctx, "cluster-autoscaler", metav1.GetOptions{})
+				return resultOf(deploymentArgs(d), err)
+			},
+			kube: func() result {
+				d, err := client.GetDeployment(ctx, "kube-system", "cluster-autoscaler")
+				return resultOf(deploymentArgs(d), err)
+			},
+			method: "GET", path: "/apis/apps/v1/namespaces/kube-system/deployments/cluster-autoscaler",
+			want: func(r result) bool { return isStatus(r, apierrors.IsNotFound) },
+		},
+		{
+			name: "get a deployment",
+			setup: func() {
+				f.deployment("--nodes=0:4:https://www.googleapis.com/compute/v1/projects/p/zones/z/instanceGroups/m")
+			},
+			typed: func() result {
+				d, err := typed.AppsV1().Deployments("kube-system").Get(ctx, "cluster-autoscaler", metav1.GetOptions{})
+				return resultOf(deploymentArgs(d), err)
+			},
+			kube: func() result {
+				d, err := client.GetDeployment(ctx, "kube-system", "cluster-autoscaler")
+				return resultOf(deploymentArgs(d), err)
+			},
+			method: "GET", path: "/apis/apps/v1/namespaces/kube-system/deployments/cluster-autoscaler",
+			want: func(r result) bool {
+				return reflect.DeepEqual(r.Names, []string{"kube-system/cluster-autoscaler --nodes=0:4:https://www.googleapis.com/compute/v1/projects/p/zones/z/instanceGroups/m"})
+			},
+		},
+		{
 			name: "a cancelled context",
 			typed: func() result {
 				_, err := typed.CoreV1().Nodes().List(cancelled, metav1.ListOptions{})
@@ -706,6 +740,44 @@ func leaseBodies(t *testing.T, reqs []request) []request {
 			t.Fatal(err)
 		}
 		out[i].Body = string(b)
+	}
+	return out
+}
+
+// noDeployment makes sure deployment kube-system/cluster-autoscaler does
+// not exist.
+func (f *fixture) noDeployment() {
+	f.t.Helper()
+	err := f.admin.AppsV1().Deployments("kube-system").Delete(context.Background(), "cluster-autoscaler", metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		f.t.Fatal(err)
+	}
+}
+
+// deployment makes deployment kube-system/cluster-autoscaler anew, its
+// one container run with args.
+func (f *fixture) deployment(args ...string) {
+	f.t.Helper()
+	f.noDeployment()
+	sel := map[string]string{"app": "cluster-autoscaler"}
+	_, err := f.admin.AppsV1().Deployments("kube-system").Create(context.Background(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-autoscaler", Namespace: "kube-system"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "cluster-autoscaler", Image: "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.2", Args: args}}}}},
+	}, metav1.CreateOptions{})
+	f.must(err)
+}
+
+// deploymentArgs is the deployment's namespace/name and its containers'
+// args; the client returns nil with its errors.
+func deploymentArgs(d *appsv1.Deployment) []string {
+	if d == nil || d.Name == "" {
+		return nil
+	}
+	out := []string{d.Namespace + "/" + d.Name}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		out[0] += " " + strings.Join(c.Args, " ")
 	}
 	return out
 }

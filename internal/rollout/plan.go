@@ -29,6 +29,7 @@ import (
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodecheck"
+	"github.com/nodegen/nodegen/internal/render/docs"
 )
 
 // DrainingAnnotation marks a node the rollout cordoned to replace it; its
@@ -64,7 +65,11 @@ type Plan struct {
 	// else, so that terraform apply can go on (the MIGs' deletion_policy
 	// makes it refuse to delete one while its state holds it).
 	Leaving []LeavingMIG `json:"leaving"`
-	Groups  []GroupPlan  `json:"groups"`
+	// AutoscalerUpgrade, when MIGs leave, is the command to run before the
+	// rollout: the running autoscaler must no longer name them (--yes
+	// refuses while it does).
+	AutoscalerUpgrade string      `json:"autoscalerUpgrade,omitempty"`
+	Groups            []GroupPlan `json:"groups"`
 }
 
 // LeavingMIG is a zonal MIG that is no longer in the source, with the
@@ -196,6 +201,9 @@ func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Pl
 	}
 	for _, k := range model.SortedKeys(leaving) {
 		p.Leaving = append(p.Leaving, *leaving[k])
+	}
+	if len(p.Leaving) > 0 {
+		p.AutoscalerUpgrade = docs.AutoscalerUpgradeOf(src)
 	}
 	for _, g := range src.RolloutOrder() {
 		gp := GroupPlan{Group: g.Name, Kind: g.Kind, Revision: revs[g.Name], Excluded: slices.Contains(src.Cluster.Rollout.Exclude, g.Name)}

@@ -57,6 +57,9 @@ type setup struct {
 	oldNodes []string
 	creds    string
 	user     *testcp.User // the rollout's identity
+	// oldFiles and files are what gen rendered from the source before
+	// and after the change.
+	oldFiles, files layout.Files
 }
 
 func load(t *testing.T, dir string) (*model.Source, layout.Files) {
@@ -179,6 +182,7 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 	s.dir = testsrc.Copy(t, edits)
 	var files layout.Files
 	s.src, files = load(t, s.dir)
+	s.oldFiles, s.files = oldFiles, files
 	s.old, s.cur = revisionsOf(t, oldSrc, oldFiles), revisionsOf(t, s.src, files)
 	switch {
 	case removeZone:
@@ -367,6 +371,9 @@ func (s *setup) rolloutUser(t *testing.T) *testcp.User {
 	lockRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "nodegen-rollout", Namespace: rollout.LockNamespace}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{rollout.LockName}, Verbs: []string{"get", "update"}},
+		// The autoscaler's Deployment, read before a MIG leaving the
+		// source is drained or deleted (docs/rollout.md's Role).
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{model.AutoscalerFullname}, Verbs: []string{"get"}},
 	}}
 	if _, err := s.admin.RbacV1().Roles(rollout.LockNamespace).Create(ctx, lockRole, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -29,8 +30,9 @@ import (
 // nodes listed, read, merge-patched (cordon, uncordon) and deleted, pods
 // listed and evicted through the Eviction API (deleted only past the drain
 // timeout with onDrainTimeout "force"), PodDisruptionBudgets, claims and
-// persistent volumes listed (VolumeLister), the rollout's Lease read,
-// created and updated (the lock). API errors are
+// persistent volumes listed (VolumeLister), the autoscaler's Deployment
+// read (that it no longer names a MIG before the MIG goes), the rollout's
+// Lease read, created and updated (the lock). API errors are
 // *apierrors.StatusError. *kube.Client is one.
 type Cluster interface {
 	ListNodes(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
@@ -42,6 +44,7 @@ type Cluster interface {
 	EvictPod(ctx context.Context, eviction *policyv1.Eviction) error
 	ListPodDisruptionBudgets(ctx context.Context, namespace string, opts metav1.ListOptions) (*policyv1.PodDisruptionBudgetList, error)
 	VolumeLister
+	GetDeployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error)
 	GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error)
 	CreateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
 	UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
@@ -68,6 +71,10 @@ type Runner struct {
 	Holder     string
 	LockWait   time.Duration
 	LockTiming LockTiming
+
+	// saidNoAutoscaler: the run said once that it found no autoscaler's
+	// Deployment.
+	saidNoAutoscaler bool
 }
 
 // ErrStopped is returned, wrapped, when the rollout stopped on purpose
@@ -1108,6 +1115,14 @@ func (r *Runner) runLeavingAll(ctx context.Context, drainTimeout time.Duration, 
 			continue
 		}
 		if err == nil {
+			if err = r.checkAutoscalerLetGo(ctx, where, m.Zone, m.Name); err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				r.Progress.Step("%s: blocked, going on with the others: %v", where, err)
+				blocked.Groups = append(blocked.Groups, BlockedGroup{Group: l.Group, Zone: l.Zone, Err: err})
+				continue
+			}
 			r.Progress.Step("%s: %s: MIG %s has no instance; deleting it", where, l.Why, m.Name)
 			err = r.Compute.DeleteMIG(ctx, r.Src.Cluster.GCP.Project, m.Zone, m.Name)
 		}
@@ -1137,6 +1152,11 @@ func (r *Runner) runLeaving(ctx context.Context, l LeavingMIG, drainTimeout time
 	cl := &r.Src.Cluster
 	project, where := cl.GCP.Project, l.Group+"/"+l.Zone
 	r.Progress.Step("%s: %s: draining and deleting its %d %s, then MIG %s", where, l.Why, len(l.Nodes), plural(len(l.Nodes), "node", "nodes"), l.Name)
+	// The autoscaler first: it must not scale the MIG up during the
+	// drain, nor name it once it is gone.
+	if err := r.checkAutoscalerLetGo(ctx, where, l.Zone, l.Name); err != nil {
+		return err
+	}
 	instances, err := r.Compute.ListManagedInstances(ctx, project, l.Zone, l.Name)
 	var apiErr *APIError
 	// gone: the MIG itself is not there (a run that stopped after
@@ -1241,6 +1261,10 @@ func (r *Runner) deleteEmptyMIG(ctx context.Context, where, zone, mig string) er
 		if err := r.waitGone(ctx, where, zone, mig, left); err != nil {
 			return err
 		}
+	}
+	// Again: the autoscaler may have been rolled back since.
+	if err := r.checkAutoscalerLetGo(ctx, where, zone, mig); err != nil {
+		return err
 	}
 	if err := r.Compute.DeleteMIG(ctx, project, zone, mig); err != nil {
 		return fmt.Errorf("deleting the empty MIG %s: %w", mig, err)

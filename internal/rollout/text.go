@@ -38,6 +38,7 @@ func (p Plan) WriteText(w io.Writer, autoscalerGroup string) error {
 	total, held, atMax, leaving := 0, 0, 0, 0
 	if len(p.Leaving) > 0 {
 		b.WriteString("\nleaving the source, first: their nodes drained and deleted through their MIG, then the empty MIG deleted (terraform apply refuses to delete a MIG: its deletion_policy is PREVENT)\n")
+		fmt.Fprintf(&b, "   in this order: 1. `%s` (the autoscaler stops sizing these MIGs: --yes refuses while its Deployment still names one), 2. `nodegen rollout --yes`, 3. `terraform apply`\n", p.AutoscalerUpgrade)
 	}
 	for _, l := range p.Leaving {
 		fmt.Fprintf(&b, "   %s (MIG %s): %s\n", l.Zone, l.Name, l.Why)
