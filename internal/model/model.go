@@ -138,6 +138,9 @@ type GCP struct {
 	// Network is the cloud nodes' VPC network, nil when the source leaves
 	// it to the Terraform module's variables.
 	Network *GCPNetwork `json:"network,omitempty"`
+	// TerraformState is the root module's gcs backend, nil for local
+	// state.
+	TerraformState *TerraformState `json:"terraformState,omitempty"`
 	// IAMConditionByClusterPrefix lets the autoscaler's IAM condition fall
 	// back to the cluster's name prefix when naming every group is over
 	// the cap.
@@ -148,6 +151,9 @@ type GCP struct {
 // of it: firewall rules from the on-prem ranges and between the nodes, and
 // the nodes' egress.
 type GCPNetwork struct {
+	// Create is set when nodegen creates the network and its subnetwork
+	// (in the root module).
+	Create       bool     `json:"create,omitempty"`
 	Name         string   `json:"name"`
 	Subnetwork   string   `json:"subnetwork"`
 	Project      string   `json:"project,omitempty"`
@@ -164,6 +170,21 @@ type GCPNetwork struct {
 	SubnetworkRange string `json:"subnetworkRange,omitempty"`
 	// VPN is the HA VPN to the on-prem side, nil when the source has none.
 	VPN *VPN `json:"vpn,omitempty"`
+}
+
+// TerraformState is a gcs backend of the root module.
+type TerraformState struct {
+	Bucket string `json:"bucket"`
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// StatePrefix is the backend's prefix: the source's, or
+// "nodegen/<cluster name>".
+func (c *Cluster) StatePrefix() string {
+	if s := c.GCP.TerraformState; s != nil && s.Prefix != "" {
+		return s.Prefix
+	}
+	return "nodegen/" + c.Name
 }
 
 // Egress choices of GCPNetwork.Egress.

@@ -22,6 +22,14 @@ func (c *checker) network() {
 		return
 	}
 	p := sel("cluster", "gcp", "network")
+	if n.Create {
+		if n.SubnetworkRange == "" {
+			c.at(join(p, "create"), "nodegen creates the subnetwork, so it needs its primary range: set cluster.gcp.network.subnetworkRange (a CIDR, e.g. \"10.128.0.0/20\")")
+		}
+		if n.Project != "" && n.Project != c.src.Cluster.GCP.Project {
+			c.at(join(p, "project"), "nodegen creates the network in project %s (the root module's provider), not in %s: a Shared VPC's network is its host project's; leave create false there, or drop project", c.src.Cluster.GCP.Project, n.Project)
+		}
+	}
 	var prefixes []netip.Prefix
 	for i, r := range n.OnpremRanges {
 		pr, err := netip.ParsePrefix(r)

@@ -22,11 +22,12 @@ var roleRow = regexp.MustCompile("(?m)^  \\| `(roles/[a-zA-Z.0-9]+)` \\| [^|]* \
 // TestRoleTableCoversRenderedTerraform reads every .tf file rendered under
 // out/terraform as Terraform does (hclparse) for the tests' copy of the
 // shipped example (with its HA VPN), every cluster of the tests' fleet
-// (with the mesh's load balancer), and holds day0.md's role table to them: every resource,
+// (with the mesh's load balancer) and a source whose network nodegen
+// creates, and holds day0.md's role table to them: every resource,
 // ephemeral resource and data source type has a role that lists it.
 func TestRoleTableCoversRenderedTerraform(t *testing.T) {
 	var renders []layout.Files
-	for _, dir := range []string{testsrc.ShippedCopyDir(), testsrc.FleetDir()} {
+	for _, dir := range []string{testsrc.ShippedCopyDir(), testsrc.FleetDir(), testsrc.Copy(t, map[string]string{"network.cue": createdNetwork})} {
 		l, err := source.Load(dir)
 		if err != nil {
 			t.Fatalf("loading %s: %v", dir, err)
@@ -67,19 +68,30 @@ func TestRoleTableCoversRenderedTerraform(t *testing.T) {
 			}
 		}
 	}
-	// The sources render the firewall rules, the VPN, the mesh's load balancer
+	// The sources render the network, the firewall rules, the VPN, the mesh's load balancer
 	// and the VPN's keys read at apply.
-	for _, typ := range []string{gce.TFFirewall, gce.TFVPNTunnel, gce.TFForwardingRule, gce.TFSecretVersion} {
+	for _, typ := range []string{gce.TFNetwork, gce.TFSubnetwork, gce.TFFirewall, gce.TFVPNTunnel, gce.TFForwardingRule, gce.TFSecretVersion} {
 		if !seen[typ] {
 			t.Errorf("no source of the test renders %s", typ)
 		}
 	}
 }
 
+// createdNetwork is a network nodegen creates, for the tests' copy of the
+// example (which has none).
+const createdNetwork = `cluster: gcp: network: {
+	name:       "hybrid-vpc"
+	create:     true
+	subnetwork: "hybrid-nodes"
+	subnetworkRange: "10.128.0.0/20"
+	onpremRanges: ["10.20.0.0/16"]
+}
+`
+
 // TestApplyRolesRefuseUnknownType: a resource type the table lacks fails
 // the render of day0.md, so it cannot be rendered without its role.
 func TestApplyRolesRefuseUnknownType(t *testing.T) {
-	if _, err := gce.ApplyRoles([]string{gce.TFFirewall, "google_compute_network_peering"}); err == nil || !strings.Contains(err.Error(), "google_compute_network_peering") {
+	if _, err := gce.ApplyRoles([]string{gce.TFNetwork, gce.TFSubnetwork, gce.TFFirewall, "google_compute_network_peering"}); err == nil || !strings.Contains(err.Error(), "google_compute_network_peering") {
 		t.Fatalf("ApplyRoles of a type without a role: %v, want an error naming it", err)
 	}
 	roles, err := gce.ApplyRoles([]string{gce.TFFirewall})

@@ -293,8 +293,10 @@ func (d *day0Doc) beforeYouStart() {
 		}
 		d.p(". Step 2 builds them (`docs/images.md`).\n")
 	}
-	if n := c.GCP.Network; n != nil {
-		d.p("- Network: subnetwork %s of network %s in %s, routed to %s over the VPN; the on-prem side routes it into the VPN (step %d creates the firewall rules).\n", code(n.Subnetwork), code(n.Name), code(c.GCP.Region), code(c.ControlPlaneEndpoint), d.terraformStep())
+	if n := c.GCP.Network; n != nil && n.Create {
+		d.p("- Network: step %d creates network %s and its subnetwork %s in %s (%s), and the firewall rules; the on-prem side routes %s into the VPN and to %s.\n", d.terraformStep(), code(n.Name), code(n.Subnetwork), code(c.GCP.Region), n.SubnetworkRange, n.SubnetworkRange, code(c.ControlPlaneEndpoint))
+	} else if n != nil {
+		d.p("- Network: subnetwork %s of network %s in %s exists (`cluster.gcp.network.create: true` would make step %d create both), routed to %s over the VPN; the on-prem side routes it into the VPN (step %d creates the firewall rules).\n", code(n.Subnetwork), code(n.Name), code(c.GCP.Region), d.terraformStep(), code(c.ControlPlaneEndpoint), d.terraformStep())
 	} else {
 		d.p("- Network: subnetwork in %s routed to %s over the VPN (the module's `subnetwork` variable).\n", code(c.GCP.Region), code(c.ControlPlaneEndpoint))
 	}
@@ -310,6 +312,12 @@ func (d *day0Doc) beforeYouStart() {
 			types[i] = "`" + t + "`"
 		}
 		d.p("  | `%s` | %s | %s |\n", r.Role, mdCell(r.For), strings.Join(types, ", "))
+	}
+	if st := c.GCP.TerraformState; st != nil {
+		// Terraform's gcs backend reads, writes and locks objects under
+		// the prefix (Google's IAM reference, storage: Storage Object User
+		// holds storage.objects.create, get, list, update and delete).
+		d.p("  | `roles/storage.objectUser` | on bucket %s: the root module's state and its lock, under %s (cluster.gcp.terraformState) | |\n", code(st.Bucket), code(c.StatePrefix()+"/"))
 	}
 	if sm != nil {
 		d.p("\n  and, to add the first join token, `roles/secretmanager.secretVersionAdder` on secret %s (in `roles/secretmanager.admin`).\n", code(sm.Secret))
@@ -444,8 +452,17 @@ func (d *day0Doc) terraform() {
 	src := d.src
 	d.next(Day0StepTerraform, "Check out/ and apply Terraform")
 	if n := c.GCP.Network; n != nil {
-		d.p("`nodegen check` proves %s is what the source renders. Then apply the root module %s: the provider with project %s and region %s, the module block with network %s and subnetwork %s, and a commented backend (local state until you set one):\n\n",
-			code(out), code(out+"terraform/root/"), code(c.GCP.Project), code(c.GCP.Region), code(n.Name), code(n.Subnetwork))
+		state := "local state (terraform.tfstate there; `cluster.gcp.terraformState` keeps it in a bucket)"
+		if st := c.GCP.TerraformState; st != nil {
+			state = fmt.Sprintf("the state in bucket %s under %s", code(st.Bucket), code(c.StatePrefix()+"/"))
+		}
+		if n.Create {
+			d.p("`nodegen check` proves %s is what the source renders. Then apply the root module %s: the provider with project %s and region %s, %s, the network %s and its subnetwork %s (%s, MTU %d, Private Google Access on), which it creates first, and the module block that names them:\n\n",
+				code(out), code(out+"terraform/root/"), code(c.GCP.Project), code(c.GCP.Region), state, code(n.Name), code(n.Subnetwork), n.SubnetworkRange, n.MTU)
+		} else {
+			d.p("`nodegen check` proves %s is what the source renders. Then apply the root module %s: the provider with project %s and region %s, %s, and the module block with network %s and subnetwork %s, which exist already:\n\n",
+				code(out), code(out+"terraform/root/"), code(c.GCP.Project), code(c.GCP.Region), state, code(n.Name), code(n.Subnetwork))
+		}
 		d.p("```sh\n%s\n(cd %sterraform/root && terraform init && terraform apply)\n```\n\n", d.checkCommand(), out)
 		d.p("%s", day0NetworkText(src))
 	} else {

@@ -228,6 +228,10 @@ const terraformRootModuleSource = "../"
 // source's project and region, a commented backend, and the module block
 // with every variable the source sets (the network's names), then the
 // module's outputs.
+// networkResource is the name of the root module's network and
+// subnetwork resources, when nodegen creates them.
+const networkResource = "nodes"
+
 func terraformRoot(src *model.Source, header string) []byte {
 	c := &src.Cluster
 	n := c.GCP.Network
@@ -244,23 +248,47 @@ func terraformRoot(src *model.Source, header string) []byte {
 		"version": cty.StringVal(terraformProviderConstraint),
 	}))
 	tf.AppendNewline()
-	comment(tf,
-		"State is local (terraform.tfstate here) unless a backend is set: keep",
-		"it in a bucket, e.g.",
-		"backend \"gcs\" {",
-		"  bucket = \"<a bucket of "+c.GCP.Project+">\"",
-		"  prefix = \"nodegen/"+c.Name+"\"",
-		"}")
+	if st := c.GCP.TerraformState; st != nil {
+		comment(tf, "The state and its lock in a Cloud Storage bucket (cluster.gcp.terraformState).")
+		b := tf.AppendNewBlock("backend", []string{"gcs"}).Body()
+		b.SetAttributeValue("bucket", cty.StringVal(st.Bucket))
+		b.SetAttributeValue("prefix", cty.StringVal(c.StatePrefix()))
+	} else {
+		comment(tf,
+			"State is local (terraform.tfstate here): set cluster.gcp.terraformState",
+			"in the source to keep it in a Cloud Storage bucket (a backend \"gcs\").")
+	}
 	body.AppendNewline()
 	p := body.AppendNewBlock("provider", []string{"google"}).Body()
 	p.SetAttributeValue("project", cty.StringVal(c.GCP.Project))
 	p.SetAttributeValue("region", cty.StringVal(c.GCP.Region))
+	network, subnetwork := hclwrite.TokensForValue(cty.StringVal(n.Name)), hclwrite.TokensForValue(cty.StringVal(n.Subnetwork))
+	if n.Create {
+		body.AppendNewline()
+		comment(body,
+			"The network and the subnetwork of the cloud nodes (cluster.gcp.network.create).",
+			"The module names them by reference: Terraform creates them before the",
+			"firewall rules, the NAT, the VPN and the VMs that use them. The nodes",
+			"have no external IP: they reach Google APIs by Private Google Access.")
+		nb := body.AppendNewBlock("resource", []string{gce.TFNetwork, networkResource}).Body()
+		nb.SetAttributeValue("name", cty.StringVal(n.Name))
+		nb.SetAttributeValue("auto_create_subnetworks", cty.False)
+		nb.SetAttributeValue("mtu", cty.NumberIntVal(int64(n.MTU)))
+		body.AppendNewline()
+		sb := body.AppendNewBlock("resource", []string{gce.TFSubnetwork, networkResource}).Body()
+		sb.SetAttributeValue("name", cty.StringVal(n.Subnetwork))
+		sb.SetAttributeValue("region", cty.StringVal(c.GCP.Region))
+		sb.SetAttributeRaw("network", ref(gce.TFNetwork, networkResource, "id"))
+		sb.SetAttributeValue("ip_cidr_range", cty.StringVal(n.SubnetworkRange))
+		sb.SetAttributeValue("private_ip_google_access", cty.True)
+		network, subnetwork = ref(gce.TFNetwork, networkResource, "name"), ref(gce.TFSubnetwork, networkResource, "name")
+	}
 	body.AppendNewline()
 	m := body.AppendNewBlock("module", []string{"nodegroups"}).Body()
 	m.SetAttributeValue("source", cty.StringVal(terraformRootModuleSource))
 	m.AppendNewline()
-	m.SetAttributeValue("network", cty.StringVal(n.Name))
-	m.SetAttributeValue("subnetwork", cty.StringVal(n.Subnetwork))
+	m.SetAttributeRaw("network", network)
+	m.SetAttributeRaw("subnetwork", subnetwork)
 	if n.Project != "" {
 		m.SetAttributeValue("subnetwork_project", cty.StringVal(n.Project))
 	}

@@ -247,15 +247,16 @@ func TestTerraformNetworkVariableRequired(t *testing.T) {
 // TestTerraformRootModule: the root module's module block points at the
 // module, sets every variable the module requires and only variables it
 // declares, with the source's network; its provider has the source's
-// project and region; the backend is a comment; its outputs exist.
+// project and region; without cluster.gcp.terraformState no backend, the
+// comment naming that field; its outputs exist.
 func TestTerraformRootModule(t *testing.T) {
 	_, files := testsrc.Spec{Cluster: networkCUE("cloud-nat", `"udp/4789"`) + `
 		gcp: network: project: "host-project-1"`}.MustRender(t)
 	root := parseTF(t, files, layout.TerraformRootMainPath)
 	if bs := blocksOf(root, "terraform"); len(bs) != 1 || len(blocksOf(bs[0].Body, "backend")) != 0 {
 		t.Error("the root's terraform block is not one, or sets a backend")
-	} else if text := string(files[layout.TerraformRootMainPath]); !strings.Contains(text, `# backend "gcs" {`) {
-		t.Error("no commented backend")
+	} else if text := string(files[layout.TerraformRootMainPath]); !strings.Contains(text, `# State is local (terraform.tfstate here): set cluster.gcp.terraformState`) {
+		t.Error("no comment naming cluster.gcp.terraformState")
 	}
 	p := blocksOf(root, "provider", "google")
 	if len(p) != 1 {

@@ -206,9 +206,12 @@ const (
 )
 
 var day0UserFiles = map[string]string{
+	// An empty project: nodegen creates the network.
 	"network.cue": `cluster: gcp: network: {
 	name:       "day0-vpc"
+	create:     true
 	subnetwork: "day0-nodes"
+	subnetworkRange: "10.128.0.0/20"
 	onpremRanges: ["10.20.0.0/16"]
 	cniPorts: ["udp/4789"]
 	egress: "cloud-nat"
@@ -248,6 +251,7 @@ var day0UserFiles = map[string]string{
 // day0VPNNetwork is network.cue with an HA VPN to one on-prem gateway.
 const day0VPNNetwork = `cluster: gcp: network: {
 	name:       "day0-vpc"
+	create:     true
 	subnetwork: "day0-nodes"
 	onpremRanges: ["10.20.0.0/16"]
 	cniPorts: ["udp/4789"]
@@ -963,6 +967,12 @@ func (d *day0Play) checkApply(t *testing.T, a *tfApply) {
 	}
 	if len(a.NATs) != 1 {
 		t.Errorf("Cloud NATs %v, want one", a.NATs)
+	}
+	// The project had no network: the apply created it and its
+	// subnetwork, before what names them (the stand-in refuses a module
+	// given a network it creates other than by reference).
+	if want := []string{"network/" + n.Name, "subnetwork/" + n.Subnetwork}; !slices.Equal(a.Networks, want) {
+		t.Errorf("the apply creates networks %v, want %v", a.Networks, want)
 	}
 	var migs []string
 	for _, m := range a.MIGs {

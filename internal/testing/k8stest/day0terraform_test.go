@@ -56,6 +56,9 @@ type tfApply struct {
 	NATs                 []string
 	MIGs                 []tfMIG
 	Secrets              []string
+	// Networks are the VPC networks and subnetworks the apply creates,
+	// as "network/<name>" and "subnetwork/<name>".
+	Networks []string
 }
 
 type tfFirewall struct {
@@ -150,6 +153,12 @@ func terraformStandIn(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 			return fail("%v", err)
 		}
 		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			return fail("%v", err)
+		}
+	}
+	for _, n := range a.Networks {
+		p := filepath.Join(state, "networks", a.Project, n)
+		if err := os.MkdirAll(p, 0o755); err != nil {
 			return fail("%v", err)
 		}
 	}
@@ -266,6 +275,7 @@ func planTF(root *tfModule, state string) (*tfApply, []string) {
 			child, call := m.children[name], m.calls[name]
 			args, errs := moduleArguments(child, call, ctx)
 			problems = append(problems, errs...)
+			problems = append(problems, a.networkArguments(state, call)...)
 			walk(child, args)
 		}
 	}
@@ -345,7 +355,62 @@ func (m *tfModule) evalContext(vars map[string]cty.Value) *hcl.EvalContext {
 		}
 	}
 	ctx.Variables["local"] = cty.ObjectVal(locals)
+	// The module's resources, as references to them read: their constant
+	// attributes, the id unknown until the apply.
+	byType := map[string]map[string]cty.Value{}
+	for _, b := range m.blocks("resource") {
+		attrs := map[string]cty.Value{"id": cty.UnknownVal(cty.String)}
+		for name := range b.Body.Attributes {
+			if v, ok := constString(b.Body, name); ok {
+				attrs[name] = cty.StringVal(v)
+			}
+		}
+		if byType[b.Labels[0]] == nil {
+			byType[b.Labels[0]] = map[string]cty.Value{}
+		}
+		byType[b.Labels[0]][b.Labels[1]] = cty.ObjectVal(attrs)
+	}
+	for typ, rs := range byType {
+		if _, taken := ctx.Variables[typ]; !taken {
+			ctx.Variables[typ] = cty.ObjectVal(rs)
+		}
+	}
 	return ctx
+}
+
+// networkArguments checks a module call's network and subnetwork as the
+// provider's calls would meet them: one this apply creates must be given
+// by reference to its resource (so that Terraform creates it before the
+// module's firewall rules, router and VMs that name it; as a constant,
+// they may come first and fail), and any other must exist already in the
+// project (made by an earlier apply).
+func (a *tfApply) networkArguments(state string, call *hclsyntax.Block) []string {
+	var problems []string
+	for _, arg := range []struct{ attr, typ, kind string }{
+		{"network", "google_compute_network", "network"},
+		{"subnetwork", "google_compute_subnetwork", "subnetwork"},
+	} {
+		e, ok := call.Body.Attributes[arg.attr]
+		if !ok {
+			continue
+		}
+		byRef := false
+		for _, tr := range e.Expr.Variables() {
+			byRef = byRef || tr.RootName() == arg.typ
+		}
+		name, isConst := constString(call.Body, arg.attr)
+		created := isConst && slices.Contains(a.Networks, arg.kind+"/"+name)
+		switch {
+		case byRef:
+		case created:
+			problems = append(problems, fmt.Sprintf("module %q: %s %q is created by this apply but given as a constant, not by reference: Terraform may create what names it first (Error 404: The resource 'projects/%s/.../%s' was not found)", call.Labels[0], arg.kind, name, a.Project, name))
+		case isConst:
+			if _, err := os.Stat(filepath.Join(state, "networks", a.Project, arg.kind, name)); err != nil {
+				problems = append(problems, fmt.Sprintf("module %q: Error 404: The resource 'projects/%s/.../%ss/%s' was not found (the %s does not exist and this apply does not create it)", call.Labels[0], a.Project, arg.kind, name, arg.kind))
+			}
+		}
+	}
+	return problems
 }
 
 // value evaluates attribute name of body, "" and false when it is not
@@ -423,6 +488,12 @@ func (m *tfModule) applyResource(a *tfApply, state string, ctx *hcl.EvalContext,
 		a.Firewalls = append(a.Firewalls, fw)
 	case "google_compute_router_nat":
 		a.NATs = append(a.NATs, addr)
+	case "google_compute_network", "google_compute_subnetwork":
+		name, ok := value(ctx, body, "name")
+		if !ok {
+			return append(problems, addr+": name is not known before the apply")
+		}
+		a.Networks = append(a.Networks, strings.TrimPrefix(typ, "google_compute_")+"/"+name.AsString())
 	case "google_secret_manager_secret":
 		id, ok := value(ctx, body, "secret_id")
 		if !ok {
@@ -573,9 +644,15 @@ func TestDay0ScriptTerraform(t *testing.T) {
 		t.Errorf("the apply made no join token secret: %v", err)
 	}
 
+	// The source creates its network: the module is given it by reference.
+	const netRef = "  network    = google_compute_network.nodes.name\n"
 	for _, c := range []struct{ file, old, new, want string }{
-		{"terraform/root/main.tf", "  network    = \"day0-vpc\"\n", "", `the argument "network" is required`},
-		{"terraform/root/main.tf", "  network    = \"day0-vpc\"\n", "  network    = \"day0-vpc\"\n  netwrk     = \"day0-vpc\"\n", `an argument named "netwrk" is not expected`},
+		{"terraform/root/main.tf", netRef, "", `the argument "network" is required`},
+		{"terraform/root/main.tf", netRef, netRef + "  netwrk     = \"day0-vpc\"\n", `an argument named "netwrk" is not expected`},
+		// The network the apply creates, named by a constant: no order.
+		{"terraform/root/main.tf", netRef, "  network    = \"day0-vpc\"\n", `network "day0-vpc" is created by this apply but given as a constant`},
+		// A network that neither exists nor is created.
+		{"terraform/root/main.tf", netRef, "  network    = \"other-vpc\"\n", `networks/other-vpc' was not found`},
 		{"terraform/root/main.tf", "  project = \"" + day0Project + "\"\n", "", `no provider "google" block with a constant project`},
 		{"terraform/network.tf", "source_ranges", "source_range", "attribute source_range is not in the provider schema"},
 	} {

@@ -11,12 +11,8 @@ terraform {
     }
   }
 
-  # State is local (terraform.tfstate here) unless a backend is set: keep
-  # it in a bucket, e.g.
-  # backend "gcs" {
-  #   bucket = "<a bucket of acme-hybrid-ai>"
-  #   prefix = "nodegen/hybrid-ai"
-  # }
+  # State is local (terraform.tfstate here): set cluster.gcp.terraformState
+  # in the source to keep it in a Cloud Storage bucket (a backend "gcs").
 }
 
 provider "google" {
