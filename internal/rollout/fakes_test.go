@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/nodegen/nodegen/internal/model"
 )
 
 // fakeCompute serves, on loopback, the Compute Engine API v1 methods a
@@ -83,6 +85,33 @@ func (f *fakeCompute) addMIG(zone, name, base, template string, instances ...str
 	m.Largest = len(m.Instances)
 	f.migs[zone+"/"+name] = m
 	return m
+}
+
+// addMissing adds, as terraform apply makes them, the MIGs of every
+// cloud group and zone of src that the fake does not hold yet, empty and
+// making VMs from template(g), which it adds with metadata(g) if the fake
+// does not hold it yet. Rollout reads the managed instances of every MIG
+// of the source holding a node, and Compute answers 404 for a MIG that
+// does not exist.
+func (f *fakeCompute) addMissing(src *model.Source, template func(g *model.NodeGroup) string, metadata func(g *model.NodeGroup) map[string]string) {
+	cl := &src.Cluster
+	for _, g := range src.CloudGroups() {
+		tmpl := template(g)
+		f.mu.Lock()
+		_, hasTmpl := f.templates[tmpl]
+		f.mu.Unlock()
+		if !hasTmpl {
+			f.addTemplate(tmpl, metadata(g))
+		}
+		for _, z := range g.Zones {
+			f.mu.Lock()
+			_, has := f.migs[z+"/"+cl.MIGName(g, z)]
+			f.mu.Unlock()
+			if !has {
+				f.addMIG(z, cl.MIGName(g, z), cl.BaseInstanceName(g), tmpl)
+			}
+		}
+	}
 }
 
 // setTemplate points the MIG at another instance template (terraform apply).

@@ -268,6 +268,10 @@ func newSetupOf(t *testing.T, pdbMax int, extra map[string]string, autoscalerSta
 		}
 		s.compute.addMIG("us-central1-d", cl.MIGName(spot, "us-central1-d"), cl.BaseInstanceName(spot), cl.Name+"-cpu-burst-new", cl.BaseInstanceName(spot)+"-xc01")
 	}
+	// Terraform made every other MIG of the source, empty.
+	s.compute.addMissing(s.src, func(g *model.NodeGroup) string { return cl.Name + "-" + g.Name + "-new" }, func(g *model.NodeGroup) map[string]string {
+		return map[string]string{"kube-env": string(files[layout.KubeEnvPath(g.Name)]), "startup-script": string(files[layout.StartupScriptPath(g.Name)])}
+	})
 	settled := 4
 	if renamed {
 		settled++

@@ -75,6 +75,9 @@ type Runner struct {
 	// saidNoAutoscaler: the run said once that it found no autoscaler's
 	// Deployment.
 	saidNoAutoscaler bool
+	// templateRevs caches the revision of each instance template read
+	// (Compute.InstanceRevisions).
+	templateRevs map[string]string
 }
 
 // ErrStopped is returned, wrapped, when the rollout stopped on purpose
@@ -225,6 +228,18 @@ func (r *Runner) runMIG(ctx context.Context, g *model.NodeGroup, zone string, dr
 					}
 				}
 			}
+		}
+		if mp != nil && len(mp.Current)+len(mp.Stale) > 0 {
+			// Which nodes are stale is Compute's answer, not their
+			// labels', which their kubelets may set.
+			if r.templateRevs == nil {
+				r.templateRevs = map[string]string{}
+			}
+			instances, err := r.Compute.InstanceRevisions(ctx, project, zone, mig, r.templateRevs)
+			if err != nil {
+				return fmt.Errorf("%s: reading the revisions of MIG %s's instances: %w", where, mig, err)
+			}
+			plan.UseInstanceRevisions(r.Src, g, zone, instances)
 		}
 		if mp == nil || len(mp.Stale) == 0 {
 			if err := r.releaseAll(ctx, g, zone, nodes.Items); err != nil {
