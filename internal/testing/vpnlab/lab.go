@@ -1103,8 +1103,9 @@ func (l *Lab) Vici(i int) map[string]string {
 }
 
 // IKESAs returns side i's IKE_SAs by connection, as swanctl --list-sas
-// shows them: "#<unique id> <IKE algorithms> <the CHILD_SA's ESP
-// algorithms>", "" for a connection without an installed CHILD_SA.
+// shows them: "#<unique id>, ESTABLISHED, IKEv2, <its SPIs> <IKE
+// algorithms> <the CHILD_SA's ESP algorithms>", "" for a connection
+// without an installed CHILD_SA.
 func (l *Lab) IKESAs(i int) map[string]string {
 	m := map[string]string{}
 	s := l.sides[i]
@@ -1121,7 +1122,7 @@ func (l *Lab) IKESAs(i int) map[string]string {
 }
 
 var (
-	ikeID        = regexp.MustCompile(`(?m)^\S+: (#\d+), ESTABLISHED`)
+	ikeID        = regexp.MustCompile(`(?m)^\S+: (#\d+, ESTABLISHED, IKEv2, \S+ \S+)`)
 	ikeAlgorithm = regexp.MustCompile(`(?m)^\s+([A-Z0-9_-]+/PRF_[A-Z0-9_/-]+)\s*$`)
 )
 
