@@ -28,12 +28,31 @@ It refuses a directory that holds anything. Every value is one only you know:
 the CA pin is printed on a control-plane node by
   ` + validate.CACertHashCommand + `
 
-Exit 0 when written, 1 when the result does not pass vet (nothing is left), 2
-on a usage mistake.`
+A Kubernetes release newer than nodegen's table (docs/versions.md) needs
+--accept-unknown-kubernetes-version, which init writes into the source.
+
+Exit 0 when written, 1 when the result does not pass vet (then nothing is
+written, not even the directory, and each finding names the flag of the
+value it is about), 2 on a usage mistake.`
 
 // initFlags are init's flags.
 type initFlags struct {
 	dir, name, project, region, endpoint, version, caHash string
+	acceptUnknownVersion                                  bool
+}
+
+// initFlagOf names the flag that gave the value at a path of the written
+// source, for init's findings: the files do not exist when they are
+// refused, so a finding names the flag, not a file's line.
+var initFlagOf = []struct{ path, flag string }{
+	{"cluster.name", "--name"},
+	{"cluster.gcp.project", "--project"},
+	{"cluster.gcp.region", "--region"},
+	{"cluster.controlPlaneEndpoint", "--control-plane-endpoint"},
+	{"cluster.kubernetesVersion", "--kubernetes-version"},
+	{"cluster.caCertHashes", "--ca-cert-hash"},
+	{"cluster.joinToken", "--name"},
+	{"nodeGroups.autoscaler", "--region"},
 }
 
 func initCommand(s *streams) *cli.Command {
@@ -50,6 +69,7 @@ func initCommand(s *streams) *cli.Command {
 			&cli.StringFlag{Name: "control-plane-endpoint", Usage: "the kube-apiserver's `HOST:PORT` as the cloud nodes reach it over the VPN", Destination: &f.endpoint},
 			&cli.StringFlag{Name: "kubernetes-version", Usage: "the control plane's Kubernetes `VERSION`, e.g. 1.35.2", Destination: &f.version},
 			&cli.StringFlag{Name: "ca-cert-hash", Usage: "the pin of the cluster's CA, `sha256:HEX` (as kubeadm join's --discovery-token-ca-cert-hash)", Destination: &f.caHash},
+			&cli.BoolFlag{Name: "accept-unknown-kubernetes-version", Usage: "write cluster.acceptUnknownKubernetesVersion: true, for a release nodegen's table does not know yet (docs/versions.md)", Destination: &f.acceptUnknownVersion},
 		},
 		OnUsageError: onUsageError,
 		Action:       func(c *cli.Context) error { return runInit(c, s, f) },
@@ -115,7 +135,7 @@ cluster: {
 
 	autoscaler: nodeGroup: "autoscaler"
 }
-`, name, f.project, f.region, f.version, f.endpoint, f.caHash, name+"-join-token"),
+`, name, f.project, f.region, f.version, f.endpoint, f.caHash, name+"-join-token") + acceptLine(f.acceptUnknownVersion),
 		"autoscaler.cue": fmt.Sprintf(`// The Cluster Autoscaler's own nodes: a small CPU VM in each of two zones,
 // a replica on each, the metadata server in reach. Tainted for it alone.
 // The image is one you build: kubeadm, the kubelet and a container runtime
@@ -132,29 +152,76 @@ nodeGroups: autoscaler: {
 }
 `, zones[0], zones[1], "projects/"+f.project+"/global/images/family/"+family),
 	}
-	if err := os.MkdirAll(f.dir, 0o755); err != nil {
+	// What init writes must pass vet; it is checked in a directory of its
+	// own first, so that a refusal leaves nothing, not even f.dir.
+	tmp, err := os.MkdirTemp("", "nodegen-init-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	check := filepath.Join(tmp, filepath.Base(filepath.Clean(f.dir)))
+	if err := writeInitFiles(check, files); err != nil {
+		return err
+	}
+	if _, err := pipeline.Load(check); err != nil {
+		var list diag.List
+		if errors.As(err, &list) {
+			fmt.Fprintf(s.err, "nodegen: init: these values do not pass vet, so nothing was written:\n")
+			for _, fd := range list {
+				flag := initFlagFor(fd.Path)
+				msg := fd.Msg
+				if flag == "--kubernetes-version" && strings.Contains(msg, "acceptUnknownKubernetesVersion") {
+					msg += " (init: --accept-unknown-kubernetes-version)"
+				}
+				fmt.Fprintf(s.err, "%s: %s\n", flag, msg)
+			}
+			return errFindings
+		}
+		return err
+	}
+	if err := writeInitFiles(f.dir, files); err != nil {
 		return err
 	}
 	var written []string
-	for _, n := range []string{"cluster.cue", "autoscaler.cue"} {
-		p := filepath.Join(f.dir, n)
-		if err := os.WriteFile(p, []byte(files[n]), 0o644); err != nil {
-			return err
-		}
-		written = append(written, p)
+	for _, n := range initFiles {
+		written = append(written, filepath.Join(f.dir, n))
 	}
-	// What init writes must pass vet; otherwise nothing is left.
-	if _, err := pipeline.Load(f.dir); err != nil {
-		for _, p := range written {
-			os.Remove(p)
-		}
-		var list diag.List
-		if errors.As(err, &list) {
-			fmt.Fprintf(s.err, "nodegen: init: the source for these values does not pass vet, so nothing was written:\n")
-			return printFindings(s, list)
-		}
+	_, err = fmt.Fprintf(s.out, "wrote %s: run nodegen vet --source %s, add your node groups, then nodegen gen\n", strings.Join(written, " and "), f.dir)
+	return err
+}
+
+// initFiles are the files init writes, in order.
+var initFiles = []string{"cluster.cue", "autoscaler.cue"}
+
+// writeInitFiles writes files into dir, creating it.
+func writeInitFiles(dir string, files map[string]string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(s.out, "wrote %s: run nodegen vet --source %s, add your node groups, then nodegen gen\n", strings.Join(written, " and "), f.dir)
-	return err
+	for _, n := range initFiles {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(files[n]), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initFlagFor is the flag whose value a finding at path is about, or the
+// path in the written source when no flag gave it.
+func initFlagFor(path string) string {
+	for _, m := range initFlagOf {
+		if path == m.path || strings.HasPrefix(path, m.path+".") {
+			return m.flag
+		}
+	}
+	return path
+}
+
+// acceptLine is the line init adds to cluster.cue for
+// --accept-unknown-kubernetes-version.
+func acceptLine(accept bool) string {
+	if !accept {
+		return ""
+	}
+	return "\n// The Kubernetes version is newer than nodegen's table (--accept-unknown-kubernetes-version).\ncluster: acceptUnknownKubernetesVersion: true\n"
 }
