@@ -1,7 +1,7 @@
 package k8stest
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,7 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
@@ -78,11 +81,14 @@ const l4Group = `nodeGroups: "gpu-l4": {
 
 // env is the shared state of the tests.
 type env struct {
-	cp    *testcp.ControlPlane
-	root  string        // the repository
-	dir   string        // a temporary folder for the whole test
-	src   *model.Source // the test source: the example plus gpu-l4
-	files layout.Files  // its rendering
+	cp *testcp.ControlPlane
+	// client is the admin's, for the tests' own reads and writes; what a
+	// user, a pod or a script does goes through kubectl.
+	client kubernetes.Interface
+	root   string        // the repository
+	dir    string        // a temporary folder for the whole test
+	src    *model.Source // the test source: the example plus gpu-l4
+	files  layout.Files  // its rendering
 	// joined holds, per group name, the Node its startup script registers
 	// (in its first zone) once the node CSR approver labelled it, as
 	// scripttest.InServiceNode returns it.
@@ -102,6 +108,13 @@ type env struct {
 func newEnv(t *testing.T, cp *testcp.ControlPlane) *env {
 	_, file, _, _ := runtime.Caller(0)
 	e := &env{cp: cp, root: filepath.Join(filepath.Dir(file), "..", "..", ".."), joined: map[string]*corev1.Node{}}
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Admin().Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.client, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
 	e.dir = t.TempDir()
 	dir := filepath.Join(e.dir, "nodegroups")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -193,11 +206,9 @@ func (e *env) newNode(t *testing.T, group string) string {
 	n.Spec.ProviderID = strings.TrimSuffix(n.Spec.ProviderID, n.Name) + name
 	n.Name = name
 	n.Labels[corev1.LabelHostname] = name
-	b, err := json.Marshal(n)
-	if err != nil {
+	if _, err := e.client.CoreV1().Nodes().Create(context.Background(), n, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.admin(t, string(b), "create", "-f", "-")
 	got := e.node(t, name)
 	want := append(slices.Clone(n.Spec.Taints), corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 	if !equality.Semantic.DeepEqual(got.Spec.Taints, want) || !equality.Semantic.DeepEqual(got.Labels, n.Labels) ||
@@ -211,11 +222,21 @@ func (e *env) newNode(t *testing.T, group string) string {
 // node reads a Node as the admin.
 func (e *env) node(t *testing.T, name string) *corev1.Node {
 	t.Helper()
-	var n corev1.Node
-	if err := json.Unmarshal([]byte(e.admin(t, "", "get", "node", name, "-o", "json")), &n); err != nil {
+	n, err := e.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &n
+	// As kubectl's JSON has them, which the comparisons take as written.
+	n.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}
+	return n
+}
+
+// patchStatus merges patch into the Node's status as the admin.
+func (e *env) patchStatus(t *testing.T, node, patch string) {
+	t.Helper()
+	if _, err := e.client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // setGPUs sets the node's nvidia.com/gpu capacity and allocatable, as the
@@ -223,7 +244,7 @@ func (e *env) node(t *testing.T, name string) *corev1.Node {
 func (e *env) setGPUs(t *testing.T, node, count string) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"status":{"capacity":{%[1]q:%[2]q},"allocatable":{%[1]q:%[2]q}}}`, model.GPUResource, count)
-	e.admin(t, "", "patch", "node", node, "--subresource=status", "--type=merge", "-p", patch)
+	e.patchStatus(t, node, patch)
 }
 
 // withoutVolatile returns a copy without what every write changes.

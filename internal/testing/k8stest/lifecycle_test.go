@@ -21,6 +21,7 @@ import (
 	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/layout"
@@ -315,14 +316,14 @@ func (e *env) setReady(t *testing.T, node string, status corev1.ConditionStatus,
 	at := time.Now().Add(-ago).UTC().Format(time.RFC3339)
 	patch := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":%q,"reason":"Test","message":"set by the test","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`,
 		status, at, at)
-	e.admin(t, "", "patch", "node", node, "--subresource=status", "--type=merge", "-p", patch)
+	e.patchStatus(t, node, patch)
 }
 
 // exists reports whether the Node exists (as the admin).
 func (e *env) exists(t *testing.T, node string) bool {
 	t.Helper()
-	_, stderr, err := kubectl(t, e.cp.Admin(), "", "get", "node", node)
-	if err != nil && !strings.Contains(stderr, "NotFound") {
+	_, err := e.client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	return err == nil

@@ -1,6 +1,7 @@
 package k8stest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render/k8s"
@@ -218,8 +220,10 @@ func (e *env) testPolicy(t *testing.T) {
 			// As the node IPAM controller does: the allowed cases then
 			// compare these fields set, not only absent.
 			cidr := fmt.Sprintf("10.%d.%d.0/24", rand.IntN(256), rand.IntN(256))
-			e.admin(t, "", "patch", "node", node, "--type=merge", "-p",
-				fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%[1]q]}}`, cidr))
+			if _, err := e.client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType,
+				fmt.Appendf(nil, `{"spec":{"podCIDR":%q,"podCIDRs":[%[1]q]}}`, cidr), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
 			if c.setup != nil {
 				e.admin(t, "", subst(c.setup, node, "")...)
 			}
