@@ -64,6 +64,29 @@ type ManagedInstance struct {
 	Version        struct {
 		InstanceTemplate string `json:"instanceTemplate"`
 	} `json:"version"`
+	// LastAttempt is what went wrong the last time the MIG tried to
+	// create the instance (a quota exceeded, a zone out of resources).
+	LastAttempt struct {
+		Errors struct {
+			Errors []struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"errors"`
+		} `json:"errors"`
+	} `json:"lastAttempt"`
+}
+
+// CreateErrors says why the MIG could not create the instance yet, from
+// its last attempt's errors ("" when there are none), as the Cluster
+// Autoscaler reads them for an instance it is creating (kubernetes/
+// autoscaler cluster-autoscaler-1.35.2, cloudprovider/gce/
+// autoscaling_gce_client.go, getLastAttemptErrors).
+func (m ManagedInstance) CreateErrors() string {
+	var out []string
+	for _, e := range m.LastAttempt.Errors.Errors {
+		out = append(out, strings.TrimSpace(e.Code+": "+e.Message))
+	}
+	return strings.Join(out, "; ")
 }
 
 // Name is the instance's name, the last part of its URL.

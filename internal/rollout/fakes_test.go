@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -52,6 +53,12 @@ type fakeMIG struct {
 	Template         string            // the instance template's name
 	Instances        map[string]string // name → the template it was made from
 	Largest          int               // the most instances it ever held
+	// Refuse, when set, is the error of every creation it attempts from
+	// now on ("CODE: message"): the instances createInstances asks for
+	// stay CREATING, with it as their last attempt's error, and no VM
+	// boots; Failing holds them.
+	Refuse  string
+	Failing map[string]bool
 }
 
 func newFakeCompute(t *testing.T, project, region string) *fakeCompute {
@@ -112,6 +119,14 @@ func (f *fakeCompute) addMissing(src *model.Source, template func(g *model.NodeG
 			}
 		}
 	}
+}
+
+// refuseCreates makes every creation the MIG attempts from now on fail
+// with code and message, as Compute reports a quota exceeded.
+func (f *fakeCompute) refuseCreates(zone, name, code, message string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.migs[zone+"/"+name].Refuse = code + ": " + message
 }
 
 // setTemplate points the MIG at another instance template (terraform apply).
@@ -215,7 +230,7 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 			var list []map[string]any
 			for _, k := range sortedKeys(f.migs) {
 				if m := f.migs[k]; m.Zone == zones[start] {
-					list = append(list, map[string]any{"name": m.Name, "baseInstanceName": m.Base, "targetSize": len(m.Instances), "instanceTemplate": f.templateURL(m.Template)})
+					list = append(list, map[string]any{"name": m.Name, "baseInstanceName": m.Base, "targetSize": len(m.Instances) + len(m.Failing), "instanceTemplate": f.templateURL(m.Template)})
 				}
 			}
 			items["zones/"+zones[start]] = map[string]any{"instanceGroupManagers": list}
@@ -244,7 +259,7 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 	}
 	switch {
 	case len(rest) == 0 && r.Method == http.MethodGet:
-		f.reply(w, map[string]any{"name": m.Name, "baseInstanceName": m.Base, "targetSize": len(m.Instances),
+		f.reply(w, map[string]any{"name": m.Name, "baseInstanceName": m.Base, "targetSize": len(m.Instances) + len(m.Failing),
 			"instanceTemplate": f.templateURL(m.Template),
 			"versions":         []map[string]string{{"name": "v", "instanceTemplate": f.templateURL(m.Template)}},
 			"status":           map[string]any{"isStable": true}})
@@ -257,7 +272,11 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 		f.deletedMIGs = append(f.deletedMIGs, m.Zone+"/"+m.Name)
 		op()
 	case len(rest) == 1 && rest[0] == "listManagedInstances" && r.Method == http.MethodPost:
-		names := sortedKeys(m.Instances)
+		all := maps.Clone(m.Instances)
+		for n := range m.Failing {
+			all[n] = m.Template
+		}
+		names := sortedKeys(all)
 		start := 0
 		if tok := r.URL.Query().Get("pageToken"); tok != "" {
 			start, _ = strconv.Atoi(tok)
@@ -265,11 +284,21 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 		end := min(start+2, len(names)) // two a page, so that pages are read
 		var list []map[string]any
 		for _, n := range names[start:end] {
-			list = append(list, map[string]any{
+			mi := map[string]any{
 				"instance":       "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + m.Zone + "/instances/" + n,
 				"instanceStatus": "RUNNING", "currentAction": "NONE",
-				"version": map[string]string{"instanceTemplate": f.templateURL(m.Instances[n])},
-			})
+				"version": map[string]string{"instanceTemplate": f.templateURL(all[n])},
+			}
+			if m.Failing[n] {
+				// As Compute lists an instance it keeps failing to
+				// create: no status yet, still CREATING, the error of its
+				// last attempt.
+				code, msg, _ := strings.Cut(m.Refuse, ": ")
+				delete(mi, "instanceStatus")
+				mi["currentAction"] = "CREATING"
+				mi["lastAttempt"] = map[string]any{"errors": map[string]any{"errors": []map[string]string{{"code": code, "message": msg}}}}
+			}
+			list = append(list, mi)
 		}
 		page := map[string]any{"managedInstances": list}
 		if end < len(names) {
@@ -295,8 +324,15 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 			}
 		}
 		for _, i := range body.Instances {
-			m.Instances[i.Name] = m.Template
 			f.created = append(f.created, i.Name)
+			if m.Refuse != "" {
+				if m.Failing == nil {
+					m.Failing = map[string]bool{}
+				}
+				m.Failing[i.Name] = true
+				continue
+			}
+			m.Instances[i.Name] = m.Template
 		}
 		m.Largest = max(m.Largest, len(m.Instances))
 		op()
@@ -311,6 +347,11 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 		}
 		for _, ref := range body.Instances {
 			name := ref[strings.LastIndexByte(ref, '/')+1:]
+			if m.Failing[name] {
+				delete(m.Failing, name)
+				f.deleted = append(f.deleted, name)
+				continue
+			}
 			if _, ok := m.Instances[name]; !ok {
 				if body.SkipInstancesOnValidationError {
 					continue

@@ -430,7 +430,7 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 	if r.ReadyTimeout > 0 {
 		timeout = r.ReadyTimeout
 	}
-	if err := r.waitReady(ctx, g, batch, need, timeout); err != nil {
+	if err := r.waitReady(ctx, g, zone, batch, need, timeout); err != nil {
 		if ctx.Err() != nil || !errors.Is(err, ErrStopped) {
 			return err
 		}
@@ -558,7 +558,7 @@ const (
 
 // waitReady waits until at least need of the batch's replacements are
 // usable nodes of the group's revision.
-func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, batch []StaleNode, need int, timeout time.Duration) error {
+func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, zone string, batch []StaleNode, need int, timeout time.Duration) error {
 	if need <= 0 {
 		return nil
 	}
@@ -567,10 +567,12 @@ func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, batch []Stal
 	start := time.Now()
 	for {
 		ok, waiting := 0, []string{}
+		var unregistered []string
 		for _, s := range batch {
 			n, err := r.Kube.GetNode(ctx, s.Replacement)
 			switch {
 			case apierrors.IsNotFound(err):
+				unregistered = append(unregistered, s.Replacement)
 				waiting = append(waiting, s.Replacement+" (not registered)")
 			case err != nil:
 				return err
@@ -591,6 +593,18 @@ func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, batch []Stal
 			r.Progress.Done()
 			return nil
 		}
+		if len(unregistered) > 0 {
+			// A VM the MIG cannot create (a quota exceeded, a zone out of
+			// resources) says so in its last attempt at once; the MIG
+			// keeps trying, and waiting for the ready timeout would only
+			// hold the autoscaler's scale-ups that long.
+			if failed, err := r.createErrors(ctx, zone, r.Src.Cluster.MIGName(g, zone), unregistered); err != nil {
+				return err
+			} else if failed != "" {
+				r.Progress.Done()
+				return fmt.Errorf("%w: %s: the MIG could not create %s; nothing was drained", ErrStopped, g.Name, failed)
+			}
+		}
 		if time.Now().After(deadline) {
 			r.Progress.Done()
 			return fmt.Errorf("%w: %s: replacements not usable after %s: %s; nothing was drained", ErrStopped, g.Name, timeout, strings.Join(waiting, ", "))
@@ -600,6 +614,23 @@ func (r *Runner) waitReady(ctx context.Context, g *model.NodeGroup, batch []Stal
 			return err
 		}
 	}
+}
+
+// createErrors names the instances among names that the MIG lists with
+// errors from its last attempt to create them, with those errors ("" when
+// none has any).
+func (r *Runner) createErrors(ctx context.Context, zone, mig string, names []string) (string, error) {
+	instances, err := r.Compute.ListManagedInstances(ctx, r.Src.Cluster.GCP.Project, zone, mig)
+	if err != nil {
+		return "", fmt.Errorf("listing the instances of MIG %s: %w", mig, err)
+	}
+	var failed []string
+	for _, mi := range instances {
+		if why := mi.CreateErrors(); why != "" && slices.Contains(names, mi.Name()) {
+			failed = append(failed, mi.Name()+" ("+why+")")
+		}
+	}
+	return strings.Join(failed, ", "), nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
