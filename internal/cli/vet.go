@@ -7,7 +7,7 @@ import (
 )
 
 func vetCommand(s *streams) *cli.Command {
-	return renderCommand(s, "vet", "validate the source; silent when it is valid",
+	return renderCommand(s, "vet", "validate the source; exit 0 when it is valid, printing only its warnings",
 		"vet loads and validates the source and renders it in memory, writing nothing.", nil,
 		func(*ioFlags, *pipeline.Result) error { return nil })
 }
