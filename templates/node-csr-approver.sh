@@ -27,7 +27,8 @@
 #   - the Compute API (with the VM service account's token from the
 #     metadata server) has instance <name> in one of the group's zones,
 #     RUNNING, created by that zone's MIG (metadata created-by) at most
-#     max-age seconds ago, and the MIG holds no per-instance config for it;
+#     max-age seconds ago, and it runs what the group's template holds
+#     (runs_template below);
 #   - the CSR's public key is the one the VM published: the instance's
 #     guest attribute KEY_ATTRIBUTE (instances.getGuestAttributes) is
 #     "<the instance's id> sha256:<SHA-256 of the CSR's SubjectPublicKeyInfo
@@ -52,6 +53,29 @@
 # again. Decisions go through the approval subresource with the CSR's
 # resourceVersion, so a CSR that changed meanwhile is read again.
 #
+# runs_template: what a VM runs at boot comes from its metadata (the
+# guest agent runs startup-script, cloud-init reads user-data, and so on).
+# The instance's metadata, as instances.get returns it (the template's,
+# with what the MIG's all-instances config and a per-instance config set
+# over it), must hold exactly the keys of TEMPLATE_METADATA and the two
+# the MIG writes (created-by, instance-template): a fixed value as
+# rendered, and each rendered value (kube-env, startup-script) equal to
+# the template's, in the instance template named by instance-template,
+# itself one of the group's (named with the group's prefix, carrying its
+# labels, with exactly the keys and fixed values of TEMPLATE_METADATA).
+# The values are compared as the Compute API's JSON text, which one API
+# writes alike for an instance and a template. A template is not read
+# from the render: during a rollout the VMs of the previous template are
+# the group's as much as the new ones. Templates are immutable, so each
+# is read once. Further, the MIG's all-instances config
+# (instanceGroupManagers.get, allInstancesConfig) sets no metadata, and
+# the MIG holds no per-instance config for <name> that preserves state
+# (metadata, disks, addresses): a config that only names the VM is what
+# createInstances leaves (the Compute API reference,
+# compute/docs/reference/rest/v1/instanceGroupManagers/createInstances:
+# it "creates instances with per-instance configurations", each given as
+# a name and an optional preservedState), and is no reason to refuse.
+#
 # After each pass over the CSRs, it gives each Node whose name is an instance
 # name of one of INSTANCE_GROUPS the label VERIFIED_LABEL=<group> once the
 # Compute API showed its VM: the Node's providerID is
@@ -60,13 +84,19 @@
 # cannot set that label on itself (NodeRestriction refuses every
 # node-restriction.kubernetes.io/ label to a kubelet), so the placements and
 # policies that select on it rest on this check, not on what a node says of
-# itself. A Node that fails the check is tried again after RECHECK_SECONDS.
+# itself. The same rule as for a CSR applies (runs_template), but for the
+# age. A Node that fails the check is tried again after RECHECK_SECONDS.
 # A labelled Node is checked again every RECHECK_SECONDS, and loses the
 # label when its instance is no longer its MIG's as the template made it:
-# the MIG holds a per-instance config for it (which the autoscaler's
-# account, allowed to update the MIG, may add to a VM already approved and
-# apply by restarting it), the instance was not created by that MIG, or
-# the providerID names no instance of the group. It keeps the label while
+# its metadata differs from its template's, the MIG's all-instances
+# config sets metadata, the MIG holds a per-instance config for it that
+# preserves state (which the autoscaler's account, allowed to update the
+# MIG, may add to a VM already approved and apply by restarting it), the
+# instance was not created by that MIG, or the providerID names no
+# instance of the group. A Node that lost the label so does not get it
+# back while this process runs and its instance keeps its id, even if
+# the instance's metadata is set back to the template's: the VM may have
+# booted with the other. It keeps the label while
 # the instance is gone or not RUNNING: the node garbage collector deletes
 # only labelled Nodes, once they are NotReady and their VM is gone. The
 # Nodes checked in one pass stop at PASS_SECONDS; the rest wait for the
@@ -75,7 +105,8 @@
 # belongs to (a group renamed or removed, a mistake) loses it.
 #
 # Runs in the nodegen-node-csr-approver Deployment on the autoscaler's node,
-# with kubectl (in-cluster ServiceAccount, or KUBECONFIG) and curl.
+# with kubectl (in-cluster ServiceAccount, or KUBECONFIG) and curl; in the
+# pod it writes the decisions with curl (SA_DIR), one process each.
 #
 # Environment:
 #   PROJECT                GCP project of the MIGs
@@ -83,6 +114,8 @@
 #   INSTANCE_GROUPS        one line per node group: "<base> <group> <max-age-seconds> <zone>..."
 #   VERIFIED_LABEL         the label the checked Nodes get (node-restriction.kubernetes.io/...)
 #   KEY_ATTRIBUTE          the guest attribute (namespace/key) holding a VM's kubelet key hash
+#   TEMPLATES              one line per node group: "<base> <template name prefix> <label>=<value>..."
+#   TEMPLATE_METADATA      the templates' metadata keys: "<key>=<fixed value>" or "<key>" (rendered)
 set -euo pipefail
 
 : "${PROJECT:?PROJECT is required}"
@@ -90,6 +123,8 @@ set -euo pipefail
 : "${INSTANCE_GROUPS:?INSTANCE_GROUPS is required}"
 : "${VERIFIED_LABEL:?VERIFIED_LABEL is required}"
 : "${KEY_ATTRIBUTE:?KEY_ATTRIBUTE is required}"
+: "${TEMPLATES:?TEMPLATES is required}"
+: "${TEMPLATE_METADATA:?TEMPLATE_METADATA is required}"
 # Pending CSRs of one bootstrap token id decided a pass, oldest first.
 readonly PER_TOKEN=64
 # Seconds after which a pass stops deciding.
@@ -104,6 +139,10 @@ readonly POLL_SECONDS=2
 # 1: one pass, then exit (0, or 1 if something could not be read); 0: a
 # pass every POLL_SECONDS, for ever.
 readonly ONCE=0
+# The pod's ServiceAccount token and the cluster CA: the decisions are
+# written with curl and them (a kubectl process per decision is what a
+# flood of CSRs costs); where the script runs outside a pod, with kubectl.
+readonly SA_DIR=/var/run/secrets/kubernetes.io/serviceaccount
 readonly METADATA_URL=http://169.254.169.254/computeMetadata/v1
 readonly COMPUTE_URL=https://compute.googleapis.com/compute/v1
 readonly SIGNER=kubernetes.io/kube-apiserver-client-kubelet
@@ -114,13 +153,26 @@ WORK="$(mktemp -d)"
 readonly WORK
 trap 'rm -rf "${WORK}"' EXIT
 
-log() { printf '%s node-csr-approver: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
+# The log's times are UTC; bash's printf writes them without a process.
+export TZ=UTC
+log() { printf '%(%Y-%m-%dT%H:%M:%SZ)T node-csr-approver: %s\n' -1 "$*"; }
 
 # summary prints the last line of a command's error output.
 summary() {
 	local s="${1%$'\n'}"
 	printf '%s' "${s##*$'\n'}"
 }
+
+# The API server's URL for the decisions, "" to write them with kubectl.
+API_URL=""
+if [[ -n "${KUBERNETES_SERVICE_HOST:-}" && -r "${SA_DIR}/token" && -r "${SA_DIR}/ca.crt" ]]; then
+	if [[ "${KUBERNETES_SERVICE_HOST}" == *:* ]]; then
+		API_URL="https://[${KUBERNETES_SERVICE_HOST}]:${KUBERNETES_SERVICE_PORT:-443}"
+	else
+		API_URL="https://${KUBERNETES_SERVICE_HOST}:${KUBERNETES_SERVICE_PORT:-443}"
+	fi
+fi
+readonly API_URL
 
 # The node groups: base instance name -> group, -> max age, and -> zones.
 declare -A GROUP=() MAX_AGE=() ZONES=()
@@ -134,8 +186,37 @@ while read -r base group age zones; do
 	MAX_AGE["${base}"]="${age}"
 	ZONES["${base}"]="${zones}"
 done <<<"${INSTANCE_GROUPS}"
+# Each group's template name prefix and the labels its templates carry.
+declare -A TEMPLATE_PREFIX=() TEMPLATE_LABELS=()
+while read -r base prefix labels; do
+	[[ -n "${base}" ]] || continue
+	if [[ -z "${GROUP[${base}]+x}" || ! "${prefix}" =~ ^[a-z][-a-z0-9]*-$ || ! "${labels}" =~ ^[a-z][-_a-z0-9]*=[-_a-z0-9]*(\ [a-z][-_a-z0-9]*=[-_a-z0-9]*)*$ ]]; then
+		log "TEMPLATES: bad line ${base@Q} ${prefix@Q} ${labels@Q}"
+		exit 2
+	fi
+	TEMPLATE_PREFIX["${base}"]="${prefix}"
+	TEMPLATE_LABELS["${base}"]="${labels}"
+done <<<"${TEMPLATES}"
+for base in "${!GROUP[@]}"; do
+	[[ -n "${TEMPLATE_PREFIX[${base}]+x}" ]] || { log "TEMPLATES: no line for ${base}"; exit 2; }
+done
+# The templates' metadata: key -> the fixed value's JSON text, or "" for
+# a rendered value (compared with the template's).
+declare -A WANT_MD=()
+for item in ${TEMPLATE_METADATA}; do
+	if [[ ! "${item}" =~ ^([-A-Za-z0-9_]+)(=([A-Za-z0-9._-]+))?$ ]]; then
+		log "TEMPLATE_METADATA: bad item ${item@Q}"
+		exit 2
+	fi
+	WANT_MD["${BASH_REMATCH[1]}"]="${BASH_REMATCH[3]:+\"${BASH_REMATCH[3]}\"}"
+done
+# The keys a MIG writes on each of its instances.
+readonly MIG_KEYS="created-by instance-template"
 # When a Node that failed the label check may be checked again.
 declare -A RECHECK_AT=()
+# The Nodes that lost the label for what their instance runs: name ->
+# instance id. They do not get it back while the instance keeps its id.
+declare -A REVOKED=()
 
 TOKEN=""
 TOKEN_AT=0
@@ -190,6 +271,47 @@ rfc3339_epoch() {
 	printf '%s' $((t - off))
 }
 
+# B64 is the value of each base64 character.
+declare -A B64=()
+for ((i = 0; i < 64; i++)); do
+	c='ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+	B64["${c:i:1}"]=${i}
+done
+unset c i
+
+# b64_hex TEXT sets H to the bytes (two hex digits each) the standard
+# base64 TEXT encodes, padding only at its end, in bash (no process). It
+# fails on any other character, a length not a multiple of 4, or
+# misplaced padding.
+b64_hex() {
+	local s="$1" n=${#1} i a b c d v hex=""
+	H=()
+	((n % 4 == 0)) || return 1
+	for ((i = 0; i < n; i += 4)); do
+		a="${B64[${s:i:1}]-}" b="${B64[${s:i+1:1}]-}" c="${s:i+2:1}" d="${s:i+3:1}"
+		[[ -n "${a}" && -n "${b}" ]] || return 1
+		if [[ "${d}" == = ]]; then
+			((i + 4 == n)) || return 1
+			if [[ "${c}" == = ]]; then
+				printf -v v '%02x' $(((a << 2) | (b >> 4)))
+				hex+="${v} "
+				break
+			fi
+			c="${B64[${c}]-}"
+			[[ -n "${c}" ]] || return 1
+			printf -v v '%02x %02x' $(((a << 2) | (b >> 4))) $((((b & 15) << 4) | (c >> 2)))
+			hex+="${v} "
+			break
+		fi
+		c="${B64[${c}]-}" d="${B64[${d}]-}"
+		[[ -n "${c}" && -n "${d}" ]] || return 1
+		v=$(((a << 18) | (b << 12) | (c << 6) | d))
+		printf -v v '%02x %02x %02x' $((v >> 16)) $(((v >> 8) & 255)) $((v & 255))
+		hex+="${v} "
+	done
+	read -ra H <<<"${hex}"
+}
+
 # der_at P reads the DER header at byte P of H (the request's bytes as hex):
 # DER_TAG, DER_HDR (header length) and DER_LEN (content length). It fails
 # on a header or content that runs past the end.
@@ -236,15 +358,23 @@ der_text() {
 read_csr() {
 	local pem body nl=$'\n' begin="-----BEGIN CERTIFICATE REQUEST-----" end="-----END CERTIFICATE REQUEST-----"
 	CSR_CN="" CSR_KEY="" CSR_SPKI="" CSR_PROBLEM="not one PEM certificate request"
-	pem="$(base64 -d 2>/dev/null <<<"$1")" || return 1
+	# Decoded in bash: two processes a CSR were most of a flood's cost.
+	b64_hex "$1" && ((${#H[@]} > 0)) || return 1
+	local fmt text="${H[*]}"
+	# Printable ASCII and newlines only: a PEM is text (each byte is two
+	# hex digits, so "0a" is a whole byte).
+	text=" ${text//0a/20} "
+	[[ "${text}" != *" "[0189a-f][0-9a-f]" "* && "${text}" != *" 7f "* ]] || return 1
+	printf -v fmt '\\x%s' "${H[@]}"
+	# shellcheck disable=SC2059 # the format is \xHH of checked hex bytes
+	printf -v pem "${fmt}"
 	# One BEGIN and one END line, each a line of its own, in that order.
 	[[ "${pem}" != *"-----BEGIN "*"-----BEGIN "* && "${pem}" != *"-----END "*"-----END "* ]] || return 1
 	[[ "${nl}${pem}${nl}" == *"${nl}${begin}${nl}"*"${nl}${end}${nl}"* ]] || return 1
 	body="${pem#*"${begin}${nl}"}"
 	body="${body%%"${nl}${end}"*}"
 	[[ -n "${body}" && "${body}" != *[!A-Za-z0-9+/=$'\n']* ]] || return 1
-	H=()
-	read -ra H -d '' < <(base64 -d 2>/dev/null <<<"${body}" | od -An -v -tx1) || :
+	b64_hex "${body//$'\n'/}" || return 1
 	CSR_PROBLEM="not a DER certificate request"
 	local p info_end subject_end set_end atv_end oid cns=0 orgs=0 org="" spki spki_len
 	der_at 0 && [[ "${DER_TAG}" == 30 ]] && ((DER_HDR + DER_LEN == ${#H[@]})) || return 1
@@ -317,21 +447,44 @@ csr_key() {
 # one of the two sets the signer accepts for a kubelet client certificate:
 # digital signature and client auth, with or without key encipherment.
 usages_ok() {
-	local u
-	u="$(printf '%s' "$1" | tr -d '[]"' | tr ',' '\n' | sort | tr '\n' ',')"
-	[[ "${u}" == "client auth,digital signature," || "${u}" == "client auth,digital signature,key encipherment," ]]
+	local -a u
+	local i sign=0 client=0 key=0
+	[[ "$1" =~ ^\[(\"[a-z ]+\"(,\"[a-z ]+\")*)\]$ ]] || return 1
+	IFS=, read -ra u <<<"${BASH_REMATCH[1]}"
+	for i in "${u[@]}"; do
+		case "${i}" in
+		'"digital signature"') sign=$((sign + 1)) ;;
+		'"client auth"') client=$((client + 1)) ;;
+		'"key encipherment"') key=$((key + 1)) ;;
+		*) return 1 ;;
+		esac
+	done
+	((sign == 1 && client == 1 && key <= 1))
 }
 
 # decide NAME RESOURCE_VERSION TYPE REASON MESSAGE writes the Approved or
-# Denied condition through the approval subresource.
+# Denied condition through the approval subresource (a PUT with the
+# resourceVersion: a CSR changed meanwhile answers 409 and is read again).
 decide() {
-	local out msg
+	local out msg LC_ALL=C
 	# The message is made of names checked against patterns and of values
-	# the Compute API returned: keep JSON-safe characters only.
-	msg="$(printf '%s' "$5" | LC_ALL=C tr -cd 'A-Za-z0-9 ._:/,()<>=+-')"
+	# the Compute API returned: keep JSON-safe characters only (bytes, in
+	# the C locale).
+	msg="${5//[^A-Za-z0-9 ._:\/,()<>=+-]/}"
 	printf '{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"%s","resourceVersion":"%s"},"status":{"conditions":[{"type":"%s","status":"True","reason":"%s","message":"%s"}]}}' \
 		"$1" "$2" "$3" "$4" "${msg}" >"${WORK}/decision.json"
-	if ! out="$(kubectl replace --raw "/apis/certificates.k8s.io/v1/certificatesigningrequests/$1/approval" \
+	if [[ -n "${API_URL}" ]]; then
+		# The token on curl's stdin, read again each time (the kubelet
+		# rotates a projected token).
+		out="$(printf 'header = "Authorization: Bearer %s"\n' "$(<"${SA_DIR}/token")" |
+			curl -sS --max-time 20 --cacert "${SA_DIR}/ca.crt" -K - -X PUT -H 'Content-Type: application/json' \
+				--data-binary "@${WORK}/decision.json" -o "${WORK}/answer" -w '%{http_code}' \
+				"${API_URL}/apis/certificates.k8s.io/v1/certificatesigningrequests/$1/approval" 2>"${WORK}/err")" || out="000"
+		if [[ "${out}" != 200 ]]; then
+			log "CSR $1: writing ${3} failed (read again next pass): HTTP ${out} $(summary "$(head -c 300 "${WORK}/answer" 2>/dev/null; cat "${WORK}/err")")"
+			return 1
+		fi
+	elif ! out="$(kubectl replace --raw "/apis/certificates.k8s.io/v1/certificatesigningrequests/$1/approval" \
 		-f "${WORK}/decision.json" --request-timeout=20s 2>&1 >/dev/null)"; then
 		log "CSR $1: writing ${3} failed (read again next pass): $(summary "${out}")"
 		return 1
@@ -360,38 +513,258 @@ base_of() {
 	return 1
 }
 
-# instance_config ZONE MIG NAME succeeds when MIG ZONE/MIG holds a
-# per-instance config for instance NAME (its own metadata, such as a
-# startup-script, or disks that a MIG applies to that one VM, which
-# nodegen never sets): status 1 when it holds none, 2 when the Compute API
-# could not be read. instanceGroupManagers.listPerInstanceConfigs is a POST
-# with an empty body, in pages of at most 500 items, each named after its
-# instance; it needs compute.instanceGroupManagers.get on the MIG.
-instance_config() {
-	local url code page="" n
-	for ((n = 0; n < 20; n++)); do
-		url="${COMPUTE_URL}/projects/${PROJECT}/zones/$1/instanceGroupManagers/$2/listPerInstanceConfigs"
-		[[ -z "${page}" ]] || url+="?pageToken=${page}"
-		code="$(printf 'header = "Authorization: Bearer %s"\n' "${TOKEN}" |
-			curl -sS --max-time 10 -K - -X POST -d '' -o "${WORK}/body" -w '%{http_code}' "${url}" 2>"${WORK}/err")" || code="000"
-		tr -d '\n' <"${WORK}/body" >"${WORK}/configs" 2>/dev/null || : >"${WORK}/configs"
-		if [[ "${code}" != 200 ]]; then
-			log "the Compute API answered ${code} for the per-instance configs of MIG $1/$2 ($(summary "$(head -c 300 "${WORK}/configs"; cat "${WORK}/err")"))"
-			[[ "${code}" != 401 ]] || TOKEN=""
-			return 2
+# JSON_STR matches a JSON string; OBJ1 to OBJ4 a JSON object whose
+# members nest at most 1 to 4 deep (the shapes the Compute API answers).
+readonly JSON_STR='"([^"\\]|\\.)*"'
+readonly OBJ1='\{([^{}"]|'"${JSON_STR}"')*\}'
+readonly OBJ2='\{([^{}"]|'"${JSON_STR}"'|'"${OBJ1}"')*\}'
+readonly OBJ3='\{([^{}"]|'"${JSON_STR}"'|'"${OBJ2}"')*\}'
+readonly OBJ4='\{([^{}"]|'"${JSON_STR}"'|'"${OBJ3}"')*\}'
+# An instance's or a template's metadata: strings, and items, an array of
+# objects of strings.
+readonly METADATA_RE='"metadata"[[:space:]]*:[[:space:]]*\{([^][{}"]|'"${JSON_STR}"'|\[([^][{}"]|'"${OBJ1}"')*\])*\}'
+
+# get URL FILE prints the HTTP status of GET URL (the Compute API, with
+# the token on curl's stdin) and leaves the body, on one line, in FILE.
+get() {
+	local code
+	code="$(printf 'header = "Authorization: Bearer %s"\n' "${TOKEN}" |
+		curl -sS --max-time 10 -K - -o "${WORK}/body" -w '%{http_code}' "$1" 2>"${WORK}/err")" || code="000"
+	tr -d '\n' <"${WORK}/body" >"$2" 2>/dev/null || : >"$2"
+	[[ "${code}" != 401 ]] || TOKEN=""
+	printf '%s' "${code}"
+}
+
+# read_metadata FILE sets MD (key -> the value's JSON text) to the
+# metadata items of the instance or template in FILE. It fails, with the
+# reason in MD_WHY, on an item that is not a key and a string value, or
+# a key given twice.
+declare -A MD=()
+read_metadata() {
+	local line k
+	MD=()
+	grep -oE "${METADATA_RE}" "$1" | head -n 1 | sed -E 's/^"metadata"[[:space:]]*:[[:space:]]*\{//' | grep -oE "${OBJ1}" |
+		sed -E 's/^\{[[:space:]]*"key"[[:space:]]*:[[:space:]]*"([-A-Za-z0-9_]+)"[[:space:]]*,[[:space:]]*"value"[[:space:]]*:[[:space:]]*('"${JSON_STR}"')[[:space:]]*\}$/\1 \2/' >"${WORK}/items" || :
+	while IFS= read -r line; do
+		k="${line%% *}"
+		if [[ "${line}" != *" "* || ! "${k}" =~ ^[-A-Za-z0-9_]+$ ]]; then
+			MD_WHY="a metadata item is not a key and a string value"
+			return 1
 		fi
-		# Any "name" equal to the instance's counts, a metadata key included:
-		# a false match refuses a VM, never admits one.
-		grep -qE "\"name\"[[:space:]]*:[[:space:]]*\"$3\"" "${WORK}/configs" && return 0
-		page="$(grep -oE '"nextPageToken"[[:space:]]*:[[:space:]]*"[^"]*"' "${WORK}/configs" | head -n 1 | sed -E 's/.*:[[:space:]]*"([^"]*)"$/\1/')"
-		[[ -n "${page}" ]] || return 1
-		if [[ ! "${page}" =~ ^[A-Za-z0-9_=-]+$ ]]; then
-			log "the per-instance configs of MIG $1/$2: a nextPageToken of unexpected characters"
+		if [[ -n "${MD[${k}]+x}" ]]; then
+			MD_WHY="metadata key ${k} appears twice"
+			return 1
+		fi
+		MD["${k}"]="${line#* }"
+	done <"${WORK}/items"
+}
+
+# The instance templates read so far (they are immutable): name -> the
+# base instance name of the group it was proved to be of, or "-" and why
+# it is not; "name key" -> a rendered value's JSON text.
+declare -A TEMPLATE_OF=() TEMPLATE_MD=() TEMPLATE_LABEL_TEXT=()
+
+# group_template NAME BASE succeeds when instance template NAME is one
+# of the group's: named with its prefix, carrying its labels, its
+# metadata exactly TEMPLATE_METADATA's keys, with the fixed values. It
+# reads the template once. Status 1 (the reason in MD_WHY): it is not;
+# 2: it could not be read; 3: it no longer exists.
+group_template() {
+	local name="$1" base="$2" code k l
+	if [[ -z "${TEMPLATE_OF[${name}]+x}" ]]; then
+		# Bounded: a template of each revision is read once.
+		if ((${#TEMPLATE_OF[@]} >= 64)); then TEMPLATE_OF=() TEMPLATE_MD=() TEMPLATE_LABEL_TEXT=(); fi
+		code="$(get "${COMPUTE_URL}/projects/${PROJECT}/global/instanceTemplates/${name}" "${WORK}/template")"
+		case "${code}" in
+		200) ;;
+		404)
+			# Terraform deletes a group's previous template once the MIGs
+			# use the next: the VMs made from it are still the group's.
+			MD_WHY="instance template ${name} no longer exists"
+			return 3
+			;;
+		*)
+			MD_WHY="the Compute API answered ${code} for instance template ${name}"
 			return 2
+			;;
+		esac
+		if [[ -z "${TEMPLATE_OF[${name}]+x}" ]]; then
+			TEMPLATE_OF["${name}"]="${base}"
+			# Its labels maps (the VMs' first of all).
+			TEMPLATE_LABEL_TEXT["${name}"]="$(grep -oE '"labels"[[:space:]]*:[[:space:]]*'"${OBJ1}" "${WORK}/template" || :)"
+			if ! read_metadata "${WORK}/template"; then
+				TEMPLATE_OF["${name}"]="-instance template ${name}: ${MD_WHY}"
+			fi
+			for k in "${!MD[@]}"; do
+				if [[ -z "${WANT_MD[${k}]+x}" ]]; then
+					TEMPLATE_OF["${name}"]="-instance template ${name} sets metadata ${k}, which the group templates do not"
+				elif [[ -n "${WANT_MD[${k}]}" && "${MD[${k}]}" != "${WANT_MD[${k}]}" ]]; then
+					TEMPLATE_OF["${name}"]="-instance template ${name} sets metadata ${k} to another value than the group templates"
+				fi
+				[[ -n "${WANT_MD[${k}]-}" ]] || TEMPLATE_MD["${name} ${k}"]="${MD[${k}]}"
+			done
+			for k in "${!WANT_MD[@]}"; do
+				[[ -n "${MD[${k}]+x}" ]] || TEMPLATE_OF["${name}"]="-instance template ${name} lacks metadata ${k}"
+			done
+		fi
+	fi
+	case "${TEMPLATE_OF[${name}]}" in
+	-*)
+		MD_WHY="${TEMPLATE_OF[${name}]#-}"
+		return 1
+		;;
+	esac
+	if [[ "${name}" != "${TEMPLATE_PREFIX[${base}]}"* ]]; then
+		MD_WHY="instance template ${name} is not named ${TEMPLATE_PREFIX[${base}]}<suffix> as the group templates are"
+		return 1
+	fi
+	for l in ${TEMPLATE_LABELS[${base}]}; do
+		if [[ ! "${TEMPLATE_LABEL_TEXT[${name}]-}" =~ \"${l%%=*}\"[[:space:]]*:[[:space:]]*\"${l#*=}\" ]]; then
+			MD_WHY="instance template ${name} does not carry the group label ${l}"
+			return 1
 		fi
 	done
-	log "the per-instance configs of MIG $1/$2: more than ${n} pages"
-	return 2
+}
+
+# mig_config ZONE MIG reads MIG ZONE/MIG, its all-instances config and its
+# per-instance configs once a pass (MIG_READ), and succeeds when the
+# all-instances config sets no metadata. Status 1 (the reason in MD_WHY):
+# it does; 2: the MIG could not be read. The per-instance configs are
+# left in WORK/pic-ZONE-MIG, one per line.
+declare -A MIG_READ=()
+mig_config() {
+	local key="$1/$2" code url page="" n aic
+	if [[ -z "${MIG_READ[${key}]+x}" ]]; then
+		MIG_READ["${key}"]="2the MIG $1/$2 could not be read"
+		code="$(get "${COMPUTE_URL}/projects/${PROJECT}/zones/$1/instanceGroupManagers/$2" "${WORK}/mig")"
+		if [[ "${code}" != 200 ]]; then
+			log "the Compute API answered ${code} for MIG $1/$2 ($(summary "$(head -c 300 "${WORK}/mig"; cat "${WORK}/err")"))"
+			MD_WHY="${MIG_READ[${key}]#?}"
+			return 2
+		fi
+		MIG_READ["${key}"]="0"
+		if grep -q '"allInstancesConfig"' "${WORK}/mig"; then
+			aic="$(grep -oE '"allInstancesConfig"[[:space:]]*:[[:space:]]*'"${OBJ3}" "${WORK}/mig" | head -n 1)"
+			if [[ -z "${aic}" ]]; then
+				MIG_READ["${key}"]="2the all-instances config of MIG $1/$2 could not be read"
+			elif grep -qE '"metadata"[[:space:]]*:[[:space:]]*\{[[:space:]]*"' <<<"${aic}"; then
+				MIG_READ["${key}"]="1the all-instances config of MIG $1/$2 sets metadata over the template"
+			fi
+		fi
+		# The per-instance configs: a POST with an empty body, in pages of
+		# at most 500 items, each named after its instance; it needs
+		# compute.instanceGroupManagers.get on the MIG.
+		: >"${WORK}/pic-$1-$2"
+		for ((n = 0; n < 20; n++)); do
+			url="${COMPUTE_URL}/projects/${PROJECT}/zones/$1/instanceGroupManagers/$2/listPerInstanceConfigs"
+			[[ -z "${page}" ]] || url+="?pageToken=${page}"
+			code="$(printf 'header = "Authorization: Bearer %s"\n' "${TOKEN}" |
+				curl -sS --max-time 10 -K - -X POST -d '' -o "${WORK}/body" -w '%{http_code}' "${url}" 2>"${WORK}/err")" || code="000"
+			tr -d '\n' <"${WORK}/body" >"${WORK}/configs" 2>/dev/null || : >"${WORK}/configs"
+			if [[ "${code}" != 200 ]]; then
+				log "the Compute API answered ${code} for the per-instance configs of MIG $1/$2 ($(summary "$(head -c 300 "${WORK}/configs"; cat "${WORK}/err")"))"
+				[[ "${code}" != 401 ]] || TOKEN=""
+				MIG_READ["${key}"]="2the per-instance configs of MIG $1/$2 could not be read"
+				break
+			fi
+			# Each item, without the list's own braces.
+			sed -E 's/^[[:space:]]*\{//' "${WORK}/configs" | grep -oE "${OBJ4}" >>"${WORK}/pic-$1-$2" || :
+			page="$(grep -oE '"nextPageToken"[[:space:]]*:[[:space:]]*"[^"]*"' "${WORK}/configs" | head -n 1 | sed -E 's/.*:[[:space:]]*"([^"]*)"$/\1/')"
+			[[ -n "${page}" ]] || break
+			if [[ ! "${page}" =~ ^[A-Za-z0-9_=-]+$ ]]; then
+				log "the per-instance configs of MIG $1/$2: a nextPageToken of unexpected characters"
+				MIG_READ["${key}"]="2the per-instance configs of MIG $1/$2 could not be read"
+				break
+			fi
+		done
+		if ((n == 20)); then
+			log "the per-instance configs of MIG $1/$2: more than ${n} pages"
+			MIG_READ["${key}"]="2the per-instance configs of MIG $1/$2 could not be read"
+		fi
+	fi
+	MD_WHY="${MIG_READ[${key}]#?}"
+	return "${MIG_READ[${key}]:0:1}"
+}
+
+# preserves_state ZONE MIG NAME succeeds when MIG ZONE/MIG (mig_config
+# read) holds a per-instance config for instance NAME that preserves
+# state: metadata (such as a startup-script), disks or addresses that
+# the MIG applies to that one VM, which nodegen never sets. A config
+# that only names the VM (createInstances leaves one) does not. Any
+# config naming the instance counts, even by a "name" deeper inside: a
+# false match refuses a VM, never admits one.
+preserves_state() {
+	local item ps
+	while IFS= read -r item; do
+		[[ "${item}" =~ \"name\"[[:space:]]*:[[:space:]]*\"$3\" ]] || continue
+		ps="$(grep -oE '"preservedState"[[:space:]]*:[[:space:]]*'"${OBJ3}" <<<"${item}" | head -n 1)" || :
+		if [[ -z "${ps}" ]]; then
+			# No preservedState, or one deeper than the API's.
+			[[ "${item}" != *'"preservedState"'* ]] || return 0
+			continue
+		fi
+		# Empty maps (metadata, disks, ...) preserve nothing.
+		ps="$(sed -E 's/"[A-Za-z]+"[[:space:]]*:[[:space:]]*\{[[:space:]]*\}//g; s/[[:space:],]//g' <<<"${ps}")"
+		[[ "${ps}" == '"preservedState":{}' ]] || return 0
+	done <"${WORK}/pic-$1-$2"
+	return 1
+}
+
+# runs_template ZONE NAME BASE succeeds when instance ZONE/NAME, in
+# WORK/instance, runs what its group's template holds: the rule in the
+# header. Status 1 (the reason in VERDICT): it does not; 2: something
+# could not be read; 3: its instance template no longer exists, which
+# proves nothing either way.
+runs_template() {
+	local zone="$1" name="$2" base="$3" mig="$3-$1" k template rc
+	if ! read_metadata "${WORK}/instance"; then
+		VERDICT="instance ${zone}/${name}: ${MD_WHY}"
+		return 1
+	fi
+	for k in "${!MD[@]}"; do
+		if [[ -z "${WANT_MD[${k}]+x}" && " ${MIG_KEYS} " != *" ${k} "* ]]; then
+			VERDICT="instance ${zone}/${name} has metadata ${k}, which the group template does not set"
+			return 1
+		fi
+	done
+	for k in "${!WANT_MD[@]}" ${MIG_KEYS}; do
+		if [[ -z "${MD[${k}]+x}" ]]; then
+			VERDICT="instance ${zone}/${name} lacks metadata ${k}, which the group template sets"
+			return 1
+		fi
+		if [[ -n "${WANT_MD[${k}]-}" && "${MD[${k}]}" != "${WANT_MD[${k}]}" ]]; then
+			VERDICT="instance ${zone}/${name} has metadata ${k} other than the group template"
+			return 1
+		fi
+	done
+	if [[ ! "${MD[instance-template]}" =~ ^\"projects/[a-z0-9-]+/global/instanceTemplates/([a-z]([-a-z0-9]*[a-z0-9])?)\"$ ]]; then
+		VERDICT="instance ${zone}/${name} has an instance-template metadata that names no global instance template"
+		return 1
+	fi
+	template="${BASH_REMATCH[1]}"
+	rc=0
+	group_template "${template}" "${base}" || rc=$?
+	if ((rc != 0)); then
+		VERDICT="instance ${zone}/${name}: ${MD_WHY}"
+		return "${rc}"
+	fi
+	for k in "${!WANT_MD[@]}"; do
+		if [[ -z "${WANT_MD[${k}]}" && "${MD[${k}]}" != "${TEMPLATE_MD["${template} ${k}"]-}" ]]; then
+			VERDICT="instance ${zone}/${name} has metadata ${k} other than that of its instance template ${template}"
+			return 1
+		fi
+	done
+	rc=0
+	mig_config "${zone}" "${mig}" || rc=$?
+	if ((rc != 0)); then
+		VERDICT="${MD_WHY}"
+		return "${rc}"
+	fi
+	if preserves_state "${zone}" "${mig}" "${name}"; then
+		VERDICT="MIG ${mig} holds a per-instance config for ${name} that preserves state (metadata, disks or addresses): its VM may not run the group template as is"
+		return 1
+	fi
+	VERDICT=""
 }
 
 # guest_key ZONE NAME sets GUEST to the value of the guest attribute
@@ -427,10 +800,11 @@ declare -A SEEN=() WHY=() ZONE_OF=() CREATED_AT=() AGE=() PUBLISHED=()
 # The denials a pass decided but had no time left to write: CSR name ->
 # resourceVersion and reason.
 declare -A UNWRITTEN=()
-# The common name of each approved CSR, by CSR name ("" if unreadable).
-declare -A APPROVED_CN=()
+# The common name of each approved CSR, by CSR name ("" if unreadable),
+# and when it was made (Unix time).
+declare -A APPROVED_CN=() APPROVED_AT=()
 inspect() {
-	local name="$1" base="$2" zone code status created by when age pic id
+	local name="$1" base="$2" zone code status created by when age rt id
 	[[ -z "${SEEN[${name}]+x}" ]] || return 0
 	SEEN["${name}"]=pending
 	local -a zones
@@ -478,17 +852,14 @@ inspect() {
 			WHY["${name}"]="instance ${zone}/${name} was created ${age}s ago, more than ${MAX_AGE[${base}]}s: not a fresh VM"
 			return 0
 		fi
-		pic=0
-		instance_config "${zone}" "${base}-${zone}" "${name}" || pic=$?
-		if ((pic == 0)); then
+		rt=0
+		runs_template "${zone}" "${name}" "${base}" || rt=$?
+		WHY["${name}"]="${VERDICT}"
+		if ((rt == 1 || rt == 3)); then
 			SEEN["${name}"]=deny
-			WHY["${name}"]="MIG ${base}-${zone} holds a per-instance config for ${name}: its VM may not run the group's template as is"
 			return 0
 		fi
-		if ((pic != 1)); then
-			WHY["${name}"]="the per-instance configs of MIG ${base}-${zone} could not be read"
-			return 0
-		fi
+		((rt == 0)) || return 0
 		if ! guest_key "${zone}" "${name}"; then
 			WHY["${name}"]="the guest attributes of instance ${zone}/${name} could not be read"
 			return 0
@@ -505,6 +876,17 @@ inspect() {
 	WHY["${name}"]="no instance ${name} in zones ${ZONES[${base}]} of project ${PROJECT}"
 }
 
+# list_nodes lists the Nodes in WORK/nodes, one a line: name, providerID,
+# VERIFIED_LABEL's value and the Ready condition's status, each followed
+# by \x1f; NODES_LISTED=1 tells label_nodes it need not list them again.
+NODES_LISTED=0
+list_nodes() {
+	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.'"${VERIFIED_LABEL//./\\.}"'}{"\x1f"}{.status.conditions[?(@.type=="Ready")].status}{"\x1f"}{"\n"}{end}'
+	NODES_LISTED=0
+	kubectl get nodes --request-timeout=20s -o "jsonpath=${fmt}" >"${WORK}/nodes" 2>"${WORK}/err" || return 1
+	NODES_LISTED=1
+}
+
 # pass decides the pending CSRs of the cloud join token, oldest first, at
 # most PER_TOKEN of each bootstrap token id, within PASS_SECONDS: the
 # approvals first, then the denials.
@@ -515,17 +897,17 @@ pass() {
 		log "cannot list the CSRs: $(summary "$(cat "${WORK}/err")")"
 		return 1
 	fi
-	if ! kubectl get nodes --request-timeout=20s \
-		-o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' >"${WORK}/ready" 2>"${WORK}/err"; then
+	# The Nodes, for label_nodes too (one list a pass).
+	if ! list_nodes; then
 		log "cannot list the nodes: $(summary "$(cat "${WORK}/err")")"
 		return 1
 	fi
 	local -A ready=() issued=() per_token=() listed=()
-	local name status
-	while read -r name status; do
-		[[ -z "${name}" ]] || ready["${name}"]="${status}"
-	done <"${WORK}/ready"
-	SEEN=() WHY=() ZONE_OF=() CREATED_AT=() AGE=() PUBLISHED=()
+	local -a n
+	while IFS="${sep}" read -ra n; do
+		((${#n[@]} < 4)) || ready["${n[0]}"]="${n[3]}"
+	done <"${WORK}/nodes"
+	SEEN=() WHY=() ZONE_OF=() CREATED_AT=() AGE=() PUBLISHED=() MIG_READ=()
 
 	# First: the approved CSRs' names (and when each was made), and the
 	# pending ones to decide, oldest first, at most PER_TOKEN a token id.
@@ -542,11 +924,12 @@ pass() {
 				# Read once: an approved CSR does not change.
 				APPROVED_CN["${f[0]}"]=""
 				! read_csr "${f[6]}" || APPROVED_CN["${f[0]}"]="${CSR_CN}"
+				APPROVED_AT["${f[0]}"]="$(rfc3339_epoch "${f[8]}")" || APPROVED_AT["${f[0]}"]=0
 			fi
 			listed["${f[0]}"]=1
 			cn="${APPROVED_CN[${f[0]}]}"
 			[[ -n "${cn}" ]] || continue
-			created="$(rfc3339_epoch "${f[8]}")" || created=0
+			created="${APPROVED_AT[${f[0]}]}"
 			# The newest approval of a name counts.
 			((created < ${issued["${cn}"]-0})) || issued["${cn}"]="${created}"
 			continue
@@ -561,7 +944,7 @@ pass() {
 		pending+=("${line}")
 	done <"${WORK}/csrs"
 	for name in "${!APPROVED_CN[@]}"; do
-		[[ -n "${listed[${name}]+x}" ]] || unset 'APPROVED_CN[${name}]'
+		[[ -n "${listed[${name}]+x}" ]] || unset 'APPROVED_CN[${name}]' 'APPROVED_AT[${name}]'
 	done
 	for name in "${!per_token[@]}"; do
 		((per_token["${name}"] <= PER_TOKEN)) ||
@@ -570,10 +953,11 @@ pass() {
 
 	# Then each pending CSR's decision, without writing any yet.
 	local -A granted=()
-	local csr rv base
+	local csr rv base reading="${EPOCHSECONDS}"
 	for line in "${pending[@]}"; do
-		# Reading takes at most half the pass: the rest is for writing.
-		if ((2 * (EPOCHSECONDS - started) >= PASS_SECONDS)); then
+		# Reading takes at most half the pass (listing the CSRs and Nodes
+		# aside): the rest is for writing.
+		if ((2 * (EPOCHSECONDS - reading) >= PASS_SECONDS)); then
 			log "reading CSRs took half of the pass's ${PASS_SECONDS}s: the CSRs left wait for the next pass"
 			break
 		fi
@@ -638,7 +1022,7 @@ pass() {
 			continue # the same key asked twice: one approval; the next pass denies the other
 		fi
 		granted["${name}"]=1
-		approve+=("${csr}${sep}${rv}${sep}instance projects/${PROJECT}/zones/${ZONE_OF[${name}]}/instances/${name} is RUNNING, created ${AGE[${name}]}s ago by MIG ${base}-${ZONE_OF[${name}]}, and published the CSR's key sha256:${CSR_KEY}")
+		approve+=("${csr}${sep}${rv}${sep}instance projects/${PROJECT}/zones/${ZONE_OF[${name}]}/instances/${name} is RUNNING, created ${AGE[${name}]}s ago by MIG ${base}-${ZONE_OF[${name}]}, runs its template, and published the CSR's key sha256:${CSR_KEY}")
 	done
 
 	local d i
@@ -671,12 +1055,15 @@ created_by() {
 # verify_node NAME BASE PROVIDER_ID succeeds when Node NAME is instance NAME
 # of MIG BASE-<zone>: its providerID names one of the group's zones, and
 # the Compute API has the instance there, RUNNING, created by that MIG,
-# and the MIG holds no per-instance config for it. Status 1: it is not
-# that MIG's instance as the template made it (another providerID,
-# another creator, a per-instance config); 2: the Compute API could not
-# be read; 3: no such instance, or it is not RUNNING.
+# running what the group's template holds (runs_template); VERIFIED_ID
+# is the instance's id. Status 1: it is not that MIG's instance as the
+# template made it (another providerID, another creator, other metadata,
+# an all-instances config, a per-instance config that preserves state);
+# 2: the Compute API could not be read; 3: no such instance, or it is
+# not RUNNING.
 verify_node() {
 	local name="$1" base="$2" pid="$3" zone="" z code by status
+	VERIFIED_ID=""
 	local -a zones
 	read -ra zones <<<"${ZONES[${base}]}"
 	for z in "${zones[@]}"; do
@@ -703,15 +1090,8 @@ verify_node() {
 		VERDICT="instance ${zone}/${name} is ${status:-of no status}, not RUNNING"
 		return 3
 	fi
-	local pic=0
-	instance_config "${zone}" "${base}-${zone}" "${name}" || pic=$?
-	if ((pic == 0)); then
-		VERDICT="MIG ${base}-${zone} holds a per-instance config for it"
-		return 1
-	fi
-	VERDICT="the per-instance configs of MIG ${base}-${zone} could not be read"
-	((pic == 1)) || return 2
-	VERDICT=""
+	VERIFIED_ID="$(field id)"
+	runs_template "${zone}" "${name}" "${base}"
 }
 
 # label_nodes gives VERIFIED_LABEL to every Node verify_node proves an
@@ -720,11 +1100,11 @@ verify_node() {
 # name is not an instance name of the group it names.
 label_nodes() {
 	local sep=$'\x1f' rc=0 line name pid have want base out v started="${EPOCHSECONDS}" left=0
-	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.'"${VERIFIED_LABEL//./\\.}"'}{"\x1f"}{"\n"}{end}'
-	if ! kubectl get nodes --request-timeout=20s -o "jsonpath=${fmt}" >"${WORK}/nodes" 2>"${WORK}/err"; then
+	if [[ "${NODES_LISTED}" != 1 ]] && ! list_nodes; then
 		log "cannot list the nodes: $(summary "$(cat "${WORK}/err")")"
 		return 1
 	fi
+	NODES_LISTED=0
 	local -a f
 	while IFS= read -r line; do
 		[[ -n "${line}" ]] || continue
@@ -756,6 +1136,8 @@ label_nodes() {
 			# Checked again: only a proof that the instance is not its
 			# MIG's as the template made it takes the label.
 			((v == 1)) || continue
+			# Not labelled again while the instance keeps its id.
+			[[ -z "${VERIFIED_ID}" ]] || REVOKED["${name}"]="${VERIFIED_ID}"
 			if out="$(kubectl label node "${name}" "${VERIFIED_LABEL}-" --request-timeout=20s 2>&1 >/dev/null)"; then
 				log "node ${name}: removed ${VERIFIED_LABEL}=${have}: ${VERDICT}"
 			else
@@ -769,8 +1151,12 @@ label_nodes() {
 			log "node ${name}: ${VERDICT}; not labelled"
 			continue
 		fi
+		if [[ -n "${REVOKED[${name}]+x}" && "${REVOKED[${name}]}" == "${VERIFIED_ID}" ]]; then
+			log "node ${name}: lost ${VERIFIED_LABEL} for what instance ${pid#gce://} ran, and it is the same instance (id ${VERIFIED_ID}); not labelled"
+			continue
+		fi
 		if out="$(kubectl label node "${name}" "${VERIFIED_LABEL}=${want}" --request-timeout=20s 2>&1 >/dev/null)"; then
-			log "node ${name}: labelled ${VERIFIED_LABEL}=${want}: instance ${pid#gce://} is RUNNING, created by its MIG"
+			log "node ${name}: labelled ${VERIFIED_LABEL}=${want}: instance ${pid#gce://} is RUNNING, created by its MIG, and runs its template"
 		else
 			log "node ${name}: labelling failed: $(summary "${out}")"
 			rc=1
@@ -781,7 +1167,7 @@ label_nodes() {
 	return "${rc}"
 }
 
-log "deciding kubelet client CSRs of ${CLOUD_BOOTSTRAP_GROUP} for the instances of ${!MAX_AGE[*]} in project ${PROJECT}"
+log "deciding kubelet client CSRs of ${CLOUD_BOOTSTRAP_GROUP} for the instances of ${!MAX_AGE[*]} in project ${PROJECT}, decisions written ${API_URL:+with curl to }${API_URL:-with kubectl}"
 if [[ "${ONCE}" == 1 ]]; then
 	rc=0
 	pass || rc=1

@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -87,6 +88,30 @@ func TestNodeCSRApproverManifest(t *testing.T) {
 		if f[0] != src.Cluster.BaseInstanceName(g) || f[1] != g.Name || f[2] != strconv.Itoa(int(src.Cluster.MaxNodeProvisionTime(g)/time.Second)) || !slices.Equal(f[3:], g.Zones) {
 			t.Errorf("INSTANCE_GROUPS line %q for group %s", lines[i], g.Name)
 		}
+	}
+
+	// TEMPLATES: each group's template prefix and labels; TEMPLATE_METADATA:
+	// the keys of every group's instance template, a fixed value with it.
+	tl := strings.Split(env["TEMPLATES"], "\n")
+	if len(tl) != len(src.CloudGroups()) {
+		t.Errorf("TEMPLATES has %d lines for %d cloud groups", len(tl), len(src.CloudGroups()))
+	}
+	wantMD := map[string]bool{}
+	for i, g := range src.CloudGroups() {
+		want := src.Cluster.BaseInstanceName(g) + " " + src.Cluster.TemplatePrefix(g) + " nodegen-cluster=" + src.Cluster.Name + " nodegen-node-group=" + g.Name
+		if i < len(tl) && tl[i] != want {
+			t.Errorf("TEMPLATES line %q for group %s, want %q", tl[i], g.Name, want)
+		}
+		for _, m := range src.InstanceTemplate(g).Properties.Metadata {
+			if m.Rendered {
+				wantMD[m.Key] = true
+			} else {
+				wantMD[m.Key+"="+m.Value] = true
+			}
+		}
+	}
+	if got := strings.Fields(env["TEMPLATE_METADATA"]); !slices.Equal(got, slices.Sorted(maps.Keys(wantMD))) || !slices.Contains(got, model.MetadataStartupScript) {
+		t.Errorf("TEMPLATE_METADATA %q, want %v", env["TEMPLATE_METADATA"], slices.Sorted(maps.Keys(wantMD)))
 	}
 
 	approve := rbacv1.PolicyRule{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"},

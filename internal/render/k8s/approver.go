@@ -3,6 +3,7 @@ package k8s
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/manifest"
 	"github.com/nodegen/nodegen/internal/model"
 )
@@ -87,6 +89,54 @@ func instanceGroupsEnv(src *model.Source) string {
 	return strings.Join(lines, "\n")
 }
 
+// templatesEnv is the approver's TEMPLATES: one line per cloud group,
+// "<base instance name> <instance template name prefix>
+// <label>=<value>...": the instance templates of the group are named
+// with that prefix (Terraform's name_prefix) and carry those labels
+// (gce.Labels), which tell apart groups whose prefixes overlap.
+func templatesEnv(src *model.Source) string {
+	var lines []string
+	for _, g := range src.CloudGroups() {
+		labels := gce.Labels(src.Cluster.Name, g.Name, nil)
+		lines = append(lines, src.Cluster.BaseInstanceName(g)+" "+src.Cluster.TemplatePrefix(g)+
+			" "+gce.LabelCluster+"="+labels[gce.LabelCluster]+" "+gce.LabelNodeGroup+"="+labels[gce.LabelNodeGroup])
+	}
+	return strings.Join(lines, "\n")
+}
+
+// templateMetadataEnv is the approver's TEMPLATE_METADATA: the metadata
+// keys of every cloud group's instance template (model.InstanceTemplate),
+// space-separated, "<key>=<value>" for a value the template fixes (such
+// as enable-guest-attributes=TRUE) and "<key>" for a rendered one (the
+// group's kube-env and startup script), which the approver compares with
+// the instance template the VM was made from. A fixed value must be made
+// of [A-Za-z0-9._-], so that its JSON text is itself in quotes.
+func templateMetadataEnv(src *model.Source) (string, error) {
+	seen := map[string]bool{}
+	var keys []string
+	for _, g := range src.CloudGroups() {
+		for _, m := range src.InstanceTemplate(g).Properties.Metadata {
+			k := m.Key
+			if !m.Rendered {
+				if !fixedMetadataRE.MatchString(m.Value) {
+					return "", fmt.Errorf("node group %s: instance template metadata %s=%q: the node CSR approver compares only values of [A-Za-z0-9._-]", g.Name, m.Key, m.Value)
+				}
+				k += "=" + m.Value
+			}
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, " "), nil
+}
+
+// fixedMetadataRE matches the fixed metadata values the approver compares
+// as JSON text.
+var fixedMetadataRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
 // nodeCSRApproverObjects returns the cloud join path's objects: the
 // Roles, ClusterRole and bindings that let model.CloudBootstrapGroup join, then
 // the approver's (scriptWorkload.objects), with its Deployment on the
@@ -97,7 +147,11 @@ func nodeCSRApproverObjects(src *model.Source) ([]runtime.Object, error) {
 		return nil, fmt.Errorf("cluster.autoscaler.nodeGroup: no node group %q", src.Cluster.Autoscaler.NodeGroup)
 	}
 	w := nodeCSRApprover(src)
-	objs, err := w.objects(nodeCSRApproverDeployment(w, src, home))
+	metadata, err := templateMetadataEnv(src)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := w.objects(nodeCSRApproverDeployment(w, src, home, metadata))
 	if err != nil {
 		return nil, err
 	}
@@ -161,21 +215,23 @@ func cloudJoinRBAC() []runtime.Object {
 
 // nodeCSRApproverEnv returns the approver container's environment, in
 // order (the pod adds HOME).
-func nodeCSRApproverEnv(src *model.Source, groups string) []corev1.EnvVar {
+func nodeCSRApproverEnv(src *model.Source, groups, metadata string) []corev1.EnvVar {
 	return []corev1.EnvVar{
 		{Name: "PROJECT", Value: src.Cluster.GCP.Project},
 		{Name: "CLOUD_BOOTSTRAP_GROUP", Value: model.CloudBootstrapGroup},
 		{Name: "INSTANCE_GROUPS", Value: groups},
 		{Name: "VERIFIED_LABEL", Value: model.VerifiedGroupLabel},
 		{Name: "KEY_ATTRIBUTE", Value: model.KubeletKeyAttribute},
+		{Name: "TEMPLATES", Value: templatesEnv(src)},
+		{Name: "TEMPLATE_METADATA", Value: metadata},
 	}
 }
 
 // nodeCSRApproverDeployment runs the approver's loop on the autoscaler's
 // node (the one node whose pods reach the metadata server), restarted when
 // it exits.
-func nodeCSRApproverDeployment(w scriptWorkload, src *model.Source, home *model.NodeGroup) *appsv1.Deployment {
-	pod := w.pod(src.Cluster.TaintRemover.Image, "approver", home, nodeCSRApproverEnv(src, instanceGroupsEnv(src)))
+func nodeCSRApproverDeployment(w scriptWorkload, src *model.Source, home *model.NodeGroup, metadata string) *appsv1.Deployment {
+	pod := w.pod(src.Cluster.TaintRemover.Image, "approver", home, nodeCSRApproverEnv(src, instanceGroupsEnv(src), metadata))
 	pod.TunnelLoss = manifest.TunnelLossTolerations(&src.Cluster)
 	// Joins wait on it: evicted last, like the autoscaler's chart does.
 	pod.PriorityClass = "system-cluster-critical"

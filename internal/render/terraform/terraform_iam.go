@@ -62,17 +62,20 @@ var joinSecretRenewerPermissions = []string{
 }
 
 // approverMIGPermissions is the custom role that lets the node CSR
-// approver on the autoscaler's node read the per-instance configs of the
-// MIGs of the cloud groups that are not autoscaled (the autoscaler's own
-// among them), whose MIGs the scoped Compute role does not name:
-// instanceGroupManagers.listPerInstanceConfigs needs
-// compute.instanceGroupManagers.get on the MIG (Compute Engine API
-// reference, instanceGroupManagers.listPerInstanceConfigs).
-var approverMIGPermissions = []string{"compute.instanceGroupManagers.get"}
+// approver on the autoscaler's node read the MIGs (their all-instances
+// config), the per-instance configs and the instance templates of the
+// cloud groups that are not autoscaled (the autoscaler's own among them),
+// which the scoped Compute role does not name:
+// instanceGroupManagers.get and listPerInstanceConfigs need
+// compute.instanceGroupManagers.get on the MIG, instanceTemplates.get
+// compute.instanceTemplates.get on the template (Compute Engine API
+// reference, each method's "Authorization requires").
+var approverMIGPermissions = []string{"compute.instanceGroupManagers.get", "compute.instanceTemplates.get"}
 
 // approverMIGCondition is the IAM condition (CEL) of the approverMIGPermissions
 // binding: the resource is the MIG of a cloud group that is not autoscaled,
-// in one of its zones. "" when every cloud group is autoscaled.
+// in one of its zones, or one of that group's instance templates (named
+// with its prefix). "" when every cloud group is autoscaled.
 func approverMIGCondition(src *model.Source) string {
 	c := &src.Cluster
 	var terms []string
@@ -83,6 +86,7 @@ func approverMIGCondition(src *model.Source) string {
 		for _, z := range g.Zones {
 			terms = append(terms, `resource.name == `+strconv.Quote("projects/"+c.GCP.Project+"/zones/"+z+"/instanceGroupManagers/"+c.MIGName(g, z)))
 		}
+		terms = append(terms, `resource.name.startsWith(`+strconv.Quote("projects/"+c.GCP.Project+"/global/instanceTemplates/"+c.TemplatePrefix(g))+`)`)
 	}
 	return strings.Join(terms, " || ")
 }
@@ -252,15 +256,16 @@ func terraformIAM(src *model.Source, header string) []byte {
 	if expr := approverMIGCondition(src); expr != "" {
 		body.AppendNewline()
 		comment(body,
-			"The node CSR approver on the autoscaler's node reads the per-instance",
-			"configs of every cloud group's MIG (instanceGroupManagers.listPerInstanceConfigs,",
-			"which needs compute.instanceGroupManagers.get): the scoped role names the",
-			"autoscaled groups' MIGs, this one the others', read-only.")
+			"The node CSR approver on the autoscaler's node reads every cloud group's",
+			"MIG, its per-instance configs (instanceGroupManagers.get and",
+			"listPerInstanceConfigs, which need compute.instanceGroupManagers.get) and",
+			"its instance templates: the scoped role names the autoscaled groups',",
+			"this one the others', read-only.")
 		ar := body.AppendNewBlock("resource", []string{gce.TFCustomRole, tfApproverMIGRole}).Body()
 		ar.SetAttributeRaw("project", ref("local", "project"))
 		ar.SetAttributeValue("role_id", cty.StringVal(customRoleIDFor(c.Name, tfApproverMIGRole)))
 		ar.SetAttributeValue("title", cty.StringVal("nodegen node CSR approver of "+c.Name+": MIGs not autoscaled"))
-		ar.SetAttributeValue("description", cty.StringVal("Read the MIGs of the cloud groups of cluster "+c.Name+" that are not autoscaled and their per-instance configs (bound with a condition on their names)."))
+		ar.SetAttributeValue("description", cty.StringVal("Read the MIGs of the cloud groups of cluster "+c.Name+" that are not autoscaled, their per-instance configs and instance templates (bound with a condition on their names)."))
 		ar.SetAttributeValue("permissions", strs(approverMIGPermissions))
 
 		body.AppendNewline()
@@ -271,7 +276,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 		ab.AppendNewline()
 		ac := ab.AppendNewBlock("condition", nil).Body()
 		ac.SetAttributeValue("title", cty.StringVal("nodegen cluster "+c.Name+": MIGs not autoscaled"))
-		ac.SetAttributeValue("description", cty.StringVal("Only the MIGs of the cloud groups of cluster "+c.Name+" that are not autoscaled."))
+		ac.SetAttributeValue("description", cty.StringVal("Only the MIGs and instance templates of the cloud groups of cluster "+c.Name+" that are not autoscaled."))
 		ac.SetAttributeValue("expression", cty.StringVal(expr))
 	}
 	return hclFile(header, f)

@@ -174,8 +174,8 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(perms)); !slices.Equal(got, []string{terraform.TFApproverMIGRole, model.RoleAutoscaler, terraform.TFAutoscalerListRole, terraform.TFJoinSecretRenewerRole}) {
 		t.Fatalf("custom roles %v", got)
 	}
-	if !slices.Equal(perms[terraform.TFApproverMIGRole], []string{"compute.instanceGroupManagers.get"}) {
-		t.Errorf("the approver's MIG role grants %v, want only compute.instanceGroupManagers.get", perms[terraform.TFApproverMIGRole])
+	if !slices.Equal(perms[terraform.TFApproverMIGRole], []string{"compute.instanceGroupManagers.get", "compute.instanceTemplates.get"}) {
+		t.Errorf("the approver's MIG role grants %v, want only compute.instanceGroupManagers.get and compute.instanceTemplates.get", perms[terraform.TFApproverMIGRole])
 	}
 	if !slices.Equal(perms[model.RoleAutoscaler], gce.AutoscalerScopedPermissions()) {
 		t.Errorf("scoped role permissions %v, want %v", perms[model.RoleAutoscaler], gce.AutoscalerScopedPermissions())
@@ -221,7 +221,8 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 	checkCondition(t, src, expr)
 
 	// The approver's MIG binding names exactly the MIGs of the cloud
-	// groups that are not autoscaled (here the autoscaler's own group).
+	// groups that are not autoscaled (here the autoscaler's own group),
+	// and their instance templates.
 	if approverBinding == nil {
 		t.Fatal("no binding of the approver's MIG role")
 	}
@@ -235,6 +236,7 @@ func TestTerraformIdentityPerRole(t *testing.T) {
 			for _, z := range g.Zones {
 				wantMIGs = append(wantMIGs, `resource.name == "projects/`+src.Cluster.GCP.Project+`/zones/`+z+`/instanceGroupManagers/`+src.Cluster.MIGName(g, z)+`"`)
 			}
+			wantMIGs = append(wantMIGs, `resource.name.startsWith("projects/`+src.Cluster.GCP.Project+`/global/instanceTemplates/`+src.Cluster.TemplatePrefix(g)+`")`)
 		}
 	}
 	if got := m.str(t, *approverBinding, conds[0].Body, "expression"); len(wantMIGs) == 0 || got != strings.Join(wantMIGs, " || ") {

