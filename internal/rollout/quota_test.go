@@ -1,16 +1,12 @@
 package rollout_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/oauth2/google"
-
-	"github.com/nodegen/nodegen/internal/kube"
 	"github.com/nodegen/nodegen/internal/rollout"
 )
 
@@ -26,21 +22,10 @@ func TestRolloutStopsOnQuotaAtOnce(t *testing.T) {
 	const quota = "Quota 'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally."
 	s.compute.refuseCreates(a, cl.MIGName(gpu, a), "QUOTA_EXCEEDED", quota)
 	ctx := context.Background()
-	k, err := kube.FromKubeconfig(s.user.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpClient, err := google.DefaultClient(ctx, rollout.ComputeScope)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var progress bytes.Buffer
-	r := &rollout.Runner{Src: s.src, Revisions: s.cur, Kube: k,
-		Compute:  &rollout.Compute{Endpoint: s.compute.Endpoint(), HTTP: httpClient},
-		Progress: &rollout.Progress{W: &progress}, Poll: 100 * time.Millisecond, ReadyTimeout: 10 * time.Minute}
+	r, progress := s.runner(t, 10*time.Minute)
 	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	start := time.Now()
-	err = r.Run(runCtx)
+	err := r.Run(runCtx)
 	took := time.Since(start)
 	timedOut := runCtx.Err() != nil
 	cancel()

@@ -14,12 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/oauth2/google"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/cli"
-	"github.com/nodegen/nodegen/internal/kube"
 	"github.com/nodegen/nodegen/internal/rollout"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -189,19 +187,8 @@ func TestRolloutRemovesNeverReadyReplacement(t *testing.T) {
 	s.world.mu.Unlock()
 
 	ctx := context.Background()
-	k, err := kube.FromKubeconfig(s.user.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpClient, err := google.DefaultClient(ctx, rollout.ComputeScope)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var progress bytes.Buffer
-	r := &rollout.Runner{Src: s.src, Revisions: s.cur, Kube: k,
-		Compute:  &rollout.Compute{Endpoint: s.compute.Endpoint(), HTTP: httpClient},
-		Progress: &rollout.Progress{W: &progress}, Poll: 100 * time.Millisecond, ReadyTimeout: 3 * time.Second}
-	err = r.Run(ctx)
+	r, progress := s.runner(t, 3*time.Second)
+	err := r.Run(ctx)
 	t.Logf("rollout: %v\n%s", err, progress.String())
 	if !errors.Is(err, rollout.ErrStopped) || !strings.Contains(err.Error(), repl+" (not registered)") {
 		t.Errorf("error %v, want the rollout stopped waiting for %s", err, repl)

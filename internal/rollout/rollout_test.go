@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2/google"
+
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/kube"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/render"
@@ -412,6 +415,25 @@ func awaitAllowed(t *testing.T, admin kubernetes.Interface, user string, attrs a
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// runner is a rollout of the test's source as the rollout's user, against
+// the fake Compute API, polling every 100 ms and waiting readyTimeout for
+// a replacement; its progress is written to the buffer.
+func (s *setup) runner(t *testing.T, readyTimeout time.Duration) (*rollout.Runner, *bytes.Buffer) {
+	t.Helper()
+	k, err := kube.FromKubeconfig(s.user.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient, err := google.DefaultClient(context.Background(), rollout.ComputeScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	return &rollout.Runner{Src: s.src, Revisions: s.cur, Kube: k,
+		Compute:  &rollout.Compute{Endpoint: s.compute.Endpoint(), HTTP: httpClient},
+		Progress: &rollout.Progress{W: &progress}, Poll: 100 * time.Millisecond, ReadyTimeout: readyTimeout}, &progress
 }
 
 func (s *setup) args(extra ...string) []string {

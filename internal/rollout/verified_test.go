@@ -1,7 +1,6 @@
 package rollout_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -9,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/oauth2/google"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodegen/nodegen/internal/kube"
 	"github.com/nodegen/nodegen/internal/rollout"
 )
 
@@ -40,18 +37,7 @@ func TestRolloutWaitsForVerifiedReplacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := kube.FromKubeconfig(s.user.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpClient, err := google.DefaultClient(ctx, rollout.ComputeScope)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var progress bytes.Buffer
-	r := &rollout.Runner{Src: s.src, Revisions: s.cur, Kube: k,
-		Compute:  &rollout.Compute{Endpoint: s.compute.Endpoint(), HTTP: httpClient},
-		Progress: &rollout.Progress{W: &progress}, Poll: 100 * time.Millisecond, ReadyTimeout: 5 * time.Second}
+	r, progress := s.runner(t, 5*time.Second)
 	// Done right, the run stops at the 5 s ready timeout; one that takes
 	// an unverified replacement for capacity drains towards it, and the
 	// budget then blocks its drain for the drain timeout: bound the wait.
