@@ -16,11 +16,12 @@ const JoinTokenMargin = 30 * time.Minute
 func (c *Cluster) HasJoinTokenRenewer() bool { return c.JoinToken.SecretManager != nil }
 
 // HasNodeCSRApprover reports whether the cluster gets the node CSR
-// approver: every cluster does, as it gives the cloud nodes the verified
-// group label (VerifiedGroupLabel) that nodegen's placements and policies
-// select on. It decides CSRs only with the renewer, whose tokens are in
-// the cloud join group: a project-metadata token is kubeadm's, whose CSRs
-// kube-controller-manager approves itself.
+// approver: every cluster does. Every cloud join token, the renewer's or
+// one an admin sets in project metadata, is in the cloud join group
+// (CloudBootstrapGroup), which kubeadm's auto-approval does not cover, so
+// the approver decides the cloud nodes' CSRs; it also gives them the
+// verified group label (VerifiedGroupLabel) that nodegen's placements and
+// policies select on.
 func (c *Cluster) HasNodeCSRApprover() bool { return true }
 
 // KubeletKeyAttribute is the guest attribute (namespace/key) in which a
@@ -30,9 +31,10 @@ func (c *Cluster) HasNodeCSRApprover() bool { return true }
 const KubeletKeyAttribute = "nodegen/kubelet-client-key"
 
 // BindsKubeletKey reports whether the cloud VMs publish their kubelet's
-// bootstrap key (KubeletKeyAttribute) and the approver requires it: when
-// the approver decides the CSRs, with the renewer's tokens.
-func (c *Cluster) BindsKubeletKey() bool { return c.JoinToken.SecretManager != nil }
+// bootstrap key (KubeletKeyAttribute) and the approver requires it: in
+// every cluster, since the approver decides every cloud node's CSR, with
+// a token in Secret Manager or in project metadata alike.
+func (c *Cluster) BindsKubeletKey() bool { return true }
 
 // Renewal is how the join-token renewer keeps the token fresh.
 type Renewal struct {

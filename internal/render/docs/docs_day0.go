@@ -114,15 +114,27 @@ func day0APIs(src *model.Source) []string {
 // AddGroupsFlag, a pflag string slice whose first value replaces the
 // default; cmd/kubeadm/app/apis/bootstraptoken/v1/defaults.go
 // SetDefaults_BootstrapToken).
+//
+// With the token in project metadata (no renewer) the token lives
+// day0MetadataTokenTTL, and gcloud sets it as the metadata key.
 func day0FirstTokenCommand(src *model.Source) (string, error) {
 	sm := src.Cluster.JoinToken.SecretManager
 	if sm == nil {
-		return "", fmt.Errorf("no Secret Manager join token")
+		key := src.Cluster.JoinToken.MetadataKey
+		if key == "" {
+			return "", fmt.Errorf("no join token")
+		}
+		return fmt.Sprintf("ssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl %s --groups %s --description nodegen-first-join-token |\n  gcloud compute project-info add-metadata --project=%s --metadata-from-file=%s=/dev/stdin",
+			Day0ControlPlaneHostVar, model.FormatDuration(day0MetadataTokenTTL), model.CloudBootstrapGroup, src.Cluster.GCP.Project, key), nil
 	}
 	r := src.Renewal()
 	return fmt.Sprintf("ssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl %s --groups %s --description nodegen-first-join-token |\n  gcloud secrets versions add %s --project=%s --data-file=-",
 		Day0ControlPlaneHostVar, model.FormatDuration(r.TTL), model.CloudBootstrapGroup, sm.Secret, src.Cluster.GCP.Project), nil
 }
+
+// day0MetadataTokenTTL is the lifetime of a join token the admin sets in
+// project metadata: kubeadm token create's default.
+const day0MetadataTokenTTL = 24 * time.Hour
 
 // day0ListCSRsCommand lists the instances of the autoscaler group's MIGs
 // (gcloud) and the undecided kubelet client CSRs, each with its requester,
@@ -484,33 +496,32 @@ func (d *day0Doc) terraform() {
 func (d *day0Doc) firstToken() (int, error) {
 	c, ca, deadline, sm, src := d.c, d.ca, d.deadline, d.sm, d.src
 	tokenStep := d.next(Day0StepFirstToken, "Make the first join token")
-	if sm == nil {
-		d.p("The VMs read the token from project metadata key %s, which nodegen does not renew. On a control-plane node, make a token and set it (replace it before it expires):\n\n", code(c.JoinToken.MetadataKey))
-		d.p("```sh\nssh \"${%s:?set it to a control-plane node you can ssh to}\" sudo kubeadm token create --ttl 24h |\n  gcloud compute project-info add-metadata --project=%s --metadata-from-file=%s=/dev/stdin\n```\n",
-			Day0ControlPlaneHostVar, c.GCP.Project, c.JoinToken.MetadataKey)
-	} else {
-		cmd, err := day0FirstTokenCommand(src)
-		if err != nil {
-			return 0, err
-		}
-		d.p("Right after `terraform apply`, apply the admission policy that admits onto the autoscaler's nodes only the chart's, nodegen's and the node agents' pods (every pod there can take the autoscaler's Google account), then the cloud join path: what a cloud join token may read and request, and the node CSR approver, which starts once the autoscaler's node is there:\n\n```sh\nkubectl apply -f %s%s\nkubectl apply -f %s%s\n```\n\n", d.out, layout.AutoscalerNodePath, d.out, layout.NodeCSRApproverPath)
+	cmd, err := day0FirstTokenCommand(src)
+	if err != nil {
+		return 0, err
+	}
+	d.p("Right after `terraform apply`, apply the admission policy that admits onto the autoscaler's nodes only the chart's, nodegen's and the node agents' pods (every pod there can take the autoscaler's Google account), then the cloud join path: what a cloud join token may read and request, and the node CSR approver, which starts once the autoscaler's node is there:\n\n```sh\nkubectl apply -f %s%s\nkubectl apply -f %s%s\n```\n\n", d.out, layout.AutoscalerNodePath, d.out, layout.NodeCSRApproverPath)
+	if sm != nil {
 		d.p("Then `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` adds it as the first version of the secret. The token goes through the pipe only; it is never written to a file or shown. It is in the cloud join group, `%s`, like the renewer's tokens (`--groups`), never in kubeadm's default group `%s`: the control plane approves a certificate for any node name to a token of that group, and every cloud node's service account can read the secret.\n\n",
 			model.CloudBootstrapGroup, model.KubeadmNodeBootstrapGroup)
-		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
-		tls := kubeadm.JoinTimeouts(deadline).TLSBootstrap.Duration
-		d.p("The waiting VM reads it at its next attempt, and its kubelet asks for a certificate. Nothing approves it yet: the approver runs on that very node. List the autoscaler's VMs, and the undecided node certificate requests with the requester, its groups and the node name each asks for:\n\n")
-		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ListCSRsBegin, day0ListCSRsCommand(src), Day0ListCSRsEnd)
-		d.p("For each VM listed, find the one request that asks for `CN = system:node:<that VM>` and whose groups include `%s`, set `%s` to its name (the first column), and approve it. If two ask for the same name, approve neither and make a new token: someone else holds this one. The kubelet waits %s for its certificate, then the join retries with a new request (list again).\n\n",
-			model.CloudBootstrapGroup, Day0NodeCSRVar, model.FormatDuration(tls))
-		d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ApproveCSRBegin, day0ApproveCSRCommand(), Day0ApproveCSREnd)
-		d.p("If more than %s passed since `terraform apply`, the VM has given up (`nodegen-join[%s]: ERROR ...`): restart it, and its startup script runs again:\n\n",
-			model.FormatDuration(deadline), ca.Name)
-		d.p("%s\n```sh\n", Day0IfLateMarker)
-		for _, z := range ca.Zones {
-			d.p("gcloud compute instance-groups managed rolling-action restart %s --zone=%s --project=%s\n", c.MIGName(ca, z), z, c.GCP.Project)
-		}
-		d.p("```\n")
+	} else {
+		d.p("Then `kubeadm` on a control-plane node makes a bootstrap token (with the cluster's credentials there), and `gcloud` sets it as project metadata key %s, where the VMs read it; nodegen does not renew it: make a new one the same way before it expires (%s). The token goes through the pipe only; it is never written to a file or shown. It is in the cloud join group, `%s` (`--groups`), never in kubeadm's default group `%s`: the control plane approves a certificate for any node name to a token of that group, and every VM of the project can read project metadata.\n\n",
+			code(c.JoinToken.MetadataKey), model.FormatDuration(day0MetadataTokenTTL), model.CloudBootstrapGroup, model.KubeadmNodeBootstrapGroup)
 	}
+	d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0FirstTokenBegin, cmd, Day0FirstTokenEnd)
+	tls := kubeadm.JoinTimeouts(deadline).TLSBootstrap.Duration
+	d.p("The waiting VM reads it at its next attempt, and its kubelet asks for a certificate. Nothing approves it yet: the approver runs on that very node. List the autoscaler's VMs, and the undecided node certificate requests with the requester, its groups and the node name each asks for:\n\n")
+	d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ListCSRsBegin, day0ListCSRsCommand(src), Day0ListCSRsEnd)
+	d.p("For each VM listed, find the one request that asks for `CN = system:node:<that VM>` and whose groups include `%s`, set `%s` to its name (the first column), and approve it. If two ask for the same name, approve neither and make a new token: someone else holds this one. The kubelet waits %s for its certificate, then the join retries with a new request (list again).\n\n",
+		model.CloudBootstrapGroup, Day0NodeCSRVar, model.FormatDuration(tls))
+	d.p("%s\n```sh\n%s\n```\n%s\n\n", Day0ApproveCSRBegin, day0ApproveCSRCommand(), Day0ApproveCSREnd)
+	d.p("If more than %s passed since `terraform apply`, the VM has given up (`nodegen-join[%s]: ERROR ...`): restart it, and its startup script runs again:\n\n",
+		model.FormatDuration(deadline), ca.Name)
+	d.p("%s\n```sh\n", Day0IfLateMarker)
+	for _, z := range ca.Zones {
+		d.p("gcloud compute instance-groups managed rolling-action restart %s --zone=%s --project=%s\n", c.MIGName(ca, z), z, c.GCP.Project)
+	}
+	d.p("```\n")
 	sel := model.GroupLabel + "=" + ca.Name
 	d.p("\nWait for the Node of each of the autoscaler's VMs to register, then for them to be Ready:\n\n```sh\n%s\nkubectl wait --for=condition=Ready node -l %s --timeout=10m\n```\n",
 		day0ForEachAutoscalerVM(src, "until kubectl get node \"${vm}\" -o name >/dev/null 2>&1; do sleep 10; done"), sel)
@@ -588,7 +599,7 @@ func (d *day0Doc) manifests() {
 		// were applied with the first token (the cloud join path: cloud
 		// nodes need it to join; nothing may land on the autoscaler's
 		// node before the policy).
-		if (p == layout.NodeCSRApproverPath || p == layout.AutoscalerNodePath) && d.sm != nil {
+		if p == layout.NodeCSRApproverPath || p == layout.AutoscalerNodePath {
 			continue
 		}
 		d.p("kubectl apply -f %s%s\n", out, p)

@@ -144,7 +144,9 @@ cluster: controlPlaneNodes: "cp-1": {cpu: 16, memoryGiB: 64}
 }
 
 // TestDay0MetadataKey: with the token in project metadata nodegen renders
-// no renewer, and the steps neither apply nor run one.
+// no renewer, and the steps neither apply nor run one; the first token is
+// made in the cloud join group only, set as the metadata key, and the
+// autoscaler's node approved by hand, as with Secret Manager.
 func TestDay0MetadataKey(t *testing.T) {
 	src, _ := testsrc.Example(t)
 	src.Cluster.JoinToken = model.JoinToken{MetadataKey: "kubeadm-join-token", TTL: model.DurationOf(24 * time.Hour), RenewEvery: model.DurationOf(6 * time.Hour)}
@@ -153,13 +155,20 @@ func TestDay0MetadataKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(files[layout.Day0DocsPath])
-	for _, absent := range []string{"join-token-renewer", "secretmanager", docs.Day0FirstTokenBegin} {
+	for _, absent := range []string{"join-token-renewer", "secretmanager"} {
 		if strings.Contains(doc, absent) {
 			t.Errorf("%s names %q without a renewer", layout.Day0DocsPath, absent)
 		}
 	}
-	if !strings.Contains(doc, "gcloud compute project-info add-metadata --project=acme-hybrid-ai --metadata-from-file=kubeadm-join-token=/dev/stdin") {
-		t.Errorf("%s does not set the metadata key\n%s", layout.Day0DocsPath, doc)
+	want := "sudo kubeadm token create --ttl 24h --groups " + model.CloudBootstrapGroup + " --description nodegen-first-join-token |\n" +
+		"  gcloud compute project-info add-metadata --project=acme-hybrid-ai --metadata-from-file=kubeadm-join-token=/dev/stdin\n"
+	if !strings.Contains(doc, docs.Day0FirstTokenBegin) || !strings.Contains(doc, want) || strings.Count(doc, "kubeadm token create") != strings.Count(doc, "kubeadm token create --ttl 24h --groups "+model.CloudBootstrapGroup+" ") {
+		t.Errorf("%s does not make the first token in the cloud join group only and set it as the metadata key\n%s", layout.Day0DocsPath, doc)
+	}
+	for _, step := range []string{docs.Day0ListCSRsBegin, docs.Day0ApproveCSRBegin, "kubectl apply -f out/" + layout.NodeCSRApproverPath} {
+		if strings.Count(doc, step) != 1 {
+			t.Errorf("%s has %q %d times, want once", layout.Day0DocsPath, step, strings.Count(doc, step))
+		}
 	}
 }
 

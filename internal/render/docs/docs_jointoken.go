@@ -17,8 +17,8 @@ func (d *docWriter) joinToken() {
 	c := &d.src.Cluster
 	d.p("\n## Join token\n\n")
 	if !d.src.Cluster.HasJoinTokenRenewer() {
-		d.p("VMs read the kubeadm bootstrap token from project metadata key `%s`. nodegen does not renew it: replace it before it expires (`kubeadm token create` gives 24h by default), or every VM created after that fails to join. Use `cluster.joinToken.secretManager` to have it renewed.\n",
-			c.JoinToken.MetadataKey)
+		d.p("VMs read the kubeadm bootstrap token from project metadata key `%s`. nodegen does not renew it: replace it before it expires (`kubeadm token create` gives 24h by default), or every VM created after that fails to join; make it in the cloud join group, `kubeadm token create --groups %s` (day 0's first token step shows the command), never in kubeadm's default group, whose CSRs the control plane approves for any node name: every VM of the project can read project metadata. The node CSR approver decides the cloud nodes' CSRs. Use `cluster.joinToken.secretManager` to have it renewed.\n",
+			c.JoinToken.MetadataKey, model.CloudBootstrapGroup)
 		return
 	}
 	sm := c.JoinToken.SecretManager

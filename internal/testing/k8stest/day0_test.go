@@ -53,6 +53,8 @@ const day0Deadline = 90 * time.Second
 //     waiting for its certificate; once it has one, it writes kubelet.conf
 //     as a join does;
 //   - gcloud secrets versions add adds stdin as a new version; gcloud
+//     compute project-info add-metadata keeps stdin as the key's value
+//     (STUB_METADATA); gcloud
 //     compute instance-groups managed list-instances prints the VMs the
 //     test put in the MIG. Under STUB_STATE (the day-0 script test) it
 //     also enables APIs, makes the image builder VMs (which keep the
@@ -234,6 +236,14 @@ esac
 if [[ "$1 $2 $3 $4" == "compute instance-groups managed list-instances" ]]; then
 	[[ "$6" == --zone=* && "$7" == --project=* && "$8" == "--format=value(name)" && $# == 8 ]] || unexpected
 	cat "${STUB_MIGS}/$5" 2>/dev/null || true
+	exit 0
+fi
+if [[ "$1 $2 $3" == "compute project-info add-metadata" ]]; then
+	# Sets project metadata key KEY to stdin: the test reads it from
+	# STUB_METADATA/<project>/KEY.
+	[[ "$4" == --project=* && "$5" =~ ^--metadata-from-file=([-A-Za-z0-9_]+)=/dev/stdin$ && $# == 5 && -n "${STUB_METADATA:-}" ]] || unexpected
+	mkdir -p "${STUB_METADATA}/${4#--project=}"
+	cat >"${STUB_METADATA}/${4#--project=}/${BASH_REMATCH[1]}"
 	exit 0
 fi
 [[ "$1 $2 $3" == "secrets versions add" && "$5" == --project=* && "$6" == --data-file=- && $# == 6 ]] || unexpected
@@ -457,6 +467,7 @@ func newDay0Person(t *testing.T, cp *testcp.ControlPlane, f *fakeGCP, migs, dir 
 		"PATH=" + path, "HOME=" + t.TempDir(), docs.Day0ControlPlaneHostVar + "=" + day0Host, "EXPECT_SSH_HOST=" + day0Host,
 		"KUBECONFIG=" + cp.Admin().Kubeconfig, "STUB_MIGS=" + migs,
 		"CP_ADMIN_KUBECONFIG=" + cp.Admin().Kubeconfig, "GCLOUD_ACCESS_TOKEN=" + f.accessToken, "GCLOUD_SECRET_MANAGER_URL=" + f.SecretManagerURL(),
+		"STUB_METADATA=" + t.TempDir(),
 	}}
 }
 
@@ -763,4 +774,97 @@ func (r vmResult) joined(t *testing.T, token string) {
 		t.Errorf("the join script logged the token")
 	}
 	t.Logf("joined after %s", r.elapsed.Round(time.Millisecond))
+}
+
+// TestDayZeroMetadataKey: with the join token in project metadata, which
+// every VM of the project can read, the day-0 steps' first token (run as
+// documented, through the stand-ins) is in the cloud join group only. A
+// CSR made with it for a control-plane node's name stays undecided while
+// the production control plane's csrapproving controller runs (kubeadm's
+// auto-approval covers its default group only), as does the VM's own
+// until the approver, or the admin with the documented command, decides
+// it; a kubeadm default-group token's CSR is auto-approved meanwhile.
+func TestDayZeroMetadataKey(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nodegroups")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range renewerSource {
+		if name == "cluster.cue" {
+			old := "joinToken: {\n\t\tsecretManager: secret: \"join-token\"\n\t\tttl:        \"2h\"\n\t\trenewEvery: \"1h\"\n\t}"
+			if !strings.Contains(content, old) {
+				t.Fatal("the renewer's source has no Secret Manager join token to replace")
+			}
+			content = strings.Replace(content, old, `joinToken: metadataKey: "kubeadm-join-token"`, 1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := pipeline.Load(dir)
+	if err != nil {
+		t.Fatalf("the test source: %v", err)
+	}
+	src := l.Fleet.Clusters[0]
+	if src.Cluster.JoinToken.MetadataKey == "" || src.Cluster.HasJoinTokenRenewer() {
+		t.Fatal("the test source does not keep its token in project metadata")
+	}
+	files, err := render.All(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(files[layout.Day0DocsPath])
+	commands := markedCommands(t, doc, docs.Day0FirstTokenBegin, docs.Day0FirstTokenEnd)
+	approve := markedCommands(t, doc, docs.Day0ApproveCSRBegin, docs.Day0ApproveCSREnd)
+	if len(commands) < 1 || len(approve) != 1 {
+		t.Fatalf("%s: want the first-token command and the approve command; got %q and %q", layout.Day0DocsPath, commands, approve)
+	}
+
+	cp := testcp.StartWith(t, testcp.Options{Production: true})
+	cp.StartControllerManager(t, testcp.CSRSigningController, testcp.CSRApprovingController)
+	// The cloud join path, applied with the first token.
+	if _, _, err := kubectl(t, cp.Admin(), string(files[layout.NodeCSRApproverPath]), "create", "--validate=strict", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeGCP(t, src.Cluster.GCP.Project, "unused")
+	p := newDay0Person(t, cp, f, t.TempDir(), "")
+	p.run(t, commands[0])
+	var metadataDir string
+	for _, e := range p.env {
+		if v, ok := strings.CutPrefix(e, "STUB_METADATA="); ok {
+			metadataDir = v
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(metadataDir, src.Cluster.GCP.Project, src.Cluster.JoinToken.MetadataKey))
+	if err != nil {
+		t.Fatalf("the first-token step set no project metadata key %s: %v", src.Cluster.JoinToken.MetadataKey, err)
+	}
+	token := strings.TrimSpace(string(b))
+	holder := cp.TokenUser(t, "the project-metadata token", token)
+
+	// What any VM of the project can do with it: a CSR for the
+	// control-plane node's name, and one for a cloud VM's.
+	attack := createCSR(t, holder, csrRequest(t, "cp-1"), model.KubeletClientSigner)
+	vm := createCSR(t, holder, csrRequest(t, "renew-work-ab12"), model.KubeletClientSigner)
+	// The control: a token in kubeadm's default group is auto-approved by
+	// the same controller.
+	e := &approverEnv{cp: cp, src: src, renewer: &renewerEnv{cp: cp, src: src}}
+	control := createCSR(t, cp.TokenUser(t, "a kubeadm default-group token", e.bootstrapToken(t, "kadm03", kubeadmNodeGroup)),
+		csrRequest(t, "onprem-gpu-3"), model.KubeletClientSigner)
+	eventually(t, 30*time.Second, "the default-group token's CSR auto-approved", func() string {
+		if d := decision(e.csr(t, control)); d == nil || d.Type != certificatesv1.CertificateApproved {
+			return fmt.Sprintf("%+v", d)
+		}
+		return ""
+	})
+	time.Sleep(5 * time.Second) // the controller's further syncs
+	for _, c := range []string{attack, vm} {
+		got := e.csr(t, c)
+		if d := decision(got); d != nil || len(got.Status.Certificate) > 0 {
+			t.Errorf("CSR %s of the project-metadata token (groups %v) was decided without the approver: %+v", c, got.Spec.Groups, d)
+		}
+		if !slices.Contains(got.Spec.Groups, model.CloudBootstrapGroup) || slices.Contains(got.Spec.Groups, kubeadmNodeGroup) {
+			t.Errorf("CSR %s: groups %v, want %s and not %s", c, got.Spec.Groups, model.CloudBootstrapGroup, kubeadmNodeGroup)
+		}
+	}
 }
