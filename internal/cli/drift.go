@@ -178,7 +178,7 @@ func (f *driftFlags) options() (nodecheck.Options, error) {
 // driftInputs are drift's inputs, read: the instance templates, and the
 // nodes as a client of a live cluster or as a file's bytes.
 type driftInputs struct {
-	templates   []*drift.InstanceTemplate
+	templates   []*drift.LiveTemplate
 	nodesClient *kube.Client
 	nodesData   []byte
 }

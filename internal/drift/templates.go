@@ -28,102 +28,43 @@ const (
 	BootDisk        = "boot-disk"
 )
 
-// InstanceTemplate is the part of a Compute Engine instance template
-// (compute/v1 InstanceTemplate, as `gcloud compute instance-templates
-// describe --format=json` prints it) that drift compares. Other fields
-// are ignored.
-type InstanceTemplate struct {
-	Kind       string              `json:"kind"`
-	Name       string              `json:"name"`
-	SelfLink   string              `json:"selfLink"`
-	Properties *InstanceProperties `json:"properties"`
-
+// LiveTemplate is an instance template as gcloud prints it (`gcloud
+// compute instance-templates describe --format=json`): its name, where it
+// was read from, and its properties decoded into the typed template
+// (model.ComputeInstanceTemplate.Template).
+type LiveTemplate struct {
+	Name string
 	// File is where the template was read from.
-	File string `json:"-"`
-}
-
-// InstanceProperties are an instance template's properties.
-type InstanceProperties struct {
-	MachineType       string              `json:"machineType"`
-	Metadata          *Metadata           `json:"metadata"`
-	GuestAccelerators []AcceleratorConfig `json:"guestAccelerators"`
-	Disks             []AttachedDisk      `json:"disks"`
-}
-
-// Metadata holds instance metadata items.
-type Metadata struct {
-	Items []MetadataItem `json:"items"`
-}
-
-// MetadataItem is one metadata key and value.
-type MetadataItem struct {
-	Key   string  `json:"key"`
-	Value *string `json:"value"`
-}
-
-// AcceleratorConfig is one entry of guestAccelerators.
-type AcceleratorConfig struct {
-	AcceleratorType  string `json:"acceleratorType"`
-	AcceleratorCount int64  `json:"acceleratorCount"`
-}
-
-// AttachedDisk is one disk of the template.
-type AttachedDisk struct {
-	Boot             bool                  `json:"boot"`
-	Type             string                `json:"type"`
-	InitializeParams *DiskInitializeParams `json:"initializeParams"`
-}
-
-// DiskInitializeParams are a disk's creation parameters.
-type DiskInitializeParams struct {
-	// DiskSizeGb is an int64, which the Compute API writes as a JSON string.
-	DiskSizeGb int64String `json:"diskSizeGb"`
-	DiskType   string      `json:"diskType"`
-}
-
-// int64String reads the Compute API's int64 fields, written as JSON strings
-// ("200"); a plain number is accepted too.
-type int64String int64
-
-func (n *int64String) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(b), `"`)
-	if s == "" || s == "null" {
-		*n = 0
-		return nil
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return fmt.Errorf("not an int64: %s", b)
-	}
-	*n = int64String(v)
-	return nil
+	File string
+	*model.InstanceTemplate
 }
 
 // ReadTemplates reads the output of `gcloud compute instance-templates
 // describe --format=json` (one object) or of `… list --format=json` (a
 // list of them).
-func ReadTemplates(file string, data []byte) ([]*InstanceTemplate, error) {
+func ReadTemplates(file string, data []byte) ([]*LiveTemplate, error) {
 	trimmed := bytes.TrimSpace(data)
-	var out []*InstanceTemplate
+	var in []*model.ComputeInstanceTemplate
 	var err error
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		err = json.Unmarshal(trimmed, &out)
+		err = json.Unmarshal(trimmed, &in)
 	} else {
-		var t InstanceTemplate
+		var t model.ComputeInstanceTemplate
 		err = json.Unmarshal(trimmed, &t)
-		out = []*InstanceTemplate{&t}
+		in = []*model.ComputeInstanceTemplate{&t}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", positioned(file, data, err), "not gcloud instance-template JSON")
 	}
-	for i, t := range out {
+	out := make([]*LiveTemplate, len(in))
+	for i, t := range in {
 		if t == nil || t.Name == "" || t.Properties == nil {
 			return nil, fmt.Errorf("%s: item %d: not an instance template (no name or properties)", file, i)
 		}
 		if t.Kind != "" && t.Kind != "compute#instanceTemplate" {
 			return nil, fmt.Errorf("%s: %s is a %s, not an instance template", file, t.Name, t.Kind)
 		}
-		t.File = file
+		out[i] = &LiveTemplate{Name: t.Name, File: file, InstanceTemplate: t.Template()}
 	}
 	return out, nil
 }
@@ -173,7 +114,7 @@ func GroupOfTemplate(src *model.Source, name string) *model.NodeGroup {
 // CheckTemplates compares instance templates with the rendered artifacts
 // in files: the kube-env and startup-script metadata, the guest
 // accelerators, the machine type and the boot disk size.
-func CheckTemplates(src *model.Source, files layout.Files, tmpls []*InstanceTemplate) []TemplateResult {
+func CheckTemplates(src *model.Source, files layout.Files, tmpls []*LiveTemplate) []TemplateResult {
 	out := []TemplateResult{}
 	for _, t := range tmpls {
 		r := TemplateResult{Name: t.Name, File: t.File, Findings: []nodecheck.Finding{}}
@@ -189,9 +130,9 @@ func CheckTemplates(src *model.Source, files layout.Files, tmpls []*InstanceTemp
 			continue
 		}
 		r.Group = g.Name
-		p := t.Properties
-		r.Findings = append(r.Findings, checkKubeEnv(metadataValue(p, kubeenv.Key), files[layout.KubeEnvPath(g.Name)], layout.KubeEnvPath(g.Name))...)
-		r.Findings = append(r.Findings, checkScript(metadataValue(p, "startup-script"), files[layout.StartupScriptPath(g.Name)], layout.StartupScriptPath(g.Name))...)
+		p := &t.Properties
+		r.Findings = append(r.Findings, checkKubeEnv(metadataValue(p, model.MetadataKubeEnv), files[layout.KubeEnvPath(g.Name)], layout.KubeEnvPath(g.Name))...)
+		r.Findings = append(r.Findings, checkScript(metadataValue(p, model.MetadataStartupScript), files[layout.StartupScriptPath(g.Name)], layout.StartupScriptPath(g.Name))...)
 		r.Findings = append(r.Findings, checkAccelerators(g, p.GuestAccelerators)...)
 		if mt := lastSegment(p.MachineType); mt != g.MachineType {
 			r.Findings = append(r.Findings, nodecheck.Finding{Kind: MachineType, Want: g.MachineType, Got: mt,
@@ -203,18 +144,10 @@ func CheckTemplates(src *model.Source, files layout.Files, tmpls []*InstanceTemp
 	return out
 }
 
-func metadataValue(p *InstanceProperties, key string) *string {
-	if p.Metadata == nil {
-		return nil
-	}
-	for _, it := range p.Metadata.Items {
-		if it.Key == key {
-			if it.Value == nil {
-				empty := ""
-				return &empty
-			}
-			return it.Value
-		}
+// metadataValue is the value of a metadata key, nil without the key.
+func metadataValue(p *model.InstanceProperties, key string) *string {
+	if v, ok := p.MetadataValue(key); ok {
+		return &v
 	}
 	return nil
 }
@@ -362,7 +295,7 @@ func checkScript(got *string, want []byte, path string) []nodecheck.Finding {
 // autoscaler counts the nvidia-* entries as the template's nvidia.com/gpu.
 // Accelerator-optimized machine types come with their GPUs: an empty list
 // is fine there (nodegen declares them in kube-env's extended_resources).
-func checkAccelerators(g *model.NodeGroup, accs []AcceleratorConfig) []nodecheck.Finding {
+func checkAccelerators(g *model.NodeGroup, accs []model.AcceleratorConfig) []nodecheck.Finding {
 	got := map[string]int64{}
 	for _, a := range accs {
 		got[lastSegment(a.AcceleratorType)] += a.AcceleratorCount
@@ -393,12 +326,12 @@ func checkAccelerators(g *model.NodeGroup, accs []AcceleratorConfig) []nodecheck
 
 // checkBootDisk compares the boot disk size: the autoscaler derives the
 // template node's ephemeral storage from it, and gives none without it.
-func checkBootDisk(g *model.NodeGroup, disks []AttachedDisk) []nodecheck.Finding {
+func checkBootDisk(g *model.NodeGroup, disks []model.AttachedDisk) []nodecheck.Finding {
 	for _, d := range disks {
-		if !d.Boot || d.InitializeParams == nil {
+		if !d.Boot || d.InitializeParams.DiskSizeGb == 0 {
 			continue
 		}
-		if got := int64(d.InitializeParams.DiskSizeGb); got != int64(g.BootDiskSizeGb) {
+		if got := d.InitializeParams.DiskSizeGb; got != int64(g.BootDiskSizeGb) {
 			return []nodecheck.Finding{{Kind: BootDisk, Want: strconv.Itoa(g.BootDiskSizeGb), Got: strconv.FormatInt(got, 10),
 				Message: fmt.Sprintf("boot disk %d GB, the source says %d GB", got, g.BootDiskSizeGb)}}
 		}

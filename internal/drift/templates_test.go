@@ -13,7 +13,7 @@ import (
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
-func readFixtureTemplate(t *testing.T, name string) []*drift.InstanceTemplate {
+func readFixtureTemplate(t *testing.T, name string) []*drift.LiveTemplate {
 	t.Helper()
 	data, err := os.ReadFile("testdata/" + name)
 	if err != nil {
@@ -26,11 +26,10 @@ func readFixtureTemplate(t *testing.T, name string) []*drift.InstanceTemplate {
 	return ts
 }
 
-func setMetadata(tm *drift.InstanceTemplate, key string, value []byte) {
-	for i, it := range tm.Properties.Metadata.Items {
+func setMetadata(tm *drift.LiveTemplate, key string, value []byte) {
+	for i, it := range tm.Properties.Metadata {
 		if it.Key == key {
-			v := string(value)
-			tm.Properties.Metadata.Items[i].Value = &v
+			tm.Properties.Metadata[i].Value = string(value)
 		}
 	}
 }
@@ -66,7 +65,7 @@ func TestTemplateLostTaint(t *testing.T) {
 // on a copy is reported as its own finding.
 func TestTemplateDifferences(t *testing.T) {
 	src, files := testsrc.Example(t)
-	fresh := func() *drift.InstanceTemplate {
+	fresh := func() *drift.LiveTemplate {
 		tm := readFixtureTemplate(t, "template-gpu-t4-lost-taint.json")[0]
 		setMetadata(tm, "kube-env", files[layout.KubeEnvPath("gpu-t4")])
 		setMetadata(tm, "startup-script", files[layout.StartupScriptPath("gpu-t4")])
@@ -74,43 +73,43 @@ func TestTemplateDifferences(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		mutate func(tm *drift.InstanceTemplate)
+		mutate func(tm *drift.LiveTemplate)
 		want   []string // finding kinds
 		msg    string   // the first finding's message
 	}{
-		{"matching", func(*drift.InstanceTemplate) {}, []string{}, ""},
-		{"kube-env: a label changed and one added", func(tm *drift.InstanceTemplate) {
+		{"matching", func(*drift.LiveTemplate) {}, []string{}, ""},
+		{"kube-env: a label changed and one added", func(tm *drift.LiveTemplate) {
 			env := strings.Replace(string(files[layout.KubeEnvPath("gpu-t4")]), "example.com/pool=gpu-burst", "example.com/pool=gpu,team=ml", 1)
 			setMetadata(tm, "kube-env", []byte(env))
 		}, []string{"kube-env", "kube-env"}, "kube-env: label example.com/pool is gpu, the source says gpu-burst"},
-		{"kube-env: reservations", func(tm *drift.InstanceTemplate) {
+		{"kube-env: reservations", func(tm *drift.LiveTemplate) {
 			env := strings.Replace(string(files[layout.KubeEnvPath("gpu-t4")]), "kube_reserved=cpu=200m,memory=1536Mi", "kube_reserved=cpu=100m,memory=1Gi", 1)
 			setMetadata(tm, "kube-env", []byte(env))
 		}, []string{"kube-env"}, `kube-env: kube_reserved is "cpu=100m,memory=1Gi", the source says "cpu=200m,memory=1536Mi"`},
-		{"kube-env: the header comment only", func(tm *drift.InstanceTemplate) {
+		{"kube-env: the header comment only", func(tm *drift.LiveTemplate) {
 			env := strings.Replace(string(files[layout.KubeEnvPath("gpu-t4")]), "# Code generated", "# Edited. Code generated", 1)
 			setMetadata(tm, "kube-env", []byte(env))
 		}, []string{"kube-env"}, "kube-env differs from what gen renders (gce/gpu-t4/kube-env) in comments or layout only: the autoscaler reads the same"},
-		{"kube-env the autoscaler cannot read", func(tm *drift.InstanceTemplate) {
+		{"kube-env the autoscaler cannot read", func(tm *drift.LiveTemplate) {
 			setMetadata(tm, "kube-env", []byte("AUTOSCALER_ENV_VARS: os=linux;node_labels=a=b;\n"))
 		}, []string{"kube-env"}, "kube-env unreadable by the autoscaler (no scale-from-zero): malformed autoscaler var: "},
-		{"no kube-env", func(tm *drift.InstanceTemplate) {
-			tm.Properties.Metadata.Items = tm.Properties.Metadata.Items[1:]
+		{"no kube-env", func(tm *drift.LiveTemplate) {
+			tm.Properties.Metadata = tm.Properties.Metadata[1:]
 		}, []string{"kube-env"}, ""},
-		{"startup script changed", func(tm *drift.InstanceTemplate) {
+		{"startup script changed", func(tm *drift.LiveTemplate) {
 			setMetadata(tm, "startup-script", append(files[layout.StartupScriptPath("gpu-t4")], "echo extra\n"...))
 		}, []string{"startup-script"}, "startup-script differs from what gen renders (gce/gpu-t4/startup-script.sh)"},
-		{"no GPU attached", func(tm *drift.InstanceTemplate) { tm.Properties.GuestAccelerators = nil }, []string{"guest-accelerators"}, "guestAccelerators none, the source says 1 × nvidia-tesla-t4"},
-		{"two GPUs", func(tm *drift.InstanceTemplate) { tm.Properties.GuestAccelerators[0].AcceleratorCount = 2 }, []string{"guest-accelerators"}, "guestAccelerators 2 × nvidia-tesla-t4, the source says 1 × nvidia-tesla-t4"},
-		{"machine type", func(tm *drift.InstanceTemplate) { tm.Properties.MachineType = "n1-standard-4" }, []string{"machine-type"}, "machine type n1-standard-4, the source says n1-standard-8"},
-		{"boot disk", func(tm *drift.InstanceTemplate) { tm.Properties.Disks[0].InitializeParams.DiskSizeGb = 100 }, []string{"boot-disk"}, "boot disk 100 GB, the source says 200 GB"},
-		{"not ours", func(tm *drift.InstanceTemplate) { tm.Name = "hybrid-ai-gpu-a100-20260601" }, []string{"unknown-template"}, ""},
+		{"no GPU attached", func(tm *drift.LiveTemplate) { tm.Properties.GuestAccelerators = nil }, []string{"guest-accelerators"}, "guestAccelerators none, the source says 1 × nvidia-tesla-t4"},
+		{"two GPUs", func(tm *drift.LiveTemplate) { tm.Properties.GuestAccelerators[0].AcceleratorCount = 2 }, []string{"guest-accelerators"}, "guestAccelerators 2 × nvidia-tesla-t4, the source says 1 × nvidia-tesla-t4"},
+		{"machine type", func(tm *drift.LiveTemplate) { tm.Properties.MachineType = "n1-standard-4" }, []string{"machine-type"}, "machine type n1-standard-4, the source says n1-standard-8"},
+		{"boot disk", func(tm *drift.LiveTemplate) { tm.Properties.Disks[0].InitializeParams.DiskSizeGb = 100 }, []string{"boot-disk"}, "boot disk 100 GB, the source says 200 GB"},
+		{"not ours", func(tm *drift.LiveTemplate) { tm.Name = "hybrid-ai-gpu-a100-20260601" }, []string{"unknown-template"}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tm := fresh()
 			c.mutate(tm)
-			r := drift.CheckTemplates(src, files, []*drift.InstanceTemplate{tm})[0]
+			r := drift.CheckTemplates(src, files, []*drift.LiveTemplate{tm})[0]
 			var kinds []string
 			for _, f := range r.Findings {
 				kinds = append(kinds, f.Kind)
@@ -137,16 +136,16 @@ func TestTemplateBuiltInGPU(t *testing.T) {
 	tm := readFixtureTemplate(t, "template-gpu-t4-lost-taint.json")[0]
 	tm.Properties.MachineType = "g2-standard-8"
 	for _, c := range []struct {
-		accs []drift.AcceleratorConfig
+		accs []model.AcceleratorConfig
 		want int
 	}{
 		{nil, 0},
-		{[]drift.AcceleratorConfig{{AcceleratorType: "nvidia-l4", AcceleratorCount: 1}}, 0},
-		{[]drift.AcceleratorConfig{{AcceleratorType: "nvidia-l4", AcceleratorCount: 2}}, 1},
+		{[]model.AcceleratorConfig{{AcceleratorType: "nvidia-l4", AcceleratorCount: 1}}, 0},
+		{[]model.AcceleratorConfig{{AcceleratorType: "nvidia-l4", AcceleratorCount: 2}}, 1},
 	} {
 		tm.Properties.GuestAccelerators = c.accs
 		var n int
-		for _, f := range drift.CheckTemplates(src, files, []*drift.InstanceTemplate{tm})[0].Findings {
+		for _, f := range drift.CheckTemplates(src, files, []*drift.LiveTemplate{tm})[0].Findings {
 			if f.Kind == drift.GuestGPU {
 				n++
 			}

@@ -39,6 +39,12 @@ const (
 	TFForwardingRule    = "google_compute_forwarding_rule"
 )
 
+// TFServiceAccountEmailSuffix ends the name of the Terraform local (and
+// variable) that holds a role's service account email:
+// <role>_service_account_email, which an instance template's
+// service_account reads.
+const TFServiceAccountEmailSuffix = "_service_account_email"
+
 // The instance lifecycle policy of an autohealed group's MIGs (google
 // provider v7.45.0, google_compute_instance_group_manager
 // instance_lifecycle_policy): a repair recreates the VM from the group's

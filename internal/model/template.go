@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/layout"
 )
 
 // InstanceTemplate is the part of a cloud group's Compute Engine instance
@@ -50,6 +51,21 @@ type MetadataItem struct {
 	Key      string `json:"key"`
 	Value    string `json:"value"`
 	Rendered bool   `json:"rendered"`
+}
+
+// RenderedPath is the path under out/ of the artifact whose bytes are the
+// value of the Rendered item it of group's template, "" for a key no
+// artifact renders.
+func (it MetadataItem) RenderedPath(group string) string {
+	switch {
+	case !it.Rendered:
+		return ""
+	case it.Key == MetadataKubeEnv:
+		return layout.KubeEnvPath(group)
+	case it.Key == MetadataStartupScript:
+		return layout.StartupScriptPath(group)
+	}
+	return ""
 }
 
 // Disk types and interfaces of an AttachedDisk.

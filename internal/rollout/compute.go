@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/nodegen/nodegen/internal/model"
 )
 
 // DefaultComputeEndpoint is the Compute Engine API v1 base URL.
@@ -91,30 +93,6 @@ func (m ManagedInstance) CreateErrors() string {
 
 // Name is the instance's name, the last part of its URL.
 func (m ManagedInstance) Name() string { return m.Instance[strings.LastIndexByte(m.Instance, '/')+1:] }
-
-// InstanceTemplate is the part of an instance template the rollout reads:
-// its metadata.
-type InstanceTemplate struct {
-	Name       string `json:"name"`
-	Properties struct {
-		Metadata struct {
-			Items []struct {
-				Key   string `json:"key"`
-				Value string `json:"value"`
-			} `json:"items"`
-		} `json:"metadata"`
-	} `json:"properties"`
-}
-
-// Metadata returns the value of a metadata key of the template.
-func (t *InstanceTemplate) Metadata(key string) (string, bool) {
-	for _, it := range t.Properties.Metadata.Items {
-		if it.Key == key {
-			return it.Value, true
-		}
-	}
-	return "", false
-}
 
 // operation is a zonal Operation.
 type operation struct {
@@ -323,13 +301,18 @@ func (c *Compute) DeleteMIG(ctx context.Context, project, zone, mig string) erro
 }
 
 // GetInstanceTemplate reads an instance template by its URL (global or
-// regional).
-func (c *Compute) GetInstanceTemplate(ctx context.Context, ref string) (*InstanceTemplate, error) {
-	var t InstanceTemplate
+// regional): its name, and its properties decoded into the typed
+// template.
+func (c *Compute) GetInstanceTemplate(ctx context.Context, ref string) (string, *model.InstanceTemplate, error) {
+	var t model.ComputeInstanceTemplate
 	if err := c.do(ctx, http.MethodGet, ref, nil, &t); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return &t, nil
+	tmpl := t.Template()
+	if tmpl == nil { // no properties: a template that declares nothing
+		tmpl = &model.InstanceTemplate{}
+	}
+	return t.Name, tmpl, nil
 }
 
 // wait waits for a zonal operation to be DONE (zoneOperations.wait, which

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/revision"
 )
@@ -35,11 +34,11 @@ func (c *Compute) InstanceRevisions(ctx context.Context, project, zone, mig stri
 		}
 		rev, ok := cache[url]
 		if !ok {
-			t, err := c.GetInstanceTemplate(ctx, url)
+			_, t, err := c.GetInstanceTemplate(ctx, url)
 			if err != nil {
 				return nil, fmt.Errorf("the instance template of %s: %w", mi.Name(), err)
 			}
-			if env, has := t.Metadata(kubeenv.Key); has {
+			if env, has := t.Properties.MetadataValue(model.MetadataKubeEnv); has {
 				if r, declared, err := revision.FromKubeEnv([]byte(env)); err == nil && declared {
 					rev = r
 				}

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/revision"
 )
@@ -364,17 +363,17 @@ func (r *Runner) checkTemplate(ctx context.Context, project, zone, mig, rev stri
 	if err != nil {
 		return err
 	}
-	t, err := r.Compute.GetInstanceTemplate(ctx, m.Template())
+	name, t, err := r.Compute.GetInstanceTemplate(ctx, m.Template())
 	if err != nil {
 		return err
 	}
-	env, ok := t.Metadata(kubeenv.Key)
+	env, ok := t.Properties.MetadataValue(model.MetadataKubeEnv)
 	got, has, rerr := "", false, error(nil)
 	if ok {
 		got, has, rerr = revision.FromKubeEnv([]byte(env))
 	}
 	if !ok || rerr != nil || !has || got != rev {
-		return fmt.Errorf("%w: MIG %s (zone %s) makes nodes from instance template %s, whose kube-env declares revision %q, not %s: apply out/terraform first, then run the rollout again", ErrStopped, mig, zone, t.Name, got, rev)
+		return fmt.Errorf("%w: MIG %s (zone %s) makes nodes from instance template %s, whose kube-env declares revision %q, not %s: apply out/terraform first, then run the rollout again", ErrStopped, mig, zone, name, got, rev)
 	}
 	return nil
 }

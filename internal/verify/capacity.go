@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 
@@ -9,14 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/deviceplugin"
-	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/kubeenv"
 	"github.com/nodegen/nodegen/internal/model"
@@ -101,23 +97,23 @@ func capacity(g *model.NodeGroup, script heredocs, env *kubeEnv, gpu *gpuValues,
 	}
 
 	// Spot: label on both sides iff Terraform provisions Spot VMs, and a
-	// shutdown grace period within GCE's preemption notice.
-	ts, err := tf.facts, tf.err
-	if err != nil {
-		fail("terraform: %v", err)
-	} else {
-		spot := ts.provisioningModel == "SPOT"
+	// shutdown grace period within GCE's preemption notice (a template
+	// that does not read back is sameTemplate's to report).
+	if tf.err == nil {
+		s := tf.template.Properties.Scheduling
+		spot := s.ProvisioningModel == model.ProvisioningSpot
 		if spot != g.Spot || (tmpl.Labels[model.SpotLabel] == "true") != spot {
-			fail("spot: terraform provisioning_model %q, kube-env %s=%q, source spot %t", ts.provisioningModel, model.SpotLabel, tmpl.Labels[model.SpotLabel], g.Spot)
+			fail("spot: terraform provisioning_model %q, kube-env %s=%q, source spot %t", s.ProvisioningModel, model.SpotLabel, tmpl.Labels[model.SpotLabel], g.Spot)
 		}
-		if spot && ts.terminationAction != model.SpotTerminationAction {
-			fail("spot: instance_termination_action %q, want %q", ts.terminationAction, model.SpotTerminationAction)
+		if spot && s.InstanceTerminationAction != model.SpotTerminationAction {
+			fail("spot: instance_termination_action %q, want %q", s.InstanceTerminationAction, model.SpotTerminationAction)
 		}
-		if tmpl.LocalSSDCount != int64(ts.localSSDs) || ts.localSSDs != g.LocalSSDCount {
-			fail("local SSDs: kube-env ephemeral_storage_local_ssd_count %d, terraform %d SCRATCH local-ssd disks, source %d", tmpl.LocalSSDCount, ts.localSSDs, g.LocalSSDCount)
+		ssds := localSSDs(tf.template)
+		if tmpl.LocalSSDCount != int64(ssds) || ssds != g.LocalSSDCount {
+			fail("local SSDs: kube-env ephemeral_storage_local_ssd_count %d, terraform %d SCRATCH local-ssd disks, source %d", tmpl.LocalSSDCount, ssds, g.LocalSSDCount)
 		}
-		if tmpl.BlockBootDiskEphemeral != (ts.localSSDs > 0) {
-			fail("local SSDs: BLOCK_EPH_STORAGE_BOOT_DISK %t with %d local SSDs", tmpl.BlockBootDiskEphemeral, ts.localSSDs)
+		if tmpl.BlockBootDiskEphemeral != (ssds > 0) {
+			fail("local SSDs: BLOCK_EPH_STORAGE_BOOT_DISK %t with %d local SSDs", tmpl.BlockBootDiskEphemeral, ssds)
 		}
 	}
 	if g.Spot {
@@ -133,6 +129,18 @@ func capacity(g *model.NodeGroup, script heredocs, env *kubeEnv, gpu *gpuValues,
 		return fmt.Errorf("group %s: %s", g.Name, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// localSSDs counts the template's local SSDs: its SCRATCH local-ssd
+// disks.
+func localSSDs(t *model.InstanceTemplate) int {
+	n := 0
+	for _, d := range t.Properties.Disks {
+		if d.Type == model.DiskScratch && d.InitializeParams.DiskType == model.LocalSSDDiskType {
+			n++
+		}
+	}
+	return n
 }
 
 func durationOf(d *metav1.Duration) time.Duration {
@@ -257,78 +265,4 @@ func (gv *gpuValues) advertised(g *model.NodeGroup, labels map[string]string) (i
 		return 0, fmt.Errorf("config %q: %w", name, err)
 	}
 	return c.AdvertisedGPUs(g.GPU.Count), nil
-}
-
-// instanceTemplateFacts are what the instance template says about Spot
-// and local SSDs.
-type instanceTemplateFacts struct {
-	provisioningModel, terminationAction string
-	localSSDs                            int
-}
-
-// errUnread is templateFacts' error when str cannot read an expression.
-var errUnread = errors.New("an expression the shape does not read")
-
-// tfBlock is a top-level block of a group's .tf file with the reader of
-// its expressions' strings.
-type tfBlock struct {
-	block *hclsyntax.Block
-	str   func(hclsyntax.Expression) (string, error)
-}
-
-// templateFacts reads the one instance template among the top-level
-// blocks of a group's .tf file.
-func templateFacts(blocks []tfBlock) (instanceTemplateFacts, error) {
-	var out instanceTemplateFacts
-	var tmpl *hclsyntax.Body
-	var str func(hclsyntax.Expression) (string, error)
-	for _, tb := range blocks {
-		b := tb.block
-		if b.Type == "resource" && len(b.Labels) == 2 && b.Labels[0] == gce.TFInstanceTemplate {
-			if tmpl != nil {
-				return out, fmt.Errorf("more than one %s", gce.TFInstanceTemplate)
-			}
-			tmpl, str = b.Body, tb.str
-		}
-	}
-	if tmpl == nil {
-		return out, fmt.Errorf("no %s", gce.TFInstanceTemplate)
-	}
-	var err error
-	attr := func(body *hclsyntax.Body, name string) string {
-		a, ok := body.Attributes[name]
-		if !ok || err != nil {
-			return ""
-		}
-		v, e := str(a.Expr)
-		if e != nil {
-			err = e
-		}
-		return v
-	}
-	for _, b := range tmpl.Blocks {
-		switch b.Type {
-		case "scheduling":
-			out.provisioningModel = attr(b.Body, "provisioning_model")
-			out.terminationAction = attr(b.Body, "instance_termination_action")
-		case "disk":
-			if attr(b.Body, "type") == "SCRATCH" && attr(b.Body, "disk_type") == "local-ssd" {
-				out.localSSDs++
-			}
-		}
-	}
-	if err != nil {
-		return instanceTemplateFacts{}, err
-	}
-	return out, nil
-}
-
-// exprValue is an expression's value without variables or functions: its
-// string, or "" when it has another type or does not evaluate.
-func exprValue(e hclsyntax.Expression) (string, error) {
-	v, d := e.Value(nil)
-	if d.HasErrors() || !v.Type().Equals(cty.String) || !v.IsKnown() || v.IsNull() {
-		return "", nil
-	}
-	return v.AsString(), nil
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/render"
-	"github.com/nodegen/nodegen/internal/testing/testsrc"
 	"github.com/nodegen/nodegen/internal/verify"
 )
 
@@ -17,14 +15,7 @@ import (
 // holds a placeholder the substitution could break, or is missing, fails
 // All, naming what is wrong.
 func TestAllChecksOnpremJoins(t *testing.T) {
-	src, _ := testsrc.Example(t)
-	files, err := render.All(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := verify.All(src, files); err != nil {
-		t.Fatalf("the example fails verification: %v", err)
-	}
+	src, files := verifiedExample(t)
 	p := layout.OnpremJoinPath("onprem-gpu")
 	for _, c := range []struct{ name, old, new, want string }{
 		{"taint", "    value: present\nNODEGEN_JOIN_CONFIGURATION", "    value: absent\nNODEGEN_JOIN_CONFIGURATION", "taints differ"},
@@ -37,20 +28,7 @@ func TestAllChecksOnpremJoins(t *testing.T) {
 		{"placeholder", "  name: '@NODEGEN_INSTANCE_NAME@'", "  name: x@NODEGEN_INSTANCE_NAME@", "placeholder in"},
 		{"syntax", "main \"$@\"", "main \"$@", p + ":"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			bad := maps.Clone(files)
-			if !strings.Contains(string(bad[p]), c.old) {
-				t.Fatalf("%s does not contain %q", p, c.old)
-			}
-			bad[p] = []byte(strings.Replace(string(bad[p]), c.old, c.new, 1))
-			err := verify.All(src, bad)
-			if err == nil {
-				t.Fatalf("All accepts %s with %q for %q", p, c.new, c.old)
-			}
-			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
-				t.Errorf("All: %v\nwant it to name %s and say %q", err, p, c.want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { allFails(t, src, files, p, c.old, c.new, c.want, p) })
 	}
 	t.Run("missing", func(t *testing.T) {
 		bad := maps.Clone(files)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/nodegen/nodegen/internal/model"
 )
 
 // tfShapes reads the node groups' Terraform files, which differ from
@@ -99,11 +101,14 @@ type tfLeaf struct {
 }
 
 // tfRead is a group's Terraform file as verify reads it: the parser's
-// diagnostics and what the capacity check reads of it.
+// diagnostics and its instance template, read back.
 type tfRead struct {
-	diags hcl.Diagnostics
-	facts instanceTemplateFacts
-	err   error // from templateFacts
+	diags    hcl.Diagnostics
+	template *model.InstanceTemplate
+	// rendered are the paths, relative to out/, that the template's
+	// Rendered metadata items read, in their order.
+	rendered []string
+	err      error // from readTemplate
 }
 
 // tfMatch is a segment of a file read by a reference: its first line in
@@ -128,13 +133,13 @@ func (s *tfShapes) read(data []byte, name string) tfRead {
 	}
 	var blocks []tfBlock
 	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-		blocks = append(blocks, tfBlock{b, exprValue})
+		blocks = append(blocks, tfBlock{block: b})
 	}
-	out.facts, out.err = templateFacts(blocks)
+	out.template, out.rendered, out.err = readTemplate(blocks)
 	return out
 }
 
-// segments reads data by segments: the facts, and the segments that
+// segments reads data by segments: its template, and the segments that
 // matched a reference (each with its first line), or false when data does
 // not read so.
 func (s *tfShapes) segments(data []byte) (tfRead, []tfMatch, bool) {
@@ -178,14 +183,14 @@ func (s *tfShapes) segments(data []byte) (tfRead, []tfMatch, bool) {
 	var blocks []tfBlock
 	for _, m := range read {
 		if m.seg.block != nil {
-			blocks = append(blocks, tfBlock{m.seg.block, m.seg.valueIn(m.vals)})
+			blocks = append(blocks, tfBlock{m.seg.block, tfValues{m.seg, m.vals}})
 		}
 	}
-	facts, err := templateFacts(blocks)
+	tmpl, rendered, err := readTemplate(blocks)
 	if err == errUnread {
 		return tfRead{}, nil, false
 	}
-	return tfRead{facts: facts, err: err}, matched, true
+	return tfRead{template: tmpl, rendered: rendered, err: err}, matched, true
 }
 
 // add keeps a segment just parsed as a reference, under key, while there
@@ -432,31 +437,4 @@ func leafLen(kind tfLeafKind, s []byte) int {
 		n++
 	}
 	return n
-}
-
-// valueIn reads an expression of the reference's block as it reads in a
-// segment of its shape whose leaves are vals (nil: the reference's
-// own): a quoted literal that is one leaf, that leaf's bytes; an
-// expression with no leaf in it, the reference's value; any other,
-// errUnread.
-func (r *tfSeg) valueIn(vals [][]byte) func(hclsyntax.Expression) (string, error) {
-	if vals == nil {
-		return exprValue
-	}
-	return func(e hclsyntax.Expression) (string, error) {
-		if t, ok := e.(*hclsyntax.TemplateExpr); ok && len(t.Parts) == 1 {
-			if lit, ok := t.Parts[0].(*hclsyntax.LiteralValueExpr); ok {
-				if k, ok := r.byStart[lit.SrcRange.Start.Byte]; ok && r.all[k].endOffset == lit.SrcRange.End.Byte {
-					return string(vals[k]), nil
-				}
-			}
-		}
-		rng := e.Range()
-		for _, f := range r.all {
-			if f.offset < rng.End.Byte && f.endOffset > rng.Start.Byte {
-				return "", errUnread
-			}
-		}
-		return exprValue(e)
-	}
 }

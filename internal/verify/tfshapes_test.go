@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -66,18 +68,24 @@ func examplePool(t testing.TB, files [][]byte) *tfShapes {
 func (s *tfShapes) clone() *tfShapes { return &tfShapes{segs: slices.Clone(s.segs)} }
 
 // fullRead is a file as the parser reads it in full: its diagnostics and
-// the facts of its blocks.
-func fullRead(data []byte) (instanceTemplateFacts, error, hcl.Diagnostics) {
+// its template read back.
+func fullRead(data []byte) (tfRead, error, hcl.Diagnostics) {
 	f, diags := hclsyntax.ParseConfig(data, "g.tf", hcl.InitialPos)
 	if diags.HasErrors() {
-		return instanceTemplateFacts{}, diags, diags
+		return tfRead{}, diags, diags
 	}
 	var blocks []tfBlock
 	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-		blocks = append(blocks, tfBlock{b, exprValue})
+		blocks = append(blocks, tfBlock{block: b})
 	}
-	facts, err := templateFacts(blocks)
-	return facts, err, diags
+	var out tfRead
+	out.template, out.rendered, out.err = readTemplate(blocks)
+	return out, out.err, diags
+}
+
+// sameRead tells whether two reads of a file found the same template.
+func sameRead(a, b tfRead) bool {
+	return reflect.DeepEqual(a.template, b.template) && slices.Equal(a.rendered, b.rendered)
 }
 
 // tfSameAsParse holds the reading of data by segments to hclsyntax's:
@@ -93,12 +101,12 @@ func tfSameAsParse(t testing.TB, s *tfShapes, data []byte) ([]tfMatch, bool) {
 	if !ok {
 		return nil, false
 	}
-	facts, err, diags := fullRead(data)
+	want, err, diags := fullRead(data)
 	if len(diags) > 0 {
 		t.Fatalf("the file reads by segments, and the parser reads it with %v:\n%s", diags, data)
 	}
-	if got.facts != facts || fmt.Sprint(got.err) != fmt.Sprint(err) {
-		t.Fatalf("by segments %+v (%v), the parser %+v (%v):\n%s", got.facts, got.err, facts, err, data)
+	if !sameRead(got, want) || fmt.Sprint(got.err) != fmt.Sprint(err) {
+		t.Fatalf("by segments %+v (%v), the parser %+v (%v):\n%s", got.template, got.err, want.template, err, data)
 	}
 	lines := splitLines(data)
 	for _, m := range matched {
@@ -289,10 +297,10 @@ func TestTerraformShapesRead(t *testing.T) {
 			if got.diags.HasErrors() || diags.HasErrors() {
 				t.Fatalf("diagnostics %v and %v", got.diags, diags)
 			}
-			if got.facts != want || got.err != nil || err != nil {
-				t.Fatalf("facts %+v (%v), want %+v (%v)", got.facts, got.err, want, err)
+			if !sameRead(got, want) || got.err != nil || err != nil {
+				t.Fatalf("template %+v (%v), want %+v (%v)", got.template, got.err, want.template, err)
 			}
-			if want.provisioningModel == "SPOT" {
+			if want.template.Properties.Scheduling.ProvisioningModel == model.ProvisioningSpot {
 				spot++
 			}
 		}
@@ -306,14 +314,14 @@ func TestTerraformShapesRead(t *testing.T) {
 	if parsed == 0 || len(s.segs) != parsed {
 		t.Errorf("the first reading of %d files parsed %d segments, the second %d more: want some, then none", len(files), parsed, len(s.segs)-parsed)
 	}
-	const model = `provisioning_model          = "SPOT"`
+	const spotLine = `provisioning_model          = "SPOT"`
 	for _, d := range files {
-		if !bytes.Contains(d, []byte(model)) {
+		if !bytes.Contains(d, []byte(spotLine)) {
 			continue
 		}
-		changed := bytes.Replace(d, []byte(model), []byte(`provisioning_model          = "STANDARD"`), 1)
-		if got := s.read(changed, "g.tf"); got.facts.provisioningModel != "STANDARD" || got.err != nil {
-			t.Errorf("a changed provisioning model read as %+v (%v)", got.facts, got.err)
+		changed := bytes.Replace(d, []byte(spotLine), []byte(`provisioning_model          = "STANDARD"`), 1)
+		if got := s.read(changed, "g.tf"); got.err != nil || got.template.Properties.Scheduling.ProvisioningModel != "STANDARD" {
+			t.Errorf("a changed provisioning model read as %+v (%v)", got.template, got.err)
 		}
 	}
 	for name, d := range map[string][]byte{
@@ -324,8 +332,8 @@ func TestTerraformShapesRead(t *testing.T) {
 	} {
 		got := s.clone().read(d, "g.tf")
 		want, err, diags := fullRead(d)
-		if fmt.Sprint(got.diags) != fmt.Sprint(diags) || got.facts != want || fmt.Sprint(got.err) != fmt.Sprint(err) {
-			t.Errorf("%s: %+v (%v, %v), the parser %+v (%v, %v)", name, got.facts, got.err, got.diags, want, err, diags)
+		if fmt.Sprint(got.diags) != fmt.Sprint(diags) || !sameRead(got, want) || fmt.Sprint(got.err) != fmt.Sprint(err) {
+			t.Errorf("%s: %+v (%v, %v), the parser %+v (%v, %v)", name, got.template, got.err, got.diags, want.template, err, diags)
 		}
 		if _, _, ok := s.clone().segments(d); ok && name != "a heredoc holding a } line" {
 			t.Errorf("%s: read by segments", name)

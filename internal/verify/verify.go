@@ -30,7 +30,7 @@ func All(src *model.Source, files layout.Files) error {
 	cloud := src.CloudGroups()
 	flagged := src.ExtraStartupTaints()
 	gpu := newGPUValues(files[layout.GPUOperatorValuesPath])
-	groupErrs := make([][3]error, len(cloud))
+	groupErrs := make([][4]error, len(cloud))
 	tfDiags := make(map[string]hcl.Diagnostics, len(cloud))
 	tfParsed := make([]hcl.Diagnostics, len(cloud))
 	var shapes scriptShapes
@@ -48,6 +48,9 @@ func All(src *model.Source, files layout.Files) error {
 		tfPath := layout.TerraformGroupPath(g.Name)
 		tf := tfs.read(files[tfPath], tfPath)
 		tfParsed[i] = tf.diags
+		if err := sameTemplate(src.InstanceTemplate(g), g.Name, tf); err != nil {
+			groupErrs[i][3] = &diag.GroupError{Group: g.Name, Path: tfPath, Err: err}
+		}
 		// The script's quoted heredocs, which the checks below read, from
 		// its syntax tree or from that of a script of its shape.
 		scriptPath := layout.StartupScriptPath(g.Name)
@@ -69,7 +72,7 @@ func All(src *model.Source, files layout.Files) error {
 	}
 	var errs []error
 	for _, e := range groupErrs {
-		errs = append(errs, e[0], e[1], e[2])
+		errs = append(errs, e[0], e[1], e[2], e[3])
 	}
 	if b := files[layout.OnpremProviderIDPath]; b != nil {
 		if _, err := parseScript(b); err != nil {

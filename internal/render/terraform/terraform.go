@@ -388,15 +388,6 @@ func terraformOutputs(src *model.Source, header string) []byte {
 // escaping (no quote, backslash, '$' or '%').
 var safePathRE = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
 
-// terraformMetadataFiles maps each instance-template metadata key to the
-// generated file (relative to the output directory) it is read from.
-func terraformMetadataFiles(g *model.NodeGroup) map[string]string {
-	return map[string]string{
-		"kube-env":       layout.KubeEnvPath(g.Name),
-		"startup-script": layout.StartupScriptPath(g.Name),
-	}
-}
-
 func terraformGroup(src *model.Source, g *model.NodeGroup, header string) ([]byte, error) {
 	c := &src.Cluster
 	w := &hclText{b: make([]byte, 0, 4096)}
@@ -481,7 +472,6 @@ func instanceTemplate(w *hclText, g *model.NodeGroup, t *model.InstanceTemplate,
 		entries = append(entries, hclLine{hclKey(k), hclString(p.Labels[k])})
 	}
 	w.object("labels", entries)
-	files := terraformMetadataFiles(g)
 	var meta []hclLine
 	for _, it := range p.Metadata {
 		// Quoted although an identifier, as hclwrite writes a string key.
@@ -489,8 +479,8 @@ func instanceTemplate(w *hclText, g *model.NodeGroup, t *model.InstanceTemplate,
 			meta = append(meta, hclLine{hclString(it.Key), hclString(it.Value)})
 			continue
 		}
-		f, ok := files[it.Key]
-		if !ok {
+		f := it.RenderedPath(g.Name)
+		if f == "" {
 			return fmt.Errorf("metadata %s: no artifact renders it", it.Key)
 		}
 		if !safePathRE.MatchString(f) {

@@ -121,11 +121,11 @@ func customRoleID(cluster, suffix string) string {
 
 // serviceAccountLocal is the local value holding a role's service account
 // email, created by nodegen or brought by the user.
-func serviceAccountLocal(role string) string { return role + "_service_account_email" }
+func serviceAccountLocal(role string) string { return role + gce.TFServiceAccountEmailSuffix }
 
 // serviceAccountVariable is the variable with which the user brings their
 // own service account for a role.
-func serviceAccountVariable(role string) string { return role + "_service_account_email" }
+func serviceAccountVariable(role string) string { return role + gce.TFServiceAccountEmailSuffix }
 
 // interpolation returns the tokens of "<prefix>${<expr>}".
 func interpolation(prefix string, expr hclwrite.Tokens) hclwrite.Tokens {
