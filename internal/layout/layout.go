@@ -98,6 +98,11 @@ const (
 	TerraformRootMainPath = TerraformRootDir + "/main.tf"
 )
 
+// VPNAddressesOutput is the Terraform output (of the module and of its
+// root) that lists the HA VPN gateway's interface addresses, interface 0
+// first, which the source's haVpnAddresses take.
+const VPNAddressesOutput = "vpn_interface_addresses"
+
 // Istio mesh artifacts of a cluster that is part of a mesh, relative to
 // the cluster's tree: the Helm values for the official charts (base,
 // istiod, gateway), the manifests nodegen applies with kubectl (the

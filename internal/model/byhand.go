@@ -5,6 +5,8 @@ import (
 	"net"
 	"slices"
 	"strings"
+
+	"github.com/nodegen/nodegen/internal/layout"
 )
 
 // ByHand is one thing nodegen cannot verify from the source, because it
@@ -78,7 +80,7 @@ func (src *Source) byHand(mc *MeshCluster, mesh *Mesh) []ByHand {
 		region := cl.GCP.Region
 		if len(v.HAVPNAddresses) > 0 {
 			add(fmt.Sprintf("haVpnAddresses %s are the addresses Google gave the HA VPN gateway's interfaces: the on-prem gateways dial them and take them as the tunnels' IKE IDs", strings.Join(v.HAVPNAddresses, ", ")),
-				"in out/terraform/root: terraform output vpn_interface_addresses (the same addresses, interface 0 first)")
+				"in out/terraform/root: terraform output "+layout.VPNAddressesOutput+" (the same addresses, interface 0 first)")
 		}
 		var secrets []string
 		for _, t := range v.Tunnels {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/source"
 )
@@ -108,7 +109,7 @@ func fleetNetworks(l *source.Loaded) diag.List {
 	for _, sh := range sharedAddrs(vpnAddrs) {
 		// (One cluster's own interfaces sharing one are its VPN checks'.)
 		c := &checker{pos: sh.use.m}
-		c.at(sel("cluster", "gcp", "network", "vpn", "haVpnAddresses", sh.use.i), "%s is also an HA VPN interface address of cluster %s: each cluster has its own HA VPN gateway, and Google gives each gateway's interfaces addresses of their own (out/terraform's output vpn_interface_addresses of this cluster's apply)", sh.addr, andList(sh.others))
+		c.at(sel("cluster", "gcp", "network", "vpn", "haVpnAddresses", sh.use.i), "%s is also an HA VPN interface address of cluster %s: each cluster has its own HA VPN gateway, and Google gives each gateway's interfaces addresses of their own (out/terraform's output %s of this cluster's apply)", sh.addr, andList(sh.others), layout.VPNAddressesOutput)
 		list = append(list, c.list...)
 	}
 	for _, sh := range sharedAddrs(peerAddrs) {

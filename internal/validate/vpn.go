@@ -10,6 +10,7 @@ import (
 
 	"cuelang.org/go/cue"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/source"
 )
@@ -142,7 +143,7 @@ func (c *checker) vpn(n *model.GCPNetwork, subnet netip.Prefix, subnetOK bool) {
 	}
 	if v.HAVPNAddresses != nil {
 		if len(v.HAVPNAddresses) != 2 {
-			c.at(join(p, "haVpnAddresses"), "%d address(es): the HA VPN gateway has two interfaces, write the two addresses of terraform output %s", len(v.HAVPNAddresses), "vpn_interface_addresses")
+			c.at(join(p, "haVpnAddresses"), "%d address(es): the HA VPN gateway has two interfaces, write the two addresses of terraform output %s", len(v.HAVPNAddresses), layout.VPNAddressesOutput)
 		}
 		seen := map[netip.Addr]bool{}
 		for i, s := range v.HAVPNAddresses {

@@ -409,7 +409,7 @@ func (d *day0Doc) vpn() {
 	d.next(Day0StepVPN, "Bring up the VPN")
 	d.p("The cloud nodes reach the control plane over the VPN, so it comes up before the first node joins. ")
 	if len(v.HAVPNAddresses) != len(v.Tunnels) {
-		d.p("The source has no `haVpnAddresses` yet, so the on-prem gateways' files are not rendered: write the addresses Google gave the HA VPN gateway, which this prints, into `cluster.gcp.network.vpn.haVpnAddresses`, then `nodegen gen`:\n\n```sh\n(cd %sterraform/root && terraform output vpn_interface_addresses)\n```\n\nThen install each gateway as below.\n", d.out)
+		d.p("The source has no `haVpnAddresses` yet, so the on-prem gateways' files are not rendered: write the addresses Google gave the HA VPN gateway, which this prints, into `cluster.gcp.network.vpn.haVpnAddresses`, then `nodegen gen`:\n\n```sh\n(cd %sterraform/root && terraform output %s)\n```\n\nThen install each gateway as below.\n", d.out, layout.VPNAddressesOutput)
 	} else {
 		d.p("Install each on-prem gateway from its files (`docs/vpn.md`, Installing an on-prem gateway):\n")
 	}

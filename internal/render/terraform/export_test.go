@@ -11,7 +11,6 @@ const (
 	TFAutoscalerListRole    = tfAutoscalerListRole
 	TFJoinSecretName        = tfJoinSecretName
 	TFJoinSecretRenewerRole = tfJoinSecretRenewerRole
-	VPNAddressesOutput      = vpnAddressesOutput
 )
 
 var (

@@ -299,7 +299,7 @@ func terraformRoot(src *model.Source, header string) []byte {
 	outputs := []string{"instance_groups", "instance_templates"}
 	if n.VPN != nil {
 		// cluster.gcp.network.vpn.haVpnAddresses, after the first apply.
-		outputs = append(outputs, vpnAddressesOutput)
+		outputs = append(outputs, layout.VPNAddressesOutput)
 	}
 	for _, o := range outputs {
 		body.AppendNewline()

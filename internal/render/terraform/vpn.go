@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -18,10 +19,6 @@ func vpnRouterName(c *model.Cluster) string  { return c.VPNRouterName() }
 func vpnTunnelName(c *model.Cluster, i int) string {
 	return c.VPNTunnelName(i)
 }
-
-// vpnAddressesOutput is the output that lists the HA VPN gateway's
-// interface addresses, which the source's haVpnAddresses take.
-const vpnAddressesOutput = "vpn_interface_addresses"
 
 // terraformVPN renders vpn.tf: the HA VPN gateway, the external VPN
 // gateway of the on-prem gateways, the Cloud Router with its custom
@@ -149,7 +146,7 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 	}
 
 	w.blank()
-	w.open("output", vpnAddressesOutput)
+	w.open("output", layout.VPNAddressesOutput)
 	w.attr("description", hclString("The HA VPN gateway's public addresses, by interface: cluster.gcp.network.vpn.haVpnAddresses, which the on-prem gateways' files need."))
 	w.attr("value", fmt.Sprintf("%s.vpn.vpn_interfaces[*].ip_address", gce.TFHAVPNGateway))
 	w.close()

@@ -25,7 +25,6 @@ import (
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
-	"github.com/nodegen/nodegen/internal/render/terraform"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -75,15 +74,15 @@ func TestVPNMatchesProviderSchema(t *testing.T) {
 	// The root module passes the HA VPN's addresses on, which the source's
 	// haVpnAddresses take: an output of the module.
 	root := parseTF(t, files, layout.TerraformRootMainPath)
-	out := blocksOf(root, "output", terraform.VPNAddressesOutput)
+	out := blocksOf(root, "output", layout.VPNAddressesOutput)
 	if len(out) != 1 {
-		t.Fatalf("the root module has %d outputs %s", len(out), terraform.VPNAddressesOutput)
+		t.Fatalf("the root module has %d outputs %s", len(out), layout.VPNAddressesOutput)
 	}
-	if vs := out[0].Body.Attributes["value"].Expr.Variables(); len(vs) != 1 || vs[0].RootName() != "module" || attrNames(vs[0]) != "nodegroups."+terraform.VPNAddressesOutput {
-		t.Errorf("root output %s is not the module's", terraform.VPNAddressesOutput)
+	if vs := out[0].Body.Attributes["value"].Expr.Variables(); len(vs) != 1 || vs[0].RootName() != "module" || attrNames(vs[0]) != "nodegroups."+layout.VPNAddressesOutput {
+		t.Errorf("root output %s is not the module's", layout.VPNAddressesOutput)
 	}
-	if len(blocksOf(parseTF(t, files, layout.TerraformVPNPath), "output", terraform.VPNAddressesOutput)) != 1 {
-		t.Errorf("the module has no output %s", terraform.VPNAddressesOutput)
+	if len(blocksOf(parseTF(t, files, layout.TerraformVPNPath), "output", layout.VPNAddressesOutput)) != 1 {
+		t.Errorf("the module has no output %s", layout.VPNAddressesOutput)
 	}
 	for _, c := range []struct{ old, new string }{
 		{"redundancy_type", "redundancy"},
