@@ -12,9 +12,9 @@ import (
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
+	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/pipeline"
-	"github.com/nodegen/nodegen/internal/render/docs"
 )
 
 // migChanges is what the changes do to the MIGs of the rendered
@@ -173,6 +173,6 @@ func autoscalerUpgrade(f *ioFlags, r *pipeline.Result) func(tree string) string 
 				ns = c.Member.Source.Cluster.Autoscaler.Namespace
 			}
 		}
-		return docs.AutoscalerUpgrade(ns, outPath(f, tree+layout.AutoscalerValuesPath))
+		return model.AutoscalerUpgrade(ns, outPath(f, tree+layout.AutoscalerValuesPath))
 	}
 }

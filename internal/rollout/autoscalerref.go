@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/nodegen/nodegen/internal/model"
-	"github.com/nodegen/nodegen/internal/render/docs"
 )
 
 // checkAutoscalerLetGo makes sure the running Cluster Autoscaler no longer
@@ -40,7 +39,7 @@ func (r *Runner) checkAutoscalerLetGo(ctx context.Context, where, zone, mig stri
 	}
 	if arg := namesMIG(d, cl.GCP.Project, zone, mig); arg != "" {
 		return fmt.Errorf("%w: %s: the running autoscaler (Deployment %s/%s) still names MIG %s (%s): with the MIG deleted it would scale no group at all, and during the drain it could scale the MIG up again; upgrade it first: `%s`, then run the rollout again; nothing of MIG %s was drained or deleted",
-			ErrStopped, where, ns, name, mig, arg, docs.AutoscalerUpgradeOf(r.Src), mig)
+			ErrStopped, where, ns, name, mig, arg, r.Src.AutoscalerUpgrade(), mig)
 	}
 	if why := rolling(d); why != "" {
 		return fmt.Errorf("%w: %s: the autoscaler's Deployment %s/%s no longer names MIG %s, but %s; wait for it (`kubectl -n %s rollout status deployment/%s`), then run the rollout again; nothing of MIG %s was drained or deleted",

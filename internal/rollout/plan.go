@@ -29,7 +29,6 @@ import (
 
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/nodecheck"
-	"github.com/nodegen/nodegen/internal/render/docs"
 )
 
 // DrainingAnnotation marks a node the rollout cordoned to replace it; its
@@ -203,7 +202,7 @@ func MakePlan(src *model.Source, revs map[string]string, nodes []corev1.Node) Pl
 		p.Leaving = append(p.Leaving, *leaving[k])
 	}
 	if len(p.Leaving) > 0 {
-		p.AutoscalerUpgrade = docs.AutoscalerUpgradeOf(src)
+		p.AutoscalerUpgrade = src.AutoscalerUpgrade()
 	}
 	for _, g := range src.RolloutOrder() {
 		gp := GroupPlan{Group: g.Name, Kind: g.Kind, Revision: revs[g.Name], Excluded: slices.Contains(src.Cluster.Rollout.Exclude, g.Name)}

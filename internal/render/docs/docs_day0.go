@@ -15,16 +15,11 @@ import (
 	"github.com/nodegen/nodegen/internal/model"
 )
 
-// The Helm charts the day-0 steps install, at the releases nodegen's
+// The GPU Operator's Helm chart the day-0 steps install (the autoscaler's is
+// model.AutoscalerChart), at the release nodegen's
 // values are proven with (the chart's own values and templates read at
 // that version).
 const (
-	AutoscalerChartRepoName = "autoscaler"
-	AutoscalerChartRepo     = "https://kubernetes.github.io/autoscaler"
-	AutoscalerChart         = "cluster-autoscaler"
-	AutoscalerChartVersion  = "9.59.0"
-	AutoscalerRelease       = "cluster-autoscaler"
-
 	GPUOperatorChartRepoName = "nvidia"
 	GPUOperatorChartRepo     = "https://helm.ngc.nvidia.com/nvidia"
 	GPUOperatorChart         = "gpu-operator"
@@ -575,13 +570,13 @@ func (d *day0Doc) charts() {
 	d.next(Day0StepCharts, "Install the charts")
 	d.p("The charts at the releases nodegen's values are proven with. The priority expander's ConfigMap, when the expander chain has `priority`, comes from the chart's `expanderPriorities` in `values.yaml`; do not also apply `%scluster-autoscaler/priority-expander.yaml` (for installs without the chart), or Helm refuses to take over the ConfigMap.\n\n", out)
 	gpu := len(src.GPUGroups()) > 0
-	d.p("```sh\nhelm repo add %s %s\n", AutoscalerChartRepoName, AutoscalerChartRepo)
+	d.p("```sh\nhelm repo add %s %s\n", model.AutoscalerChartRepoName, model.AutoscalerChartRepo)
 	if gpu {
 		d.p("helm repo add %s %s\n", GPUOperatorChartRepoName, GPUOperatorChartRepo)
 	}
 	d.p("helm repo update\n")
 	d.p("helm upgrade --install %s %s/%s --version %s \\\n  --namespace %s -f %s%s\n",
-		AutoscalerRelease, AutoscalerChartRepoName, AutoscalerChart, AutoscalerChartVersion, c.Autoscaler.Namespace, out, layout.AutoscalerValuesPath)
+		model.AutoscalerHelmRelease, model.AutoscalerChartRepoName, model.AutoscalerChart, model.AutoscalerChartVersion, c.Autoscaler.Namespace, out, layout.AutoscalerValuesPath)
 	if gpu {
 		d.p("helm upgrade --install %s %s/%s --version %s \\\n  --namespace %s --create-namespace -f %s%s\n",
 			GPUOperatorRelease, GPUOperatorChartRepoName, GPUOperatorChart, GPUOperatorChartVersion, GPUOperatorNamespace, out, layout.GPUOperatorValuesPath)

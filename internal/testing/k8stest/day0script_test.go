@@ -124,7 +124,7 @@ var day0Rules = []day0Rule{
 	rule(`^kubectl apply -f \S*`+regexp.QuoteMeta(layout.JoinTokenRenewerPath)+`$`, `create job --from=cronjob/`+regexp.QuoteMeta(model.JoinTokenRenewer.Name()),
 		"the renewer's CronJob exists before a Job is made from it"),
 	rule(regexp.QuoteMeta(layout.OnpremProviderIDPath)+` --dry-run$`, regexp.QuoteMeta(layout.OnpremProviderIDPath)+`$`, "the dry run shows what the script sets before it sets it"),
-	rule(regexp.QuoteMeta(layout.OnpremProviderIDPath)+`$`, `^helm upgrade --install `+regexp.QuoteMeta(docs.AutoscalerRelease)+` `,
+	rule(regexp.QuoteMeta(layout.OnpremProviderIDPath)+`$`, `^helm upgrade --install `+regexp.QuoteMeta(model.AutoscalerHelmRelease)+` `,
 		"every node outside a MIG has a providerID before the autoscaler starts"),
 	rule(regexp.QuoteMeta(layout.OnpremLabelNodesPath)+` --dry-run$`, regexp.QuoteMeta(layout.OnpremLabelNodesPath)+`$`, "the dry run shows what the script changes before it changes it"),
 	rule(regexp.QuoteMeta(layout.OnpremLabelNodesPath)+`$`, `^helm upgrade --install `,
@@ -860,7 +860,7 @@ func (d *day0Play) afterStep(t *testing.T, name string) {
 		}
 	case docs.Day0StepCharts:
 		for _, r := range []struct{ release, want string }{
-			{docs.AutoscalerRelease, docs.AutoscalerChartRepoName + "/" + docs.AutoscalerChart + " " + docs.AutoscalerChartVersion + " " + src.Cluster.Autoscaler.Namespace + " out/" + layout.AutoscalerValuesPath},
+			{model.AutoscalerHelmRelease, model.AutoscalerChartRepoName + "/" + model.AutoscalerChart + " " + model.AutoscalerChartVersion + " " + src.Cluster.Autoscaler.Namespace + " out/" + layout.AutoscalerValuesPath},
 			{docs.GPUOperatorRelease, docs.GPUOperatorChartRepoName + "/" + docs.GPUOperatorChart + " " + docs.GPUOperatorChartVersion + " " + docs.GPUOperatorNamespace + " out/" + layout.GPUOperatorValuesPath},
 		} {
 			b, err := os.ReadFile(filepath.Join(d.state, "helm", "releases", r.release))
