@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,9 @@ import (
 	"github.com/nodegen/nodegen/internal/diag"
 	"github.com/nodegen/nodegen/schema"
 )
+
+// hiddenLabel is a hidden field's label as CUE's error paths print it.
+var hiddenLabel = regexp.MustCompile(`^_[A-Za-z0-9_$]+$`)
 
 // cueErr is one CUE error, taken apart.
 type cueErr struct {
@@ -202,7 +206,7 @@ func orList(items []string) string {
 // addFinding records one CUE error as a finding, placing and wording it
 // for the person who wrote the source.
 func (l *Loaded) addFinding(e cueErr) {
-	sels := selectors(e.path)
+	sels := selectors(e.path, l.pkg)
 	msg := e.msg()
 	pos := e.pos
 	if e.format == fmtUnresolved && len(e.args) > 0 {
@@ -366,10 +370,15 @@ func pickPos(e cueerrors.Error) (user, sch token.Pos) {
 	return user, sch
 }
 
-// selectors turns error path labels back into selectors.
-func selectors(path []string) []cue.Selector {
+// selectors turns error path labels back into selectors; a hidden field's
+// (_name) is pkg's, the package of the user's files.
+func selectors(path []string, pkg string) []cue.Selector {
 	var out []cue.Selector
 	for _, p := range path {
+		if hiddenLabel.MatchString(p) && pkg != "" {
+			out = append(out, cue.Hid(p, pkg))
+			continue
+		}
 		s := cue.ParsePath(p).Selectors()
 		if len(s) == 1 {
 			out = append(out, s[0])

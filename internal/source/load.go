@@ -61,6 +61,8 @@ type Loaded struct {
 	// user is the value of the user's files alone; its positions point at
 	// what the user wrote.
 	user cue.Value
+	// pkg is the user's package, which scopes its hidden fields (_name).
+	pkg string
 	// schema is the schema's #Source (one-cluster form) or #Fleet.
 	schema cue.Value
 }
@@ -187,6 +189,7 @@ func (l *Loaded) evaluate(absDir string, read [][sha256.Size]byte) error {
 		l.Broken.All = true
 		return nil
 	}
+	l.pkg = inst.ID()
 	l.user = ctx.BuildInstance(inst)
 	if err := l.user.Err(); err != nil {
 		l.addErr(err)
