@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -241,6 +242,12 @@ func (r *shapeRef) sameOrFree(i int, s []byte) bool {
 	q := 0
 	for q < len(l)-p && q < len(s)-p && l[len(l)-1-q] == s[len(s)-1-q] {
 		q++
+	}
+	// The parser refuses a script that is not UTF-8, in a comment as
+	// anywhere ("invalid UTF-8 encoding": mvdan.cc/sh/v3 v3.14.1, syntax/lexer.go);
+	// the reference's lines are.
+	if !utf8.Valid(s) {
+		return false
 	}
 	for _, f := range r.leaves[i] {
 		if f.start > p || len(l)-q > f.end {
