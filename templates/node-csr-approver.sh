@@ -163,13 +163,15 @@ summary() {
 	printf '%s' "${s##*$'\n'}"
 }
 
-# The API server's URL for the decisions, "" to write them with kubectl.
+# The API server's URL for the decisions, "" to write them with kubectl:
+# in a pod, the kubelet sets KUBERNETES_SERVICE_HOST and _PORT in every
+# container, as client-go's in-cluster configuration reads them.
 API_URL=""
-if [[ -n "${KUBERNETES_SERVICE_HOST:-}" && -r "${SA_DIR}/token" && -r "${SA_DIR}/ca.crt" ]]; then
+if [[ -n "${KUBERNETES_SERVICE_HOST:-}" && -n "${KUBERNETES_SERVICE_PORT:-}" && -r "${SA_DIR}/token" && -r "${SA_DIR}/ca.crt" ]]; then
 	if [[ "${KUBERNETES_SERVICE_HOST}" == *:* ]]; then
-		API_URL="https://[${KUBERNETES_SERVICE_HOST}]:${KUBERNETES_SERVICE_PORT:-443}"
+		API_URL="https://[${KUBERNETES_SERVICE_HOST}]:${KUBERNETES_SERVICE_PORT}"
 	else
-		API_URL="https://${KUBERNETES_SERVICE_HOST}:${KUBERNETES_SERVICE_PORT:-443}"
+		API_URL="https://${KUBERNETES_SERVICE_HOST}:${KUBERNETES_SERVICE_PORT}"
 	fi
 fi
 readonly API_URL
@@ -737,7 +739,7 @@ runs_template() {
 			return 1
 		fi
 	done
-	if [[ ! "${MD[instance-template]}" =~ ^\"projects/[a-z0-9-]+/global/instanceTemplates/([a-z]([-a-z0-9]*[a-z0-9])?)\"$ ]]; then
+	if [[ ! "${MD["instance-template"]}" =~ ^\"projects/[a-z0-9-]+/global/instanceTemplates/([a-z]([-a-z0-9]*[a-z0-9])?)\"$ ]]; then
 		VERDICT="instance ${zone}/${name} has an instance-template metadata that names no global instance template"
 		return 1
 	fi
@@ -1167,7 +1169,9 @@ label_nodes() {
 	return "${rc}"
 }
 
-log "deciding kubelet client CSRs of ${CLOUD_BOOTSTRAP_GROUP} for the instances of ${!MAX_AGE[*]} in project ${PROJECT}, decisions written ${API_URL:+with curl to }${API_URL:-with kubectl}"
+written="with kubectl"
+[[ -z "${API_URL}" ]] || written="with curl to ${API_URL}"
+log "deciding kubelet client CSRs of ${CLOUD_BOOTSTRAP_GROUP} for the instances of ${!MAX_AGE[*]} in project ${PROJECT}, decisions written ${written}"
 if [[ "${ONCE}" == 1 ]]; then
 	rc=0
 	pass || rc=1
