@@ -533,13 +533,7 @@ func TestInstalledVPN(t *testing.T) {
 		}
 		h.waitRoutes(r)
 		up := time.Since(start)
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if n, _ := probe.Replies(time.Now().Add(-time.Second)); n > 10 {
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
+		probe.AwaitFlowing(10 * time.Second)
 		n, gap := probe.Replies(start)
 		t.Logf("the gateway restarted from what install.sh installed: both tunnels up, BGP established on both, routing over both after %s; the flow's longest gap %s, %d echoes since; SAs %v",
 			up.Round(100*time.Millisecond), gap.Round(10*time.Millisecond), n, lab.IKESAs(0))

@@ -887,6 +887,18 @@ func (l *Lab) StartProbe(interval time.Duration) *Probe {
 	return p
 }
 
+// AwaitFlowing waits up to timeout for more than 10 echoes in the last
+// second: the flow running again after an outage, however long it was.
+func (p *Probe) AwaitFlowing(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if n, _ := p.Replies(time.Now().Add(-time.Second)); n > 10 {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // Replies returns how many echoes came back and the longest time without
 // one since from (measured up to now).
 func (p *Probe) Replies(from time.Time) (n int, longestGap time.Duration) {

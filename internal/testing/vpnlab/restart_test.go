@@ -31,13 +31,7 @@ func TestRenderedVPNRestart(t *testing.T) {
 		t.Fatalf("the restarted gateway: %v", err)
 	}
 	up := time.Since(start)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if n, _ := probe.Replies(time.Now().Add(-time.Second)); n > 10 {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	probe.AwaitFlowing(10 * time.Second)
 	n, gap := probe.Replies(start)
 	t.Logf("the on-prem gateway's charon and FRR restarted: both tunnels up and BGP established on both, routing over both, after %s; the control plane unreachable from the cloud node for %s; %d echoes since",
 		up.Round(100*time.Millisecond), gap.Round(10*time.Millisecond), n)
