@@ -950,25 +950,43 @@ func (l *Lab) listenUDP(ns string, addr netip.AddrPort) net.PacketConn {
 	return conn
 }
 
-// inNS runs f on a thread of its own in network namespace ns; sockets f
-// opens stay in ns.
+// inNS runs f on a thread locked to it in network namespace ns; sockets
+// f opens stay in ns. The thread returns to its own namespace before it
+// is unlocked. It must not end: Go ends a thread whose goroutine returns
+// locked, and the kernel then sends SIGKILL to every daemon that thread
+// once started (Pdeathsig, see daemon): a daemon of a lab running in
+// parallel died so, mid-test. Only a thread that cannot return is left
+// locked, to end with its goroutine.
 func inNS(ns string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		// The thread is left in the namespace and so never unlocked: Go
-		// ends a locked thread when its goroutine returns.
+		back, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer unix.Close(back)
 		fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
 		defer unix.Close(fd)
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
-		errc <- f()
+		ferr := f()
+		if err := unix.Setns(back, unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("returning to the test's network namespace from %s: %v", ns, err)
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
 	}()
 	return <-errc
 }
