@@ -59,12 +59,20 @@ type MIG struct {
 func (s *Source) AutoscaledMIGs() []MIG {
 	var out []MIG
 	for _, g := range s.Groups() {
-		if !g.Autoscaled() {
-			continue
-		}
-		for _, z := range g.Zones {
-			out = append(out, MIG{Group: g, Zone: z, URL: s.Cluster.MIGURL(g, z), Min: g.Min, Max: g.Max})
-		}
+		out = append(out, s.GroupMIGs(g)...)
+	}
+	return out
+}
+
+// GroupMIGs returns the MIGs of group g, by zone, none when g is not
+// autoscaled: what AutoscaledMIGs holds of g, without the other groups'.
+func (s *Source) GroupMIGs(g *NodeGroup) []MIG {
+	if !g.Autoscaled() {
+		return nil
+	}
+	out := make([]MIG, 0, len(g.Zones))
+	for _, z := range g.Zones {
+		out = append(out, MIG{Group: g, Zone: z, URL: s.Cluster.MIGURL(g, z), Min: g.Min, Max: g.Max})
 	}
 	return out
 }

@@ -63,10 +63,8 @@ func regexpQuote(s string) string { return regexp.QuoteMeta(s) }
 // migMatcher matches the MIGs of group g by the node_group label.
 func migMatcher(src *model.Source, g *model.NodeGroup) string {
 	var urls []string
-	for _, m := range src.AutoscaledMIGs() {
-		if m.Group == g {
-			urls = append(urls, m.URL)
-		}
+	for _, m := range src.GroupMIGs(g) {
+		urls = append(urls, m.URL)
 	}
 	return "node_group=~" + q(anyOf(urls))
 }
