@@ -64,7 +64,14 @@ so run this before terraform apply, and after the autoscaler's helm
 upgrade (the plan prints the command): it reads the running autoscaler's
 Deployment (cluster-autoscaler, in cluster.autoscaler.namespace) and
 refuses to drain or delete a MIG while its arguments still name it, or
-while its new arguments do not yet run on every replica.
+while its new arguments do not yet run on every replica. A MIG that a run
+stopped after asking for its deletion, and that Compute is still
+deleting, is waited for (up to 2m).
+
+A batch never takes an autoscaled MIG past its group's max: its surge is
+what the MIG's target size leaves room for, and should the autoscaler
+scale the MIG up while the replacements are created, the replacements
+past the max are removed again before any old node is cordoned.
 
 As kubectl drain, a drain leaves DaemonSet and mirror pods, and does not
 evict pods that declare no controller (--force does), pods with emptyDir

@@ -139,3 +139,53 @@ func TestRolloutSurgeWithinCaps(t *testing.T) {
 		t.Errorf("gpu-t4's MIG holds %v, want its old nodes %v", got, s.oldNodes)
 	}
 }
+
+// The autoscaler scales the MIG up between the rollout's read of its
+// target size and its createInstances (Compute has no conditional
+// create): three old nodes in a MIG of max 4, and the autoscaler's VM
+// takes the last place just before the replacement is made, so the MIG
+// holds 5. The rollout reads the target size again after the create,
+// removes its own replacement (never the autoscaler's VM) before it
+// cordons any old node, and skips the group as at its max (exit 1).
+func TestRolloutMaxRecheckedAfterRacingScaleUp(t *testing.T) {
+	s := newSetup(t, 1, nil)
+	cl := &s.src.Cluster
+	gpu := s.src.NodeGroups["gpu-t4"]
+	a := gpu.Zones[0]
+	mig := cl.MIGName(gpu, a)
+	if gpu.Max != len(s.oldNodes)+1 {
+		t.Fatalf("gpu-t4's max is %d: the test needs room for exactly one more than its %d old nodes", gpu.Max, len(s.oldNodes))
+	}
+	scaledUp := cl.BaseInstanceName(gpu) + "-as01"
+	s.compute.raceCreate(a, mig, scaledUp)
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(s.args("--yes"), strings.NewReader(""), &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	t.Logf("rollout: exit %d\n%s", code, out)
+	if code != cli.ExitFindings {
+		t.Errorf("exit %d, want %d", code, cli.ExitFindings)
+	}
+	repl := rolloutReplacement(cl, gpu, s.oldNodes[0], s.cur["gpu-t4"])
+	for _, want := range []string{
+		"gpu-t4/" + a + ": MIG " + mig + " has target size 5, past the group's max of 4: the autoscaler scaled it up while the replacements were being created; removing " + repl + " again",
+		"MIG " + mig + " is at the group's max of 4 nodes (target size 4): a surge would exceed it, so the group is skipped",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	want := append(slices.Clone(s.oldNodes), scaledUp)
+	slices.Sort(want)
+	if got := sortedKeys(s.compute.instances(a, mig)); !slices.Equal(got, want) {
+		t.Errorf("MIG %s holds %v, want its old nodes and the autoscaler's VM %v", mig, got, want)
+	}
+	if created, deleted := s.compute.record(); !slices.Equal(created, []string{repl}) || !slices.Equal(deleted, []string{repl}) {
+		t.Errorf("created %v, deleted %v: want the one replacement created and removed again", created, deleted)
+	}
+	_, _, _, cordons, _ := s.obs.report()
+	for _, o := range s.oldNodes {
+		if cordons[o] > 0 {
+			t.Errorf("old node %s was cordoned while the MIG was past its max", o)
+		}
+	}
+}

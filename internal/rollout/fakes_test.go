@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nodegen/nodegen/internal/model"
 )
@@ -46,6 +47,12 @@ type fakeCompute struct {
 	deletedMIGs []string
 	ops         int
 	failures    map[string]int // MIG method → how many of its next calls answer 503
+	// racing: zone/name of a MIG → an instance the autoscaler's scale-up
+	// adds to it just before the MIG's next createInstances.
+	racing map[string]string
+	// deleting: zone/name of a MIG → when the deletion a stopped run
+	// asked for ends (the MIG is gone from then on).
+	deleting map[string]time.Time
 }
 
 type fakeMIG struct {
@@ -63,7 +70,8 @@ type fakeMIG struct {
 
 func newFakeCompute(t *testing.T, project, region string) *fakeCompute {
 	f := &fakeCompute{t: t, project: project, region: region, token: fakeToken(),
-		migs: map[string]*fakeMIG{}, templates: map[string]map[string]string{}, failures: map[string]int{}}
+		migs: map[string]*fakeMIG{}, templates: map[string]map[string]string{}, failures: map[string]int{},
+		racing: map[string]string{}, deleting: map[string]time.Time{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -129,6 +137,27 @@ func (f *fakeCompute) refuseCreates(zone, name, code, message string) {
 	f.migs[zone+"/"+name].Refuse = code + ": " + message
 }
 
+// raceCreate makes the autoscaler scale the MIG up by one instance, name,
+// just before the MIG's next createInstances: after the rollout read the
+// target size, before its create.
+func (f *fakeCompute) raceCreate(zone, mig, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.racing[zone+"/"+mig] = name
+}
+
+// deletingMIG makes the MIG one whose deletion a run asked for before it
+// was killed: Compute goes on with it, and the MIG is gone after d.
+// Until then it is listed and read as before, its instances DELETING,
+// and another delete is refused with 400 resourceNotReady. (Compute does
+// not document its answer to a second delete; the rollout waits on any
+// refusal but one for want of rights.)
+func (f *fakeCompute) deletingMIG(zone, mig string, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleting[zone+"/"+mig] = time.Now().Add(d)
+}
+
 // setTemplate points the MIG at another instance template (terraform apply).
 func (f *fakeCompute) setTemplate(zone, name, template string) {
 	f.mu.Lock()
@@ -170,6 +199,16 @@ func (f *fakeCompute) fail(w http.ResponseWriter, code int, format string, args 
 	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": fmt.Sprintf(format, args...)}})
 }
 
+// reply400NotReady refuses an operation on a MIG another operation is
+// changing, in the API's error format.
+func (f *fakeCompute) reply400NotReady(w http.ResponseWriter, m *fakeMIG) {
+	msg := fmt.Sprintf("The resource 'projects/%s/zones/%s/instanceGroupManagers/%s' is not ready", f.project, m.Zone, m.Name)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": 400, "message": msg,
+		"errors": []map[string]string{{"message": msg, "domain": "global", "reason": "resourceNotReady"}}}})
+}
+
 func (f *fakeCompute) reply(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
@@ -197,6 +236,12 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(path, "/")
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for k, end := range f.deleting {
+		if time.Now().After(end) {
+			delete(f.deleting, k)
+			delete(f.migs, k)
+		}
+	}
 	switch {
 	case len(parts) == 4 && parts[0] == "regions" && parts[1] == f.region && parts[2] == "instanceTemplates" && r.Method == http.MethodGet:
 		md, ok := f.templates[parts[3]]
@@ -263,6 +308,8 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 			"instanceTemplate": f.templateURL(m.Template),
 			"versions":         []map[string]string{{"name": "v", "instanceTemplate": f.templateURL(m.Template)}},
 			"status":           map[string]any{"isStable": true}})
+	case len(rest) == 0 && r.Method == http.MethodDelete && !f.deleting[m.Zone+"/"+m.Name].IsZero():
+		f.reply400NotReady(w, m)
 	case len(rest) == 0 && r.Method == http.MethodDelete:
 		// instanceGroupManagers.delete: the MIG goes with its instances.
 		for name := range m.Instances {
@@ -288,6 +335,9 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 				"instance":       "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + m.Zone + "/instances/" + n,
 				"instanceStatus": "RUNNING", "currentAction": "NONE",
 				"version": map[string]string{"instanceTemplate": f.templateURL(all[n])},
+			}
+			if !f.deleting[m.Zone+"/"+m.Name].IsZero() {
+				mi["instanceStatus"], mi["currentAction"] = "STOPPING", "DELETING"
 			}
 			if m.Failing[n] {
 				// As Compute lists an instance it keeps failing to
@@ -322,6 +372,10 @@ func (f *fakeCompute) mig(w http.ResponseWriter, r *http.Request, m *fakeMIG, re
 				f.fail(w, 400, "Instance '%s' cannot be created in %s", i.Name, m.Name)
 				return
 			}
+		}
+		if name, ok := f.racing[m.Zone+"/"+m.Name]; ok {
+			delete(f.racing, m.Zone+"/"+m.Name)
+			m.Instances[name] = m.Template
 		}
 		for _, i := range body.Instances {
 			f.created = append(f.created, i.Name)

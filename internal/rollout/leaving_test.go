@@ -385,3 +385,46 @@ func (s *setup) drainedWithinBudget(t *testing.T) {
 		}
 	}
 }
+
+// A run killed after it asked Compute to delete a MIG that left the
+// source (its nodes drained, their VMs and Nodes deleted) leaves that
+// deletion under way: the next run finds the MIG still listed, empty, and
+// Compute refuses to delete it again. The run waits for the MIG to go,
+// says so, and finishes, instead of reporting the MIG as blocked.
+func TestRolloutWaitsForMIGStillBeingDeleted(t *testing.T) {
+	s := newSetupOf(t, 1, nil, false, zoneRemoved)
+	ctx := context.Background()
+	const zone = "us-central1-b"
+	mig := s.src.Cluster.MIGName(s.src.NodeGroups["gpu-t4"], zone)
+	s.compute.mu.Lock()
+	m := s.compute.migs[zone+"/"+mig]
+	if m == nil || len(m.Instances) != len(s.oldNodes) {
+		s.compute.mu.Unlock()
+		t.Fatalf("MIG %s does not hold the old nodes %v", mig, s.oldNodes)
+	}
+	m.Instances = map[string]string{}
+	s.compute.mu.Unlock()
+	for _, name := range s.oldNodes {
+		if err := s.admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.compute.deletingMIG(zone, mig, 3*time.Second)
+
+	out := s.rolloutYes(t)
+	for _, want := range []string{
+		"gpu-t4/" + zone + ": MIG " + mig + " was still being deleted (a deletion an earlier run asked for) and is gone now",
+		"rollout done",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	s.compute.mu.Lock()
+	_, still := s.compute.migs[zone+"/"+mig]
+	s.compute.mu.Unlock()
+	if still {
+		t.Errorf("MIG %s is still there", mig)
+	}
+	s.againNothingLeft(t)
+}

@@ -416,6 +416,16 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 		if err := r.Compute.CreateInstances(ctx, project, zone, mig, create); err != nil {
 			return err
 		}
+		if g.Autoscaled() {
+			var err error
+			if batch, err = r.withinMax(ctx, g, zone, batch, create); err != nil {
+				return err
+			}
+			if len(batch) == 0 {
+				// runMIG picks the batch again, from the MIG as it is now.
+				return nil
+			}
+		}
 	}
 	provision := cl.MaxNodeProvisionTime(g)
 	need := len(batch) - cl.Rollout.MaxUnavailable
@@ -475,6 +485,34 @@ func (r *Runner) replaceBatch(ctx context.Context, g *model.NodeGroup, zone stri
 		}
 	}
 	return nil
+}
+
+// withinMax reads the MIG's target size again once the batch's
+// replacements (created) are made. pickBatch read it before, and the
+// autoscaler may have scaled the MIG up in between (Compute has no
+// conditional createInstances: each adds to the target size as it is),
+// taking it past the group's max, the autoscaler's --nodes bound. As many
+// of the new replacements as it is past the max are removed again, before
+// any old node is cordoned (none of them runs a pod yet), and their old
+// nodes wait for a later batch; the autoscaler's own VMs are left alone.
+// It returns the batch that is left.
+func (r *Runner) withinMax(ctx context.Context, g *model.NodeGroup, zone string, batch []StaleNode, created []string) ([]StaleNode, error) {
+	cl := &r.Src.Cluster
+	mig := cl.MIGName(g, zone)
+	m, err := r.Compute.GetMIG(ctx, cl.GCP.Project, zone, mig)
+	if err != nil {
+		return nil, err
+	}
+	over := m.TargetSize - g.Max
+	if over <= 0 {
+		return batch, nil
+	}
+	drop := created[max(0, len(created)-over):]
+	r.Progress.Step("%s/%s: MIG %s has target size %d, past the group's max of %d: the autoscaler scaled it up while the replacements were being created; removing %s again", g.Name, zone, mig, m.TargetSize, g.Max, strings.Join(drop, ", "))
+	if err := r.undoSurge(ctx, g, zone, drop); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(slices.Clone(batch), func(s StaleNode) bool { return slices.Contains(drop, s.Replacement) }), nil
 }
 
 func replacements(batch []StaleNode) []string {
@@ -925,6 +963,11 @@ func (r *Runner) waitGone(ctx context.Context, where, zone, mig string, del []st
 	cl := &r.Src.Cluster
 	for {
 		instances, err := r.Compute.ListManagedInstances(ctx, cl.GCP.Project, zone, mig)
+		if notFound(err) {
+			// The MIG itself is gone (a deletion of it that a stopped
+			// run asked for), and its instances with it.
+			instances, err = nil, nil
+		}
 		if err != nil {
 			return err
 		}
@@ -1151,6 +1194,25 @@ func (r *Runner) runLeavingAll(ctx context.Context, drainTimeout time.Duration, 
 		// are no node of this cluster may be another's whose names
 		// happen to match.
 		instances, err := r.Compute.ListManagedInstances(ctx, r.Src.Cluster.GCP.Project, m.Zone, m.Name)
+		if notFound(err) {
+			continue // deleted since it was listed
+		}
+		if err != nil {
+			err = fmt.Errorf("listing the instances of MIG %s: %w", m.Name, err)
+		}
+		if err == nil && len(instances) > 0 && allDeleting(instances) {
+			// The MIG is deleting them: its deletion, asked for by a run
+			// that stopped, or its own deleteInstances. Once they are
+			// gone it is empty.
+			var names []string
+			for _, mi := range instances {
+				names = append(names, mi.Name())
+			}
+			r.Progress.Step("%s: %s: MIG %s is deleting its instances %s; waiting for them", where, l.Why, m.Name, strings.Join(names, ", "))
+			if err = r.waitGone(ctx, where, m.Zone, m.Name, names); err == nil {
+				instances = nil
+			}
+		}
 		if err == nil && len(instances) > 0 {
 			var names []string
 			for _, mi := range instances {
@@ -1169,13 +1231,12 @@ func (r *Runner) runLeavingAll(ctx context.Context, drainTimeout time.Duration, 
 				continue
 			}
 			r.Progress.Step("%s: %s: MIG %s has no instance; deleting it", where, l.Why, m.Name)
-			err = r.Compute.DeleteMIG(ctx, r.Src.Cluster.GCP.Project, m.Zone, m.Name)
+			err = r.deleteMIG(ctx, where, m.Zone, m.Name)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
 			}
-			err = fmt.Errorf("deleting the empty MIG %s: %w", m.Name, err)
 			r.Progress.Step("%s: blocked, going on with the others: %v", where, err)
 			blocked.Groups = append(blocked.Groups, BlockedGroup{Group: l.Group, Zone: l.Zone, Err: err})
 			continue
@@ -1203,10 +1264,9 @@ func (r *Runner) runLeaving(ctx context.Context, l LeavingMIG, drainTimeout time
 		return err
 	}
 	instances, err := r.Compute.ListManagedInstances(ctx, project, l.Zone, l.Name)
-	var apiErr *APIError
 	// gone: the MIG itself is not there (a run that stopped after
 	// deleting it); an empty MIG is still to be deleted.
-	gone := errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound
+	gone := notFound(err)
 	if gone {
 		instances, err = nil, nil
 	}
@@ -1282,12 +1342,26 @@ func (r *Runner) runLeaving(ctx context.Context, l LeavingMIG, drainTimeout time
 func (r *Runner) deleteEmptyMIG(ctx context.Context, where, zone, mig string) error {
 	project := r.Src.Cluster.GCP.Project
 	instances, err := r.Compute.ListManagedInstances(ctx, project, zone, mig)
+	if notFound(err) {
+		r.Progress.Step("%s: MIG %s is already gone", where, mig)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	var left []string
+	var left, deleting []string
 	for _, mi := range instances {
+		if mi.CurrentAction == "DELETING" {
+			deleting = append(deleting, mi.Name())
+			continue
+		}
 		left = append(left, mi.Name())
+	}
+	if len(deleting) > 0 {
+		r.Progress.Step("%s: MIG %s is deleting %s; waiting for them", where, mig, strings.Join(deleting, ", "))
+		if err := r.waitGone(ctx, where, zone, mig, deleting); err != nil {
+			return err
+		}
 	}
 	if len(left) > 0 {
 		nodes, err := r.Kube.ListNodes(ctx, metav1.ListOptions{})
@@ -1311,9 +1385,69 @@ func (r *Runner) deleteEmptyMIG(ctx context.Context, where, zone, mig string) er
 	if err := r.checkAutoscalerLetGo(ctx, where, zone, mig); err != nil {
 		return err
 	}
-	if err := r.Compute.DeleteMIG(ctx, project, zone, mig); err != nil {
-		return fmt.Errorf("deleting the empty MIG %s: %w", mig, err)
+	if err := r.deleteMIG(ctx, where, zone, mig); err != nil {
+		return err
 	}
 	r.Progress.Step("%s: MIG %s is empty and deleted; terraform apply may go on", where, mig)
 	return nil
+}
+
+// MIGDeletionWait is how long deleteMIG waits for a MIG that Compute
+// would not delete to go by itself.
+const MIGDeletionWait = 2 * time.Minute
+
+// deleteMIG deletes an empty MIG that left the source and waits for the
+// operation. A run that stopped (killed) after asking for the deletion
+// leaves a MIG that Compute goes on deleting: it may be gone by the time
+// the next run asks again (404: done), or still there, when Compute
+// refuses another operation on it; then deleteMIG waits, up to
+// MIGDeletionWait, for the MIG to go. A MIG still there after that, or a
+// refusal for want of rights, is the deletion's error.
+func (r *Runner) deleteMIG(ctx context.Context, where, zone, mig string) error {
+	project := r.Src.Cluster.GCP.Project
+	err := r.Compute.DeleteMIG(ctx, project, zone, mig)
+	if err == nil {
+		return nil
+	}
+	if notFound(err) {
+		r.Progress.Step("%s: MIG %s is already gone (deleted by an earlier run)", where, mig)
+		return nil
+	}
+	var apiErr *APIError
+	if ctx.Err() != nil || !errors.As(err, &apiErr) || apiErr.Code == http.StatusUnauthorized || apiErr.Code == http.StatusForbidden {
+		return fmt.Errorf("deleting the empty MIG %s: %w", mig, err)
+	}
+	start := time.Now()
+	for {
+		_, gerr := r.Compute.GetMIG(ctx, project, zone, mig)
+		if notFound(gerr) {
+			r.Progress.Done()
+			r.Progress.Step("%s: MIG %s was still being deleted (a deletion an earlier run asked for) and is gone now", where, mig)
+			return nil
+		}
+		if time.Since(start) > MIGDeletionWait {
+			r.Progress.Done()
+			return fmt.Errorf("deleting the empty MIG %s: %w (and it was still there %s later)", mig, err, MIGDeletionWait)
+		}
+		r.Progress.Wait("%s: Compute refused to delete MIG %s (%s); waiting %s for a deletion already under way", where, mig, apiErr.Message, time.Since(start).Round(time.Second))
+		if serr := sleep(ctx, r.poll()); serr != nil {
+			return serr
+		}
+	}
+}
+
+// notFound reports whether err is the Compute API's 404.
+func notFound(err error) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && apiErr.Code == http.StatusNotFound
+}
+
+// allDeleting reports whether the MIG is deleting each of the instances.
+func allDeleting(instances []ManagedInstance) bool {
+	for _, mi := range instances {
+		if mi.CurrentAction != "DELETING" {
+			return false
+		}
+	}
+	return true
 }
