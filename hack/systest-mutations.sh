@@ -54,6 +54,7 @@ mutations=(
 	"nodes-none|^TestCapsBind$/^nodes$|--max-nodes-total adds none of the declared nodes|./internal/render ^TestCapFlagsCountDeclaredNodes$"
 	"gpus-onprem|^TestCapsBind$/^gpus$|--gpu-total adds the declared nodes' GPUs of the type|./internal/render ^TestCapFlagsCountDeclaredNodes$"
 	"alert-needs-failed-metric|^TestPendingWithoutScaleUpAlert$|NodegenPendingWithoutScaleUp made to require a failed scale-up in the last 10 minutes, as the community's alerts do"
+	"letgo-off|^TestZoneLeavesInPrintedOrder$|rollout --yes no longer refuses while the running autoscaler's arguments name a leaving MIG (internal/rollout checkAutoscalerLetGo)|./internal/rollout ^TestRolloutRefusesWhileAutoscalerNamesLeavingMIG$"
 )
 
 # subst FILE OLD NEW: replaces the one occurrence of OLD in FILE by NEW;
@@ -119,6 +120,10 @@ mut_nodes_none() { subst "$capacity" "$nodes" 'int64(caps.MaxNodesTotal)'; }
 mut_gpus_onprem() {
 	subst "$capacity" $'\t\tr := caps.GPUs[t]\n\t\tout = append(out, [2]string{"gpu-total", fmt.Sprintf("%s:%d:%d", t, r.Min, r.Max)})' \
 		$'\t\tr, n := caps.GPUs[t], int64(0)\n\t\tfor _, d := range src.DeclaredNodes() {\n\t\t\tif d.GPUType == t {\n\t\t\t\tn += d.GPUs\n\t\t\t}\n\t\t}\n\t\tout = append(out, [2]string{"gpu-total", fmt.Sprintf("%s:%d:%d", t, r.Min+n, r.Max+n)})'
+}
+mut_letgo_off() {
+	subst internal/rollout/autoscalerref.go 'if arg := namesMIG(d, cl.GCP.Project, zone, mig); arg != "" {' \
+		'if arg := namesMIG(d, cl.GCP.Project, zone, mig); false && arg != "" {'
 }
 
 mut_alert_needs_failed_metric() {

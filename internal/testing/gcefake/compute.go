@@ -8,9 +8,11 @@
 // The calls served are those of the GCE provider at kubernetes/autoscaler
 // tag cluster-autoscaler-1.35.2, cluster-autoscaler/cloudprovider/gce/
 // autoscaling_gce_client.go (each method names its request), with the JSON
-// field names of the Compute API v1 (google.golang.org/api/compute/v1).
-// The MIGs and templates come from a rendered out/ (FromOut), never from a
-// second description of the source.
+// field names of the Compute API v1 (google.golang.org/api/compute/v1),
+// and those nodegen rollout adds for a MIG leaving the source
+// (instanceGroupManagers aggregatedList and delete). The MIGs and
+// templates come from a rendered out/ (FromOut), never from a second
+// description of the source.
 //
 // A MIG's instances live in the fake only: a test learns of them through
 // Server.OnCreate and Server.OnDelete (to register or remove the Node a VM
@@ -131,7 +133,7 @@ type Faults struct {
 type Call struct {
 	Method, Path string
 	// Op names what a mutating call did: "resize", "createInstances",
-	// "deleteInstances"; empty for reads.
+	// "deleteInstances", "delete" (of the MIG); empty for reads.
 	Op string
 	// MIG is the MIG the call was about, Names the instances, Size the
 	// requested size.
@@ -301,6 +303,21 @@ func (s *Server) resize(m *MIG, size int64) {
 	}
 }
 
+// DeleteMIG deletes a MIG and its VMs, as instanceGroupManagers.delete
+// (or a user) does.
+func (s *Server) DeleteMIG(zone, name string) {
+	s.mu.Lock()
+	m := s.migs[zone+"/"+name]
+	s.mu.Unlock()
+	if m == nil {
+		panic("gcefake: no MIG " + zone + "/" + name)
+	}
+	s.resize(m, 0)
+	s.mu.Lock()
+	delete(s.migs, zone+"/"+name)
+	s.mu.Unlock()
+}
+
 // SetTemplate makes a MIG's new VMs from another template, as a
 // terraform apply of a new template does; its VMs keep theirs.
 func (s *Server) SetTemplate(zone, name, template string) {
@@ -362,7 +379,8 @@ func (s *Server) Calls() []Call {
 	return slices.Clone(s.calls)
 }
 
-// Mutations returns the resize, createInstances and deleteInstances calls.
+// Mutations returns the resize, createInstances, deleteInstances and
+// delete calls.
 func (s *Server) Mutations() []Call {
 	var out []Call
 	for _, c := range s.Calls() {
@@ -521,6 +539,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply(w, map[string]any{"kind": "compute#zoneList", "items": items})
 	case r.Method == http.MethodGet && len(parts) == 3 && parts[0] == "aggregated" && parts[1] == "reservations":
 		reply(w, map[string]any{"kind": "compute#reservationAggregatedList", "items": map[string]any{}})
+	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "aggregated" && parts[1] == "instanceGroupManagers":
+		// One page: a scope per zone, "zones/<zone>", a zone without a
+		// MIG with the warning the API gives it.
+		items := map[string]any{}
+		for _, z := range s.Zones {
+			var list []any
+			for _, m := range s.MIGs() {
+				if m.Zone == z {
+					list = append(list, s.igm(&m))
+				}
+			}
+			if len(list) == 0 {
+				items["zones/"+z] = map[string]any{"warning": map[string]any{"code": "NO_RESULTS_ON_PAGE"}}
+				continue
+			}
+			items["zones/"+z] = map[string]any{"instanceGroupManagers": list}
+		}
+		reply(w, map[string]any{"kind": "compute#instanceGroupManagerAggregatedList", "items": items})
 	case len(parts) >= 3 && parts[0] == "zones":
 		s.zonal(w, r, parts[1], parts[2:])
 	default:
@@ -612,6 +648,12 @@ func (s *Server) mig(w http.ResponseWriter, r *http.Request, m *MIG, rest []stri
 		c := *m
 		s.mu.Unlock()
 		reply(w, s.igm(&c))
+	case r.Method == http.MethodDelete && len(rest) == 0:
+		// instanceGroupManagers.delete: the MIG goes with its VMs; every
+		// later call naming it answers 404.
+		s.record(r, Call{Op: "delete", MIG: m.Name})
+		s.DeleteMIG(m.Zone, m.Name)
+		s.operation(w, m, "compute.instanceGroupManagers.delete")
 	case r.Method == http.MethodPost && len(rest) == 1 && rest[0] == "listManagedInstances":
 		var items []any
 		s.mu.Lock()
@@ -681,7 +723,11 @@ func (s *Server) igm(m *MIG) map[string]any {
 	zoneURL := URLBase + "projects/" + m.Project + "/zones/" + m.Zone
 	s.mu.Lock()
 	creating, running := 0, 0
-	for _, i := range s.migs[m.Zone+"/"+m.Name].instances {
+	var instances []*Instance
+	if live := s.migs[m.Zone+"/"+m.Name]; live != nil { // nil: deleted meanwhile
+		instances = live.instances
+	}
+	for _, i := range instances {
 		if i.Action == "CREATING" {
 			creating++
 		} else {

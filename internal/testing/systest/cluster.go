@@ -76,6 +76,7 @@ type Options struct {
 // Compute API and stand-ins for the kubelets and the scheduler.
 type Cluster struct {
 	t       testing.TB
+	Dir     string // the source directory
 	Out     string // the rendered output directory
 	Source  *model.Source
 	Files   layout.Files // the rendered files of Out
@@ -127,7 +128,7 @@ func newCluster(t testing.TB, dir string, opts Options) *Cluster {
 	}
 	slices.Sort(zones)
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{t: t, Out: out, Source: src, Files: res.Files, CP: cp, Client: client, opts: opts, ctx: ctx, cancel: cancel}
+	c := &Cluster{t: t, Dir: dir, Out: out, Source: src, Files: res.Files, CP: cp, Client: client, opts: opts, ctx: ctx, cancel: cancel}
 	t.Cleanup(func() { cancel(); c.wg.Wait() })
 
 	compute := gcefake.New(src.Cluster.GCP.Project, src.Cluster.GCP.Region, zones)
@@ -655,6 +656,13 @@ func (c *Cluster) StartAutoscaler(bin string, extra ...string) *Autoscaler {
 		}
 	})
 	return a
+}
+
+// Stop ends the autoscaler (its log stays), as a Deployment's rollout
+// ends an old replica's container.
+func (a *Autoscaler) Stop() {
+	_ = a.cmd.Process.Kill()
+	_ = a.cmd.Wait()
 }
 
 // Output is what the autoscaler has written so far.
