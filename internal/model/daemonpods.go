@@ -11,11 +11,13 @@ import "slices"
 //     leave enabled (NVIDIA gpu-operator chart v26.7.0 values.yaml:
 //     driver, toolkit, devicePlugin, dcgmExporter, gfd, validator and the
 //     node-feature-discovery worker default to enabled; migManager too, and
-//     it runs on the nodes whose GPUs support MIG).
+//     it runs on the nodes whose GPUs support MIG); the driver and the
+//     toolkit not when hostDriver (every GPU image bakes them: the values
+//     turn both off).
 //
 // The startup taint is removed only once the operands have validated the
 // GPUs, so a maxPods below this list plus one leaves the node unusable.
-func NodeDaemonPods(g *NodeGroup) []string {
+func NodeDaemonPods(g *NodeGroup, hostDriver bool) []string {
 	out := []string{"kube-proxy", "the CNI agent"}
 	if g.GPU == nil {
 		return out
@@ -23,7 +25,10 @@ func NodeDaemonPods(g *NodeGroup) []string {
 	if g.StartupTaint != nil {
 		out = append(out, "nodegen's taint remover")
 	}
-	out = append(out, "nvidia-driver-daemonset", "nvidia-container-toolkit-daemonset", "nvidia-device-plugin-daemonset",
+	if !hostDriver {
+		out = append(out, "nvidia-driver-daemonset", "nvidia-container-toolkit-daemonset")
+	}
+	out = append(out, "nvidia-device-plugin-daemonset",
 		"nvidia-dcgm-exporter", "gpu-feature-discovery", "nvidia-operator-validator", "node-feature-discovery worker")
 	if slices.Contains(migCapableGPUs, g.GPU.Type) {
 		out = append(out, "nvidia-mig-manager")

@@ -35,6 +35,9 @@ type NodeImage struct {
 	GPU bool
 	// Groups are the cloud groups that boot from it, in name order.
 	Groups []string
+	// Driver is the NVIDIA driver a GPU family's image bakes, nil when
+	// the GPU Operator installs it (and on a CPU family).
+	Driver *BakedDriver
 }
 
 // NodeImages returns the image families the cloud groups boot from, in
@@ -70,6 +73,9 @@ func (s *Source) NodeImages() []NodeImage {
 	})
 	for i := range out {
 		slices.Sort(out[i].Groups)
+		if out[i].GPU {
+			out[i].Driver = s.Cluster.BakedDriver(out[i].Family)
+		}
 	}
 	return out
 }
@@ -113,4 +119,92 @@ gcloud compute images create %[1]s-$(date +%%Y%%m%%d%%H%%M) --project=%[2]s \
   --family=%[1]s --source-disk=%[3]s --source-disk-zone=%[4]s
 gcloud compute instances delete %[3]s --project=%[2]s --zone=%[4]s
 `, im.Family, im.Project, builder, zone, gce.ImageBaseProject, gce.ImageBaseFamily(im.Arch), script)
+}
+
+// FamilySettings is what one family's build script bakes into the
+// image (the source's cluster.imageFamilies.<family>).
+type FamilySettings struct {
+	// GPUDriver is who installs the NVIDIA driver and toolkit on a GPU
+	// family's nodes, nil when the source does not say (the operator).
+	GPUDriver *GPUDriver `json:"gpuDriver,omitempty"`
+}
+
+// GPUDriver is exactly one of Image (baked) or Operator.
+type GPUDriver struct {
+	Image    *BakedDriver `json:"image,omitempty"`
+	Operator *struct{}    `json:"operator,omitempty"`
+}
+
+// BakedDriver is the NVIDIA driver a GPU family's image holds: Ubuntu's
+// precompiled, signed kernel modules of Branch for KernelFlavour and the
+// matching user space.
+type BakedDriver struct {
+	Branch string `json:"branch"`
+	// KernelModules is "open" or "proprietary".
+	KernelModules string `json:"kernelModules"`
+	// KernelFlavour is the Ubuntu kernel flavour the modules are built
+	// for ("gcp").
+	KernelFlavour string `json:"kernelFlavour"`
+}
+
+// Kernel module kinds of BakedDriver.KernelModules.
+const (
+	KernelModulesOpen        = "open"
+	KernelModulesProprietary = "proprietary"
+)
+
+// ModulesPackage is Ubuntu's meta package of the precompiled, signed
+// modules: linux-modules-nvidia-<branch>-server[-open]-<flavour>. It
+// depends on the modules built for the flavour's newest kernel and on
+// that kernel, so the image boots a kernel its modules were built for.
+// (Ubuntu Server documentation, "NVIDIA drivers installation": the
+// linux-modules-nvidia-${DRIVER_BRANCH}${SERVER}-${LINUX_FLAVOUR}
+// packages, and their -open variants.)
+func (d BakedDriver) ModulesPackage() string {
+	open := ""
+	if d.KernelModules == KernelModulesOpen {
+		open = "-open"
+	}
+	return "linux-modules-nvidia-" + d.Branch + "-server" + open + "-" + d.KernelFlavour
+}
+
+// UserSpacePackages are the branch's user-space packages the GPU
+// Operator's validator and the device plugin need on the host:
+// nvidia-smi and NVML (nvidia-utils) and the CUDA driver library
+// (libnvidia-compute).
+func (d BakedDriver) UserSpacePackages() []string {
+	return []string{"nvidia-utils-" + d.Branch + "-server", "libnvidia-compute-" + d.Branch + "-server"}
+}
+
+// BakedDriver returns the driver the image of family bakes, nil when the
+// GPU Operator installs it (or the source does not say).
+func (c *Cluster) BakedDriver(family string) *BakedDriver {
+	f, ok := c.ImageFamilies[family]
+	if !ok || f.GPUDriver == nil {
+		return nil
+	}
+	return f.GPUDriver.Image
+}
+
+// HostDriver says whether the GPU Operator is to run with a driver and
+// toolkit on the host (its values driver.enabled and toolkit.enabled
+// false): every image family a GPU group boots from bakes them. A GPU
+// group with a fixed image (not a family) does not count; vet refuses a
+// source whose GPU families disagree.
+func (s *Source) HostDriver() bool {
+	baked := false
+	for _, g := range s.CloudGroups() {
+		if !g.HasGPUs() {
+			continue
+		}
+		_, family, ok := ImageFamily(g.Image)
+		if !ok {
+			continue
+		}
+		if s.Cluster.BakedDriver(family) == nil {
+			return false
+		}
+		baked = true
+	}
+	return baked
 }

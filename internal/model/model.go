@@ -88,7 +88,10 @@ type Cluster struct {
 		Image string `json:"image"`
 	} `json:"taintRemover"`
 	NodeLifecycle NodeLifecycle `json:"nodeLifecycle"`
-	Rollout       Rollout       `json:"rollout"`
+	// ImageFamilies is what the build scripts bake into the images of
+	// the families named, by family.
+	ImageFamilies map[string]FamilySettings `json:"imageFamilies,omitempty"`
+	Rollout       Rollout                   `json:"rollout"`
 	// OnpremProviderID is what nodegen does about the providerID of the
 	// nodes outside the MIGs: OnpremProviderIDUnmanaged or OnpremProviderIDNone.
 	OnpremProviderID string `json:"onpremProviderID"`

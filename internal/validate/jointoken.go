@@ -61,6 +61,7 @@ func Warnings(src *model.Source, pos Positioner) diag.List {
 			"warning: nodegen does not renew a token kept in project metadata: replace the value before the token expires (kubeadm token create gives 24h by default), or every VM created after that fails to join; use secretManager to have it renewed")
 	}
 	c.capacityWarnings()
+	c.onpremHostDriverWarnings()
 	c.autoscalerRelease(true)
 	c.kubernetesReleaseWarnings()
 	return c.list.Sorted()

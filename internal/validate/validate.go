@@ -92,6 +92,7 @@ func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
 	if !broken.Cluster {
 		c.instanceNamePrefixes()
 		c.list = append(c.list, secretRoles([]secretMember{{src, pos}}, false)...)
+		c.imageFamilies()
 	}
 	c.startupTaintFlags()
 	return c.list.Sorted()

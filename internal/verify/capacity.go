@@ -205,7 +205,7 @@ type gpuValues struct {
 
 type devicePluginValues struct {
 	DevicePlugin *struct {
-		Config struct {
+		Config *struct {
 			Create  bool              `json:"create"`
 			Name    string            `json:"name"`
 			Default string            `json:"default"`
@@ -247,7 +247,7 @@ func (gv *gpuValues) advertised(g *model.NodeGroup, labels map[string]string) (i
 	}
 	v := &gv.v
 	name, labelled := labels[model.DevicePluginConfigLabel]
-	if v.DevicePlugin == nil {
+	if v.DevicePlugin == nil || v.DevicePlugin.Config == nil {
 		if labelled {
 			return 0, fmt.Errorf("the node selects config %q, but the GPU Operator values set no device plugin config", name)
 		}

@@ -23,7 +23,7 @@ const (
 	GPUOperatorChartRepoName = "nvidia"
 	GPUOperatorChartRepo     = "https://helm.ngc.nvidia.com/nvidia"
 	GPUOperatorChart         = "gpu-operator"
-	GPUOperatorChartVersion  = "v26.7.0"
+	GPUOperatorChartVersion  = model.GPUOperatorChartVersion
 	GPUOperatorRelease       = "gpu-operator"
 	GPUOperatorNamespace     = "gpu-operator"
 )

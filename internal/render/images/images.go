@@ -13,10 +13,16 @@
 //     "core:/stable:/v<minor>/deb"), held at it;
 //   - every command the join script calls (imageJoinPackages);
 //   - the guest agent, which runs the startup script;
-//   - for GPU families only what the GPU Operator needs of its host: no
-//     NVIDIA driver or container toolkit (its driver and toolkit
-//     DaemonSets install them) and nouveau kept out of the kernel, which
-//     the driver container cannot unload.
+//   - for GPU families, nouveau kept out of the kernel (neither NVIDIA's
+//     modules nor the GPU Operator's driver container load while it holds
+//     the GPU), and, when the source bakes the driver
+//     (cluster.imageFamilies.<family>.gpuDriver.image), Ubuntu's
+//     precompiled, signed NVIDIA modules for the image's kernel flavour,
+//     their user space and NVIDIA's container toolkit, so that the GPU
+//     Operator runs with driver.enabled and toolkit.enabled false and a
+//     new node builds and downloads nothing for its driver;
+//   - the images a new node runs before it is usable
+//     (model.Source.PrePulledImages), pulled into containerd at build.
 package images
 
 import (
@@ -117,9 +123,12 @@ func imageBuildScript(src *model.Source, im model.NodeImage) ([]byte, error) {
 		return nil, err
 	}
 	minor := "v" + v.MinorString()
-	what := "CPU nodes"
+	what, driver := "CPU nodes", "none"
 	if im.GPU {
-		what = "GPU nodes (the GPU Operator installs the driver and toolkit)"
+		what, driver = "GPU nodes (the GPU Operator installs the driver and toolkit)", "operator"
+		if d := im.Driver; d != nil {
+			what, driver = fmt.Sprintf("GPU nodes (NVIDIA driver %s, %s kernel modules for the %s kernel, and the container toolkit baked in)", d.Branch, d.KernelModules, d.KernelFlavour), "image"
+		}
 	}
 	var b strings.Builder
 	b.WriteString("#!/usr/bin/env bash\n")
@@ -141,12 +150,14 @@ readonly KUBERNETES_PACKAGE_VERSION=%[4]s%[12]s
 readonly PAUSE_IMAGE=registry.k8s.io/pause:%[13]s
 readonly CONTAINERD_MINIMUM=%[14]s
 readonly GPU_HOST=%[15]t
+readonly GPU_DRIVER=%[9]s
 readonly IMAGE_FAMILY=%[1]s
-root="${IMAGE_ROOT:-}"
+readonly PRE_PULLED_IMAGES="%[10]s"
+%[17]sroot="${IMAGE_ROOT:-}"
 `, im.Family, im.Project, strings.Join(im.Groups, ", "), im.KubernetesVersion, im.Arch, what,
-		gce.ImageBaseProject, gce.ImageBaseFamily(im.Arch), "", "",
+		gce.ImageBaseProject, gce.ImageBaseFamily(im.Arch), driver, strings.Join(src.PrePulledImages(im), " "),
 		minor, imagePackageRevision, imagePauseVersion(v.Minor), imageContainerdMinimum(v.Minor), im.GPU,
-		commentLines(src.ImageBuildCommands(im, "build.sh # this file")))
+		commentLines(src.ImageBuildCommands(im, "build.sh # this file")), driverConstants(im.Driver))
 	fmt.Fprintf(&b, `
 fail() { echo "nodegen-image[$IMAGE_FAMILY]: ERROR: $*" >&2; exit 1; }
 step() { echo "nodegen-image[$IMAGE_FAMILY]: $*"; }
@@ -217,11 +228,18 @@ printf 'overlay\nbr_netfilter\n' >"$root/etc/modules-load.d/kubernetes.conf"
 printf 'net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\n' >"$root/etc/sysctl.d/90-kubernetes.conf"
 
 if [ "$GPU_HOST" = true ]; then
-	step "GPU host: nouveau kept out; no NVIDIA driver or toolkit (the GPU Operator installs them)"
+	step "GPU host: nouveau kept out; the NVIDIA driver and toolkit come from: $GPU_DRIVER"
 	install -d -m 0755 "$root/etc/modprobe.d"
 	printf 'blacklist nouveau\noptions nouveau modeset=0\n' >"$root/etc/modprobe.d/nodegen-blacklist-nouveau.conf"
 	update-initramfs -u
 fi
+%[9]s
+step "images a new node runs before it is usable, pulled into containerd (namespace k8s.io)"
+systemctl restart containerd.service
+read -r -a pulls <<<"$PAUSE_IMAGE $PRE_PULLED_IMAGES"
+for image in "${pulls[@]}"; do
+	ctr --namespace k8s.io images pull "$image" >/dev/null || fail "cannot pull $image"
+done
 
 step "services"
 systemctl enable containerd.service kubelet.service google-guest-agent.service
@@ -237,8 +255,65 @@ apt-get clean
 step "done: stop the VM and make the image of family $IMAGE_FAMILY"
 `, gce.ImageBaseOS, gce.ImageBaseVersion, gce.ImageBaseProject, gce.ImageBaseFamily(im.Arch),
 		strings.Join(imagePackagesFromArchive, " "),
-		kubePackagesPinned(), strings.Join(imageKubernetesPackages, " "), joinCommands())
+		kubePackagesPinned(), strings.Join(imageKubernetesPackages, " "), joinCommands(), bakedDriverSteps(im.Driver))
 	return []byte(b.String()), nil
+}
+
+// driverConstants are the constants of a family that bakes the NVIDIA
+// driver: its branch's packages and the kernel flavour they are built
+// for.
+func driverConstants(d *model.BakedDriver) string {
+	if d == nil {
+		return ""
+	}
+	return fmt.Sprintf(`readonly NVIDIA_KERNEL_FLAVOUR=%s
+readonly NVIDIA_MODULES_PACKAGE=%s
+readonly NVIDIA_USER_SPACE_PACKAGES="%s"
+readonly NVIDIA_CONTAINER_TOOLKIT_VERSION=%s
+`, d.KernelFlavour, d.ModulesPackage(), strings.Join(d.UserSpacePackages(), " "), model.ContainerToolkitPackageVersion)
+}
+
+// bakedDriverSteps install the baked driver and the container toolkit:
+//   - the modules only on a builder VM whose kernel is of the flavour
+//     they are built for (uname -r ends in -<flavour>): Ubuntu's
+//     linux-modules-nvidia-* packages hold modules for one flavour's
+//     kernels, signed with Canonical's key, so Secure Boot loads them
+//     and nothing is compiled (Ubuntu Server documentation, "NVIDIA
+//     drivers installation");
+//   - the user space of the same branch; all held, with the flavour's
+//     kernel meta package (linux-image-<flavour>), so that no upgrade on
+//     a node separates the kernel, its modules and their user space (a
+//     new kernel or driver is a new image);
+//   - NVIDIA's container toolkit from its apt repository, at the
+//     version of the GPU Operator's toolkit image, and containerd given
+//     the nvidia runtime as its default (nvidia-ctk runtime configure
+//     --set-as-default), as the operator's toolkit container sets it up
+//     when the operator installs the toolkit; the operator's RuntimeClass
+//     "nvidia" names the same handler (NVIDIA Container Toolkit
+//     installation guide; GPU Operator, pre-installed drivers and
+//     toolkit).
+func bakedDriverSteps(d *model.BakedDriver) string {
+	if d == nil {
+		return ""
+	}
+	return `
+step "GPU host: NVIDIA driver $NVIDIA_MODULES_PACKAGE for the $NVIDIA_KERNEL_FLAVOUR kernel, its user space, the container toolkit"
+kernel="$(uname -r)"
+case "$kernel" in
+*-"$NVIDIA_KERNEL_FLAVOUR") ;;
+*) fail "the builder VM runs kernel $kernel, not of the $NVIDIA_KERNEL_FLAVOUR flavour $NVIDIA_MODULES_PACKAGE is built for" ;;
+esac
+read -r -a user_space <<<"$NVIDIA_USER_SPACE_PACKAGES"
+apt-get install -y -q --no-install-recommends "$NVIDIA_MODULES_PACKAGE" "${user_space[@]}"
+apt-mark hold "linux-image-$NVIDIA_KERNEL_FLAVOUR" "$NVIDIA_MODULES_PACKAGE" "${user_space[@]}"
+curl -fsSL --retry 5 https://nvidia.github.io/libnvidia-container/gpgkey |
+	gpg --batch --yes --dearmor -o "$root/etc/apt/keyrings/nvidia-container-toolkit.gpg"
+echo "deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.gpg] https://nvidia.github.io/libnvidia-container/stable/deb/\$(ARCH) /" >"$root/etc/apt/sources.list.d/nvidia-container-toolkit.list"
+apt-get update -q
+apt-get install -y -q --no-install-recommends nvidia-container-toolkit="$NVIDIA_CONTAINER_TOOLKIT_VERSION" nvidia-container-toolkit-base="$NVIDIA_CONTAINER_TOOLKIT_VERSION" libnvidia-container-tools="$NVIDIA_CONTAINER_TOOLKIT_VERSION" libnvidia-container1="$NVIDIA_CONTAINER_TOOLKIT_VERSION"
+apt-mark hold nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1
+nvidia-ctk runtime configure --runtime=containerd --set-as-default --config="$root/etc/containerd/config.toml"
+`
 }
 
 func kubePackagesPinned() string {

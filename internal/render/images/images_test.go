@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"mvdan.cc/sh/v3/syntax"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/render/images"
@@ -160,6 +161,14 @@ type imageRun struct {
 // etc/os-release says osID osVersion.
 func runImageScript(t *testing.T, script []byte, osID, osVersion, containerdVersion, kubeadmVersion string) imageRun {
 	t.Helper()
+	return runImageScriptOnKernel(t, script, osID, osVersion, containerdVersion, kubeadmVersion, "6.8.0-1019-gcp")
+}
+
+// runImageScriptOnKernel is runImageScript on a builder VM whose kernel
+// release (uname -r) is kernel; ctr and nvidia-ctk are fakes too, and
+// nvidia-ctk fails unless containerd's configuration was written first.
+func runImageScriptOnKernel(t *testing.T, script []byte, osID, osVersion, containerdVersion, kubeadmVersion, kernel string) imageRun {
+	t.Helper()
 	dir := t.TempDir()
 	bin, root := filepath.Join(dir, "bin"), filepath.Join(dir, "root")
 	for _, d := range []string{bin, filepath.Join(root, "etc", "apt", "sources.list.d")} {
@@ -182,6 +191,10 @@ while [ $# -gt 0 ]; do [ "$1" = -o ] && { cat >"$2"; exit 0; }; shift; done
 exit 1`)
 	fakeBin(t, bin, "kubeadm", record+"\necho "+kubeadmVersion)
 	fakeBin(t, bin, "containerd", record+"\necho containerd github.com/containerd/containerd "+containerdVersion+" 1234abcd")
+	fakeBin(t, bin, "uname", `[ "$1" = -r ] || exit 1; echo `+kernel)
+	fakeBin(t, bin, "ctr", record)
+	fakeBin(t, bin, "nvidia-ctk", record+`
+[ -s "`+filepath.Join(root, "etc", "containerd", "config.toml")+`" ] || { echo "nvidia-ctk: no containerd config" >&2; exit 1; }`)
 	cmd := exec.Command("bash", "-s")
 	cmd.Stdin = bytes.NewReader(script)
 	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "IMAGE_ROOT=" + root}
@@ -242,9 +255,11 @@ func TestImageBuildAgainstFakes(t *testing.T) {
 					t.Errorf("%s not installed: %v", pkg, installed)
 				}
 			}
-			for _, p := range installed {
-				if strings.Contains(p, "nvidia") || strings.Contains(p, "cuda") {
-					t.Errorf("installs %s, which the GPU Operator installs itself", p)
+			if family == cpuFamily {
+				for _, p := range installed {
+					if strings.Contains(p, "nvidia") || strings.Contains(p, "cuda") {
+						t.Errorf("a CPU family installs %s", p)
+					}
 				}
 			}
 			if !strings.Contains(r.log, "apt-mark hold kubelet kubeadm kubectl\n") {
@@ -304,4 +319,189 @@ func TestImageBuildAgainstFakes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// installedPackages are the packages of every apt-get install a run
+// made, in order.
+func (r imageRun) installedPackages() []string {
+	var out []string
+	for _, l := range strings.Split(r.log, "\n") {
+		if rest, ok := strings.CutPrefix(l, "apt-get install "); ok {
+			for _, f := range strings.Fields(rest) {
+				if !strings.HasPrefix(f, "-") {
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pulled are the images a run pulled into containerd's k8s.io namespace,
+// after containerd was restarted with its configuration.
+func (r imageRun) pulled(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	restarted := false
+	for _, l := range strings.Split(r.log, "\n") {
+		if l == "systemctl restart containerd.service" {
+			restarted = true
+		}
+		if ref, ok := strings.CutPrefix(l, "ctr --namespace k8s.io images pull "); ok {
+			if !restarted {
+				t.Errorf("pulls %s before containerd is restarted with its configuration", ref)
+			}
+			out = append(out, ref)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// operatorValues decodes the GPU Operator values nodegen rendered: the
+// driver and toolkit switches and the image each operand section pins.
+func operatorValues(t *testing.T, files layout.Files) (driver, toolkit bool, refs map[string]string) {
+	t.Helper()
+	var v map[string]struct {
+		Enabled    *bool  `json:"enabled"`
+		Repository string `json:"repository"`
+		Image      string `json:"image"`
+		Version    string `json:"version"`
+	}
+	if err := yaml.Unmarshal(files[layout.GPUOperatorValuesPath], &v); err != nil {
+		t.Fatal(err)
+	}
+	if v["driver"].Enabled == nil || v["toolkit"].Enabled == nil {
+		t.Fatalf("the values set no driver.enabled or toolkit.enabled:\n%s", files[layout.GPUOperatorValuesPath])
+	}
+	refs = map[string]string{}
+	for k, s := range v {
+		if s.Version != "" {
+			refs[k] = s.Repository + "/" + s.Image + ":" + s.Version
+		}
+	}
+	return *v["driver"].Enabled, *v["toolkit"].Enabled, refs
+}
+
+// TestImageBuildBakesDriver runs the build scripts with bash against
+// fakes, on the tests' example with its GPU family baking driver branch
+// 580 (open modules for the gcp kernel, the defaults) and on the example
+// as it is, which leaves the driver to the GPU Operator:
+//   - baked: the GPU family installs Ubuntu's signed modules for the gcp
+//     kernel, the branch's user space and the container toolkit at the
+//     operator's version, holds them, gives containerd the nvidia
+//     runtime after writing its configuration, and the operator's values
+//     turn its driver and toolkit off; on a builder VM whose kernel is of
+//     another flavour it fails before installing any of them;
+//   - the CPU family installs none of it;
+//   - operator: the GPU family installs no NVIDIA package and the values
+//     keep the operator's driver and toolkit;
+//   - every family pulls into containerd (k8s.io) the sandbox image,
+//     kube-proxy at the control plane's version and, on the GPU family,
+//     the taint remover's image and exactly the operand images the
+//     values pin, after containerd is restarted.
+func TestImageBuildBakesDriver(t *testing.T) {
+	src, files := testsrc.Render(t, testsrc.Copy(t, map[string]string{
+		"images.cue": `cluster: imageFamilies: "` + gpuFamily + `": gpuDriver: image: branch: "580"` + "\n",
+	}))
+	if err := verify.All(src, files); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	gpuScript := files[layout.ImageBuildPath(gpuFamily)]
+	baked := []string{"linux-modules-nvidia-580-server-open-gcp", "nvidia-utils-580-server", "libnvidia-compute-580-server",
+		"nvidia-container-toolkit=1.20.0-1", "nvidia-container-toolkit-base=1.20.0-1", "libnvidia-container-tools=1.20.0-1", "libnvidia-container1=1.20.0-1"}
+	base := []string{"registry.k8s.io/kube-proxy:v1.35.2", "registry.k8s.io/pause:3.10.1"}
+	gpuPulls := func(refs map[string]string) []string {
+		out := append(slices.Clone(base), src.Cluster.TaintRemover.Image)
+		for _, r := range refs {
+			out = append(out, r)
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	t.Run("baked", func(t *testing.T) {
+		driver, toolkit, refs := operatorValues(t, files)
+		if driver || toolkit {
+			t.Errorf("values driver.enabled %t, toolkit.enabled %t with a baked driver", driver, toolkit)
+		}
+		if _, ok := refs["toolkit"]; ok {
+			t.Errorf("the values pin a toolkit image the baked nodes do not run: %v", refs)
+		}
+		r := runImageScript(t, gpuScript, "ubuntu", "24.04", "1.7.24", "v1.35.2")
+		if r.err != nil {
+			t.Fatalf("build: %v\n%s", r.err, r.out)
+		}
+		installed := r.installedPackages()
+		for _, p := range baked {
+			if !slices.Contains(installed, p) {
+				t.Errorf("%s not installed: %v", p, installed)
+			}
+		}
+		if !strings.Contains(r.log, "apt-mark hold linux-image-gcp linux-modules-nvidia-580-server-open-gcp nvidia-utils-580-server libnvidia-compute-580-server\n") {
+			t.Errorf("the driver's packages are not held:\n%s", r.log)
+		}
+		if got := r.file(t, "etc/apt/sources.list.d/nvidia-container-toolkit.list"); got != "deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.gpg] https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /\n" {
+			t.Errorf("nvidia-container-toolkit.list: %q", got)
+		}
+		if want := "nvidia-ctk runtime configure --runtime=containerd --set-as-default --config=" + filepath.Join(r.root, "etc/containerd/config.toml") + "\n"; !strings.Contains(r.log, want) {
+			t.Errorf("containerd not given the nvidia runtime (%q):\n%s", want, r.log)
+		}
+		if got, want := r.pulled(t), gpuPulls(refs); !slices.Equal(got, want) {
+			t.Errorf("pulled\n%v\nwant (sandbox, kube-proxy, taint remover, the values' operands)\n%v", got, want)
+		}
+	})
+	t.Run("kernel of another flavour", func(t *testing.T) {
+		r := runImageScriptOnKernel(t, gpuScript, "ubuntu", "24.04", "1.7.24", "v1.35.2", "6.8.0-45-generic")
+		if r.err == nil || !strings.Contains(r.out, "ERROR: the builder VM runs kernel 6.8.0-45-generic, not of the gcp flavour linux-modules-nvidia-580-server-open-gcp is built for") {
+			t.Errorf("err %v, output:\n%s", r.err, r.out)
+		}
+		for _, p := range r.installedPackages() {
+			if strings.Contains(p, "nvidia") {
+				t.Errorf("installs %s on a kernel its modules are not built for", p)
+			}
+		}
+	})
+	t.Run("CPU family", func(t *testing.T) {
+		r := runImageScript(t, files[layout.ImageBuildPath(cpuFamily)], "ubuntu", "24.04", "1.7.24", "v1.35.2")
+		if r.err != nil {
+			t.Fatalf("build: %v\n%s", r.err, r.out)
+		}
+		for _, p := range r.installedPackages() {
+			if strings.Contains(p, "nvidia") {
+				t.Errorf("a CPU family installs %s", p)
+			}
+		}
+		if strings.Contains(r.log, "nvidia-ctk") {
+			t.Errorf("a CPU family runs nvidia-ctk:\n%s", r.log)
+		}
+		if got := r.pulled(t); !slices.Equal(got, base) {
+			t.Errorf("pulled %v, want %v", got, base)
+		}
+	})
+	t.Run("operator", func(t *testing.T) {
+		src, files := testsrc.Example(t)
+		if err := verify.All(src, files); err != nil {
+			t.Fatalf("verify: %v", err)
+		}
+		driver, toolkit, refs := operatorValues(t, files)
+		if !driver || !toolkit {
+			t.Errorf("values driver.enabled %t, toolkit.enabled %t without a baked driver", driver, toolkit)
+		}
+		if _, ok := refs["toolkit"]; !ok {
+			t.Errorf("the values pin no toolkit image: %v", refs)
+		}
+		r := runImageScript(t, files[layout.ImageBuildPath(gpuFamily)], "ubuntu", "24.04", "1.7.24", "v1.35.2")
+		if r.err != nil {
+			t.Fatalf("build: %v\n%s", r.err, r.out)
+		}
+		for _, p := range r.installedPackages() {
+			if strings.Contains(p, "nvidia") || strings.Contains(p, "cuda") {
+				t.Errorf("installs %s, which the GPU Operator installs itself", p)
+			}
+		}
+		if got, want := r.pulled(t), gpuPulls(refs); !slices.Equal(got, want) {
+			t.Errorf("pulled\n%v\nwant\n%v", got, want)
+		}
+	})
 }

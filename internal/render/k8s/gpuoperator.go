@@ -41,12 +41,34 @@ func gpuOperatorValues(src *model.Source, header string) ([]byte, error) {
 		"daemonsets":             map[string]any{"tolerations": tols},
 		"node-feature-discovery": map[string]any{"worker": map[string]any{"tolerations": nfd}},
 	}
+	// The driver and the toolkit: the operator's when an image does not
+	// hold them; off when every GPU family bakes them (the chart's
+	// "pre-installed drivers and NVIDIA Container Toolkit" case: values
+	// driver.enabled and toolkit.enabled, NVIDIA/gpu-operator v26.7.0
+	// deployments/gpu-operator/values.yaml).
+	host := src.HostDriver()
+	values["driver"] = map[string]any{"enabled": !host}
+	values["toolkit"] = map[string]any{"enabled": !host}
+	// The operand images a GPU image pulls at build, pinned here to the
+	// same versions (model.GPUOperatorImages): the validator's version
+	// otherwise follows the chart's appVersion.
+	for _, im := range model.GPUOperatorImages(host) {
+		sec, _ := values[im.Key].(map[string]any)
+		if sec == nil {
+			sec = map[string]any{}
+			values[im.Key] = sec
+		}
+		sec["repository"], sec["image"], sec["version"] = im.Repository, im.Image, im.Version
+	}
 	dp, err := devicePluginValues(src)
 	if err != nil {
 		return nil, err
 	}
 	if dp != nil {
-		values["devicePlugin"] = dp
+		sec := values["devicePlugin"].(map[string]any)
+		for k, v := range dp {
+			sec[k] = v
+		}
 	}
 	return manifest.MarshalValues(header, values)
 }

@@ -24,7 +24,9 @@ readonly KUBERNETES_PACKAGE_VERSION=1.35.2-1.1
 readonly PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 readonly CONTAINERD_MINIMUM=1.7
 readonly GPU_HOST=false
+readonly GPU_DRIVER=none
 readonly IMAGE_FAMILY=k8s-node-1-35
+readonly PRE_PULLED_IMAGES="registry.k8s.io/kube-proxy:v1.35.2"
 root="${IMAGE_ROOT:-}"
 
 fail() { echo "nodegen-image[$IMAGE_FAMILY]: ERROR: $*" >&2; exit 1; }
@@ -96,11 +98,18 @@ printf 'overlay\nbr_netfilter\n' >"$root/etc/modules-load.d/kubernetes.conf"
 printf 'net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\n' >"$root/etc/sysctl.d/90-kubernetes.conf"
 
 if [ "$GPU_HOST" = true ]; then
-	step "GPU host: nouveau kept out; no NVIDIA driver or toolkit (the GPU Operator installs them)"
+	step "GPU host: nouveau kept out; the NVIDIA driver and toolkit come from: $GPU_DRIVER"
 	install -d -m 0755 "$root/etc/modprobe.d"
 	printf 'blacklist nouveau\noptions nouveau modeset=0\n' >"$root/etc/modprobe.d/nodegen-blacklist-nouveau.conf"
 	update-initramfs -u
 fi
+
+step "images a new node runs before it is usable, pulled into containerd (namespace k8s.io)"
+systemctl restart containerd.service
+read -r -a pulls <<<"$PAUSE_IMAGE $PRE_PULLED_IMAGES"
+for image in "${pulls[@]}"; do
+	ctr --namespace k8s.io images pull "$image" >/dev/null || fail "cannot pull $image"
+done
 
 step "services"
 systemctl enable containerd.service kubelet.service google-guest-agent.service
