@@ -25,7 +25,34 @@ type VPN struct {
 	// TunnelLossToleration is the tolerationSeconds of the pods nodegen
 	// renders for cloud nodes, for the unreachable and not-ready taints.
 	TunnelLossToleration Duration `json:"tunnelLossToleration"`
+	// SiteBGP is the gateways' BGP toward the site's routers; nil for
+	// none.
+	SiteBGP *VPNSiteBGP `json:"siteBGP,omitempty"`
 }
+
+// VPNSiteBGP is the on-prem gateways' BGP toward the site's routers: each
+// gateway sends each router the cloud prefixes while it has them from the
+// Cloud Router, and takes nothing from them.
+type VPNSiteBGP struct {
+	ASN     int64    `json:"asn"`
+	Routers []string `json:"routers"`
+}
+
+// The BGP timers of the gateways' sessions with the site's routers, in
+// seconds: a lost gateway leaves the site's routing when the hold time
+// runs out. BGP takes the smaller of the two ends' hold times (RFC 4271,
+// 4.2), so a router that offers more still gets this one; 3 s is the
+// least hold time RFC 4271 allows.
+const (
+	SiteBGPKeepalive = 3
+	SiteBGPHoldTime  = 9
+	// SiteBGPConnectRetry is how often a gateway tries again to open a
+	// session with a router that is not up (FRR's timers connect).
+	SiteBGPConnectRetry = 3
+)
+
+// SiteIBGP reports whether the site's routers are in the gateways' own AS.
+func (v *VPN) SiteIBGP() bool { return v.SiteBGP != nil && v.SiteBGP.ASN == v.OnpremASN }
 
 // VPNAdvertise holds the prefixes each side advertises, as the source
 // writes them (nil: the default, see VPN.OnpremPrefixes and CloudPrefixes).

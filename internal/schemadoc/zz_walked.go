@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "0cc3df805645906d01497cec840a172781a10d086fdba22c0fb49ea13c397b0d",
+	Schema: "6dd8f3f46961a59110d74e9a94e9bda44f05b0bba2803038ec8b76634c766d72",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -62,6 +62,9 @@ var walked = Walked{
 			{Path: "cluster.gcp.network.vpn.advertise.onprem", Type: "[_, ...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"]", Optional: true, Doc: "What the on-prem gateways advertise (FRR's network lines). Defaults to onpremRanges; it must cover the control plane's address and every on-prem range."},
 			{Path: "cluster.gcp.network.vpn.advertise.cloud", Type: "[_, ...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"]", Optional: true, Doc: "What the Cloud Router advertises (custom mode). Defaults to [subnetworkRange]; it must cover subnetworkRange."},
 			{Path: "cluster.gcp.network.vpn.tunnelLossToleration", Type: "#Duration", Default: "\"10m\"", Doc: "How long a cloud node may be unreachable from the control plane (both tunnels lost) before the pods nodegen renders for cloud nodes are evicted: their tolerationSeconds for node.kubernetes.io/unreachable and not-ready (Kubernetes' default is 300s). At least 2m."},
+			{Path: "cluster.gcp.network.vpn.siteBGP", Type: "#VPNSiteBGP", Optional: true, Doc: "The site's routers that take the cloud prefixes from the on-prem gateways over BGP (docs/vpn.md, \"The site's routing\"). Each gateway's FRR then peers with each router: it sends them the cloud prefixes it has from the Cloud Router, and only while it has them (its tunnels' sessions up), with a 3 s keepalive and a 9 s hold time, and accepts nothing from them. A gateway that is lost, or has lost its tunnels, so leaves the site's routing within 9 s, where a static route to it would keep sending it the flows. Needed with two peer gateways unless the site withdraws a gateway's static routes by a check of its own."},
+			{Path: "cluster.gcp.network.vpn.siteBGP.asn", Type: "int", Required: true, Doc: "The routers' ASN: onpremASN (iBGP, the gateways then send themselves as the next hop) or another private ASN (eBGP), never cloudRouterASN."},
+			{Path: "cluster.gcp.network.vpn.siteBGP.routers", Type: "[_, ...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}$\"]", Required: true, Doc: "The routers' IPv4 addresses, each reached directly from every gateway (one hop, on the gateways' LAN)."},
 			{Path: "cluster.gcp.terraformState", Type: "#TerraformState", Optional: true, Doc: "Where Terraform keeps the state of the root module (out/terraform/root): a Cloud Storage bucket you created, with versioning on, rendered as the root module's backend \"gcs\". Unset, the state is local (terraform.tfstate in out/terraform/root)."},
 			{Path: "cluster.gcp.terraformState.bucket", Type: "=~\"^[a-z0-9][-_.a-z0-9]{1,61}[a-z0-9]$\"", Required: true, Doc: "The bucket's name (it exists already; Terraform does not create it). Whoever applies needs roles/storage.objectUser on it."},
 			{Path: "cluster.gcp.terraformState.prefix", Type: "=~\"^[a-zA-Z0-9][-_.a-zA-Z0-9]*(/[-_.a-zA-Z0-9]+)*$\"", Optional: true, Doc: "The path in the bucket under which the state lies (<prefix>/default.tfstate). Unset: \"nodegen/<cluster name>\"."},

@@ -225,6 +225,9 @@ func (c *checker) vpn(n *model.GCPNetwork, subnet netip.Prefix, subnetOK bool) {
 		c.at(join(p, "tunnelLossToleration"), "%s is shorter than 2m: the pods it applies to would be evicted during a two-minute loss of both tunnels, which docs/vpn.md's runbook expects them to survive", v.TunnelLossToleration)
 	}
 	c.vpnTimers(p, v)
+	if v.SiteBGP != nil {
+		c.vpnSiteBGP(p, n)
+	}
 
 	c.vpnPrefixes(n, subnet, subnetOK)
 }

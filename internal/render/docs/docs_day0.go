@@ -413,6 +413,15 @@ func (d *day0Doc) vpn() {
 			code(gw.Name), code(gw.Address), code(d.out), Day0OnHostMarker, gw.Name, d.out, layout.OnpremVPNGatewayDir(gw.Name), layout.OnpremVPNInstallFile)
 	}
 	d.p("\n`swanctl --list-sas` on a gateway shows its tunnels, `vtysh -c 'show bgp summary'` the BGP sessions.\n")
+	cloud := strings.Join(v.CloudPrefixes(d.src.Cluster.GCP.Network), ", ")
+	switch {
+	case v.SiteBGP != nil:
+		d.p("\nThe site's routers (%s) take the cloud prefixes (%s) from the gateways over BGP: on each, a BGP neighbor per gateway at the gateway's address on their LAN, remote AS %d, the cloud prefixes accepted, multipath across the gateways (`docs/vpn.md`, The site's routing). A lost gateway then leaves their routing within 9 s.\n", code(strings.Join(v.SiteBGP.Routers, ", ")), code(cloud), v.OnpremASN)
+	case len(v.PeerGateways) > 1:
+		d.p("\nThe site routes the cloud prefixes (%s) to the gateways. A static route to each keeps sending a lost gateway its share of the flows for the whole outage: set `cluster.gcp.network.vpn.siteBGP`, or withdraw a gateway's route on a failed check of the path (`docs/vpn.md`, The site's routing).\n", code(cloud))
+	default:
+		d.p("\nThe site routes the cloud prefixes (%s) to the gateway.\n", code(cloud))
+	}
 }
 
 // podNetwork writes the step that sets the pod network's MTU and pool,

@@ -14,6 +14,8 @@ const (
 	frrOnpremPrefixes = "nodegen-onprem"
 	frrFromCloud      = "nodegen-from-cloud"
 	frrToCloud        = "nodegen-to-cloud"
+	frrFromSite       = "nodegen-from-site"
+	frrToSite         = "nodegen-to-site"
 )
 
 // VPN renders the files of each on-prem VPN gateway host of
@@ -253,7 +255,12 @@ Address=%s/30
 // tunnel that ends on it (the Cloud Router's address), with the source's
 // keepalive and hold time; the on-prem prefixes advertised; route maps
 // that accept only the cloud side's prefixes and send only the on-prem
-// ones; both tunnels used at once when both end here.
+// ones; both tunnels used at once when both end here. With siteBGP, a
+// session with each of the site's routers that sends them the cloud
+// prefixes (only those: the gateway has them from the Cloud Router only
+// while a tunnel's session is up, so a gateway that has lost its tunnels,
+// or is lost, leaves the site's routing at the hold time) and takes
+// nothing from them.
 func frrConf(src *model.Source, g int, tunnels []int, header string) []byte {
 	n := src.Cluster.GCP.Network
 	v := n.VPN
@@ -271,6 +278,12 @@ func frrConf(src *model.Source, g int, tunnels []int, header string) []byte {
 	}
 	fmt.Fprintf(&b, "!\nroute-map %s permit 10\n match ip address prefix-list %s\nexit\n", frrFromCloud, frrCloudPrefixes)
 	fmt.Fprintf(&b, "!\nroute-map %s permit 10\n match ip address prefix-list %s\nexit\n!\n", frrToCloud, frrOnpremPrefixes)
+	site := v.SiteBGP
+	if site != nil {
+		b.WriteString("! The site's routers: the cloud prefixes while this gateway has them,\n! nothing taken from them.\n")
+		fmt.Fprintf(&b, "route-map %s permit 10\n match ip address prefix-list %s\nexit\n!\n", frrToSite, frrCloudPrefixes)
+		fmt.Fprintf(&b, "route-map %s deny 10\nexit\n!\n", frrFromSite)
+	}
 	fmt.Fprintf(&b, "router bgp %d\n", v.OnpremASN)
 	fmt.Fprintf(&b, " bgp router-id %s\n", v.PeerGateways[g].Address)
 	b.WriteString(" no bgp network import-check\n")
@@ -280,6 +293,14 @@ func frrConf(src *model.Source, g int, tunnels []int, header string) []byte {
 		fmt.Fprintf(&b, " neighbor %s description %s\n", cloudAddr, model.TunnelName(i))
 		fmt.Fprintf(&b, " neighbor %s timers %d %d\n", cloudAddr, v.BGPKeepaliveInterval, v.BGPHoldTime())
 		fmt.Fprintf(&b, " neighbor %s timers connect 10\n", cloudAddr)
+	}
+	if site != nil {
+		for _, r := range site.Routers {
+			fmt.Fprintf(&b, " neighbor %s remote-as %d\n", r, site.ASN)
+			fmt.Fprintf(&b, " neighbor %s description site router\n", r)
+			fmt.Fprintf(&b, " neighbor %s timers %d %d\n", r, model.SiteBGPKeepalive, model.SiteBGPHoldTime)
+			fmt.Fprintf(&b, " neighbor %s timers connect %d\n", r, model.SiteBGPConnectRetry)
+		}
 	}
 	b.WriteString(" !\n address-family ipv4 unicast\n")
 	for _, p := range v.OnpremPrefixes(n) {
@@ -292,6 +313,18 @@ func frrConf(src *model.Source, g int, tunnels []int, header string) []byte {
 		cloudAddr, _, _ := v.Tunnels[i].InsideAddresses()
 		fmt.Fprintf(&b, "  neighbor %s route-map %s in\n", cloudAddr, frrFromCloud)
 		fmt.Fprintf(&b, "  neighbor %s route-map %s out\n", cloudAddr, frrToCloud)
+	}
+	if site != nil {
+		for _, r := range site.Routers {
+			if v.SiteIBGP() {
+				// An iBGP peer keeps the next hop it is sent (RFC 4271,
+				// 5.1.3): the Cloud Router's inside address, which the
+				// site cannot reach.
+				fmt.Fprintf(&b, "  neighbor %s next-hop-self\n", r)
+			}
+			fmt.Fprintf(&b, "  neighbor %s route-map %s in\n", r, frrFromSite)
+			fmt.Fprintf(&b, "  neighbor %s route-map %s out\n", r, frrToSite)
+		}
 	}
 	b.WriteString(" exit-address-family\nexit\n!\n")
 	return []byte(b.String())
