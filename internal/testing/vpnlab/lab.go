@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -146,10 +147,14 @@ func (s Side) lanMTU() int {
 
 // Lab is a running VPN.
 type Lab struct {
-	t     testing.TB
-	dir   string
-	id    string
-	sides [2]*side
+	t   testing.TB
+	dir string
+	id  string
+	// sides are the first side (the on-prem gateway), the second (the
+	// cloud side) and, with a Site, the second on-prem gateway.
+	sides []*side
+	// site is the site's router (StartSite); nil without a Site.
+	site *side
 
 	mu     sync.Mutex
 	cuts   map[int]bool
@@ -209,16 +214,49 @@ func startLab(t testing.TB, a, b Side) *Lab {
 // TryStart is startLab, returning the error when a tunnel does not come up.
 func TryStart(t testing.TB, a, b Side) (*Lab, error) {
 	t.Helper()
+	return start(t, []Side{a, b}, nil)
+}
+
+// Site is the on-prem LAN of a lab with two on-prem gateways: both
+// gateways, the first gateway's host and the site's router on one
+// segment (a bridge in the router's namespace). The host's default route
+// is the router, and the router routes as its frr.conf makes it.
+type Site struct {
+	// Router is the router's address on the LAN, with the LAN's prefix
+	// length.
+	Router netip.Prefix
+	// FRR is the router's frr.conf, applied with vtysh.
+	FRR []byte
+}
+
+// StartSite is startLab with two on-prem gateways, a and b (each with its
+// tunnels to cloud), on site's LAN: the host is a's Host, b has none of
+// its own. The lab's sides are a (0), cloud (1) and b (2). It waits for
+// every CHILD_SA and starts every FRR, the router's last; not for BGP.
+func StartSite(t testing.TB, a, cloud, b Side, site Site) (*Lab, error) {
+	t.Helper()
+	return start(t, []Side{a, cloud, b}, &site)
+}
+
+func start(t testing.TB, sides []Side, site *Site) (*Lab, error) {
+	t.Helper()
 	idSeq.Lock()
 	idSeq.n++
 	id := fmt.Sprintf("nv%d%d", os.Getpid()%10000, idSeq.n)
 	idSeq.Unlock()
 	l := &Lab{t: t, dir: t.TempDir(), id: id, cuts: map[int]bool{}}
-	for i, s := range []Side{a, b} {
+	for i, s := range sides {
 		if len(s.Tunnels) == 0 || len(s.Tunnels) > 4 {
 			t.Fatalf("vpnlab: side %q has %d tunnels (1 to 4)", s.Name, len(s.Tunnels))
 		}
-		l.sides[i] = &side{Side: s, gw: id + "-" + s.Name + "-gw", host: id + "-" + s.Name + "-h"}
+		sd := &side{Side: s, gw: id + "-" + s.Name + "-gw", host: id + "-" + s.Name + "-h"}
+		if site != nil && i == 2 {
+			sd.host = "" // the site's host is the first side's
+		}
+		l.sides = append(l.sides, sd)
+	}
+	if site != nil {
+		l.site = &side{Side: Side{Name: "rt", FRR: site.FRR, Gateway: site.Router}, gw: id + "-rt-gw"}
 	}
 	t.Cleanup(l.stop)
 	l.buildShim()
@@ -226,9 +264,12 @@ func TryStart(t testing.TB, a, b Side) (*Lab, error) {
 	for _, s := range l.sides {
 		l.startCharons(s)
 	}
-	// The second side (the responder, as Cloud VPN is) first.
-	for _, s := range []*side{l.sides[1], l.sides[0]} {
-		l.loadCharons(s)
+	// The cloud side (the responder, as Cloud VPN is) first.
+	l.loadCharons(l.sides[1])
+	for i, s := range l.sides {
+		if i != 1 {
+			l.loadCharons(s)
+		}
 	}
 	if err := l.waitInstalled(tunnelTimeout); err != nil {
 		return l, err
@@ -238,6 +279,9 @@ func TryStart(t testing.TB, a, b Side) (*Lab, error) {
 	}
 	for _, s := range l.sides {
 		l.startFRR(s)
+	}
+	if l.site != nil {
+		l.startFRR(l.site)
 	}
 	return l, nil
 }
@@ -252,40 +296,76 @@ func (l *Lab) buildShim() {
 // network creates the namespaces, the wire between the gateways, the
 // LANs and the port maps of the charons past the first.
 func (l *Lab) network() {
-	a, b := l.sides[0], l.sides[1]
+	cloud := l.sides[1]
 	for _, s := range l.sides {
 		for _, ns := range []string{s.gw, s.host} {
+			if ns == "" {
+				continue
+			}
 			l.run("", "ip", "netns", "add", ns)
 			l.run(ns, "ip", "link", "set", "lo", "up")
 		}
 		l.run(s.gw, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 	}
-	l.run("", "ip", "link", "add", "wan", "netns", a.gw, "type", "veth", "peer", "name", "wan", "netns", b.gw)
+	// A wire from each on-prem gateway to the cloud side's: "wan" at both
+	// ends of the first, "wan<i>" at the cloud end of side i's.
+	wans := map[*side][]string{}
+	wanTo := map[netip.Addr]string{} // the cloud side's device to a peer's address
+	for i, s := range l.sides {
+		if i == 1 {
+			continue
+		}
+		cw := "wan"
+		if i > 0 {
+			cw = "wan" + itoa(i)
+		}
+		l.run("", "ip", "link", "add", "wan", "netns", s.gw, "type", "veth", "peer", "name", cw, "netns", cloud.gw)
+		wans[s] = []string{"wan"}
+		wans[cloud] = append(wans[cloud], cw)
+		for _, tn := range s.Tunnels {
+			wanTo[tn.Local] = cw
+		}
+	}
 	for _, s := range l.sides {
-		l.run(s.gw, "ip", "link", "set", "wan", "up")
+		for _, w := range wans[s] {
+			l.run(s.gw, "ip", "link", "set", w, "up")
+		}
 		seen := map[netip.Addr]bool{}
 		for _, tn := range s.Tunnels {
 			if !seen[tn.Local] {
 				seen[tn.Local] = true
-				l.run(s.gw, "ip", "addr", "add", tn.Local.String()+"/32", "dev", "wan")
+				l.run(s.gw, "ip", "addr", "add", tn.Local.String()+"/32", "dev", wans[s][0])
 			}
 		}
 		routed := map[netip.Addr]bool{}
 		for _, tn := range s.Tunnels {
 			if !routed[tn.Remote] {
 				routed[tn.Remote] = true
-				l.run(s.gw, "ip", "route", "add", tn.Remote.String()+"/32", "dev", "wan")
+				dev := "wan"
+				if s == cloud {
+					dev = wanTo[tn.Remote]
+				}
+				l.run(s.gw, "ip", "route", "add", tn.Remote.String()+"/32", "dev", dev)
+				// The wire to a peer ahead of kernel-libipsec's table 220
+				// (rule 220, see dropTable220), which routes everything
+				// into a tunnel once its CHILD_SA is installed: a side
+				// whose tunnels end on two peers would otherwise send the
+				// second peer's IKE into the first tunnel while the
+				// tunnels come up.
+				l.run(s.gw, "ip", "rule", "add", "to", tn.Remote.String()+"/32", "lookup", "main", "pref", "100")
 			}
 		}
-		l.run("", "ip", "link", "add", "lan", "netns", s.gw, "type", "veth", "peer", "name", "lan", "netns", s.host)
-		// The LAN carries packets of at most its MTU, as a wire does: no
-		// GSO packet crosses it whole (gso_max_segs 1 has the sender's
-		// kernel segment it), so the gateways see what a NIC sends.
-		l.run(s.gw, "ip", "addr", "add", s.Gateway.String(), "dev", "lan")
-		l.run(s.gw, "ip", "link", "set", "dev", "lan", "mtu", itoa(s.lanMTU()), "gso_max_segs", "1", "up")
-		l.run(s.host, "ip", "addr", "add", netip.PrefixFrom(s.Host, s.Gateway.Bits()).String(), "dev", "lan")
-		l.run(s.host, "ip", "link", "set", "dev", "lan", "mtu", itoa(s.lanMTU()), "gso_max_segs", "1", "up")
-		l.run(s.host, "ip", "route", "add", "default", "via", s.Gateway.Addr().String())
+		if l.site == nil || s == cloud {
+			l.run("", "ip", "link", "add", "lan", "netns", s.gw, "type", "veth", "peer", "name", "lan", "netns", s.host)
+			// The LAN carries packets of at most its MTU, as a wire does: no
+			// GSO packet crosses it whole (gso_max_segs 1 has the sender's
+			// kernel segment it), so the gateways see what a NIC sends.
+			l.run(s.gw, "ip", "addr", "add", s.Gateway.String(), "dev", "lan")
+			l.run(s.gw, "ip", "link", "set", "dev", "lan", "mtu", itoa(s.lanMTU()), "gso_max_segs", "1", "up")
+			l.run(s.host, "ip", "addr", "add", netip.PrefixFrom(s.Host, s.Gateway.Bits()).String(), "dev", "lan")
+			l.run(s.host, "ip", "link", "set", "dev", "lan", "mtu", itoa(s.lanMTU()), "gso_max_segs", "1", "up")
+			l.run(s.host, "ip", "route", "add", "default", "via", s.Gateway.Addr().String())
+		}
 
 		var nft strings.Builder
 		nft.WriteString("table ip vpnlab_ports {\n\tchain pre {\n\t\ttype nat hook prerouting priority dstnat;\n")
@@ -314,6 +394,46 @@ func (l *Lab) network() {
 			l.run(s.gw, "nft", "-f", l.mssClampFile(s))
 		}
 	}
+	if l.site != nil {
+		l.siteLAN()
+	}
+}
+
+// siteLAN builds the site's LAN: a bridge "lan" in the router's
+// namespace, a port to each on-prem gateway's "lan" and one to the host's,
+// at the first side's LAN MTU. The router sends no ICMP redirects: a
+// host that took one would send straight to a gateway, past the router's
+// choice, as a site whose hosts are on another segment than its gateways
+// never does.
+func (l *Lab) siteLAN() {
+	r := l.site
+	host := l.sides[0]
+	mtu := itoa(host.lanMTU())
+	l.run("", "ip", "netns", "add", r.gw)
+	l.run(r.gw, "ip", "link", "set", "lo", "up")
+	// It hashes a flow onto a next hop by its addresses and ports, as
+	// routers commonly do (fib_multipath_hash_policy 1): the flows between
+	// two hosts spread over both gateways.
+	for _, k := range []string{"net.ipv4.ip_forward=1", "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.default.send_redirects=0", "net.ipv4.fib_multipath_hash_policy=1"} {
+		l.run(r.gw, "sysctl", "-qw", k)
+	}
+	l.run(r.gw, "ip", "link", "add", "lan", "type", "bridge")
+	l.run(r.gw, "ip", "addr", "add", r.Gateway.String(), "dev", "lan")
+	port := func(ns, name string, addr netip.Prefix) {
+		l.run("", "ip", "link", "add", "lan", "netns", ns, "type", "veth", "peer", "name", name, "netns", r.gw)
+		l.run(r.gw, "ip", "link", "set", "dev", name, "master", "lan", "mtu", mtu, "gso_max_segs", "1", "up")
+		l.run(ns, "ip", "addr", "add", addr.String(), "dev", "lan")
+		l.run(ns, "ip", "link", "set", "dev", "lan", "mtu", mtu, "gso_max_segs", "1", "up")
+	}
+	for i, s := range l.sides {
+		if i != 1 {
+			port(s.gw, "p"+s.Name, s.Gateway)
+		}
+	}
+	port(host.host, "phost", netip.PrefixFrom(host.Host, r.Gateway.Bits()))
+	l.run(r.gw, "ip", "link", "set", "dev", "lan", "mtu", mtu, "up")
+	l.run(r.gw, "sysctl", "-qw", "net.ipv4.conf.lan.send_redirects=0")
+	l.run(host.host, "ip", "route", "add", "default", "via", r.Gateway.Addr().String())
 }
 
 func (l *Lab) mssClampFile(s *side) string { return filepath.Join(l.dir, s.Name+"-mss-clamp.nft") }
@@ -537,7 +657,11 @@ func (l *Lab) Exited() []string {
 }
 
 func (l *Lab) stop() {
-	for _, s := range l.sides {
+	all := l.sides
+	if l.site != nil {
+		all = append(append([]*side(nil), l.sides...), l.site)
+	}
+	for _, s := range all {
 		if s == nil {
 			continue
 		}
@@ -554,12 +678,14 @@ func (l *Lab) stop() {
 	for _, e := range l.exited {
 		<-e.done
 	}
-	for _, s := range l.sides {
+	for _, s := range all {
 		if s == nil {
 			continue
 		}
 		_ = exec.Command("ip", "netns", "del", s.gw).Run()
-		_ = exec.Command("ip", "netns", "del", s.host).Run()
+		if s.host != "" {
+			_ = exec.Command("ip", "netns", "del", s.host).Run()
+		}
 		if s.pod != "" {
 			_ = exec.Command("ip", "netns", "del", s.pod).Run()
 		}
@@ -704,9 +830,10 @@ func (l *Lab) waitInstalled(timeout time.Duration) error {
 	}
 }
 
-// WaitUp waits until every tunnel of both sides is installed and every
-// BGP neighbour of both sides is established, or returns what is not
-// after timeout.
+// WaitUp waits until every tunnel of every side is installed and its BGP
+// session (with the other end's inside address) established, or returns
+// what is not after timeout. The site's router's sessions are
+// WaitSiteRoutes'.
 func (l *Lab) WaitUp(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -716,8 +843,10 @@ func (l *Lab) WaitUp(timeout time.Duration) error {
 			if len(st.Installed) < len(s.Tunnels) {
 				missing = append(missing, fmt.Sprintf("%s: tunnels installed %v of %d", s.Name, st.Installed, len(s.Tunnels)))
 			}
-			if len(st.Established) < len(s.Tunnels) {
-				missing = append(missing, fmt.Sprintf("%s: BGP established %v of %d neighbours", s.Name, st.Established, len(s.Tunnels)))
+			for _, tn := range s.Tunnels {
+				if peer := insidePeer(tn.Inside); !slices.Contains(st.Established, peer.String()) {
+					missing = append(missing, fmt.Sprintf("%s: BGP with %s (%s) not established, established: %v", s.Name, peer, tn.Conn, st.Established))
+				}
 			}
 		}
 		if len(missing) == 0 {
@@ -728,6 +857,22 @@ func (l *Lab) WaitUp(timeout time.Duration) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// insidePeer is the other end's address on a tunnel's /30 (or /31) link:
+// the link's other usable address.
+func insidePeer(p netip.Prefix) netip.Addr {
+	base := p.Masked().Addr()
+	if p.Bits() == 31 {
+		if p.Addr() == base {
+			return base.Next()
+		}
+		return base
+	}
+	if p.Addr() == base.Next() {
+		return base.Next().Next()
+	}
+	return base.Next()
 }
 
 // RouteDevs returns the interfaces of side i's gateway's route to prefix,
@@ -777,8 +922,13 @@ func (l *Lab) WaitRoutes(i int, prefix netip.Prefix, n int, timeout time.Duratio
 // PathOf returns the interface side i's gateway forwards a packet from
 // its host to dst through.
 func (l *Lab) PathOf(i int, dst netip.Addr) string {
+	return l.PathFrom(i, l.sides[i].Host, dst)
+}
+
+// PathFrom is PathOf for a packet from src, an address of the host.
+func (l *Lab) PathFrom(i int, src, dst netip.Addr) string {
 	s := l.sides[i]
-	out, err := l.output(s.gw, "ip", "-j", "route", "get", dst.String(), "from", s.Host.String(), "iif", "lan")
+	out, err := l.output(s.gw, "ip", "-j", "route", "get", dst.String(), "from", src.String(), "iif", "lan")
 	if err != nil {
 		l.t.Fatalf("vpnlab: ip route get: %v\n%s", err, out)
 	}
@@ -789,6 +939,104 @@ func (l *Lab) PathOf(i int, dst netip.Addr) string {
 		l.t.Fatalf("vpnlab: ip -j route get: %v\n%s", err, out)
 	}
 	return r[0].Dev
+}
+
+// SiteNextHops returns the next hops of the site's router's route to
+// prefix, none when it has none.
+func (l *Lab) SiteNextHops(prefix netip.Prefix) []netip.Addr {
+	out, err := l.output(l.site.gw, "ip", "-j", "route", "show", "exact", prefix.String())
+	if err != nil {
+		l.t.Fatalf("vpnlab: ip route show: %v\n%s", err, out)
+	}
+	var routes []struct {
+		Gateway  string `json:"gateway"`
+		Nexthops []struct {
+			Gateway string `json:"gateway"`
+		} `json:"nexthops"`
+	}
+	if err := json.Unmarshal(out, &routes); err != nil {
+		l.t.Fatalf("vpnlab: ip -j route: %v\n%s", err, out)
+	}
+	var hops []netip.Addr
+	add := func(s string) {
+		if a, err := netip.ParseAddr(s); err == nil {
+			hops = append(hops, a)
+		}
+	}
+	for _, r := range routes {
+		add(r.Gateway)
+		for _, n := range r.Nexthops {
+			add(n.Gateway)
+		}
+	}
+	return hops
+}
+
+// WaitSiteRoutes waits until the site's router routes prefix through n
+// next hops.
+func (l *Lab) WaitSiteRoutes(prefix netip.Prefix, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		hops := l.SiteNextHops(prefix)
+		if len(hops) == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the site's router routes %s through %v after %s, want %d next hops", prefix, hops, timeout, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// SitePathOf returns the next hop the site's router forwards a UDP
+// datagram from the host's port sport to dst's port dport through.
+func (l *Lab) SitePathOf(dst netip.Addr, sport, dport uint16) netip.Addr {
+	out, err := l.output(l.site.gw, "ip", "-j", "route", "get", dst.String(), "from", l.sides[0].Host.String(), "iif", "lan",
+		"ipproto", "udp", "sport", itoa(int(sport)), "dport", itoa(int(dport)))
+	if err != nil {
+		l.t.Fatalf("vpnlab: ip route get: %v\n%s", err, out)
+	}
+	var r []struct {
+		Gateway string `json:"gateway"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(r) == 0 {
+		l.t.Fatalf("vpnlab: ip -j route get: %v\n%s", err, out)
+	}
+	a, err := netip.ParseAddr(r[0].Gateway)
+	if err != nil {
+		l.t.Fatalf("vpnlab: ip -j route get: no next hop:\n%s", out)
+	}
+	return a
+}
+
+// Kill takes side i's gateway off the network as a power loss does: its
+// links go down first, so that nothing it would say on its way out (an
+// IKE DELETE, a BGP NOTIFICATION) leaves it, then every daemon of it is
+// killed (SIGKILL) and waited for. Its peers notice only the silence.
+func (l *Lab) Kill(i int) {
+	l.t.Helper()
+	s := l.sides[i]
+	devs := []string{"wan", "lan"}
+	for _, tn := range s.Tunnels {
+		devs = append(devs, tn.IfName)
+	}
+	for _, d := range devs {
+		l.run(s.gw, "ip", "link", "set", "dev", d, "down")
+	}
+	for _, cmd := range s.procs {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	l.mu.Lock()
+	var waits []exit
+	for _, e := range l.exited {
+		if slices.Contains(s.procs, e.cmd) {
+			waits = append(waits, e)
+		}
+	}
+	l.mu.Unlock()
+	for _, e := range waits {
+		<-e.done
+	}
 }
 
 // Cut drops every packet of tunnel j of the first side, both ways, on
@@ -838,9 +1086,24 @@ type Probe struct {
 // StartProbe starts a probe at the given interval; Stop ends it.
 func (l *Lab) StartProbe(interval time.Duration) *Probe {
 	l.t.Helper()
+	return l.StartProbeFrom(l.sides[1].Host, interval)
+}
+
+// AddHostAddr gives side i's host another address on its LAN.
+func (l *Lab) AddHostAddr(i int, a netip.Addr) {
+	l.t.Helper()
+	s := l.sides[i]
+	l.run(s.host, "ip", "addr", "add", netip.PrefixFrom(a, s.Gateway.Bits()).String(), "dev", "lan")
+}
+
+// StartProbeFrom is StartProbe with the second side's host sending from
+// src, one of its addresses (AddHostAddr): another flow, which the
+// gateways' multipath routing may send another way.
+func (l *Lab) StartProbeFrom(src netip.Addr, interval time.Duration) *Probe {
+	l.t.Helper()
 	first, second := l.sides[0], l.sides[1]
 	echo := l.listenUDP(first.host, netip.AddrPortFrom(first.Host, 0))
-	client := l.listenUDP(second.host, netip.AddrPortFrom(second.Host, 0))
+	client := l.listenUDP(second.host, netip.AddrPortFrom(src, 0))
 	p := &Probe{done: make(chan struct{}), conns: []net.PacketConn{echo, client}}
 	dst := echo.LocalAddr()
 	p.wg.Add(3)
@@ -885,6 +1148,12 @@ func (l *Lab) StartProbe(interval time.Duration) *Probe {
 		}
 	}()
 	return p
+}
+
+// Ports returns the echo's port (the first side's host) and the
+// sender's (the second side's).
+func (p *Probe) Ports() (echo, sender uint16) {
+	return netip.MustParseAddrPort(p.conns[0].LocalAddr().String()).Port(), netip.MustParseAddrPort(p.conns[1].LocalAddr().String()).Port()
 }
 
 // AwaitFlowing waits up to timeout for more than 10 echoes in the last

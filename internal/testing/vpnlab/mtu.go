@@ -35,8 +35,8 @@ var cloudVPNWire = fmt.Sprintf(`table ip vpnlab_cloudvpn {
 	counter oversize {}
 	chain wire {
 		type filter hook prerouting priority -450; policy accept;
-		iifname "wan" ip frag-off & 0x3fff != 0 counter name "fragmented" drop
-		iifname "wan" ip length > %d counter name "oversize" drop
+		iifname "wan*" ip frag-off & 0x3fff != 0 counter name "fragmented" drop
+		iifname "wan*" ip length > %d counter name "oversize" drop
 	}
 }
 `, cloudVPNGatewayMTU+udpEncap)

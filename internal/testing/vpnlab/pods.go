@@ -48,6 +48,9 @@ func (p Pods) vtep(i int) netip.Addr { return p.Blocks[i].Masked().Addr().Next()
 // StartPods builds p on the running lab.
 func (l *Lab) StartPods(p Pods) {
 	l.t.Helper()
+	if len(l.sides) != 2 {
+		l.t.Fatal("vpnlab: pods run on a lab of two sides")
+	}
 	macs := [2]string{}
 	for i, s := range l.sides {
 		s.pod = l.id + "-" + s.Name + "-pod"

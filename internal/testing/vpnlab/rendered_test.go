@@ -9,11 +9,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/outdir"
 	"github.com/nodegen/nodegen/internal/pipeline"
@@ -26,17 +28,22 @@ type rendered struct {
 	vpn     *model.VPN
 	network *model.GCPNetwork
 	cp      netip.Addr // the control plane's address
-	gwDir   string     // out/onprem/vpn/<the gateway>/
+	gwDir   string     // out/onprem/vpn/<the first gateway>/
+	gwDirs  []string   // out/onprem/vpn/<each gateway>/, in the source's order
 }
 
 // oneGateway is the shipped example's VPN with both tunnels ending on a
 // single on-prem gateway (SINGLE_IP_INTERNALLY_REDUNDANT): the topology
 // whose failover the gateway's own BGP decides, which the lab can run
-// with nothing added. (With two gateways, the on-prem LAN's own routing
-// picks the gateway; nodegen renders none of it.)
+// with nothing added. (With two gateways, the site's router picks the
+// gateway: TestRenderedVPNGatewayLost.)
 func oneGateway(t *testing.T) rendered {
 	t.Helper()
-	return render(t, oneGatewaySource(t))
+	r := render(t, oneGatewaySource(t))
+	if len(r.gwDirs) != 1 {
+		t.Fatalf("out/onprem/vpn/ holds %v, want one gateway", r.gwDirs)
+	}
+	return r
 }
 
 // oneGatewaySource writes oneGateway's source and returns its folder.
@@ -56,11 +63,21 @@ func oneGatewaySource(t *testing.T) string {
 		t.Fatalf("%s: the fixture's two peer gateways are not where this test expects them", f)
 	}
 	b = bytes.Replace(b, []byte(two), []byte("\t\t\t\t\t{name: \"vpn-gw-a\", address: \"203.0.113.10\"},\n"), 1)
+	// No site router: the one-gateway lab's LAN has the gateway and the
+	// host only (the gateway has the router's address there).
+	site := siteBGPLine.Find(b)
+	if site == nil {
+		t.Fatalf("%s: the fixture's siteBGP is not where this test expects it", f)
+	}
+	b = bytes.Replace(b, site, nil, 1)
 	if err := os.WriteFile(f, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
+
+// siteBGPLine is the shipped example's siteBGP, on one line.
+var siteBGPLine = regexp.MustCompile(`(?m)^\s*siteBGP: \{.*\}\n`)
 
 func render(t *testing.T, dir string) rendered {
 	t.Helper()
@@ -81,11 +98,15 @@ func render(t *testing.T, dir string) rendered {
 	if !ok {
 		t.Fatalf("controlPlaneEndpoint %q", src.Cluster.ControlPlaneEndpoint)
 	}
-	gws, _ := filepath.Glob(filepath.Join(out, "onprem", "vpn", "*"))
-	if len(gws) != 1 {
-		t.Fatalf("out/onprem/vpn/ holds %v, want one gateway", gws)
+	var gws []string
+	for _, g := range n.VPN.PeerGateways {
+		d := filepath.Join(out, filepath.FromSlash(layout.OnpremVPNGatewayDir(g.Name)))
+		if _, err := os.Stat(d); err != nil {
+			t.Fatalf("the gateway %s's files: %v", g.Name, err)
+		}
+		gws = append(gws, d)
 	}
-	return rendered{out: out, vpn: n.VPN, network: n, cp: netip.MustParseAddr(host), gwDir: gws[0]}
+	return rendered{out: out, vpn: n.VPN, network: n, cp: netip.MustParseAddr(host), gwDir: gws[0], gwDirs: gws}
 }
 
 // The nodes' NIC MTUs: an on-prem node's Ethernet, and a GCE VM's in a
