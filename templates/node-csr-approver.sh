@@ -74,7 +74,15 @@
 # createInstances leaves (the Compute API reference,
 # compute/docs/reference/rest/v1/instanceGroupManagers/createInstances:
 # it "creates instances with per-instance configurations", each given as
-# a name and an optional preservedState), and is no reason to refuse.
+# a name and an optional preservedState), and is no reason to refuse;
+# nor does the MIG's stateful policy preserve disks or addresses (a VM
+# it recreates would keep its old boot disk). The instance boots from
+# the disk its MIG made with it (boot_disk), and the project's metadata
+# sets no shutdown script, which the guest agent would run on the VM
+# (project_config). The boot disk's image is not read: the disk is the
+# one made from the template's image unless someone with rights neither
+# of nodegen's accounts has (compute.disks.create, instances.attachDisk)
+# put another in its place under its name.
 #
 # After each pass over the CSRs, it gives each Node whose name is an instance
 # name of one of INSTANCE_GROUPS the label VERIFIED_LABEL=<group> once the
@@ -89,8 +97,9 @@
 # A labelled Node is checked again every RECHECK_SECONDS, and loses the
 # label when its instance is no longer its MIG's as the template made it:
 # its metadata differs from its template's, the MIG's all-instances
-# config sets metadata, the MIG holds a per-instance config for it that
-# preserves state (which the autoscaler's account, allowed to update the
+# config sets metadata or its stateful policy preserves state, another
+# disk is its boot disk, the project's metadata sets a shutdown script,
+# the MIG holds a per-instance config for it that preserves state (which the autoscaler's account, allowed to update the
 # MIG, may add to a VM already approved and apply by restarting it), the
 # instance was not created by that MIG, or the providerID names no
 # instance of the group. A Node that lost the label so does not get it
@@ -522,9 +531,10 @@ readonly OBJ1='\{([^{}"]|'"${JSON_STR}"')*\}'
 readonly OBJ2='\{([^{}"]|'"${JSON_STR}"'|'"${OBJ1}"')*\}'
 readonly OBJ3='\{([^{}"]|'"${JSON_STR}"'|'"${OBJ2}"')*\}'
 readonly OBJ4='\{([^{}"]|'"${JSON_STR}"'|'"${OBJ3}"')*\}'
-# An instance's or a template's metadata: strings, and items, an array of
-# objects of strings.
-readonly METADATA_RE='"metadata"[[:space:]]*:[[:space:]]*\{([^][{}"]|'"${JSON_STR}"'|\[([^][{}"]|'"${OBJ1}"')*\])*\}'
+# The value of an instance's or a template's metadata, or of a project's
+# commonInstanceMetadata: strings, and items, an array of objects of
+# strings.
+readonly METADATA_RE='\{([^][{}"]|'"${JSON_STR}"'|\[([^][{}"]|'"${OBJ1}"')*\])*\}'
 
 # get URL FILE prints the HTTP status of GET URL (the Compute API, with
 # the token on curl's stdin) and leaves the body, on one line, in FILE.
@@ -537,15 +547,16 @@ get() {
 	printf '%s' "${code}"
 }
 
-# read_metadata FILE sets MD (key -> the value's JSON text) to the
-# metadata items of the instance or template in FILE. It fails, with the
-# reason in MD_WHY, on an item that is not a key and a string value, or
-# a key given twice.
+# read_metadata FILE [FIELD] sets MD (key -> the value's JSON text) to
+# the metadata items of the instance or template in FILE (FIELD
+# metadata), or of the project (FIELD commonInstanceMetadata). It fails,
+# with the reason in MD_WHY, on an item that is not a key and a string
+# value, or a key given twice.
 declare -A MD=()
 read_metadata() {
-	local line k
+	local line k field="${2:-metadata}"
 	MD=()
-	grep -oE "${METADATA_RE}" "$1" | head -n 1 | sed -E 's/^"metadata"[[:space:]]*:[[:space:]]*\{//' | grep -oE "${OBJ1}" |
+	grep -oE "\"${field}\"[[:space:]]*:[[:space:]]*${METADATA_RE}" "$1" | head -n 1 | sed -E 's/^"[A-Za-z]+"[[:space:]]*:[[:space:]]*\{//' | grep -oE "${OBJ1}" |
 		sed -E 's/^\{[[:space:]]*"key"[[:space:]]*:[[:space:]]*"([-A-Za-z0-9_]+)"[[:space:]]*,[[:space:]]*"value"[[:space:]]*:[[:space:]]*('"${JSON_STR}"')[[:space:]]*\}$/\1 \2/' >"${WORK}/items" || :
 	while IFS= read -r line; do
 		k="${line%% *}"
@@ -569,10 +580,14 @@ declare -A TEMPLATE_OF=() TEMPLATE_MD=() TEMPLATE_LABEL_TEXT=()
 # group_template NAME BASE succeeds when instance template NAME is one
 # of the group's: named with its prefix, carrying its labels, its
 # metadata exactly TEMPLATE_METADATA's keys, with the fixed values. It
-# reads the template once. Status 1 (the reason in MD_WHY): it is not;
+# reads the template once, leaving MD (the instance's metadata) as it
+# is. Status 1 (the reason in MD_WHY): it is not;
 # 2: it could not be read; 3: it no longer exists.
 group_template() {
 	local name="$1" base="$2" code k l
+	# The template's metadata in a map of its own: MD holds the instance's,
+	# which runs_template compares with the template's after this.
+	local -A MD=()
 	if [[ -z "${TEMPLATE_OF[${name}]+x}" ]]; then
 		# Bounded: a template of each revision is read once.
 		if ((${#TEMPLATE_OF[@]} >= 64)); then TEMPLATE_OF=() TEMPLATE_MD=() TEMPLATE_LABEL_TEXT=(); fi
@@ -635,7 +650,7 @@ group_template() {
 # left in WORK/pic-ZONE-MIG, one per line.
 declare -A MIG_READ=()
 mig_config() {
-	local key="$1/$2" code url page="" n aic
+	local key="$1/$2" code url page="" n aic sp
 	if [[ -z "${MIG_READ[${key}]+x}" ]]; then
 		MIG_READ["${key}"]="2the MIG $1/$2 could not be read"
 		code="$(get "${COMPUTE_URL}/projects/${PROJECT}/zones/$1/instanceGroupManagers/$2" "${WORK}/mig")"
@@ -651,6 +666,21 @@ mig_config() {
 				MIG_READ["${key}"]="2the all-instances config of MIG $1/$2 could not be read"
 			elif grep -qE '"metadata"[[:space:]]*:[[:space:]]*\{[[:space:]]*"' <<<"${aic}"; then
 				MIG_READ["${key}"]="1the all-instances config of MIG $1/$2 sets metadata over the template"
+			fi
+		fi
+		# A stateful policy that preserves disks or addresses: a VM the MIG
+		# recreates (autohealing, an update) keeps them, its boot disk
+		# included, instead of a new one made from the template.
+		if [[ "${MIG_READ[${key}]}" == 0 ]] && grep -q '"statefulPolicy"' "${WORK}/mig"; then
+			sp="$(grep -oE '"statefulPolicy"[[:space:]]*:[[:space:]]*'"${OBJ4}" "${WORK}/mig" | head -n 1)"
+			if [[ -z "${sp}" ]]; then
+				MIG_READ["${key}"]="2the stateful policy of MIG $1/$2 could not be read"
+			else
+				# Empty maps preserve nothing: removed, innermost first (one
+				# sed, again while it removes one), the policy of a MIG that
+				# preserves nothing is left empty.
+				sp="$(sed -E 's/[[:space:],]//g; :a; s/"[A-Za-z]+":\{\}//g; ta' <<<"${sp}")"
+				[[ -z "${sp}" ]] || MIG_READ["${key}"]="1the stateful policy of MIG $1/$2 preserves disks or addresses across recreation"
 			fi
 		fi
 		# The per-instance configs: a POST with an empty body, in pages of
@@ -712,6 +742,77 @@ preserves_state() {
 	return 1
 }
 
+# The project metadata keys of scripts a VM would run although the
+# group's templates set none: the guest agent takes a VM's shutdown
+# scripts, as its startup scripts, from its instance metadata, and, only
+# when that sets none of them (with a value), from the project's
+# (GoogleCloudPlatform/guest-agent 20260724.00,
+# google_metadata_script_runner/main.go: getWantedKeys, getExistingKeys).
+# The templates set startup-script, so a project's startup scripts never
+# run on the groups' VMs; they set no shutdown script. cloud-init takes
+# user-data from the instance's metadata only (canonical/cloud-init 26.2,
+# cloudinit/sources/DataSourceGCE.py, read_md).
+readonly PROJECT_SCRIPT_KEYS="shutdown-script shutdown-script-url"
+
+# project_config reads the project's metadata (projects.get,
+# commonInstanceMetadata) once a pass (PROJECT_READ), and succeeds when
+# it sets none of PROJECT_SCRIPT_KEYS with a value. Status 1 (the reason
+# in MD_WHY): it does, and every VM of the project would run that script
+# as root when it stops, is preempted or deleted; 2: the project could
+# not be read.
+PROJECT_READ=""
+project_config() {
+	local code k
+	local -A MD=()
+	if [[ -z "${PROJECT_READ}" ]]; then
+		PROJECT_READ="2the metadata of project ${PROJECT} could not be read"
+		code="$(get "${COMPUTE_URL}/projects/${PROJECT}" "${WORK}/project")"
+		if [[ "${code}" != 200 ]]; then
+			log "the Compute API answered ${code} for project ${PROJECT} ($(summary "$(head -c 300 "${WORK}/project"; cat "${WORK}/err")"))"
+		elif ! read_metadata "${WORK}/project" commonInstanceMetadata; then
+			log "the metadata of project ${PROJECT}: ${MD_WHY}"
+		else
+			PROJECT_READ="0"
+			for k in ${PROJECT_SCRIPT_KEYS}; do
+				if [[ -n "${MD[${k}]+x}" && "${MD[${k}]}" != '""' ]]; then
+					PROJECT_READ="1the metadata of project ${PROJECT} sets ${k}, which the guest agent runs as root on every VM whose own metadata sets no shutdown script, as the group templates do not"
+					break
+				fi
+			done
+		fi
+	fi
+	MD_WHY="${PROJECT_READ#?}"
+	return "${PROJECT_READ:0:1}"
+}
+
+# boot_disk ZONE NAME succeeds when instance ZONE/NAME, in WORK/instance,
+# has one boot disk and it is disk NAME of the project in ZONE: the disk
+# the MIG made with it from its template, which names no disk (the
+# Compute API reference, AttachedDiskInitializeParams diskName: "If not
+# specified, the default is to use the name of the instance"). A disk
+# attached as its boot disk since (instances.detachDisk and attachDisk,
+# on a stopped VM) is another. Status 1 (the reason in VERDICT): it is
+# not.
+boot_disk() {
+	local zone="$1" name="$2" disks item n=0 disk=""
+	local re="^https://(www|compute)[.]googleapis[.]com/compute/v1/projects/${PROJECT}/zones/${zone}/disks/${name}$"
+	disks="$(grep -oE '"disks"[[:space:]]*:[[:space:]]*\[([^][{}"]|'"${JSON_STR}"'|'"${OBJ4}"')*\]' "${WORK}/instance" | head -n 1 | sed -E 's/^"disks"[[:space:]]*:[[:space:]]*\[//')" || :
+	while IFS= read -r item; do
+		[[ "${item}" =~ \"boot\"[[:space:]]*:[[:space:]]*true ]] || continue
+		n=$((n + 1))
+		disk=""
+		[[ ! "${item}" =~ \"source\"[[:space:]]*:[[:space:]]*\"([^\"]*)\" ]] || disk="${BASH_REMATCH[1]}"
+	done < <(grep -oE "${OBJ4}" <<<"${disks}" || :)
+	if ((n != 1)); then
+		VERDICT="instance ${zone}/${name} has ${n} boot disks, not one"
+		return 1
+	fi
+	if [[ ! "${disk}" =~ ${re} ]]; then
+		VERDICT="the boot disk of instance ${zone}/${name} is ${disk:-no disk}, not disk ${name}, which its MIG made with it"
+		return 1
+	fi
+}
+
 # runs_template ZONE NAME BASE succeeds when instance ZONE/NAME, in
 # WORK/instance, runs what its group's template holds: the rule in the
 # header. Status 1 (the reason in VERDICT): it does not; 2: something
@@ -765,6 +866,13 @@ runs_template() {
 	if preserves_state "${zone}" "${mig}" "${name}"; then
 		VERDICT="MIG ${mig} holds a per-instance config for ${name} that preserves state (metadata, disks or addresses): its VM may not run the group template as is"
 		return 1
+	fi
+	boot_disk "${zone}" "${name}" || return 1
+	rc=0
+	project_config || rc=$?
+	if ((rc != 0)); then
+		VERDICT="${MD_WHY}"
+		return "${rc}"
 	fi
 	VERDICT=""
 }
@@ -909,7 +1017,7 @@ pass() {
 	while IFS="${sep}" read -ra n; do
 		((${#n[@]} < 4)) || ready["${n[0]}"]="${n[3]}"
 	done <"${WORK}/nodes"
-	SEEN=() WHY=() ZONE_OF=() CREATED_AT=() AGE=() PUBLISHED=() MIG_READ=()
+	SEEN=() WHY=() ZONE_OF=() CREATED_AT=() AGE=() PUBLISHED=() MIG_READ=() PROJECT_READ=""
 
 	# First: the approved CSRs' names (and when each was made), and the
 	# pending ones to decide, oldest first, at most PER_TOKEN a token id.
@@ -1060,7 +1168,8 @@ created_by() {
 # running what the group's template holds (runs_template); VERIFIED_ID
 # is the instance's id. Status 1: it is not that MIG's instance as the
 # template made it (another providerID, another creator, other metadata,
-# an all-instances config, a per-instance config that preserves state);
+# an all-instances config, a per-instance config or a stateful policy
+# that preserves state, another boot disk, a project shutdown script);
 # 2: the Compute API could not be read; 3: no such instance, or it is
 # not RUNNING.
 verify_node() {

@@ -26,7 +26,9 @@ const AutoscalerConditionCap = 8000
 // cluster.gcp.iamConditionByClusterPrefix: then it falls back to the
 // cluster's name followed by "-" in each zone of its cloud groups, which
 // also matches the resources of a cluster whose name starts with this
-// one's and "-".
+// one's and "-", but for the MIGs of the autoscaler's own group, which
+// nothing on that node may resize (the prefix term of a zone where that
+// group has a MIG excludes it by name).
 func (s *Source) AutoscalerCondition() string {
 	c := &s.Cluster
 	p := "projects/" + c.GCP.Project
@@ -56,9 +58,19 @@ func (s *Source) AutoscalerCondition() string {
 		return expr
 	}
 	terms, seen = nil, map[string]bool{}
+	home := map[string]string{} // zone -> the autoscaler group's MIG there
+	if g := s.NodeGroups[c.Autoscaler.NodeGroup]; g != nil {
+		for _, z := range g.Zones {
+			home[z] = p + "/zones/" + z + "/instanceGroupManagers/" + c.MIGName(g, z)
+		}
+	}
 	for _, g := range s.CloudGroups() {
 		for _, z := range g.Zones {
-			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instanceGroupManagers/"+c.Name+"-") + `)`)
+			mig := `resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instanceGroupManagers/"+c.Name+"-") + `)`
+			if h, ok := home[z]; ok {
+				mig = `(` + mig + ` && resource.name != ` + strconv.Quote(h) + `)`
+			}
+			add(mig)
 			add(`resource.name.startsWith(` + strconv.Quote(p+"/zones/"+z+"/instances/"+c.Name+"-") + `)`)
 		}
 	}

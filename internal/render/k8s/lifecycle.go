@@ -84,7 +84,10 @@ func nodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
 }
 
 // nodeLifecyclePolicy holds the collector's ServiceAccount to deleting,
-// with a pod-bound token (one that names its pod's node), Nodes that carry
+// with a pod-bound token whose pod is on one of the autoscaler's nodes
+// (the token names its pod's node: a kubelet gets such a token for any pod
+// bound to it, so a collector pod bound to another node gives that node's
+// kubelet none that deletes), Nodes that carry
 // the verified group label (model.VerifiedGroupLabel, which no kubelet can
 // set) of one of the source's cloud groups and the providerID
 // gce://<project>/<zone>/<the node's name>, and whose one Ready condition
@@ -99,6 +102,7 @@ func nodeLifecyclePolicy(src *model.Source) admissionPolicy {
 		groups = append(groups, strconv.Quote(g))
 	}
 	prefix := strconv.Quote("gce://" + src.Cluster.GCP.Project + "/")
+	home := strconv.Quote(autoscalerNodePattern(src, src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]))
 	return admissionPolicy{
 		Condition: "node-lifecycle",
 		Match:     coreResource("nodes"),
@@ -117,6 +121,8 @@ func nodeLifecyclePolicy(src *model.Source) admissionPolicy {
 					`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
 			rule(`!variables.delete || variables.boundNode.size() > 0`,
 				`"the node garbage collector may delete a node only with a pod-bound token that names its node (`+nodeNameExtra+`); this request has none"`),
+			rule(`!variables.delete || variables.boundNode.all(n, n.matches(`+home+`))`,
+				`"the node garbage collector may delete a node only from a pod on the autoscaler's nodes, not from one on " + variables.boundNode.join(", ")`),
 			rule(`!variables.delete || variables.group in variables.cloudGroups`,
 				`"node " + request.name + " is in no nodegen cloud node group (`+model.VerifiedGroupLabel+`=" + variables.group + ")"`),
 			rule(`!variables.delete || (variables.providerID.startsWith(`+prefix+`) && variables.providerID.endsWith("/" + request.name))`,

@@ -84,18 +84,8 @@ func checkCondition(t *testing.T, src *model.Source, expr string) {
 // on the cluster's name prefix, which would also grant a cluster named
 // "<cluster>-2" (vet refuses such a source: vet_iam_condition_prefix.txtar).
 func TestAutoscalerConditionLong(t *testing.T) {
-	src, _ := testsrc.Spec{}.MustRender(t)
-	big := *src
-	big.NodeGroups = map[string]*model.NodeGroup{}
-	for k, g := range src.NodeGroups {
-		big.NodeGroups[k] = g
-	}
+	src, big := longSource(t)
 	tmpl := src.NodeGroups["gpu-t4"]
-	for i := range 25 {
-		g := *tmpl
-		g.Name = "g" + strings.Repeat("x", 20) + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		big.NodeGroups[g.Name] = &g
-	}
 	expr := big.AutoscalerCondition()
 	if len(expr) <= model.AutoscalerConditionCap {
 		t.Fatalf("the condition of 25 more groups is %d characters, not over the cap %d: the test no longer tests a long one", len(expr), model.AutoscalerConditionCap)
@@ -117,6 +107,66 @@ func TestAutoscalerConditionLong(t *testing.T) {
 	} {
 		if evalCondition(t, expr, n) {
 			t.Errorf("the condition grants %s, another cluster's", n)
+		}
+	}
+}
+
+// longSource returns the test source and a copy with 25 more autoscaled
+// groups, whose condition naming each MIG is over
+// model.AutoscalerConditionCap.
+func longSource(t *testing.T) (src, big *model.Source) {
+	t.Helper()
+	src, _ = testsrc.Spec{}.MustRender(t)
+	b := *src
+	b.NodeGroups = map[string]*model.NodeGroup{}
+	for k, g := range src.NodeGroups {
+		b.NodeGroups[k] = g
+	}
+	tmpl := src.NodeGroups["gpu-t4"]
+	for i := range 25 {
+		g := *tmpl
+		g.Name = "g" + strings.Repeat("x", 20) + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		b.NodeGroups[g.Name] = &g
+	}
+	return src, &b
+}
+
+// TestAutoscalerConditionByPrefix: with cluster.gcp.iamConditionByClusterPrefix
+// the condition is the cluster's prefix, which grants the cluster's MIGs,
+// instances and templates (and, as documented, those of a cluster named
+// "<cluster>-2"), but not the MIGs of the autoscaler's own group, which
+// nothing on its node may resize.
+func TestAutoscalerConditionByPrefix(t *testing.T) {
+	src, big := longSource(t)
+	big.Cluster.GCP.IAMConditionByClusterPrefix = true
+	expr := big.AutoscalerCondition()
+	if len(expr) > model.AutoscalerConditionCap || !strings.Contains(expr, "/instanceGroupManagers/"+src.Cluster.Name+`-")`) {
+		t.Fatalf("the condition is not the prefix one (%d characters): %s", len(expr), expr)
+	}
+	c := &big.Cluster
+	p := "projects/" + c.GCP.Project
+	tmpl := src.NodeGroups["gpu-t4"]
+	granted := []string{
+		p + "/zones/us-central1-a/instanceGroupManagers/" + c.MIGName(tmpl, "us-central1-a"),
+		p + "/zones/us-central1-b/instances/" + c.Name + "-gpu-t4-ab12",
+		p + "/global/instanceTemplates/" + c.TemplatePrefix(tmpl) + "1",
+		p + "/zones/us-central1-a/instanceGroupManagers/" + c.Name + "-2-gpu-t4-us-central1-a",
+	}
+	home := big.NodeGroups[c.Autoscaler.NodeGroup]
+	var refused []string
+	for _, z := range home.Zones {
+		granted = append(granted, p+"/zones/"+z+"/instances/"+c.BaseInstanceName(home)+"-ab12")
+		refused = append(refused, p+"/zones/"+z+"/instanceGroupManagers/"+c.MIGName(home, z))
+	}
+	refused = append(refused, strings.Replace(granted[0], p, "projects/other-project", 1), p+"/zones/us-central1-a/instanceGroupManagers/other-cluster-mig")
+	for _, n := range granted {
+		if !evalCondition(t, expr, n) {
+			t.Errorf("the prefix condition refuses %s", n)
+		}
+	}
+	for _, n := range refused {
+		if evalCondition(t, expr, n) {
+			t.Errorf("the prefix condition grants %s", n)
 		}
 	}
 }

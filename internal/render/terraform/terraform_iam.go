@@ -216,9 +216,10 @@ func terraformIAM(src *model.Source, header string) []byte {
 	comment(body,
 		"Exactly the Compute Engine permissions the Cluster Autoscaler's GCE provider",
 		"calls (and compute.instances.get for the node garbage collector and the node",
-		"CSR approver), in two roles: those checked on a named MIG, template or",
-		"instance, bound with a condition naming this cluster's; and the read-only",
-		"ones checked on the project (lists, machine types, operations), which no",
+		"CSR approver, which also reads guest attributes and the project's metadata),",
+		"in two roles: those checked on a named MIG, template or instance, bound with",
+		"a condition naming this cluster's; and the read-only ones checked on the",
+		"project (lists, machine types, operations, the project's metadata), which no",
 		"condition on resource names can narrow. The list, with the call behind each",
 		"permission, is in docs/terraform.md.")
 	cr := body.AppendNewBlock("resource", []string{gce.TFCustomRole, model.RoleAutoscaler}).Body()
@@ -244,7 +245,7 @@ func terraformIAM(src *model.Source, header string) []byte {
 	lr.SetAttributeRaw("project", ref("local", "project"))
 	lr.SetAttributeValue("role_id", cty.StringVal(customRoleIDFor(c.Name, tfAutoscalerListRole)))
 	lr.SetAttributeValue("title", cty.StringVal("nodegen Cluster Autoscaler of "+c.Name+": project reads"))
-	lr.SetAttributeValue("description", cty.StringVal("List MIGs and instances, read machine types and wait for operations: read-only calls checked on the project. Source: "+gce.AutoscalerPermissionsSource+"."))
+	lr.SetAttributeValue("description", cty.StringVal("List MIGs and instances, read machine types and the project's metadata, and wait for operations: read-only calls checked on the project. Source: "+gce.AutoscalerPermissionsSource+"."))
 	lr.SetAttributeValue("permissions", strs(gce.AutoscalerProjectPermissions()))
 
 	body.AppendNewline()

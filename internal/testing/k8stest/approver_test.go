@@ -67,7 +67,10 @@ const kubeadmNodeGroup = testcp.KubeadmNodeBootstrapGroup
 // key the VM has not written; a MIG with its allInstancesConfig (metadata
 // and labels over the template's); per-instance configs as POST with an
 // empty body, items named after their instance with preservedState, in
-// pages (nextPageToken, pageToken) of configPage items. A VM's metadata
+// pages (nextPageToken, pageToken) of configPage items; a MIG's
+// statefulPolicy; an instance's disks (its boot disk, named after it
+// unless the test says otherwise, and a local SSD); the project's
+// commonInstanceMetadata (projects.get). A VM's metadata
 // is what the MIG made it from: its template's, then the all-instances
 // config's, then its per-instance config's, fixed when the VM is made
 // (set); a config changed or removed later changes the VM only when the
@@ -87,8 +90,13 @@ type fakeCompute struct {
 	templates    map[string]fakeTemplate
 	migTemplate  map[string]string
 	allInstances map[string]map[string]string
-	asked        []string
-	nextID       uint64
+	// stateful are the MIGs (zone + "/" + MIG) whose stateful policy
+	// preserves their VMs' boot disks.
+	stateful map[string]bool
+	// projectMetadata is the project's commonInstanceMetadata.
+	projectMetadata map[string]string
+	asked           []string
+	nextID          uint64
 	// unreadable are the instances (zone + "/" + name) whose instances.get
 	// answers 503, as the Compute API does when it cannot serve.
 	unreadable map[string]bool
@@ -125,6 +133,9 @@ type fakeInstance struct {
 	ID uint64
 	// Guest holds the guest attributes the VM wrote, by "<namespace>/<key>".
 	Guest map[string]string
+	// BootDisk is the name of its boot disk ("" the instance's name, as a
+	// MIG makes it from a template that names no disk).
+	BootDisk string
 }
 
 // newFakeCompute returns the fake with an instance template for each
@@ -133,7 +144,8 @@ type fakeInstance struct {
 func newFakeCompute(t *testing.T, src *model.Source, files layout.Files) *fakeCompute {
 	f := &fakeCompute{project: src.Cluster.GCP.Project, token: "ya29.compute-" + fmt.Sprint(time.Now().UnixNano()), instances: map[string]fakeInstance{},
 		configs: map[string][]fakeConfig{}, unreadable: map[string]bool{},
-		templates: map[string]fakeTemplate{}, migTemplate: map[string]string{}, allInstances: map[string]map[string]string{}}
+		templates: map[string]fakeTemplate{}, migTemplate: map[string]string{}, allInstances: map[string]map[string]string{},
+		stateful: map[string]bool{}, projectMetadata: map[string]string{}}
 	for _, g := range src.CloudGroups() {
 		md := map[string]string{}
 		for _, m := range src.InstanceTemplate(g).Properties.Metadata {
@@ -204,6 +216,36 @@ func (f *fakeCompute) setMetadata(zone, name, key, value string) {
 	} else {
 		i.Metadata[key] = value
 	}
+	f.instances[zone+"/"+name] = i
+}
+
+// setProjectMetadata sets key of the project's metadata to value (""
+// sets an empty value, nil removes it).
+func (f *fakeCompute) setProjectMetadata(key string, value *string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if value == nil {
+		delete(f.projectMetadata, key)
+		return
+	}
+	f.projectMetadata[key] = *value
+}
+
+// setStateful sets whether MIG zone/mig's stateful policy preserves its
+// VMs' boot disks.
+func (f *fakeCompute) setStateful(zone, mig string, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stateful[zone+"/"+mig] = on
+}
+
+// setBootDisk makes disk the boot disk of instance zone/name, as
+// instances.detachDisk and attachDisk do on a stopped VM.
+func (f *fakeCompute) setBootDisk(zone, name, disk string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := f.instances[zone+"/"+name]
+	i.BootDisk = disk
 	f.instances[zone+"/"+name] = i
 }
 
@@ -336,9 +378,23 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 			if md := f.allInstances[zone+"/"+mig]; len(md) > 0 {
 				igm["allInstancesConfig"] = map[string]any{"properties": map[string]any{"metadata": md, "labels": map[string]string{"team": "ml"}}}
 			}
+			if f.stateful[zone+"/"+mig] {
+				igm["statefulPolicy"] = map[string]any{"preservedState": map[string]any{"disks": map[string]any{"persistent-disk-0": map[string]string{"autoDelete": "NEVER"}}}}
+			} else {
+				// A policy that preserves nothing.
+				igm["statefulPolicy"] = map[string]any{"preservedState": map[string]any{"disks": map[string]any{}}}
+			}
 			reply(w, http.StatusOK, igm)
 			return
 		}
+	}
+	if r.URL.Path == "/compute/v1/projects/"+f.project && r.Method == http.MethodGet {
+		f.asked = append(f.asked, "project")
+		reply(w, http.StatusOK, map[string]any{"kind": "compute#project", "id": "7421839302718211234", "name": f.project,
+			"commonInstanceMetadata": map[string]any{"kind": "compute#metadata", "fingerprint": "cHJvamVjdA==", "items": metadataItems(f.projectMetadata)},
+			"quotas":                 []map[string]any{{"metric": "CPUS_ALL_REGIONS", "limit": 64, "usage": 8}},
+			"defaultServiceAccount":  projectNumber + "-compute@developer.gserviceaccount.com", "xpnProjectStatus": "UNSPECIFIED_XPN_PROJECT_STATUS"})
+		return
 	}
 	if name, isTemplate := strings.CutPrefix(r.URL.Path, "/compute/v1/projects/"+f.project+"/global/instanceTemplates/"); isTemplate && r.Method == http.MethodGet {
 		f.asked = append(f.asked, "template "+name)
@@ -385,6 +441,20 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 		"zone":              "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + zone,
 		"status":            i.Status,
 		"machineType":       "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + zone + "/machineTypes/n2-standard-8",
+	}
+	boot := i.BootDisk
+	if boot == "" {
+		boot = name
+	}
+	body["disks"] = []map[string]any{
+		{"kind": "compute#attachedDisk", "type": "PERSISTENT", "mode": "READ_WRITE", "deviceName": "persistent-disk-0", "index": 0, "boot": true, "autoDelete": true,
+			"source":   "https://www.googleapis.com/compute/v1/projects/" + f.project + "/zones/" + zone + "/disks/" + boot,
+			"licenses": []string{"https://www.googleapis.com/compute/v1/projects/debian-cloud/global/licenses/debian-12-bookworm"}, "interface": "SCSI",
+			"guestOsFeatures":              []map[string]string{{"type": "UEFI_COMPATIBLE"}, {"type": "GVNIC"}},
+			"shieldedInstanceInitialState": map[string]any{"dbxs": []map[string]string{{"content": "2gcDBhMRFQAAAAAAAAAAAA==", "fileType": "BIN"}}},
+			"diskSizeGb":                   "100", "architecture": "X86_64"},
+		{"kind": "compute#attachedDisk", "type": "SCRATCH", "mode": "READ_WRITE", "deviceName": "local-ssd-0", "index": 1, "boot": false, "autoDelete": true,
+			"interface": "NVME", "diskSizeGb": "375"},
 	}
 	md := maps.Clone(i.Metadata)
 	if md == nil {
@@ -880,6 +950,15 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	f := newFakeCompute(t, e.src, e.files)
 	zone, mig := "us-central1-a", "renew-work-us-central1-a"
 	now := time.Now()
+	// The project's metadata, as a project may have it: SSH keys, a
+	// startup script for every VM of the project (the guest agent does
+	// not run it on a VM whose own metadata sets startup-script, as the
+	// group templates do), an empty shutdown-script (which it skips). The
+	// VMs below are decided with it.
+	empty := ""
+	for k, v := range map[string]string{"ssh-keys": "alice:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHx alice", "startup-script-url": "gs://org-wide-scripts/startup.sh", "shutdown-script": empty} {
+		f.setProjectMetadata(k, &v)
+	}
 	abID := f.set(zone, "renew-work-ab12", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
 	duID := f.set(zone, "renew-work-du01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
 	kmID := f.set(zone, "renew-work-km01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
@@ -912,6 +991,9 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	f.addConfig(zone, mig, "renew-work-pr01", map[string]string{model.MetadataStartupScript: foreign})
 	f.set(zone, "renew-work-pr01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
 	f.removeConfig(zone, mig, "renew-work-pr01")
+	// A fresh VM whose boot disk is not the one its MIG made with it
+	// (detached and another attached in its place, the VM stopped).
+	bdID := f.set(zone, "renew-work-bd01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig, BootDisk: "renew-work-bd01-other"})
 	f.addConfig(zone, mig, "renew-work-ci01", nil)
 	f.addConfig(zone, mig, "renew-work-ci02", map[string]string{})
 	ciIDs := map[string]uint64{}
@@ -969,6 +1051,11 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 		f.writeGuest(zone, name, model.KubeletKeyAttribute, vm.published(id))
 		askAs(name, "Approved", "instance projects/renew-project/zones/us-central1-a/instances/"+name+" is RUNNING", vm.csr(t, name))
 	}
+	// The VM on another boot disk published its key: its CSR is denied
+	// for the disk.
+	bdVM := newVM(t)
+	f.writeGuest(zone, "renew-work-bd01", model.KubeletKeyAttribute, bdVM.published(bdID))
+	askAs("renew-work-bd01", "Denied", "the boot disk of instance us-central1-a/renew-work-bd01 is https://www.googleapis.com/compute/v1/projects/renew-project/zones/us-central1-a/disks/renew-work-bd01-other, not disk renew-work-bd01", bdVM.csr(t, "renew-work-bd01"))
 	// A CSR whose key is not the one the instance published, and no other
 	// CSR for that instance: denied for the key.
 	kmVM := newVM(t)
@@ -1249,8 +1336,23 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 		}
 		return ""
 	})
+	// A labelled Node whose VM got another boot disk loses the label.
+	e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"renew-work-ci02"},"spec":{"providerID":"`+gceID(e, zone, "renew-work-ci02")+`"}}`)
+	eventually(t, 30*time.Second, "the approver labelling renew-work-ci02", func() string {
+		if l := label("renew-work-ci02"); l != "work" {
+			return fmt.Sprintf("renew-work-ci02 %q", l)
+		}
+		return ""
+	})
+	f.setBootDisk(zone, "renew-work-ci02", "renew-work-ci02-other")
+	eventually(t, 30*time.Second, "the approver removing the label of renew-work-ci02, which boots from another disk", func() string {
+		if l := label("renew-work-ci02"); l != "" {
+			return fmt.Sprintf("renew-work-ci02 %q", l)
+		}
+		return ""
+	})
 	time.Sleep(3 * recheck) // more checks
-	for name, want := range map[string]string{"renew-work-ab12": "", "renew-work-du01": "work", "renew-ca-a1b2": "ca", "renew-work-ci01": ""} {
+	for name, want := range map[string]string{"renew-work-ab12": "", "renew-work-du01": "work", "renew-ca-a1b2": "ca", "renew-work-ci01": "", "renew-work-ci02": ""} {
 		if l := label(name); l != want {
 			t.Errorf("after the re-checks, %s has %s=%q; want %q", name, model.VerifiedGroupLabel, l, want)
 		}
@@ -1273,6 +1375,65 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	aic[0].message = "instance us-central1-a/renew-work-ai01 has metadata startup-script other than that of its instance template"
 	aic[1].message = "the all-instances config of MIG us-central1-a/renew-work-us-central1-a sets metadata over the template"
 	decided(aic)
+
+	// Without the all-instances config, the MIG's stateful policy comes to
+	// preserve its VMs' boot disks: a VM it recreates keeps the disk its
+	// previous VM ran (and wrote) instead of one made from the template.
+	f.setAllInstances(zone, mig, nil)
+	f.setStateful(zone, mig, true)
+	joinNow := func(name string) want {
+		id := f.set(zone, name, fakeInstance{Status: "RUNNING", Created: time.Now().Add(-5 * time.Second), MIG: mig})
+		vm := newVM(t)
+		f.writeGuest(zone, name, model.KubeletKeyAttribute, vm.published(id))
+		return want{createCSR(t, joiner, vm.csr(t, name), model.KubeletClientSigner), name, "Denied", ""}
+	}
+	sf := joinNow("renew-work-sf01")
+	sf.message = "the stateful policy of MIG us-central1-a/renew-work-us-central1-a preserves disks or addresses across recreation"
+	decided([]want{sf})
+	f.setStateful(zone, mig, false)
+
+	// The group's next template (a rollout): the first VM made from it
+	// that the approver checks, its template read for the first time,
+	// runs another startup-script. Its metadata is compared with the
+	// template's all the same.
+	next := "renew-work-20261202093000123400000002"
+	f.mu.Lock()
+	cur := f.templates[f.migTemplate[zone+"/"+mig]]
+	f.templates[next] = fakeTemplate{Labels: cur.Labels, Metadata: maps.Clone(cur.Metadata)}
+	f.migTemplate[zone+"/"+mig] = next
+	f.mu.Unlock()
+	ntID := f.set(zone, "renew-work-nt01", fakeInstance{Status: "RUNNING", Created: time.Now().Add(-5 * time.Second), MIG: mig})
+	f.setMetadata(zone, "renew-work-nt01", model.MetadataStartupScript, foreign)
+	ntVM := newVM(t)
+	f.writeGuest(zone, "renew-work-nt01", model.KubeletKeyAttribute, ntVM.published(ntID))
+	decided([]want{{createCSR(t, joiner, ntVM.csr(t, "renew-work-nt01"), model.KubeletClientSigner), "renew-work-nt01", "Denied",
+		"instance us-central1-a/renew-work-nt01 has metadata startup-script other than that of its instance template " + next}})
+
+	// The project's metadata gets a shutdown script: the guest agent runs
+	// it on every VM whose own metadata sets none, as the group templates
+	// do not. A fresh VM is denied, and the autoscaler's Node, labelled
+	// above, loses its label and does not get it back once the script is
+	// gone (its VM may have stopped and run it meanwhile); a VM made after
+	// is approved.
+	shutdownURL := "gs://attacker-bucket/steal-kubelet-cert.sh"
+	f.setProjectMetadata("shutdown-script-url", &shutdownURL)
+	ps := joinNow("renew-work-ps01")
+	ps.message = "the metadata of project renew-project sets shutdown-script-url, which the guest agent runs as root on every VM whose own metadata sets no shutdown script"
+	decided([]want{ps})
+	eventually(t, 30*time.Second, "the approver removing the label of renew-ca-a1b2, whose project now has a shutdown script", func() string {
+		if l := label("renew-ca-a1b2"); l != "" {
+			return fmt.Sprintf("renew-ca-a1b2 %q", l)
+		}
+		return ""
+	})
+	f.setProjectMetadata("shutdown-script-url", nil)
+	after := joinNow("renew-work-ok01")
+	after.decision, after.message = "Approved", "instance projects/renew-project/zones/us-central1-a/instances/renew-work-ok01 is RUNNING"
+	decided([]want{after})
+	time.Sleep(3 * recheck) // more checks
+	if l := label("renew-ca-a1b2"); l != "" {
+		t.Errorf("renew-ca-a1b2 got %s=%s back once the project's shutdown script was removed", model.VerifiedGroupLabel, l)
+	}
 	if strings.Contains(logs.String(), "ya29.") || strings.Contains(logs.String(), joiner.Token) {
 		t.Error("the approver logged a token")
 	}

@@ -170,7 +170,8 @@ func selects(t *testing.T, spec corev1.PodSpec, node *corev1.Node) bool {
 // for another group selects the Node. A pod of the node garbage collector
 // bound to that node gives its kubelet the collector's token
 // (TokenRequest); the token cannot delete a Ready Node of the autoscaler's
-// group.
+// group, nor a NotReady Node of a cloud group: its pod is not on the
+// autoscaler's node.
 func (e *env) testSteering(t *testing.T) {
 	burst := e.group(t, "cpu-burst")
 	ws, policyKeys := e.renderedPlacements(t)
@@ -286,5 +287,18 @@ func (e *env) testSteering(t *testing.T) {
 	}
 	if e.node(t, victim).Name != victim {
 		t.Errorf("Node %s is gone", victim)
+	}
+	// Nor a NotReady cloud Node, which the collector's own token, from its
+	// pod on the autoscaler's node, may delete: the token's pod is on the
+	// burst node.
+	notReady := e.newNode(t, burst.Name)
+	e.setReady(t, notReady, corev1.ConditionUnknown, time.Hour)
+	if _, stderr, err := kubectl(t, stolen, "", "delete", "node", notReady); err == nil {
+		t.Errorf("the stolen collector token deleted the NotReady Node %s", notReady)
+	} else if !strings.Contains(stderr, "may delete a node only from a pod on the autoscaler's nodes, not from one on "+name) {
+		t.Errorf("deleting the NotReady Node %s with the stolen token: %v %s; want the collector's policy's denial for the token's node", notReady, err, stderr)
+	}
+	if e.node(t, notReady).Name != notReady {
+		t.Errorf("Node %s is gone", notReady)
 	}
 }

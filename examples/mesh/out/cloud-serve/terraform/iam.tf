@@ -51,9 +51,10 @@ resource "google_project_iam_member" "autoscaler_monitoring_metricwriter" {
 
 # Exactly the Compute Engine permissions the Cluster Autoscaler's GCE provider
 # calls (and compute.instances.get for the node garbage collector and the node
-# CSR approver), in two roles: those checked on a named MIG, template or
-# instance, bound with a condition naming this cluster's; and the read-only
-# ones checked on the project (lists, machine types, operations), which no
+# CSR approver, which also reads guest attributes and the project's metadata),
+# in two roles: those checked on a named MIG, template or instance, bound with
+# a condition naming this cluster's; and the read-only ones checked on the
+# project (lists, machine types, operations, the project's metadata), which no
 # condition on resource names can narrow. The list, with the call behind each
 # permission, is in docs/terraform.md.
 resource "google_project_iam_custom_role" "autoscaler" {
@@ -80,8 +81,8 @@ resource "google_project_iam_custom_role" "autoscaler_list" {
   project     = local.project
   role_id     = "nodegen_cloud_serve_autoscaler_list"
   title       = "nodegen Cluster Autoscaler of cloud-serve: project reads"
-  description = "List MIGs and instances, read machine types and wait for operations: read-only calls checked on the project. Source: kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go."
-  permissions = ["compute.instanceGroupManagers.list", "compute.instances.list", "compute.machineTypes.get", "compute.zoneOperations.get"]
+  description = "List MIGs and instances, read machine types and the project's metadata, and wait for operations: read-only calls checked on the project. Source: kubernetes/autoscaler@55c37cd5eb550756c5ccc5a89e9068d77797e575 cluster-autoscaler/cloudprovider/gce/autoscaling_gce_client.go (autoscalingGceClientV1), called from gce_manager.go and mig_info_provider.go."
+  permissions = ["compute.instanceGroupManagers.list", "compute.instances.list", "compute.machineTypes.get", "compute.projects.get", "compute.zoneOperations.get"]
 }
 
 resource "google_project_iam_member" "autoscaler_compute_list" {
