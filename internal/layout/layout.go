@@ -103,6 +103,16 @@ const (
 // first, which the source's haVpnAddresses take.
 const VPNAddressesOutput = "vpn_interface_addresses"
 
+// The root module's call of the module, and the names in the module of
+// what the image builder VMs need before the rest (day 0 applies them with
+// -target): the firewall rule admitting SSH to them, and the Cloud NAT
+// (and its router) they reach package repositories through.
+const (
+	TerraformModuleCall           = "nodegroups"
+	TerraformImageBuilderFirewall = "image_builder_ssh"
+	TerraformNAT                  = "nat"
+)
+
 // Istio mesh artifacts of a cluster that is part of a mesh, relative to
 // the cluster's tree: the Helm values for the official charts (base,
 // istiod, gateway), the manifests nodegen applies with kubectl (the

@@ -102,7 +102,14 @@ func BuildableImages(images []NodeImage) (buildable []NodeImage, mixed []string)
 // ImageBuildCommands are the commands that make the next image of im's
 // family: a builder VM from the base image, script (the family's build
 // script, as the shell reads it: a path) run there as root, the VM
-// stopped, an image of its disk in the family, the VM deleted.
+// stopped, an image of its disk in the family, the VM deleted. With
+// cluster.gcp.network the VM runs on the nodes' subnetwork without an
+// external IP (a project may have no default network, and an
+// organisation policy may forbid external IPs), tagged for the firewall
+// rule that admits SSH to it from Identity-Aware Proxy's TCP forwarding,
+// through which gcloud compute ssh reaches it (the VPN to the on-prem
+// side is not up yet on day 0); without, on the project's default
+// network, as gcloud makes it.
 func (s *Source) ImageBuildCommands(im NodeImage, script string) string {
 	builder := im.Family + "-builder"
 	zone := s.CloudGroups()[0].Zones[0]
@@ -111,14 +118,21 @@ func (s *Source) ImageBuildCommands(im NodeImage, script string) string {
 			zone = g.Zones[0]
 		}
 	}
+	network, ssh := "", ""
+	c := &s.Cluster
+	if n := c.GCP.Network; n != nil {
+		network = fmt.Sprintf(" \\\n  --subnet=projects/%s/regions/%s/subnetworks/%s --no-address --tags=%s",
+			n.NetworkProject(c), c.GCP.Region, n.Subnetwork, c.ImageBuilderTag())
+		ssh = " --tunnel-through-iap"
+	}
 	return fmt.Sprintf(`gcloud compute instances create %[3]s --project=%[2]s --zone=%[4]s \
-  --image-project=%[5]s --image-family=%[6]s --boot-disk-size=20GB
-gcloud compute ssh %[3]s --project=%[2]s --zone=%[4]s -- sudo bash -s < %[7]s
+  --image-project=%[5]s --image-family=%[6]s --boot-disk-size=20GB%[8]s
+gcloud compute ssh %[3]s --project=%[2]s --zone=%[4]s%[9]s -- sudo bash -s < %[7]s
 gcloud compute instances stop %[3]s --project=%[2]s --zone=%[4]s
 gcloud compute images create %[1]s-$(date +%%Y%%m%%d%%H%%M) --project=%[2]s \
   --family=%[1]s --source-disk=%[3]s --source-disk-zone=%[4]s
 gcloud compute instances delete %[3]s --project=%[2]s --zone=%[4]s
-`, im.Family, im.Project, builder, zone, gce.ImageBaseProject, gce.ImageBaseFamily(im.Arch), script)
+`, im.Family, im.Project, builder, zone, gce.ImageBaseProject, gce.ImageBaseFamily(im.Arch), script, network, ssh)
 }
 
 // FamilySettings is what one family's build script bakes into the

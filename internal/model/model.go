@@ -196,6 +196,12 @@ const (
 	EgressPrivateGoogleAccess = "private-google-access"
 )
 
+// IAPTCPForwardingRange is the range Identity-Aware Proxy's TCP forwarding
+// connects to a VM from: a firewall rule must admit it to the VM's port
+// (Google Cloud, IAP, "Using IAP for TCP forwarding": "allow ingress
+// traffic from the IP range 35.235.240.0/20").
+const IAPTCPForwardingRange = "35.235.240.0/20"
+
 // NetworkProject is the project of the network: its own, or the cluster's.
 func (n *GCPNetwork) NetworkProject(c *Cluster) string {
 	if n.Project != "" {
@@ -431,6 +437,17 @@ func (c *Cluster) TemplatePrefix(g *NodeGroup) string { return c.Name + "-" + g.
 
 // NATName is the name of the cluster's Cloud NAT (and of its router).
 func (c *Cluster) NATName() string { return c.Name + "-nat" }
+
+// ImageBuilderTag is the network tag of the image builder VMs, which the
+// firewall rule admitting SSH to them targets. No name of a MIG of the
+// cluster is shorter than "<cluster>-<group>-<zone>", so the tag and the
+// rule's name ImageBuilderFirewallName fit GCE's 63 characters whenever
+// every MIG name does.
+func (c *Cluster) ImageBuilderTag() string { return c.Name + "-builder" }
+
+// ImageBuilderFirewallName is the name of the firewall rule admitting SSH
+// to the image builder VMs.
+func (c *Cluster) ImageBuilderFirewallName() string { return c.Name + "-builder-ssh" }
 
 // MIGName is the name of the group's zonal MIG in zone.
 func (c *Cluster) MIGName(g *NodeGroup, zone string) string {

@@ -95,6 +95,11 @@ func day0APIs(src *model.Source) []string {
 	if src.Cluster.JoinToken.SecretManager != nil || day0VPN(src) != nil {
 		apis = append(apis, "secretmanager.googleapis.com")
 	}
+	// gcloud compute ssh --tunnel-through-iap to the image builder VMs
+	// goes through Identity-Aware Proxy, whose API must be enabled.
+	if ims, _ := model.BuildableImages(src.NodeImages()); len(ims) > 0 && src.Cluster.GCP.Network != nil {
+		apis = append(apis, "iap.googleapis.com")
+	}
 	return apis
 }
 
@@ -456,10 +461,44 @@ func (d *day0Doc) images() {
 		return
 	}
 	d.next(Day0StepImages, "Build the node images")
-	d.p("The instance templates of the next step name image families; each family's first image must exist before a VM boots from it. Per family, a builder VM runs the family's script as root, then the family's next image is made from its disk (`docs/images.md`):\n")
+	d.p("The instance templates of the next step name image families; each family's first image must exist before a VM boots from it. Per family, a builder VM runs the family's script as root, then the family's next image is made from its disk (`docs/images.md`).")
+	if n := d.c.GCP.Network; n != nil {
+		d.imageBuilderNetwork(n)
+	} else {
+		d.p(" The builder VMs run on the project's default network, with an external IP (`cluster.gcp.network` is not set).")
+	}
+	d.p("\n")
 	for _, im := range ims {
 		d.p("\nFamily %s (%s):\n\n```sh\n%s```\n", code(im.Family), strings.Join(im.Groups, ", "), d.src.ImageBuildCommands(im, d.out+layout.ImageBuildPath(im.Family)))
 	}
+}
+
+// imageBuilderNetwork writes how the builder VMs reach the network they
+// run on and are reached, and the targeted apply of what they need of
+// the module before the rest (which needs the images).
+func (d *day0Doc) imageBuilderNetwork(n *model.GCPNetwork) {
+	c := d.c
+	d.p(" The builder VMs run on subnetwork %s without an external IP, tagged %s, and `gcloud compute ssh --tunnel-through-iap` reaches them through Identity-Aware Proxy's TCP forwarding (the VPN is not up yet): the person needs `roles/iap.tunnelResourceAccessor`.", code(n.Subnetwork), code(c.ImageBuilderTag()))
+	module := "module." + layout.TerraformModuleCall + "."
+	targets := []string{module + gce.TFFirewall + "." + layout.TerraformImageBuilderFirewall}
+	needs := fmt.Sprintf("the firewall rule %s that admits SSH to them", code(c.ImageBuilderFirewallName()))
+	if n.Egress == model.EgressCloudNAT {
+		targets = append(targets, module+gce.TFRouterNAT+"."+layout.TerraformNAT)
+		needs += fmt.Sprintf(" and the Cloud NAT %s through which they reach the package repositories", code(c.NATName()))
+	} else {
+		d.p(" They reach the package repositories only through an egress you provide: with `egress: \"%s\"` nodegen renders none.", model.EgressPrivateGoogleAccess)
+	}
+	if n.Create {
+		needs += fmt.Sprintf(", with the network %s and its subnetwork, which it creates", code(n.Name))
+	}
+	d.p(" First check %s and apply, of the root module, only what they need: %s (Terraform applies what these depend on with them; the next steps apply the rest):\n\n", code(d.out), needs)
+	var cmd strings.Builder
+	fmt.Fprintf(&cmd, "%s\n(cd %sterraform/root && terraform init && terraform apply", d.checkCommand(), d.out)
+	for _, t := range targets {
+		cmd.WriteString(" -target=" + t)
+	}
+	cmd.WriteString(")")
+	d.p("```sh\n%s\n```\n", cmd.String())
 }
 
 // terraform writes the step that applies the module.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nodegen/nodegen/internal/gce"
+	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 )
 
@@ -126,22 +127,40 @@ func terraformNetwork(src *model.Source, header string) ([]byte, error) {
 		w.close()
 	}
 
+	if ims, _ := model.BuildableImages(src.NodeImages()); len(ims) > 0 {
+		w.blank()
+		w.comment("SSH to the builder VMs of out/images, which have no external IP, from",
+			"Identity-Aware Proxy's TCP forwarding (gcloud compute ssh",
+			"--tunnel-through-iap), which connects from this range: each family's",
+			"build script runs there.")
+		w.open("resource", gce.TFFirewall, layout.TerraformImageBuilderFirewall)
+		w.attr("project", project)
+		w.attr("name", hclString(c.ImageBuilderFirewallName()))
+		w.attr("description", hclString(fmt.Sprintf("SSH from Identity-Aware Proxy's TCP forwarding to the image builder VMs of cluster %s", c.Name)))
+		w.attr("network", hclRef("var", "network"))
+		w.attr("direction", hclString("INGRESS"))
+		w.attr("source_ranges", hclStrings([]string{model.IAPTCPForwardingRange}))
+		w.attr("target_tags", hclStrings([]string{c.ImageBuilderTag()}))
+		firewallAllow(w, []string{"tcp/22"})
+		w.close()
+	}
+
 	if n.Egress == model.EgressCloudNAT {
 		w.blank()
 		w.comment("The nodes have no external IP: they reach image registries and Google",
 			"APIs through this Cloud NAT, for the subnetwork's ranges only.")
-		w.open("resource", gce.TFRouter, "nat")
+		w.open("resource", gce.TFRouter, layout.TerraformNAT)
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
 		w.attr("name", hclString(c.NATName()))
 		w.attr("network", hclRef("var", "network"))
 		w.close()
 		w.blank()
-		w.open("resource", gce.TFRouterNAT, "nat")
+		w.open("resource", gce.TFRouterNAT, layout.TerraformNAT)
 		w.attr("project", project)
 		w.attr("region", hclRef("local", "region"))
 		w.attr("name", hclString(c.NATName()))
-		w.attr("router", hclRef(gce.TFRouter, "nat", "name"))
+		w.attr("router", hclRef(gce.TFRouter, layout.TerraformNAT, "name"))
 		w.attr("nat_ip_allocate_option", hclString("AUTO_ONLY"))
 		w.attr("source_subnetwork_ip_ranges_to_nat", hclString("LIST_OF_SUBNETWORKS"))
 		w.blank()

@@ -284,7 +284,7 @@ func terraformRoot(src *model.Source, header string) []byte {
 		network, subnetwork = ref(gce.TFNetwork, networkResource, "name"), ref(gce.TFSubnetwork, networkResource, "name")
 	}
 	body.AppendNewline()
-	m := body.AppendNewBlock("module", []string{"nodegroups"}).Body()
+	m := body.AppendNewBlock("module", []string{layout.TerraformModuleCall}).Body()
 	m.SetAttributeValue("source", cty.StringVal(terraformRootModuleSource))
 	m.AppendNewline()
 	m.SetAttributeRaw("network", network)
@@ -304,7 +304,7 @@ func terraformRoot(src *model.Source, header string) []byte {
 	for _, o := range outputs {
 		body.AppendNewline()
 		ob := body.AppendNewBlock("output", []string{o}).Body()
-		ob.SetAttributeRaw("value", ref("module", "nodegroups", o))
+		ob.SetAttributeRaw("value", ref("module", layout.TerraformModuleCall, o))
 	}
 	return hclFile(header, f)
 }

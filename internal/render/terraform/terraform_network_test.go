@@ -121,7 +121,8 @@ func TestTerraformNetworkMatchesProviderSchema(t *testing.T) {
 // TestTerraformNetworkRules: the firewall rules admit exactly the
 // source's on-prem ranges to the kubelet, the CNI's ports and ICMP (for
 // "fragmentation needed"), the CNI's ports and ICMP between the nodes,
-// IP in IP as a whole protocol, and the Cloud NAT is there when the source
+// IP in IP as a whole protocol, IAP's TCP forwarding to SSH on the image
+// builder VMs' tag only, and the Cloud NAT is there when the source
 // chooses it; without cluster.gcp.network nothing of it is rendered.
 func TestTerraformNetworkRules(t *testing.T) {
 	_, files := testsrc.Spec{Cluster: networkCUE("cloud-nat", `"udp/4789", "tcp/179", "udp/8472"`)}.MustRender(t)
@@ -139,11 +140,27 @@ func TestTerraformNetworkRules(t *testing.T) {
 		return out
 	}
 	fw := blocksOf(nw, "resource", gce.TFFirewall)
-	if len(fw) != 2 {
-		t.Fatalf("%d firewall rules, want from_onprem and node_to_node", len(fw))
+	if len(fw) != 3 {
+		t.Fatalf("%d firewall rules, want from_onprem, node_to_node and image_builder_ssh", len(fw))
 	}
 	for _, r := range fw {
 		b := r.Body
+		if r.Labels[1] == "image_builder_ssh" {
+			// SSH from IAP's TCP forwarding to the builder VMs' tag only.
+			if got := stringList(constValue(t, b, "source_ranges")); !slices.Equal(got, []string{"35.235.240.0/20"}) {
+				t.Errorf("image_builder_ssh source_ranges %v", got)
+			}
+			if got := stringList(constValue(t, b, "target_tags")); !slices.Equal(got, []string{"hybrid-ai-builder"}) {
+				t.Errorf("image_builder_ssh target_tags %v", got)
+			}
+			if _, ok := b.Attributes["target_service_accounts"]; ok {
+				t.Error("image_builder_ssh targets the nodes' accounts")
+			}
+			if got, want := allows(b), map[string][]string{"tcp": {"22"}}; !maps.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("image_builder_ssh allows %v, want %v", got, want)
+			}
+			continue
+		}
 		if got := string(b.Attributes["target_service_accounts"].SrcRange.SliceBytes(files[layout.TerraformNetworkPath])); !strings.Contains(got, "local.nodes_service_account_email") || !strings.Contains(got, "local.autoscaler_service_account_email") {
 			t.Errorf("%s targets %s, not both node accounts", r.Labels[1], got)
 		}
@@ -212,8 +229,8 @@ func TestTerraformNetworkRules(t *testing.T) {
 		t.Errorf("private-google-access: %d router and NAT resources", n)
 	}
 	// Without CNI ports the nodes still admit ICMP from each other.
-	if fw := blocksOf(nw, "resource", gce.TFFirewall); len(fw) != 2 || fw[1].Labels[1] != "node_to_node" {
-		t.Errorf("without CNI ports: %d firewall rules, want from_onprem and node_to_node", len(fw))
+	if fw := blocksOf(nw, "resource", gce.TFFirewall); len(fw) != 3 || fw[1].Labels[1] != "node_to_node" {
+		t.Errorf("without CNI ports: %d firewall rules, want from_onprem, node_to_node and image_builder_ssh", len(fw))
 	} else if got, want := allows(fw[1].Body), map[string][]string{"icmp": {"all"}}; !maps.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("without CNI ports: node_to_node allows %v, want %v", got, want)
 	}

@@ -62,6 +62,11 @@ const day0Deadline = 90 * time.Second
 //     of their disks, each refusing what Compute refuses (an API not
 //     enabled, a VM that does not exist, an image of a running VM's
 //     disk), and adds versions only to a secret terraform apply created.
+//     Its project has nothing in it, as under a common organisation
+//     policy: no default network, no VM with an external IP; so a builder
+//     VM needs a subnetwork an apply made, and ssh to it IAP's API, a
+//     firewall rule terraform applied that admits IAP's range to TCP 22 of
+//     its tag, and a Cloud NAT for its packages.
 var day0Stubs = map[string]string{
 	"ssh": `#!/usr/bin/env bash
 set -euo pipefail
@@ -152,17 +157,25 @@ call="$*"
 # The calls of the day-0 steps before the first token (the APIs and the
 # node images) keep their effects under STUB_STATE, which only the
 # day-0 script test sets: the APIs enabled, the builder VMs, the images.
-# flags NAME... reads --NAME=VALUE arguments, exactly those, into flag[NAME].
+# flags NAME... reads --NAME=VALUE arguments, exactly those, into
+# flag[NAME]; a NAME with a leading ? may be left out, one with a leading !
+# is a switch (--NAME, no value; flag[NAME] is 1) and may be left out.
 declare -A flag=()
 flags() {
 	local want=" $* " a k
 	for a in "${args[@]}"; do
-		[[ "${a}" == --*=* ]] || unexpected
-		k="${a%%=*}" k="${k#--}"
-		[[ "${want}" == *" ${k} "* && -z "${flag[${k}]+x}" ]] || unexpected
-		flag["${k}"]="${a#*=}"
+		if [[ "${a}" == --*=* ]]; then
+			k="${a%%=*}" k="${k#--}"
+			[[ "${want}" == *" ${k} "* || "${want}" == *" ?${k} "* ]] || unexpected
+			[[ -z "${flag[${k}]+x}" ]] || unexpected
+			flag["${k}"]="${a#*=}"
+		else
+			k="${a#--}"
+			[[ "${a}" == --* && "${want}" == *" !${k} "* && -z "${flag[${k}]+x}" ]] || unexpected
+			flag["${k}"]=1
+		fi
 	done
-	for k in "$@"; do [[ -n "${flag[${k}]+x}" ]] || unexpected; done
+	for k in "$@"; do [[ "${k}" == [?!]* || -n "${flag[${k}]+x}" ]] || unexpected; done
 }
 instance() {
 	[[ -d "${STUB_STATE}/instances/$1" ]] || { echo "ERROR: (gcloud) The resource 'projects/${flag[project]}/zones/${flag[zone]}/instances/$1' was not found" >&2; exit 1; }
@@ -185,8 +198,9 @@ case "$1 $2 $3" in
 	args=()
 	while (($#)) && [[ "$1" != -- ]]; do args+=("$1"); shift; done
 	case "${op}" in
-	"instances create") flags project zone image-project image-family boot-disk-size ;;
+	"instances create") flags project zone image-project image-family boot-disk-size '?subnet' '!no-address' '?tags' ;;
 	"images create") flags project family source-disk source-disk-zone ;;
+	ssh) flags project zone '!tunnel-through-iap' ;;
 	*) flags project zone ;;
 	esac
 	[[ -e "${STUB_STATE}/apis/${flag[project]}/compute.googleapis.com" ]] ||
@@ -195,8 +209,18 @@ case "$1 $2 $3" in
 	"instances create")
 		(($# == 0)) || unexpected
 		[[ ! -e "${STUB_STATE}/instances/${name}" ]] || { echo "ERROR: (gcloud) The resource '${name}' already exists" >&2; exit 1; }
+		# The project has nothing in it: no default network, and, as an
+		# organisation policy often says, no VM with an external IP.
+		subnet="${flag[subnet]:-projects/${flag[project]}/regions/${flag[zone]%-*}/subnetworks/default}"
+		[[ "${subnet}" =~ ^projects/([^/]+)/regions/([^/]+)/subnetworks/([^/]+)$ ]] || unexpected
+		[[ -d "${STUB_STATE}/networks/${BASH_REMATCH[1]}/subnetwork/${BASH_REMATCH[3]}" && "${BASH_REMATCH[2]}" == "${flag[zone]%-*}" ]] ||
+			{ echo "ERROR: (gcloud.compute.instances.create) Could not fetch resource: The resource '${subnet}' was not found" >&2; exit 1; }
+		[[ -n "${flag[no-address]:-}" ]] ||
+			{ echo "ERROR: (gcloud.compute.instances.create) Could not fetch resource: Constraint constraints/compute.vmExternalIpAccess violated for project ${flag[project]}." >&2; exit 1; }
 		mkdir -p "${STUB_STATE}/instances/${name}"
 		echo RUNNING >"${STUB_STATE}/instances/${name}/status"
+		echo "${BASH_REMATCH[1]}" >"${STUB_STATE}/instances/${name}/network-project"
+		tr ',' '\n' <<<"${flag[tags]:-}" >"${STUB_STATE}/instances/${name}/tags"
 		;;
 	ssh)
 		# The builder VM runs the recipe it is given on stdin as root:
@@ -204,6 +228,24 @@ case "$1 $2 $3" in
 		[[ "$*" == "-- sudo bash -s" ]] || unexpected
 		instance "${name}"
 		[[ "$(cat "${STUB_STATE}/instances/${name}/status")" == RUNNING ]] || { echo "ssh: connect to host ${name}: Connection refused" >&2; exit 255; }
+		# Without an external IP, only through IAP's TCP forwarding: its
+		# API enabled, and a firewall rule of the VM's network admitting
+		# IAP's range to TCP 22 of one of the VM's tags.
+		[[ -n "${flag[tunnel-through-iap]:-}" ]] || { echo "ssh: connect to host ${name}: Connection timed out (no external IP)" >&2; exit 255; }
+		[[ -e "${STUB_STATE}/apis/${flag[project]}/iap.googleapis.com" ]] ||
+			{ echo "ERROR: (gcloud.compute.start-iap-tunnel) Cloud Identity-Aware Proxy API has not been used in project ${flag[project]} before or it is disabled." >&2; exit 1; }
+		admitted=""
+		for rule in "${STUB_STATE}/firewalls/$(cat "${STUB_STATE}/instances/${name}/network-project")"/*; do
+			[[ -e "${rule}" ]] && grep -qx 'range 35.235.240.0/20' "${rule}" && grep -qx 'allow tcp:22' "${rule}" || continue
+			while read -r tag; do
+				[[ -n "${tag}" ]] && grep -qxF "tag ${tag}" "${rule}" && admitted=1
+			done <"${STUB_STATE}/instances/${name}/tags"
+		done
+		[[ -n "${admitted}" ]] || { echo "ERROR: (gcloud.compute.start-iap-tunnel) Error while connecting [4003: 'failed to connect to backend']." >&2; exit 1; }
+		# The recipe installs packages: the VM reaches the repositories
+		# through a Cloud NAT of its network's project.
+		compgen -G "${STUB_STATE}/nats/$(cat "${STUB_STATE}/instances/${name}/network-project")/*" >/dev/null ||
+			{ echo "stub gcloud: builder ${name} has no external IP and its network no Cloud NAT: the recipe reaches no package repository" >&2; exit 1; }
 		cat >"${STUB_STATE}/instances/${name}/recipe.sh"
 		bash -n "${STUB_STATE}/instances/${name}/recipe.sh"
 		;;

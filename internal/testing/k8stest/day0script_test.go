@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/kubeadm"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
@@ -111,8 +112,12 @@ func rule(first, then, why string) day0Rule {
 var day0Rules = []day0Rule{
 	rule(`^gcloud services enable .*\bcompute\.googleapis\.com\b`, `^gcloud compute |terraform apply`,
 		"Compute Engine's API is enabled before a command or the module uses it"),
-	rule(`^gcloud compute images create `, `terraform apply`,
+	rule(`^gcloud compute images create `, `terraform apply\)?$`,
 		"each image family has an image before the instance templates name it"),
+	rule(`terraform apply .*-target=\S*\.`+gce.TFFirewall+`\.`+layout.TerraformImageBuilderFirewall+`\b`, `^gcloud compute instances create `,
+		"the firewall rule that admits SSH to the builder VMs, and the network and NAT they run on, are applied before a builder VM is made"),
+	rule(`^gcloud services enable .*\biap\.googleapis\.com\b`, `--tunnel-through-iap`,
+		"Identity-Aware Proxy's API is enabled before ssh goes through it"),
 	rule(`^nodegen check$`, `terraform apply`, "out/ is checked against the source before it is applied"),
 	rule(`terraform init`, `terraform apply`, "the root module is initialised before it is applied"),
 	rule(`terraform apply`, `^\s*gcloud secrets versions add `, "terraform apply creates the join token's secret before the first token is added to it"),
@@ -394,6 +399,8 @@ func TestDay0ScriptChecker(t *testing.T) {
 	replace("no image made", "gcloud compute images create", "gcloud compute images list")
 	mutants["no image made"] = strings.ReplaceAll(doc, "gcloud compute images create", "gcloud compute images list")
 	replace("no nodegen check", "```sh\nnodegen check\n", "```sh\n")
+	replace("the builders' firewall rule not applied first", "terraform apply -target=", "terraform plan -target=")
+	replace("IAP's API not enabled", " iap.googleapis.com", "")
 	replace("the on-prem nodes labelled without a dry run first",
 		"bash out/"+layout.OnpremLabelNodesPath+" --dry-run\nbash out/"+layout.OnpremLabelNodesPath+"\n",
 		"bash out/"+layout.OnpremLabelNodesPath+"\nbash out/"+layout.OnpremLabelNodesPath+" --dry-run\n")

@@ -62,8 +62,9 @@ type tfApply struct {
 }
 
 type tfFirewall struct {
-	Address      string
-	SourceRanges []string
+	Address, Name string
+	SourceRanges  []string
+	TargetTags    []string
 	// Allow are "<protocol>:<port>" pairs.
 	Allow []string
 }
@@ -110,8 +111,14 @@ func terraformStandIn(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "\nError: "+format+"\n", a...)
 		return 1
 	}
-	if len(args) != 1 || (args[0] != "init" && args[0] != "apply") {
-		return fail("the stand-in runs terraform init and terraform apply only, not terraform %s", strings.Join(args, " "))
+	var targets []string
+	for _, a := range args[min(1, len(args)):] {
+		if t, ok := strings.CutPrefix(a, "-target="); ok && args[0] == "apply" {
+			targets = append(targets, t)
+		}
+	}
+	if len(args) != 1+len(targets) || (args[0] != "init" && args[0] != "apply") {
+		return fail("the stand-in runs terraform init and terraform apply [-target=ADDRESS...] only, not terraform %s", strings.Join(args, " "))
 	}
 	root, err := loadTFModule(dir, dir, "")
 	if err != nil {
@@ -130,7 +137,7 @@ func terraformStandIn(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 	if _, err := os.Stat(initMark); err != nil {
 		return fail("Module not installed: this module is not yet installed. Run \"terraform init\" to install all modules required by this configuration.")
 	}
-	a, problems := planTF(root, state)
+	a, problems := planTF(root, state, targets)
 	if len(problems) > 0 {
 		return fail("%s", strings.Join(problems, "\nError: "))
 	}
@@ -162,12 +169,41 @@ func terraformStandIn(args []string, stdin io.Reader, stdout, stderr io.Writer) 
 			return fail("%v", err)
 		}
 	}
+	// The firewall rules and NATs, for the gcloud stand-in: a rule's
+	// ranges, target tags and allowed ports one per line.
+	for _, fw := range a.Firewalls {
+		var b strings.Builder
+		for _, r := range fw.SourceRanges {
+			b.WriteString("range " + r + "\n")
+		}
+		for _, tag := range fw.TargetTags {
+			b.WriteString("tag " + tag + "\n")
+		}
+		for _, al := range fw.Allow {
+			b.WriteString("allow " + al + "\n")
+		}
+		if err := writeState(filepath.Join(state, "firewalls", a.Project, fw.Name), b.String()); err != nil {
+			return fail("%v", err)
+		}
+	}
+	for _, n := range a.NATs {
+		if err := writeState(filepath.Join(state, "nats", a.Project, n), ""); err != nil {
+			return fail("%v", err)
+		}
+	}
 	b, _ := json.MarshalIndent(a, "", "  ")
 	if err := os.WriteFile(filepath.Join(state, "terraform", "apply.json"), b, 0o644); err != nil {
 		return fail("%v", err)
 	}
 	fmt.Fprintf(stdout, "\nApply complete! Resources: %d added, 0 changed, 0 destroyed.\n", len(a.Resources))
 	return 0
+}
+
+func writeState(p, content string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(content), 0o644)
 }
 
 // loadTFModule parses the module in dir and, recursively, the local
@@ -239,8 +275,11 @@ func constString(body *hclsyntax.Body, name string) (string, bool) {
 }
 
 // planTF checks the root module and its children and returns what an
-// apply would create.
-func planTF(root *tfModule, state string) (*tfApply, []string) {
+// apply would create: of every resource, or with targets (-target
+// addresses) of those and what they refer to, directly or through
+// variables and locals, as Terraform's targeted apply does; the
+// configuration is checked whole either way.
+func planTF(root *tfModule, state string, targets []string) (*tfApply, []string) {
 	a := &tfApply{Dir: root.dir}
 	var problems []string
 	schema, err := tfschema.Load()
@@ -257,6 +296,13 @@ func planTF(root *tfModule, state string) (*tfApply, []string) {
 	if a.Project == "" || a.Region == "" {
 		problems = append(problems, `the root module has no provider "google" block with a constant project and region`)
 	}
+	var include map[string]bool
+	if len(targets) > 0 {
+		var err error
+		if include, err = tfTargeted(root, targets); err != nil {
+			return nil, []string{err.Error()}
+		}
+	}
 	var walk func(m *tfModule, vars map[string]cty.Value)
 	walk = func(m *tfModule, vars map[string]cty.Value) {
 		errs, err := schema.Check(m.files)
@@ -268,6 +314,9 @@ func planTF(root *tfModule, state string) (*tfApply, []string) {
 		ctx := m.evalContext(vars)
 		for _, b := range m.blocks("resource") {
 			typ, name := b.Labels[0], b.Labels[1]
+			if include != nil && !include[m.address+typ+"."+name] {
+				continue
+			}
 			a.Resources = append(a.Resources, m.address+typ+"."+name)
 			problems = append(problems, m.applyResource(a, state, ctx, typ, name, b.Body)...)
 		}
@@ -281,6 +330,91 @@ func planTF(root *tfModule, state string) (*tfApply, []string) {
 	}
 	walk(root, map[string]cty.Value{})
 	return a, problems
+}
+
+// tfTargeted returns the addresses a targeted apply of targets applies:
+// each target, which must be a resource of the configuration, and every
+// resource it refers to, through the module's variables (the calling
+// module's arguments) and locals too.
+func tfTargeted(root *tfModule, targets []string) (map[string]bool, error) {
+	type resource struct {
+		m    *tfModule
+		body *hclsyntax.Body
+	}
+	resources := map[string]resource{}
+	parents := map[*tfModule]*tfModule{}
+	callOf := map[*tfModule]*hclsyntax.Block{}
+	var index func(m *tfModule)
+	index = func(m *tfModule) {
+		for _, b := range m.blocks("resource") {
+			resources[m.address+b.Labels[0]+"."+b.Labels[1]] = resource{m, b.Body}
+		}
+		for name, child := range m.children {
+			parents[child], callOf[child] = m, m.calls[name]
+			index(child)
+		}
+	}
+	index(root)
+	include := map[string]bool{}
+	var refer func(m *tfModule, trs []hcl.Traversal)
+	var add func(addr string)
+	add = func(addr string) {
+		if include[addr] {
+			return
+		}
+		include[addr] = true
+		r := resources[addr]
+		refer(r.m, bodyTraversals(r.body))
+	}
+	refer = func(m *tfModule, trs []hcl.Traversal) {
+		for _, tr := range trs {
+			if len(tr) < 2 {
+				continue
+			}
+			attr, ok := tr[1].(hcl.TraverseAttr)
+			if !ok {
+				continue
+			}
+			switch root := tr.RootName(); root {
+			case "var":
+				if call := callOf[m]; call != nil {
+					if e, ok := call.Body.Attributes[attr.Name]; ok {
+						refer(parents[m], e.Expr.Variables())
+					}
+				}
+			case "local":
+				for _, l := range m.blocks("locals") {
+					if e, ok := l.Body.Attributes[attr.Name]; ok {
+						refer(m, e.Expr.Variables())
+					}
+				}
+			default:
+				if _, ok := resources[m.address+root+"."+attr.Name]; ok {
+					add(m.address + root + "." + attr.Name)
+				}
+			}
+		}
+	}
+	for _, t := range targets {
+		if _, ok := resources[t]; !ok {
+			return nil, fmt.Errorf("Invalid target address: no resource %s in the configuration", t)
+		}
+		add(t)
+	}
+	return include, nil
+}
+
+// bodyTraversals returns the references of every expression of body and
+// of its nested blocks.
+func bodyTraversals(body *hclsyntax.Body) []hcl.Traversal {
+	var out []hcl.Traversal
+	for _, a := range body.Attributes {
+		out = append(out, a.Expr.Variables()...)
+	}
+	for _, b := range body.Blocks {
+		out = append(out, bodyTraversals(b.Body)...)
+	}
+	return out
 }
 
 // moduleArguments checks a module call against the child's variables as
@@ -472,8 +606,14 @@ func (m *tfModule) applyResource(a *tfApply, state string, ctx *hcl.EvalContext,
 		}
 	case "google_compute_firewall":
 		fw := tfFirewall{Address: addr}
+		if v, ok := value(ctx, body, "name"); ok {
+			fw.Name = v.AsString()
+		}
 		if v, ok := value(ctx, body, "source_ranges"); ok {
 			fw.SourceRanges = stringsOf(v)
+		}
+		if v, ok := value(ctx, body, "target_tags"); ok {
+			fw.TargetTags = stringsOf(v)
 		}
 		for _, al := range body.Blocks {
 			if al.Type != "allow" {

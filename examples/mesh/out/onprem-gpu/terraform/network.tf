@@ -50,6 +50,25 @@ resource "google_compute_firewall" "node_to_node" {
   }
 }
 
+# SSH to the builder VMs of out/images, which have no external IP, from
+# Identity-Aware Proxy's TCP forwarding (gcloud compute ssh
+# --tunnel-through-iap), which connects from this range: each family's
+# build script runs there.
+resource "google_compute_firewall" "image_builder_ssh" {
+  project       = coalesce(var.subnetwork_project, local.project)
+  name          = "onprem-gpu-builder-ssh"
+  description   = "SSH from Identity-Aware Proxy's TCP forwarding to the image builder VMs of cluster onprem-gpu"
+  network       = var.network
+  direction     = "INGRESS"
+  source_ranges = ["35.235.240.0/20"]
+  target_tags   = ["onprem-gpu-builder"]
+
+  allow {
+    protocol = "tcp"
+    ports    = ["22"]
+  }
+}
+
 # The nodes have no external IP: they reach image registries and Google
 # APIs through this Cloud NAT, for the subnetwork's ranges only.
 resource "google_compute_router" "nat" {

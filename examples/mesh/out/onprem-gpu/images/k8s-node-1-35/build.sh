@@ -7,8 +7,9 @@
 # then make the family's next image from the VM's disk:
 #
 #   gcloud compute instances create k8s-node-1-35-builder --project=acme-hybrid-ai --zone=us-central1-a \
-#     --image-project=ubuntu-os-cloud --image-family=ubuntu-2404-lts-amd64 --boot-disk-size=20GB
-#   gcloud compute ssh k8s-node-1-35-builder --project=acme-hybrid-ai --zone=us-central1-a -- sudo bash -s < build.sh # this file
+#     --image-project=ubuntu-os-cloud --image-family=ubuntu-2404-lts-amd64 --boot-disk-size=20GB \
+#     --subnet=projects/acme-hybrid-ai/regions/us-central1/subnetworks/gpu-nodes --no-address --tags=onprem-gpu-builder
+#   gcloud compute ssh k8s-node-1-35-builder --project=acme-hybrid-ai --zone=us-central1-a --tunnel-through-iap -- sudo bash -s < build.sh # this file
 #   gcloud compute instances stop k8s-node-1-35-builder --project=acme-hybrid-ai --zone=us-central1-a
 #   gcloud compute images create k8s-node-1-35-$(date +%Y%m%d%H%M) --project=acme-hybrid-ai \
 #     --family=k8s-node-1-35 --source-disk=k8s-node-1-35-builder --source-disk-zone=us-central1-a
