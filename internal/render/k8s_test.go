@@ -235,6 +235,9 @@ func TestGPUOperatorToleratesGPUNodes(t *testing.T) {
 			} `json:"worker"`
 		} `json:"node-feature-discovery"`
 		DevicePlugin any `json:"devicePlugin"`
+		Driver       any `json:"driver"`
+		Toolkit      any `json:"toolkit"`
+		Validator    any `json:"validator"`
 	}
 	if err := yaml.UnmarshalStrict(files[layout.GPUOperatorValuesPath], &v); err != nil {
 		t.Fatal(err)
