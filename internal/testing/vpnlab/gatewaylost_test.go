@@ -137,7 +137,7 @@ func TestRenderedVPNGatewayLost(t *testing.T) {
 	cloudHold := time.Duration(3*v.Keepalive) * time.Second
 
 	start := time.Now()
-	lab, err := StartSite(t, a, cloud, b, Site{Router: netip.PrefixFrom(routerAddr, onpremRange.Bits()), FRR: routerConf})
+	lab, err := startSite(t, a, cloud, b, Site{Router: netip.PrefixFrom(routerAddr, onpremRange.Bits()), FRR: routerConf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,7 +153,7 @@ type Lab struct {
 	// sides are the first side (the on-prem gateway), the second (the
 	// cloud side) and, with a Site, the second on-prem gateway.
 	sides []*side
-	// site is the site's router (StartSite); nil without a Site.
+	// site is the site's router (startSite); nil without a Site.
 	site *side
 
 	mu     sync.Mutex
@@ -229,11 +229,11 @@ type Site struct {
 	FRR []byte
 }
 
-// StartSite is startLab with two on-prem gateways, a and b (each with its
+// startSite is startLab with two on-prem gateways, a and b (each with its
 // tunnels to cloud), on site's LAN: the host is a's Host, b has none of
 // its own. The lab's sides are a (0), cloud (1) and b (2). It waits for
 // every CHILD_SA and starts every FRR, the router's last; not for BGP.
-func StartSite(t testing.TB, a, cloud, b Side, site Site) (*Lab, error) {
+func startSite(t testing.TB, a, cloud, b Side, site Site) (*Lab, error) {
 	t.Helper()
 	return start(t, []Side{a, cloud, b}, &site)
 }
