@@ -20,7 +20,7 @@ func (c *checker) maxPods(g *model.NodeGroup, base []cue.Selector) {
 	}
 	n := g.MaxPods()
 	p := join(base, "kubelet", "maxPods")
-	daemons := model.NodeDaemonPods(g, c.src.HostDriver())
+	daemons := model.NodeDaemonPods(g, c.hostDriver)
 	if n < len(daemons)+1 {
 		c.at(p, "maxPods %d leaves no room on the node: it runs %d DaemonSet pods before any workload (%s), so at least %d is needed for one workload pod", n, len(daemons), strings.Join(daemons, ", "), len(daemons)+1)
 	}

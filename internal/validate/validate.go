@@ -70,6 +70,9 @@ type checker struct {
 	pos    Positioner
 	broken source.Broken
 	list   diag.List
+	// hostDriver is src.HostDriver(), decided once for all groups (it
+	// reads every cloud group).
+	hostDriver bool
 }
 
 // Source checks a complete, decoded source and returns every finding.
@@ -79,7 +82,7 @@ func Source(src *model.Source, pos Positioner) diag.List {
 
 // check checks src, skipping what broken says did not decode.
 func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
-	c := &checker{src: src, pos: pos, broken: broken}
+	c := &checker{src: src, pos: pos, broken: broken, hostDriver: src.HostDriver()}
 	if !broken.Cluster {
 		c.cluster()
 		c.region()
@@ -105,7 +108,7 @@ func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
 func (c *checker) partialGroups() {
 	for _, name := range model.SortedKeys(c.broken.Partial) {
 		pg := c.broken.Partial[name]
-		sub := &checker{src: c.src, pos: c.pos, broken: c.broken}
+		sub := &checker{src: c.src, pos: c.pos, broken: c.broken, hostDriver: c.hostDriver}
 		sub.group(pg.Group)
 		for _, f := range sub.list {
 			if !slices.ContainsFunc(pg.Refused, func(p string) bool { return f.Path == p || strings.HasPrefix(f.Path, p+".") }) {

@@ -394,26 +394,30 @@ func csrNodeNameVariables() []admissionv1.Variable {
 // name is (instanceNamePattern, per group; "" for none) and the providerIDs
 // an instance of that name has in the group's zones.
 func approverNodeVariables(src *model.Source) []admissionv1.Variable {
-	group, pids := `""`, `[]`
+	// Each group's test wraps the next group's: written front to back,
+	// with the closing parentheses at the end, so that the expressions
+	// grow linearly with the groups.
+	var group, pids strings.Builder
 	groups := src.CloudGroups()
-	for i := len(groups) - 1; i >= 0; i-- {
-		g := groups[i]
+	for _, g := range groups {
 		match := `request.name.matches(` + strconv.Quote("^"+regexp.QuoteMeta(src.Cluster.BaseInstanceName(g))+"-[a-z0-9]{4}$") + `)`
-		group = match + ` ? ` + strconv.Quote(g.Name) + ` : (` + group + `)`
+		group.WriteString(match + ` ? ` + strconv.Quote(g.Name) + ` : (`)
 		var ids []string
 		for _, z := range g.Zones {
 			ids = append(ids, strconv.Quote("gce://"+src.Cluster.GCP.Project+"/"+z+"/")+` + request.name`)
 		}
-		pids = match + ` ? [` + strings.Join(ids, ", ") + `] : (` + pids + `)`
+		pids.WriteString(match + ` ? [` + strings.Join(ids, ", ") + `] : (`)
 	}
+	group.WriteString(`""` + strings.Repeat(")", len(groups)))
+	pids.WriteString(`[]` + strings.Repeat(")", len(groups)))
 	return []admissionv1.Variable{
 		{Name: "nodeUpdate", Expression: `request.operation == "UPDATE" && request.resource.group == "" && request.resource.resource == "nodes" && request.?subResource.orValue("") == ""`},
 		{Name: "oldLabels", Expression: `variables.nodeUpdate ? oldObject.metadata.?labels.orValue({}) : {}`},
 		{Name: "newLabels", Expression: `variables.nodeUpdate ? object.metadata.?labels.orValue({}) : {}`},
 		{Name: "verified", Expression: `variables.newLabels[?` + strconv.Quote(model.VerifiedGroupLabel) + `].orValue("")`},
 		{Name: "providerID", Expression: `variables.nodeUpdate ? oldObject.spec.?providerID.orValue("") : ""`},
-		{Name: "nameGroup", Expression: group},
-		{Name: "nameProviderIDs", Expression: pids},
+		{Name: "nameGroup", Expression: group.String()},
+		{Name: "nameProviderIDs", Expression: pids.String()},
 	}
 }
 
