@@ -32,6 +32,12 @@ count (not while the node is still initialising); nodes labelled with a
 group that no longer exists; cloud nodes (gce:// providerID) of no group;
 stale cloud nodes, whose nodegen.dev/revision label is not their group's
 current revision (made from an older source: nodegen rollout replaces them).
+A node's kubelet may set that label on itself: with --managed-instances FILE
+(the output of gcloud compute instance-groups managed list-instances MIG
+--zone ZONE --format=json; repeatable), a node whose instance is listed there
+is stale by the revision the kube-env of the template Compute made it from
+declares, given that template with --instance-template, whatever its label
+says.
 
 Instance templates come from --instance-template FILE (the output of gcloud
 compute instance-templates describe --format=json, or list --format=json;
@@ -54,6 +60,7 @@ type driftFlags struct {
 	// cluster of $KUBECONFIG.
 	liveFromEnv bool
 	templates   cli.StringSlice
+	instances   cli.StringSlice
 	output      string
 	stuckAfter  time.Duration
 	now         string
@@ -69,6 +76,7 @@ func driftCommand(s *streams) *cli.Command {
 			&cli.StringFlag{Name: "nodes", Usage: "`FILE` holding kubectl get nodes -o json output (- for stdin)", Destination: &f.nodesFile},
 			&cli.StringFlag{Name: "kubeconfig", Usage: "read the nodes live from the cluster of this kubeconfig `FILE` (without any input flag: $KUBECONFIG, as kubectl reads it)", Destination: &f.kubeconfig},
 			&cli.StringSliceFlag{Name: "instance-template", Usage: "`FILE` holding gcloud instance-templates describe/list --format=json output (repeatable)", Destination: &f.templates},
+			&cli.StringSliceFlag{Name: "managed-instances", Usage: "`FILE` holding gcloud compute instance-groups managed list-instances --format=json output: a listed node's revision is that of the template Compute made it from (repeatable)", Destination: &f.instances},
 			sourceFlag(&f.src),
 			clusterFlag(&f.src),
 			outputFlag(&f.output),
@@ -100,6 +108,9 @@ func runDrift(c *cli.Context, s *streams, f *driftFlags) error {
 	}
 	model, rendered := rc.Member.Source, rc.Files
 	opts.Revisions = rc.Revisions
+	if len(in.instances) > 0 {
+		opts.InstanceRevisions = drift.InstanceRevisions(in.instances, in.templates)
+	}
 	var (
 		nodes     []nodecheck.NodeResult
 		unmanaged []string
@@ -158,6 +169,9 @@ func (f *driftFlags) options() (nodecheck.Options, error) {
 	if f.nodesFile != "" && f.kubeconfig != "" {
 		return nodecheck.Options{}, usageError{fmt.Errorf("use --nodes or --kubeconfig, not both")}
 	}
+	if len(f.instances.Value()) > 0 && len(f.templates.Value()) == 0 {
+		return nodecheck.Options{}, usageError{fmt.Errorf("--managed-instances needs the instance templates they name, with --instance-template FILE: their kube-env declares the revision")}
+	}
 	if f.nodesFile == "" && f.kubeconfig == "" && len(f.templates.Value()) == 0 {
 		if !kubeconfigDefault() {
 			return nodecheck.Options{}, usageError{fmt.Errorf("drift needs --nodes FILE, --kubeconfig FILE, --instance-template FILE, $%s or %s", kube.KubeconfigEnv, kube.HomeKubeconfigName)}
@@ -179,6 +193,7 @@ func (f *driftFlags) options() (nodecheck.Options, error) {
 // nodes as a client of a live cluster or as a file's bytes.
 type driftInputs struct {
 	templates   []*drift.LiveTemplate
+	instances   []drift.ManagedInstance
 	nodesClient *kube.Client
 	nodesData   []byte
 }
@@ -197,6 +212,17 @@ func (f *driftFlags) readInputs(s *streams) (driftInputs, error) {
 			return in, err
 		}
 		in.templates = append(in.templates, ts...)
+	}
+	for _, name := range f.instances.Value() {
+		data, err := readInput(s, name)
+		if err != nil {
+			return in, err
+		}
+		mis, err := drift.ReadManagedInstances(name, data)
+		if err != nil {
+			return in, err
+		}
+		in.instances = append(in.instances, mis...)
 	}
 	switch {
 	case f.kubeconfig != "" || f.liveFromEnv:

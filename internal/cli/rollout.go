@@ -30,7 +30,11 @@ and its replacement, batch by batch. Nodes come from --nodes FILE (kubectl
 get nodes -o json) or live from --kubeconfig FILE; without either, from the
 kubeconfig files $KUBECONFIG names, merged as kubectl merges them (a list
 separated by ":"), or without $KUBECONFIG from ~/.kube/config, as kubectl
-reads it, with their current context.
+reads it, with their current context. A node's kubelet may set its own
+revision label: from the live cluster, the plan takes each node's revision
+from the template Compute made its instance from (listManagedInstances),
+with the credentials and endpoint --yes uses; without them, or for a MIG
+that cannot be read, it says so on stderr and takes the labels'.
 
 With --yes (and the live cluster) it carries the plan out, per zonal MIG, a
 batch of cluster.rollout.surge stale nodes at a time: it creates their
@@ -176,6 +180,7 @@ func runRollout(c *cli.Context, s *streams, f *rolloutFlags) error {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	plan := rollout.MakePlan(src, revs, list.Items)
+	f.useCompute(ctx, s, src, &plan)
 	pods, err := cluster.ListPods(ctx, metav1.NamespaceAll, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
@@ -244,6 +249,41 @@ func (f *rolloutFlags) check() error {
 		return usageError{fmt.Errorf("-o json prints a plan; it does not go with --yes")}
 	}
 	return nil
+}
+
+// useCompute corrects the plan with the revisions Compute gives the
+// instances of each MIG that holds nodes (rollout.Compute.InstanceRevisions,
+// Plan.UseInstanceRevisions), as --yes does before each batch: a node's
+// kubelet may set its own revision label. Without Compute API credentials,
+// or for a MIG Compute does not answer for, the plan keeps the labels'
+// answer there, and says so on stderr.
+func (f *rolloutFlags) useCompute(ctx context.Context, s *streams, src *model.Source, plan *rollout.Plan) {
+	httpClient, err := google.DefaultClient(ctx, rollout.ComputeScope)
+	if err != nil {
+		fmt.Fprintf(s.err, "nodegen: the plan's revisions are the Nodes' labels, which their kubelets may set: no Compute API credentials (%v)\n", err)
+		return
+	}
+	c := &rollout.Compute{Endpoint: f.endpoint, HTTP: httpClient}
+	cl := &src.Cluster
+	cache := map[string]string{}
+	for _, gp := range plan.Groups {
+		g := src.NodeGroups[gp.Group]
+		if g == nil || !g.Cloud() {
+			continue
+		}
+		for _, mp := range gp.MIGs {
+			if len(mp.Current)+len(mp.Stale) == 0 {
+				continue
+			}
+			mig := cl.MIGName(g, mp.Zone)
+			instances, err := c.InstanceRevisions(ctx, cl.GCP.Project, mp.Zone, mig, cache)
+			if err != nil {
+				fmt.Fprintf(s.err, "nodegen: the plan's revisions in MIG %s are the Nodes' labels, which their kubelets may set: %v\n", mig, err)
+				continue
+			}
+			plan.UseInstanceRevisions(src, g, mp.Zone, instances)
+		}
+	}
 }
 
 // carryOut runs the rollout on the live cluster, with the credentials

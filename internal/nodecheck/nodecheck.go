@@ -83,6 +83,12 @@ type Options struct {
 	// cloud node whose label differs is stale; without an entry for its
 	// group the label is not checked.
 	Revisions map[string]string
+	// InstanceRevisions are Compute's revisions of the cloud nodes'
+	// instances, by name: the revision the template Compute made each
+	// from declares (drift.InstanceRevisions). A node's kubelet may set
+	// its own label; where Compute's answer is known, it decides whether
+	// the node is stale, and the label is only a hint.
+	InstanceRevisions map[string]string
 }
 
 // Labels of a node that drift never reports as extra: the node's own,
@@ -280,7 +286,7 @@ func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref model.
 	got := n.Labels
 	if g.Cloud() {
 		if rev, ok := opts.Revisions[g.Name]; ok {
-			if f, stale := staleNode(n, rev); stale {
+			if f, stale := staleNode(n, rev, opts.InstanceRevisions); stale {
 				out = append(out, f)
 			}
 		}
@@ -294,9 +300,22 @@ func checkNode(src *model.Source, g *model.NodeGroup, n *corev1.Node, ref model.
 }
 
 // staleNode reports a cloud node made from other artifacts than its
-// group's current ones: its revision label is not the group's revision.
-func staleNode(n *corev1.Node, rev string) (Finding, bool) {
+// group's current ones: the template Compute made its instance from
+// declares another revision (instances, by node name), or, where Compute's
+// answer is not known, its revision label is not the group's revision.
+func staleNode(n *corev1.Node, rev string, instances map[string]string) (Finding, bool) {
 	got, ok := n.Labels[model.RevisionLabel]
+	if made, known := instances[n.Name]; known {
+		if made == rev {
+			return Finding{}, false
+		}
+		label := "no " + model.RevisionLabel + " label"
+		if ok {
+			label = "its label says " + got
+		}
+		return Finding{Kind: Stale, Key: model.RevisionLabel, Want: rev, Got: made,
+			Message: fmt.Sprintf("stale: Compute made its instance from a template of revision %s (%s), the group's is %s; nodegen rollout replaces it", orNone(made), label, rev)}, true
+	}
 	switch {
 	case !ok:
 		return Finding{Kind: Stale, Key: model.RevisionLabel, Want: rev,
@@ -306,6 +325,14 @@ func staleNode(n *corev1.Node, rev string) (Finding, bool) {
 			Message: fmt.Sprintf("stale: revision %s, the group's is %s; nodegen rollout replaces it", got, rev)}, true
 	}
 	return Finding{}, false
+}
+
+// orNone is s, or "none" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func cloneMap(m map[string]string) map[string]string {

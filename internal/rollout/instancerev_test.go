@@ -99,9 +99,10 @@ func TestPlanRevisionFromCompute(t *testing.T) {
 }
 
 // A stale node whose kubelet relabels it with its group's current
-// revision (a compromised node escaping the rollout) is still replaced
-// by rollout --yes: its MIG's managed-instance record says it was made
-// from the old template. By the labels, it would be left in place.
+// revision (a compromised node escaping the rollout) is still planned for
+// replacement, in the plan printed without --yes, and replaced by
+// rollout --yes: its MIG's managed-instance record says it was made from
+// the old template. By the labels, it would be left in place.
 func TestRolloutReplacesNodeThatRelabelsItselfCurrent(t *testing.T) {
 	s := newSetup(t, 1, nil)
 	liar := s.oldNodes[0]
@@ -109,7 +110,7 @@ func TestRolloutReplacesNodeThatRelabelsItselfCurrent(t *testing.T) {
 	if _, err := s.admin.CoreV1().Nodes().Patch(context.Background(), liar, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s.planSays(t, "1 current")
+	s.planSays(t, "drain and delete: "+liar+" (revision "+s.old["gpu-t4"]+") by ")
 	out := s.rolloutYes(t)
 	if !strings.Contains(out, "cordoned "+liar) {
 		t.Errorf("%s, which labels itself current but was made from the old template, was not replaced", liar)
