@@ -21,6 +21,7 @@ import (
 	"github.com/nodegen/nodegen/internal/cli"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/revision"
+	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/internal/testing/testhooks"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
@@ -67,13 +68,26 @@ func (m cleanupM) Run() int {
 // directory holding the tests' copy of the example (internal/testing/testsrc) in nodegroups/ (unless
 // the script brings its own files there), and the tests' fleet source
 // (testsrc.FleetDir) in fleet/ (likewise).
+//
+// A script that runs the rendered scripts against a cluster says
+// "[!testcp] skip" and then "apiserver": it gets KUBECONFIG for the admin
+// of a real kube-apiserver in production mode (internal/testing/testcp),
+// one for the whole test, started only when a script uses it, so its
+// objects take names no other script uses.
 func TestScript(t *testing.T) {
+	cp := scriptControlPlane(t, "testdata/script")
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode, "refused": refused, "fillrevisions": fillRevisions, "dochook": docHook, "hookednodegen": hookedNodegen},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode, "refused": refused, "fillrevisions": fillRevisions, "dochook": docHook, "hookednodegen": hookedNodegen, "apiserver": cp.use},
+		Condition: func(cond string) (bool, error) {
+			if cond == "testcp" {
+				return cp.cp != nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(env *testscript.Env) error {
 			// check's shortcut keeps its records in the script's own cache.
 			env.Setenv("NODEGEN_CACHE_DIR", filepath.Join(env.WorkDir, ".nodegen-cache"))
@@ -89,6 +103,51 @@ func TestScript(t *testing.T) {
 			return testsrc.CopyTo(dst)
 		},
 	})
+}
+
+// scriptCP is the control plane of the scripts that use one.
+type scriptCP struct{ cp *testcp.ControlPlane }
+
+// scriptControlPlane starts the test control plane for the scripts in dir
+// when one of them has an "apiserver" line and its binaries are there (or
+// testcp.EnvRequire makes their absence a failure); the scripts that need
+// it skip otherwise.
+func scriptControlPlane(t *testing.T, dir string) scriptCP {
+	files, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^apiserver$`)
+	used := false
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line.Match(b) {
+			used = true
+			break
+		}
+	}
+	if !used {
+		return scriptCP{}
+	}
+	if _, err := testcp.FindBinaries(); err != nil && os.Getenv(testcp.EnvRequire) != "1" {
+		t.Logf("the scripts that need the test control plane skip: %v", err)
+		return scriptCP{}
+	}
+	return scriptCP{testcp.StartWith(t, testcp.Options{Production: true})}
+}
+
+// use implements "apiserver": KUBECONFIG names the control plane's admin.
+func (c scriptCP) use(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: apiserver")
+	}
+	if c.cp == nil {
+		ts.Fatalf("no test control plane: the script must start with [!testcp] skip")
+	}
+	ts.Setenv("KUBECONFIG", c.cp.Admin().Kubeconfig)
 }
 
 // hooked is the tests' nodegen built with the test hooks, made once per
