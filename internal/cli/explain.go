@@ -32,6 +32,13 @@ group's template from one of its nodes before it reads kube-env, so until
 nodegen rollout replaced them its scale-ups follow the old labels and taints.
 It says what the rollout changes; the verdicts are the source's.
 
+It prints every autoscaled group's init budget: how long a new node of it
+may take to register (its maxNodeProvisionTime) and then to be ready
+(--max-node-startup-time), what the node needs of that (its driver and GPU
+validation on a GPU group), and, with an autoscaler build that adds no node
+while one is upcoming, that each scale-up of the group freezes every other
+for up to the whole budget.
+
 With cluster.podNetwork it also prints the pod MTU nodegen renders and how
 it was derived: the MTU of every path a pod packet takes (both sides' NICs,
 each VPN tunnel's payload MTU), the smallest less the encapsulation's

@@ -59,7 +59,8 @@ func autoscalerNotes(src *model.Source) []Note {
 			"the Cluster Autoscaler %s scales nothing, up or down, while any node has no providerID its GCE provider can parse (kubernetes/autoscaler#10140): the verdicts above hold once every node outside the MIGs has %s<node name>; run out/%s%s and give later on-prem joins the kubelet's provider-id (out/%s%s)",
 			tag, model.UnmanagedProviderIDPrefix, src.Tree, layout.OnpremProviderIDPath, src.Tree, layout.DocsPath)})
 	}
-	if err != nil || !rel.Known || rel.UpcomingNodeBlocks {
+	if upcomingFreezes(src) {
+		startup, _ := src.MaxNodeStartupTime()
 		var gpu []string
 		for _, g := range src.GPUGroups() {
 			if g.Autoscaled() {
@@ -67,7 +68,7 @@ func autoscalerNotes(src *model.Source) []Note {
 			}
 		}
 		msg := fmt.Sprintf("while any node is upcoming, the Cluster Autoscaler %s adds no node anywhere, for any pod (its quotas tracker fails on the stand-in node, which has no providerID; kubernetes-sigs/cluster-autoscaler#56): from each scale-up until the new VM registers (at most its group's maxNodeProvisionTime: %s) and then until it is ready (at most --max-node-startup-time, %s, after it registered)",
-			tag, strings.Join(src.ProvisionTimes(), ", "), model.FormatDuration(model.DefaultMaxNodeStartupTime))
+			tag, strings.Join(src.ProvisionTimes(), ", "), model.FormatDuration(startup))
 		if len(gpu) > 0 {
 			msg += fmt.Sprintf("; a GPU node of %s is not ready until the device plugin reports its GPUs, so the GPU initialisation blocks every other scale-up", strings.Join(gpu, ", "))
 		}

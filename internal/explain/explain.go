@@ -71,6 +71,9 @@ type Report struct {
 	// Autoscaler are notes about the autoscaler itself, for every
 	// workload: its release and the nodes outside the MIGs.
 	Autoscaler []Note `json:"autoscaler,omitempty"`
+	// InitBudgets are the autoscaled groups' init budgets and the freeze
+	// each implies.
+	InitBudgets []GroupInitBudget `json:"initBudgets,omitempty"`
 	// Plan is what the autoscaler would add for the workloads together
 	// (Explainer.Plan): an estimate, not its code.
 	Plan *Plan `json:"plan,omitempty"`
@@ -223,7 +226,7 @@ func New(src *model.Source, files layout.Files, workloads []*Workload) (*Explain
 
 // Explain checks every workload against every group.
 func (e *Explainer) Explain(workloads []*Workload) *Report {
-	r := &Report{AllFit: true, Workloads: []WorkloadResult{}, Autoscaler: autoscalerNotes(e.src), SpotFallbacks: e.spot, PodMTU: podMTU(e.src)}
+	r := &Report{AllFit: true, Workloads: []WorkloadResult{}, Autoscaler: autoscalerNotes(e.src), InitBudgets: initBudgets(e.src), SpotFallbacks: e.spot, PodMTU: podMTU(e.src)}
 	for _, w := range workloads {
 		wr := e.Workload(w)
 		r.AllFit = r.AllFit && wr.Fits

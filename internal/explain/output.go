@@ -50,6 +50,9 @@ func WriteTable(w io.Writer, r *Report) error {
 	for _, n := range r.Autoscaler {
 		fmt.Fprintf(w, "autoscaler: %s\n", n.Message)
 	}
+	for _, b := range r.InitBudgets {
+		fmt.Fprintf(w, "init budget: %s\n", b.Message)
+	}
 	if m := r.PodMTU; m != nil {
 		fmt.Fprintf(w, "pod network: MTU %s; the paths a pod packet takes:\n", m.Derivation)
 		for _, p := range m.Paths {

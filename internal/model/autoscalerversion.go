@@ -166,11 +166,13 @@ var AutoscalerSourceCommit = map[string]string{
 	"v1.35.2": "2d42588803c71fe9b35dcd9e3669ac6bb550ca22",
 }
 
-// DefaultMaxNodeStartupTime is the autoscaler's --max-node-startup-time,
-// which nodegen does not set and the GCE provider does not read from
-// kube-env: how long after registering a node that is not ready still
-// counts as upcoming (clusterstate/clusterstate.go MaxNodeStartupTime, and
-// config/flags/flags.go, at cluster-autoscaler-1.35.0).
+// DefaultMaxNodeStartupTime is the default of the autoscaler's
+// --max-node-startup-time, which the GCE provider does not read per MIG
+// from kube-env: how long after registering a node that is not ready
+// still counts as upcoming (clusterstate/clusterstate.go
+// MaxNodeStartupTime, and config/flags/flags.go, at
+// cluster-autoscaler-1.35.2). nodegen renders the flag only when a
+// group's init budget needs more (Source.MaxNodeStartupTime).
 const DefaultMaxNodeStartupTime = 15 * time.Minute
 
 // ProvisionTimes lists, per autoscaled group, the maxNodeProvisionTime the

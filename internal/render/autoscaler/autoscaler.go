@@ -31,7 +31,7 @@ func options(src *model.Source) [][2]string {
 		// the old: without this the autoscaler stops balancing them.
 		opts = append(opts, [2]string{"balancing-ignore-label", model.RevisionLabel})
 	}
-	return append(opts, [][2]string{
+	opts = append(opts, [][2]string{
 		// The per-MIG metrics (node_group_target_count,
 		// node_group_healthiness, node_group_backoff_status, min and max)
 		// that out/monitoring's rules read are off by default
@@ -45,6 +45,16 @@ func options(src *model.Source) [][2]string {
 		// autoscaler's default --leader-elect-resource-name).
 		{"leader-elect", "true"},
 		{"max-node-provision-time", a.MaxNodeProvisionTime.String()},
+	}...)
+	// The window from registration to ready, one for every MIG
+	// (cluster-autoscaler-1.35.2 config/flags/flags.go
+	// max-node-startup-time, default 15m; the GCE provider reads no
+	// startup time per MIG, cloudprovider/gce/gce_manager.go
+	// GetMigOptions): set only when a group's init budget needs more.
+	if d, ok := src.MaxNodeStartupTime(); ok {
+		opts = append(opts, [2]string{"max-node-startup-time", model.FormatDuration(d)})
+	}
+	return append(opts, [][2]string{
 		{"scale-down-gpu-utilization-threshold", strconv.FormatFloat(a.ScaleDownGpuUtilizationThreshold, 'f', -1, 64)},
 		{"scale-down-unneeded-time", a.ScaleDownUnneededTime.String()},
 		{"scale-down-unready-time", a.ScaleDownUnreadyTime.String()},
@@ -68,6 +78,9 @@ func Flags(src *model.Source, header string) ([]byte, error) {
 			if times := src.ProvisionTimes(); len(times) > 0 {
 				fmt.Fprintf(&b, "# The default for every MIG; a group's kube-env autoscaling_options value wins. Per group: %s.\n", strings.Join(times, ", "))
 			}
+		}
+		if o[0] == "max-node-startup-time" {
+			fmt.Fprintf(&b, "# For every MIG (the GCE provider reads none per MIG): what the slowest group needs from registration to ready (nodegen explain: init budget), longer than the autoscaler's default %s.\n", model.FormatDuration(model.DefaultMaxNodeStartupTime))
 		}
 		fmt.Fprintf(&b, "--%s=%s\n", o[0], o[1])
 	}

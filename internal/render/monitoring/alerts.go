@@ -71,7 +71,8 @@ func migMatcher(src *model.Source, g *model.NodeGroup) string {
 
 // scaleUpWindow is how long a healthy scale-up may leave pods pending:
 // from the scale-up until the node is ready, at most the slowest group's
-// maxNodeProvisionTime and then --max-node-startup-time.
+// maxNodeProvisionTime and then --max-node-startup-time (the groups' init
+// budgets, model.InitBudget).
 func scaleUpWindow(src *model.Source) time.Duration {
 	var longest time.Duration
 	for _, g := range src.Groups() {
@@ -79,7 +80,8 @@ func scaleUpWindow(src *model.Source) time.Duration {
 			longest = max(longest, src.Cluster.MaxNodeProvisionTime(g))
 		}
 	}
-	return longest + model.DefaultMaxNodeStartupTime
+	startup, _ := src.MaxNodeStartupTime()
+	return longest + startup
 }
 
 func autoscalerAlerts(src *model.Source) ([]alert, error) {
@@ -270,7 +272,7 @@ func nodeAlerts(src *model.Source) ([]alert, error) {
 			continue
 		}
 		nodes := "node=~" + q(src.Cluster.InstanceNamePattern(g))
-		budget := model.DefaultMaxNodeStartupTime
+		budget := src.InitBudget(g).Startup
 		out = append(out, alert{
 			name: "NodegenStartupTaintStuck",
 			expr: "((time() - max by (node) (kube_node_created{" + nodes + "})) > " + seconds(budget) + ")" +
