@@ -25,12 +25,37 @@
 # and logged as stuck once it has not been Ready for GRACE_SECONDS. Any
 # other answer of the Compute API keeps the Node and is logged.
 #
+# A Ready Node of one of STUCK_GROUPS (the autoscaled GPU groups with a
+# startup taint) that still carries the group's startup taint more than
+# STARTUP_SECONDS after it became Ready (the init budget's time to be
+# ready, the autoscaler's --max-node-startup-time, which the
+# NodegenStartupTaintStuck alert uses too) is stuck initialising: its GPUs
+# never validated, so the taint remover never lifted the taint. It is
+# logged, and with REMOVE_STUCK=true its VM is deleted through its MIG with
+# instanceGroupManagers.deleteInstances, which lowers the MIG's target size
+# so that the MIG does not recreate the VM, leaving the next scale-up to
+# the autoscaler (Compute Engine API v1 reference,
+# instanceGroupManagers.deleteInstances). Only a VM the Compute API has
+# RUNNING and created by the group's MIG of the Node's zone is deleted.
+# Once the VM is gone its Node is NotReady and the pass above deletes it.
+# A Node that advertises the group's nvidia.com/gpu count has validated
+# GPUs and is never touched, nor is a Node without the taint, or within
+# its budget (counted from the Ready condition's last change, so a
+# rebooted node gets its whole budget again).
+#
 # Environment:
 #   PROJECT        GCP project of the cloud groups
 #   NODE_GROUPS         comma-separated names of the cloud groups
 #   GRACE_SECONDS  seconds a Node whose VM exists may be not Ready before the
 #                  log calls it stuck; seconds a Node without a Ready
 #                  condition is left alone after its creation
+#   STARTUP_SECONDS  the init budget's time to be ready, in seconds
+#   STUCK_GROUPS     comma-separated GROUP:MIG_BASE:GPUS:TAINT_KEY of the
+#                    groups whose stuck nodes are handled: the MIG of zone Z
+#                    is MIG_BASE-Z, GPUS the nvidia.com/gpu a validated node
+#                    advertises, TAINT_KEY the startup taint's key
+#   REMOVE_STUCK     true: delete a stuck node's VM through its MIG;
+#                    false: only log it
 # Exit status: 0 when every considered Node was decided, 1 when something
 # could not be read or deleted (the next run tries again).
 set -euo pipefail
@@ -38,6 +63,9 @@ set -euo pipefail
 : "${PROJECT:?PROJECT is required}"
 : "${NODE_GROUPS:?NODE_GROUPS is required}"
 : "${GRACE_SECONDS:?GRACE_SECONDS is required}"
+: "${STARTUP_SECONDS:?STARTUP_SECONDS is required}"
+: "${STUCK_GROUPS?STUCK_GROUPS is required}"
+: "${REMOVE_STUCK:?REMOVE_STUCK is required}"
 readonly METADATA_URL=http://169.254.169.254/computeMetadata/v1
 readonly COMPUTE_URL=https://compute.googleapis.com/compute/v1
 readonly GROUP_LABEL=node-restriction.kubernetes.io/nodegen-node-group
@@ -80,6 +108,88 @@ instance_status() {
 			"${COMPUTE_URL}/projects/${PROJECT}/zones/${zone}/instances/${name}" 2>"${WORK}/err"
 }
 
+# field NAME prints the first string value of NAME in WORK/body: the
+# Compute API writes an instance's own status before any nested object.
+field() {
+	grep -oE "\"$1\"[[:space:]]*:[[:space:]]*\"[^\"]*\"" "${WORK}/body" | head -n 1 | sed -E 's/.*:[[:space:]]*"([^"]*)"$/\1/'
+}
+
+# created_by prints the created-by metadata value of the instance in
+# WORK/body: the URL of the MIG that made it.
+created_by() {
+	grep -oE '"key"[[:space:]]*:[[:space:]]*"created-by"[[:space:]]*,[[:space:]]*"value"[[:space:]]*:[[:space:]]*"[^"]*"' "${WORK}/body" | head -n 1 | sed -E 's/.*"([^"]*)"$/\1/'
+}
+
+# delete_instance prints the HTTP status of deleteInstances of instance
+# $3 in zone $1 through MIG $2, and leaves the body in WORK/body.
+delete_instance() {
+	local zone="$1" mig="$2" name="$3"
+	printf 'header = "Authorization: Bearer %s"\n' "${TOKEN}" |
+		curl -sS --max-time 10 -K - -o "${WORK}/body" -w '%{http_code}' -X POST \
+			-H 'Content-Type: application/json' --data "{\"instances\":[\"zones/${zone}/instances/${name}\"]}" \
+			"${COMPUTE_URL}/projects/${PROJECT}/zones/${zone}/instanceGroupManagers/${mig}/deleteInstances" 2>"${WORK}/err"
+}
+
+# stuck NAME GROUP ZONE SINCE TAINT_KEYS ALLOCATABLE handles a Ready Node
+# (its Ready condition True since SINCE) of a group in STUCK_GROUPS whose
+# startup taint outlived the init budget; any other Node it leaves alone.
+# Status 1 when something could not be read or deleted.
+stuck() {
+	local name="$1" group="$2" zone="$3" since="$4" taints="$5" alloc="$6"
+	[[ -n "${STUCK_KEY["${group}"]+x}" ]] || return 0
+	local key="${STUCK_KEY["${group}"]}" gpus="${STUCK_GPUS["${group}"]}"
+	local mig="${STUCK_MIG["${group}"]}-${zone}" k tainted=""
+	local -a keys
+	read -ra keys <<<"${taints}"
+	for k in "${keys[@]}"; do
+		[[ "${k}" != "${key}" ]] || tainted=1
+	done
+	[[ -n "${tainted}" ]] || return 0
+	if [[ ! "${since}" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]]; then
+		log "node ${name}: unreadable Ready time ${since@Q}; kept"
+		return 1
+	fi
+	[[ "${since}" < "${STUCK_CUTOFF}" ]] || return 0
+	local what="startup taint ${key} still on it, Ready since ${since}, past the init budget of ${STARTUP_SECONDS}s to be ready"
+	if [[ ! "${alloc:-0}" =~ ^[0-9]+$ ]]; then
+		log "node ${name}: ${what}, nvidia.com/gpu allocatable ${alloc@Q} unreadable; kept"
+		return 1
+	fi
+	if ((${alloc:-0} >= gpus)); then
+		log "node ${name}: ${what}, but it advertises ${alloc} nvidia.com/gpu of ${gpus}: its GPUs validated; kept"
+		return 0
+	fi
+	what="stuck initialising: ${what}, nvidia.com/gpu allocatable ${alloc:-0} of ${gpus}"
+	if [[ "${REMOVE_STUCK}" != true ]]; then
+		log "node ${name}: ${what}; kept (removing stuck nodes is off)"
+		return 0
+	fi
+	if [[ -z "${TOKEN}" ]]; then
+		token || return 1
+	fi
+	local status by
+	status="$(instance_status "${zone}" "${name}")" || status="${status:-000}"
+	if [[ "${status}" != 200 ]]; then
+		log "node ${name}: ${what}; the Compute API answered ${status} for VM ${zone}/${name}; kept"
+		return 1
+	fi
+	status="$(field status)" by="$(created_by)"
+	if [[ "$(field name)" != "${name}" || "${status}" != RUNNING ]]; then
+		log "node ${name}: ${what}; VM ${zone}/${name} is ${status:-of no status}, not RUNNING; kept"
+		return 0
+	fi
+	if [[ "${by}" != */zones/"${zone}/instanceGroupManagers/${mig}" ]]; then
+		log "node ${name}: ${what}; VM ${zone}/${name} was not created by MIG ${mig} (created-by: ${by:-none}); kept"
+		return 1
+	fi
+	status="$(delete_instance "${zone}" "${mig}" "${name}")" || status="${status:-000}"
+	if [[ "${status}" != 200 ]]; then
+		log "node ${name}: ${what}; deleteInstances of MIG ${mig} answered ${status} ($(summary "$(head -c 300 "${WORK}/body" 2>/dev/null; cat "${WORK}/err")")); kept"
+		return 1
+	fi
+	log "node ${name}: ${what}; deleted VM ${zone}/${name} through MIG ${mig} (deleteInstances: the MIG's target size goes down by one, the autoscaler may scale up again); its Node goes once the VM is gone"
+}
+
 # delete_node deletes Node $1 if its uid is still $2 and its
 # resourceVersion still $3.
 delete_node() {
@@ -102,12 +212,22 @@ main() {
 		wanted["${name}"]=1
 	done
 	TZ=UTC printf -v cutoff '%(%Y-%m-%dT%H:%M:%SZ)T' $((EPOCHSECONDS - GRACE_SECONDS))
+	TZ=UTC printf -v STUCK_CUTOFF '%(%Y-%m-%dT%H:%M:%SZ)T' $((EPOCHSECONDS - STARTUP_SECONDS))
+	declare -gA STUCK_KEY=() STUCK_GPUS=() STUCK_MIG=()
+	local entry
+	local -a s
+	IFS=, read -ra g <<<"${STUCK_GROUPS}"
+	for entry in "${g[@]}"; do
+		IFS=: read -ra s <<<"${entry}"
+		STUCK_MIG["${s[0]}"]="${s[1]}" STUCK_GPUS["${s[0]}"]="${s[2]}" STUCK_KEY["${s[0]}"]="${s[3]}"
+	done
 
 	# One line per Node of the groups: name uid resourceVersion providerID
-	# group Ready-status Ready-lastTransitionTime creationTimestamp, each
-	# field ended by a 0x1f (unit separator), which no field can hold.
+	# group Ready-status Ready-lastTransitionTime creationTimestamp
+	# taint-keys nvidia.com/gpu-allocatable, each field ended by a 0x1f
+	# (unit separator), which no field can hold.
 	local sep=$'\x1f'
-	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.metadata.uid}{"\x1f"}{.metadata.resourceVersion}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.node-restriction\.kubernetes\.io/nodegen-node-group}{"\x1f"}{.status.conditions[?(@.type=="Ready")].status}{"\x1f"}{.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\x1f"}{.metadata.creationTimestamp}{"\x1f"}{"\n"}{end}'
+	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.metadata.uid}{"\x1f"}{.metadata.resourceVersion}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.node-restriction\.kubernetes\.io/nodegen-node-group}{"\x1f"}{.status.conditions[?(@.type=="Ready")].status}{"\x1f"}{.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\x1f"}{.metadata.creationTimestamp}{"\x1f"}{.spec.taints[*].key}{"\x1f"}{.status.allocatable.nvidia\.com/gpu}{"\x1f"}{"\n"}{end}'
 	if ! nodes="$(kubectl get nodes --request-timeout=15s -l "${GROUP_LABEL} in (${NODE_GROUPS})" -o "jsonpath=${fmt}" 2>"${WORK}/err")"; then
 		log "cannot list the nodes: $(summary "$(cat "${WORK}/err")")"
 		return 1
@@ -118,8 +238,8 @@ main() {
 	while IFS= read -r line; do
 		[[ -n "${line}" ]] || continue
 		IFS="${sep}" read -ra f <<<"${line}"
-		if ((${#f[@]} != 8)); then
-			log "skipping a node line of ${#f[@]} fields, want 8"
+		if ((${#f[@]} != 10)); then
+			log "skipping a node line of ${#f[@]} fields, want 10"
 			continue
 		fi
 		name="${f[0]}" uid="${f[1]}" rv="${f[2]}" pid="${f[3]}" group="${f[4]}" ready="${f[5]}" since="${f[6]}" created="${f[7]}"
@@ -129,7 +249,10 @@ main() {
 		[[ "${rest}" != "${pid}" ]] || continue
 		local zone="${rest%%/*}" instance="${rest#*/}"
 		[[ "${zone}" =~ ${ZONE_RE} && "${instance}" =~ ${NAME_RE} && "${instance}" == "${name}" ]] || continue
-		[[ "${ready}" != True ]] || continue
+		if [[ "${ready}" == True ]]; then
+			stuck "${name}" "${group}" "${zone}" "${since}" "${f[8]}" "${f[9]}" || rc=1
+			continue
+		fi
 		local registering=""
 		if [[ -z "${ready}" ]]; then
 			since="${created}" registering=1

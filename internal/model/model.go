@@ -107,6 +107,11 @@ type NodeLifecycle struct {
 	// exists may be not Ready before the collector logs it as stuck, and
 	// how long a Node without a Ready condition is left alone.
 	NotReadyGracePeriod Duration `json:"notReadyGracePeriod"`
+	// RemoveStuckGPUNodes: the collector deletes, through its MIG, the VM
+	// of a Ready node of an autoscaled GPU group that still carries its
+	// startup taint past its init budget's time to be ready (InitBudget)
+	// without advertising its GPUs; otherwise it only logs such a node.
+	RemoveStuckGPUNodes bool `json:"removeStuckGPUNodes"`
 }
 
 // JoinToken says where the bootstrap token is read at boot.

@@ -67,10 +67,14 @@ func nodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
 		return nil, fmt.Errorf("cluster.autoscaler.nodeGroup: no node group %q", src.Cluster.Autoscaler.NodeGroup)
 	}
 	w := nodeLifecycle(src)
+	startup, _ := src.MaxNodeStartupTime()
 	pod := w.pod(src.Cluster.TaintRemover.Image, "node-lifecycle", home, []corev1.EnvVar{
 		{Name: "PROJECT", Value: src.Cluster.GCP.Project},
 		{Name: "NODE_GROUPS", Value: strings.Join(src.CloudGroupNames(), ",")},
 		{Name: "GRACE_SECONDS", Value: strconv.FormatInt(grace, 10)},
+		{Name: "STARTUP_SECONDS", Value: strconv.FormatInt(int64(startup/time.Second), 10)},
+		{Name: "STUCK_GROUPS", Value: strings.Join(stuckGroups(src), ",")},
+		{Name: "REMOVE_STUCK", Value: strconv.FormatBool(src.Cluster.NodeLifecycle.RemoveStuckGPUNodes)},
 	})
 	pod.TunnelLoss = manifest.TunnelLossTolerations(&src.Cluster)
 	return w.objects(w.cronJob(cronSchedule{
@@ -81,6 +85,21 @@ func nodeLifecycleObjects(src *model.Source) ([]runtime.Object, error) {
 		BackoffLimit:      0,
 		ActiveDeadline:    nodeLifecycleActiveDeadline,
 	}, pod))
+}
+
+// stuckGroups are the collector's STUCK_GROUPS: for each autoscaled GPU
+// group with a startup taint (whose MIG the autoscaler's VM service
+// account may update), GROUP:MIG_BASE:GPUS:TAINT_KEY, the MIG of a zone
+// being MIG_BASE-<zone> (Cluster.MIGName) and GPUS the nvidia.com/gpu a
+// node with validated GPUs advertises (what the taint remover waits for).
+func stuckGroups(src *model.Source) []string {
+	var out []string
+	for _, g := range src.GPUGroups() {
+		if g.Autoscaled() {
+			out = append(out, strings.Join([]string{g.Name, src.Cluster.BaseInstanceName(g), strconv.Itoa(g.AdvertisedGPUs()), g.StartupTaint.Key}, ":"))
+		}
+	}
+	return out
 }
 
 // nodeLifecyclePolicy holds the collector's ServiceAccount to deleting,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,9 +24,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/render"
 	"github.com/nodegen/nodegen/internal/testing/scriptenv"
 	"github.com/nodegen/nodegen/internal/testing/testcp"
 	"github.com/nodegen/nodegen/templates"
@@ -40,6 +43,12 @@ var gcPolicyDenied = fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%
 // server hands out token to requests with Metadata-Flavor: Google; the
 // Compute API answers GET instance with the status set for the instance's
 // name (200 if none), only with that token, and records what was asked.
+// An instance given a MIG (vm) is that MIG's, in the status given, with
+// the created-by metadata item a MIG writes; instanceGroupManagers
+// deleteInstances records the call and deletes the named instances of that
+// MIG (GET answers 404 for them from then on), as the Compute API v1 does
+// (instanceGroupManagers.deleteInstances: the MIG's target size goes down,
+// nothing is recreated).
 type fakeGCE struct {
 	handler http.Handler
 	project string
@@ -53,11 +62,15 @@ type fakeGCE struct {
 	before   map[string]func() // run before answering for the instance
 	asked    []string          // instance names asked for
 	problems []string          // requests the fake refused
+	mig      map[string]string // instance name → the MIG that made it (vm)
+	vmStatus map[string]string // instance name → its status, with a MIG
+	deleted  []string          // deleteInstances: "MIG zones/ZONE/instances/NAME"
 }
 
 func newFakeGCE(t *testing.T, project string) *fakeGCE {
 	f := &fakeGCE{project: project, token: "ya29.test-token-" + fmt.Sprint(time.Now().UnixNano()),
-		status: map[string]int{}, body404: map[string]string{}, before: map[string]func(){}}
+		status: map[string]int{}, body404: map[string]string{}, before: map[string]func(){},
+		mig: map[string]string{}, vmStatus: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /computeMetadata/v1/instance/service-accounts/default/token", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Metadata-Flavor") != "Google" {
@@ -86,6 +99,7 @@ func newFakeGCE(t *testing.T, project string) *fakeGCE {
 			status = http.StatusOK
 		}
 		body404, hook := f.body404[name], f.before[name]
+		mig, vmStatus := f.mig[name], f.vmStatus[name]
 		f.mu.Unlock()
 		if project != f.project {
 			f.problem("instance request in project " + project)
@@ -97,7 +111,16 @@ func newFakeGCE(t *testing.T, project string) *fakeGCE {
 		resource := fmt.Sprintf("projects/%s/zones/%s/instances/%s", project, zone, name)
 		switch status {
 		case http.StatusOK:
-			fmt.Fprintf(w, `{"kind":"compute#instance","name":%q,"status":"TERMINATED"}`, name)
+			if mig == "" {
+				fmt.Fprintf(w, `{"kind":"compute#instance","name":%q,"status":"TERMINATED"}`, name)
+				break
+			}
+			// The fields in the Compute API's order; created-by names the
+			// project by number, as a MIG writes it.
+			fmt.Fprintf(w, `{"kind":"compute#instance","id":"4711","creationTimestamp":"2026-12-01T03:04:05.678-08:00","name":%q,"status":%q,`+
+				`"zone":"https://www.googleapis.com/compute/v1/projects/%s/zones/%s","metadata":{"kind":"compute#metadata","items":[`+
+				`{"key":"instance-template","value":"projects/%s/global/instanceTemplates/t"},{"key":"created-by","value":"projects/%s/zones/%s/instanceGroupManagers/%s"}]},`+
+				`"networkInterfaces":[{"name":"nic0","networkIP":"10.128.0.9"}]}`, name, vmStatus, project, zone, projectNumber, projectNumber, zone, mig)
 		case http.StatusNotFound:
 			if body404 == "" {
 				body404 = fmt.Sprintf(`{"error":{"code":404,"message":"The resource '%s' was not found","errors":[{"message":"The resource '%s' was not found","domain":"global","reason":"notFound"}]}}`, resource, resource)
@@ -109,8 +132,58 @@ func newFakeGCE(t *testing.T, project string) *fakeGCE {
 			fmt.Fprintf(w, `{"error":{"code":%d,"message":"fake error %d for %s"}}`, status, status, resource)
 		}
 	})
+	mux.HandleFunc("POST /compute/v1/projects/{project}/zones/{zone}/instanceGroupManagers/{mig}/deleteInstances", func(w http.ResponseWriter, r *http.Request) {
+		zone, mig := r.PathValue("zone"), r.PathValue("mig")
+		if r.Header.Get("Authorization") != "Bearer "+f.token {
+			f.problem("deleteInstances of " + mig + " without the token")
+			http.Error(w, `{"error":{"code":401,"message":"Request is missing required authentication credential."}}`, http.StatusUnauthorized)
+			return
+		}
+		if r.PathValue("project") != f.project || r.Header.Get("Content-Type") != "application/json" {
+			f.problem("deleteInstances in project " + r.PathValue("project") + " with Content-Type " + r.Header.Get("Content-Type"))
+		}
+		var req struct {
+			Instances []string `json:"instances"`
+		}
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil || len(req.Instances) == 0 {
+			f.problem(fmt.Sprintf("deleteInstances of %s: body %v", mig, err))
+			http.Error(w, `{"error":{"code":400,"message":"Invalid JSON payload received."}}`, http.StatusBadRequest)
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, i := range req.Instances {
+			f.deleted = append(f.deleted, mig+" "+i)
+			name, ok := strings.CutPrefix(i, "zones/"+zone+"/instances/")
+			if !ok || f.mig[name] != mig {
+				// The real API refuses an instance that is not the MIG's.
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprintf(w, `{"error":{"code":400,"message":"The instance '%s' is not a member of the instance group"}}`, i)
+				return
+			}
+			f.status[name] = http.StatusNotFound
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"kind":"compute#operation","name":"operation-1","operationType":"compute.instanceGroupManagers.deleteInstances","status":"DONE",`+
+			`"targetLink":"https://www.googleapis.com/compute/v1/projects/%s/zones/%s/instanceGroupManagers/%s"}`, f.project, zone, mig)
+	})
 	f.handler = mux
 	return f
+}
+
+// vm makes instance name the MIG's, RUNNING or in status.
+func (f *fakeGCE) vm(name, mig, status string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mig[name], f.vmStatus[name], f.status[name] = mig, status, http.StatusOK
+}
+
+func (f *fakeGCE) deletedInstances() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.deleted)
 }
 
 // gceNamespace returns a namespace (scriptenv) in which a script reaches
@@ -221,7 +294,14 @@ func (e *env) gcIdentity(t *testing.T, node string) *testcp.User {
 // endpoints the script dials (gceNamespace).
 func (e *env) runGC(t *testing.T, f *fakeGCE, u *testcp.User) (code int, stdout, stderr string) {
 	t.Helper()
-	spec := e.cronJob.Spec.JobTemplate.Spec.Template.Spec
+	return e.runCronJob(t, e.cronJob, f, u)
+}
+
+// runCronJob runs CronJob cj's container (the collector's, with its
+// script) once as runGC does.
+func (e *env) runCronJob(t *testing.T, cj *batchv1.CronJob, f *fakeGCE, u *testcp.User) (code int, stdout, stderr string) {
+	t.Helper()
+	spec := cj.Spec.JobTemplate.Spec.Template.Spec
 	if len(spec.Containers) != 1 {
 		t.Fatalf("the CronJob has %d containers, want 1", len(spec.Containers))
 	}
@@ -332,6 +412,7 @@ func (e *env) exists(t *testing.T, node string) bool {
 func (e *env) testLifecycle(t *testing.T) {
 	t.Run("Collector", e.testCollector)
 	t.Run("Policy", e.testCollectorPolicy)
+	t.Run("StuckGPUNode", e.testStuckGPUNode)
 }
 
 // testCollector builds one Node per case, runs one pass of the collector
@@ -373,7 +454,11 @@ func (e *env) testCollector(t *testing.T) {
 			log: "past the grace period of 1200s, but VM ZONE/NODE exists; kept (stuck"},
 		{name: "VMExistsWithinGrace", node: group("cpu-burst"), ready: corev1.ConditionFalse, ago: short, vm: 200, asked: true,
 			log: "since TIME, but VM ZONE/NODE exists; kept"},
-		{name: "Ready", node: group("gpu-t4"), ready: corev1.ConditionTrue, ago: long, vm: 404},
+		// Ready: never deleted. Its startup taint is still on it two hours
+		// after it became Ready, so it is logged as stuck initialising,
+		// and only logged (the test source leaves removeStuckGPUNodes off).
+		{name: "Ready", node: group("gpu-t4"), ready: corev1.ConditionTrue, ago: long, vm: 404,
+			log: "stuck initialising: startup taint " + e.group(t, "gpu-t4").StartupTaint.Key + " still on it, Ready since TIME, past the init budget of " + startupSeconds(e.src) + "s to be ready, nvidia.com/gpu allocatable 0 of 1; kept (removing stuck nodes is off)"},
 		{name: "ComputeError500", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: long, vm: 500, asked: true,
 			log: "the Compute API answered 500 for VM ZONE/NODE"},
 		{name: "ComputeForbidden403", node: group("cpu-burst"), ready: corev1.ConditionUnknown, ago: long, vm: 403, asked: true,
@@ -687,4 +772,225 @@ func shippedScript(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// startupSeconds is the init budget's time to be ready of the source's
+// groups (model.InitBudget), in seconds.
+func startupSeconds(src *model.Source) string {
+	d, _ := src.MaxNodeStartupTime()
+	return fmt.Sprint(int64(d / time.Second))
+}
+
+// containerEnv is the CronJob's container's environment, by name.
+func containerEnv(t *testing.T, cj *batchv1.CronJob) map[string]string {
+	t.Helper()
+	cs := cj.Spec.JobTemplate.Spec.Template.Spec.Containers
+	if len(cs) != 1 {
+		t.Fatalf("CronJob %s has %d containers, want 1", cj.Name, len(cs))
+	}
+	out := map[string]string{}
+	for _, ev := range cs[0].Env {
+		out[ev.Name] = ev.Value
+	}
+	return out
+}
+
+// removingCronJob is the collector's CronJob as nodegen renders it for the
+// test source with cluster.nodeLifecycle.removeStuckGPUNodes: true. It
+// must differ from the one on the server only in REMOVE_STUCK.
+func (e *env) removingCronJob(t *testing.T) *batchv1.CronJob {
+	t.Helper()
+	src := *e.src
+	src.Cluster.NodeLifecycle.RemoveStuckGPUNodes = true
+	files, err := render.All(&src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cj *batchv1.CronJob
+	for _, doc := range strings.Split(string(files[layout.NodeLifecyclePath]), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		if meta.Kind == "CronJob" {
+			cj = &batchv1.CronJob{}
+			if err := yaml.UnmarshalStrict([]byte(doc), cj); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if cj == nil {
+		t.Fatalf("%s: no CronJob", layout.NodeLifecyclePath)
+	}
+	live, rendered := containerEnv(t, e.cronJob), containerEnv(t, cj)
+	if live["REMOVE_STUCK"] != "false" || rendered["REMOVE_STUCK"] != "true" {
+		t.Fatalf("REMOVE_STUCK is %q on the server (the test source's default) and %q with removeStuckGPUNodes: true; want false and true",
+			live["REMOVE_STUCK"], rendered["REMOVE_STUCK"])
+	}
+	delete(live, "REMOVE_STUCK")
+	delete(rendered, "REMOVE_STUCK")
+	if !maps.Equal(live, rendered) {
+		t.Fatalf("the CronJob's environment with removeStuckGPUNodes differs beyond REMOVE_STUCK: %v, on the server %v", rendered, live)
+	}
+	c := e.cronJob.DeepCopy()
+	c.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env = cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Env
+	return c
+}
+
+// testStuckGPUNode: a Ready node of an autoscaled GPU group whose startup
+// taint stays on it past its init budget's time to be ready (the
+// autoscaler's --max-node-startup-time, which the NodegenStartupTaintStuck
+// alert uses too) is reported by the collector; with removeStuckGPUNodes
+// its VM is deleted through its MIG's deleteInstances on the Compute API,
+// and once the VM is gone (the Node NotReady, the instance 404) the next
+// pass deletes its Node. A node whose GPUs validated (it advertises the
+// group's nvidia.com/gpu), a node without the taint, one within its
+// budget, a CPU node and a VM that is not RUNNING or not the MIG's are
+// never touched: not written, and no deleteInstances names them.
+func (e *env) testStuckGPUNode(t *testing.T) {
+	budget, _ := e.src.MaxNodeStartupTime()
+	if got := containerEnv(t, e.cronJob)["STARTUP_SECONDS"]; got != startupSeconds(e.src) {
+		t.Fatalf("the collector's STARTUP_SECONDS is %s, the init budget's time to be ready %s", got, budget)
+	}
+	removing := e.removingCronJob(t)
+	g := e.group(t, "gpu-l4")
+	zone := g.Zones[0]
+	mig := e.src.Cluster.MIGName(g, zone)
+	key := g.StartupTaint.Key
+	past, within := budget+5*time.Minute, budget-2*time.Minute
+	f := newFakeGCE(t, e.src.Cluster.GCP.Project)
+	type stuckCase struct {
+		name    string
+		group   string
+		ready   time.Duration // Ready True since
+		gpus    string        // nvidia.com/gpu allocatable; "" none
+		untaint bool          // the startup taint was removed
+		status  string        // the VM's status ("" RUNNING)
+		mig     string        // the MIG that made the VM ("" the group's)
+		stuck   bool          // reported as stuck initialising
+		remove  bool          // its VM deleted through the MIG
+		log     string        // with removal on
+	}
+	cases := []stuckCase{
+		{name: "Stuck", group: "gpu-l4", ready: past, stuck: true, remove: true,
+			log: "deleted VM ZONE/NODE through MIG " + mig},
+		{name: "StuckOneOfTwoGPUs", group: "gpu-l4", ready: past, gpus: "1", stuck: true, remove: true,
+			log: "nvidia.com/gpu allocatable 1 of 2; deleted VM ZONE/NODE through MIG " + mig},
+		{name: "Validated", group: "gpu-l4", ready: past, gpus: "2",
+			log: "but it advertises 2 nvidia.com/gpu of 2: its GPUs validated; kept"},
+		{name: "WithinBudget", group: "gpu-l4", ready: within},
+		{name: "TaintRemoved", group: "gpu-l4", ready: past, untaint: true},
+		{name: "CPUNode", group: "cpu-burst", ready: past},
+		{name: "VMStopping", group: "gpu-l4", ready: past, status: "STOPPING", stuck: true,
+			log: "VM ZONE/NODE is STOPPING, not RUNNING; kept"},
+		{name: "VMOfAnotherMIG", group: "gpu-l4", ready: past, mig: "someone-elses-mig", stuck: true,
+			log: "VM ZONE/NODE was not created by MIG " + mig + " (created-by: projects/" + projectNumber + "/zones/ZONE/instanceGroupManagers/someone-elses-mig); kept"},
+	}
+	type built struct {
+		stuckCase
+		node   string
+		before *corev1.Node
+	}
+	var nodes []built
+	for _, c := range cases {
+		n := e.newNode(t, c.group)
+		if c.untaint {
+			e.admin(t, "", "taint", "node", n, key+"-")
+		}
+		e.setReady(t, n, corev1.ConditionTrue, c.ready)
+		if c.gpus != "" {
+			e.setGPUs(t, n, c.gpus)
+		}
+		status, by := c.status, c.mig
+		if status == "" {
+			status = "RUNNING"
+		}
+		if by == "" {
+			by = e.src.Cluster.MIGName(e.group(t, c.group), zone)
+		}
+		f.vm(n, by, status)
+		nodes = append(nodes, built{stuckCase: c, node: n, before: e.node(t, n)})
+	}
+	gc := e.gcIdentity(t, e.gcNode)
+
+	// Off (the default): reported, nothing asked of Compute, nothing written.
+	_, out, stderr := e.runGC(t, f, gc)
+	if stderr != "" {
+		t.Errorf("stderr %q", stderr)
+	}
+	for _, n := range nodes {
+		reported := slices.ContainsFunc(strings.Split(out, "\n"), func(l string) bool {
+			return strings.Contains(l, " node "+n.node+": stuck initialising: startup taint "+key+" still on it, Ready since ") &&
+				strings.HasSuffix(l, "; kept (removing stuck nodes is off)")
+		})
+		if reported != n.stuck {
+			t.Errorf("%s: reported as stuck with removal off: %v, want %v\n%s", n.name, reported, n.stuck, out)
+		}
+		if slices.Contains(f.askedFor(), n.node) {
+			t.Errorf("%s: the Compute API was asked about %s with removal off", n.name, n.node)
+		}
+		sameNode(t, n.name+" with removal off", e.node(t, n.node), n.before, false)
+	}
+	if d := f.deletedInstances(); len(d) != 0 {
+		t.Errorf("deleteInstances with removal off: %v", d)
+	}
+
+	// On: the stuck nodes' VMs go through their MIG; no Node is written.
+	code, out, stderr := e.runCronJob(t, removing, f, gc)
+	if code != 1 || stderr != "" {
+		t.Errorf("exit %d, stderr %q; want exit 1 (a VM of another MIG) and no stderr", code, stderr)
+	}
+	if len(f.problems) != 0 {
+		t.Errorf("the fake GCE refused requests: %v", f.problems)
+	}
+	var want []string
+	for _, n := range nodes {
+		t.Run(n.name, func(t *testing.T) {
+			wantLog := strings.NewReplacer("NODE", n.node, "ZONE", zone).Replace(n.log)
+			if n.log != "" && !strings.Contains(out, "node "+n.node+": ") {
+				t.Errorf("no log line for node %s", n.node)
+			}
+			if n.log != "" && !strings.Contains(out, wantLog) {
+				t.Errorf("log lacks %q", wantLog)
+			}
+			if n.log == "" && strings.Contains(out, n.node) {
+				t.Errorf("the collector logged about node %s, which it must leave alone", n.node)
+			}
+			if asked := slices.Contains(f.askedFor(), n.node); asked != n.stuck {
+				t.Errorf("the Compute API asked about %s: %v, want %v", n.node, asked, n.stuck)
+			}
+			sameNode(t, n.name+" with removal on", e.node(t, n.node), n.before, false)
+		})
+		if n.remove {
+			want = append(want, mig+" zones/"+zone+"/instances/"+n.node)
+		}
+	}
+	if got := f.deletedInstances(); !slices.Equal(got, want) {
+		t.Errorf("deleteInstances calls %v, want %v", got, want)
+	}
+	if strings.Contains(out, f.token) {
+		t.Error("the access token is in the log")
+	}
+
+	// The VMs are gone: their kubelets stop and the node lifecycle
+	// controller marks their Nodes Unknown; the next pass deletes them
+	// (the Compute API answers 404) and nothing else.
+	for _, n := range nodes {
+		if n.remove {
+			e.setReady(t, n.node, corev1.ConditionUnknown, time.Minute)
+		}
+	}
+	_, out, _ = e.runCronJob(t, removing, f, gc)
+	for _, n := range nodes {
+		if gone := !e.exists(t, n.node); gone != n.remove {
+			t.Errorf("%s: node %s deleted %v, want %v\n%s", n.name, n.node, gone, n.remove, out)
+			continue
+		}
+		if !n.remove {
+			sameNode(t, n.name+" after the VMs went", e.node(t, n.node), n.before, false)
+		}
+	}
+	if got := f.deletedInstances(); !slices.Equal(got, want) {
+		t.Errorf("deleteInstances calls after the VMs went %v, want still %v", got, want)
+	}
 }
