@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -63,6 +64,9 @@ func (c *checker) network() {
 		case pr.Masked() != pr:
 			c.at(join(p, "subnetworkRange"), "%s has host bits set: a subnetwork's range is its network address, %s", n.SubnetworkRange, pr.Masked())
 		default:
+			if why := subnetworkRangeProblem(pr); why != "" {
+				c.at(join(p, "subnetworkRange"), "%s", why)
+			}
 			subnet, subnetOK = pr, true
 		}
 	}
@@ -104,4 +108,38 @@ func (c *checker) ports(path []cue.Selector, pp string) bool {
 		return true
 	}
 	return false
+}
+
+// subnetworkProhibited are the IPv4 ranges Compute Engine refuses in a
+// subnetwork's range (Google, VPC, "Subnets", prohibited IPv4 subnet
+// ranges): "this network", loopback, link-local (the VMs' metadata
+// server is 169.254.169.254), multicast and the limited broadcast address.
+var subnetworkProhibited = []struct {
+	prefix netip.Prefix
+	what   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "\"this network\" (0.0.0.0/8)"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback (127.0.0.0/8)"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (169.254.0.0/16, where the metadata server and the VPN's BGP sessions are)"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast (224.0.0.0/4)"},
+	{netip.MustParsePrefix("255.255.255.255/32"), "the limited broadcast address"},
+}
+
+// subnetworkRangeProblem says why Compute Engine refuses pr as a
+// subnetwork's primary range, or "": a range in a prohibited block, or
+// one smaller than /29, the smallest primary range a subnetwork takes
+// (Google, VPC, "Subnets", IPv4 subnet ranges). No subnetwork of the
+// network can have it, so the firewall rules and the VPN would be
+// rendered for addresses no node has, and with network.create Terraform's
+// apply fails.
+func subnetworkRangeProblem(pr netip.Prefix) string {
+	for _, b := range subnetworkProhibited {
+		if b.prefix.Overlaps(pr) {
+			return fmt.Sprintf("%s is in %s, which Compute Engine refuses in a subnetwork's range (Google, VPC, \"Subnets\", prohibited IPv4 subnet ranges): no subnetwork has it", pr, b.what)
+		}
+	}
+	if pr.Bits() > 29 {
+		return fmt.Sprintf("%s is smaller than /29, the smallest primary range Compute Engine gives a subnetwork (Google, VPC, \"Subnets\", IPv4 subnet ranges): no subnetwork has it", pr)
+	}
+	return ""
 }
