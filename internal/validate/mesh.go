@@ -130,6 +130,7 @@ func MeshOf(f *model.Fleet, pos Positioner, broken func(cluster string) *source.
 		c.rendered(f, name, base(name, "eastWestGateway"))
 	}
 	c.meshOverVPN(f, broken)
+	c.onpremGatewayOverVPN(f, broken)
 	return c.list.Sorted()
 }
 

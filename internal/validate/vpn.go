@@ -402,6 +402,56 @@ func (c *checker) meshOverVPN(f *model.Fleet, broken func(cluster string) *sourc
 	}
 }
 
+// onpremGatewayOverVPN checks that an east-west gateway on an on-prem
+// group is advertised to the cloud: the cloud nodes (the other clusters'
+// and its own) reach the on-prem side only through the routes the VPC
+// learns from a Cloud Router, which are the prefixes the on-prem
+// gateways' BGP daemons advertise (Cloud Router, dynamic routes; FRR's
+// network statements in the rendered frr.conf: vpn.advertise.onprem, or
+// the onpremRanges). A gateway address no VPN of the fleet advertises
+// has no route from any cloud node. Only a cluster with a VPN is
+// judged: without one, the way between the sides is not nodegen's.
+func (c *checker) onpremGatewayOverVPN(f *model.Fleet, broken func(cluster string) *source.Broken) {
+	for _, name := range f.Mesh.Names() {
+		gw := &f.Mesh.Clusters[name].EastWestGateway
+		src := f.Cluster(name)
+		if src == nil {
+			continue
+		}
+		if b := broken(name); b == nil || b.Cluster || b.Groups[gw.NodeGroup] {
+			continue
+		}
+		g, ok := src.NodeGroups[gw.NodeGroup]
+		n := src.Cluster.GCP.Network
+		if !ok || g.Cloud() || n == nil || n.VPN == nil {
+			continue
+		}
+		addr, err := netip.ParseAddr(gw.Address)
+		if err != nil {
+			continue
+		}
+		advertised := false
+		for _, other := range f.Clusters {
+			if b := broken(other.Cluster.Name); b == nil || b.Cluster {
+				continue
+			}
+			on := other.Cluster.GCP.Network
+			if on == nil || on.VPN == nil {
+				continue
+			}
+			if slices.ContainsFunc(prefixesOf(on.VPN.OnpremPrefixes(on)), func(p netip.Prefix) bool { return p.Contains(addr) }) {
+				advertised = true
+				break
+			}
+		}
+		if advertised {
+			continue
+		}
+		c.at(sel("mesh", "clusters", name, "eastWestGateway", "address"), "the east-west gateway of %q is at %s on its on-prem group %s, but no VPN of the fleet advertises it from the on-prem side (cluster %s's on-prem gateways advertise %s): the cloud nodes learn routes to the on-prem side only from what the on-prem BGP daemons advertise, so no cloud node reaches the gateway; add a prefix that holds %s to cluster %s's vpn.advertise.onprem",
+			name, addr, g.Name, name, strings.Join(n.VPN.OnpremPrefixes(n), ", "), addr, name)
+	}
+}
+
 // prefixesOf parses the CIDRs of list that parse (the others are reported
 // where they are written).
 func prefixesOf(list []string) []netip.Prefix {
