@@ -43,7 +43,7 @@ type NodeImage struct {
 // NodeImages returns the image families the cloud groups boot from, in
 // family order; a group whose image is not a family is left out. A
 // family whose groups disagree on the Kubernetes version or architecture
-// is returned once per variant (vet refuses that).
+// is returned once per variant (vet refuses that: validate's familyImages).
 func (s *Source) NodeImages() []NodeImage {
 	var out []NodeImage
 	for _, g := range s.CloudGroups() {

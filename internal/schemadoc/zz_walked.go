@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "491d08da2b211a452e4d392799ee957409acfc4db73dd981a58f66aa36272565",
+	Schema: "39924c59c3489436390d00431095487b02c0d3e3b8a6895b15592d127b95fd52",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -157,7 +157,7 @@ var walked = Walked{
 			{Path: "nodeGroups.<name>.capacity.memory", Type: "=~\"^[1-9][0-9]*(Ki|Mi|Gi|Ti)$\"", Required: true, Kinds: []string{"gce", "gce-static"}, Doc: "Memory in binary units, e.g. \"30Gi\" or \"30720Mi\"."},
 			{Path: "nodeGroups.<name>.arch", Type: "\"amd64\" | \"arm64\"", Default: "\"amd64\"", Kinds: []string{"gce", "gce-static"}, Doc: "CPU architecture of the machine type and the image."},
 			{Path: "nodeGroups.<name>.image", Type: "!=\"\"", Required: true, Kinds: []string{"gce", "gce-static"}, Doc: "Boot image with kubeadm, kubelet and a container runtime installed, e.g. \"projects/my-project/global/images/family/k8s-node-1-35\"."},
-			{Path: "nodeGroups.<name>.osDistribution", Type: "\"ubuntu\" | \"cos\"", Default: "\"ubuntu\"", Kinds: []string{"gce", "gce-static"}, Doc: "Image OS family, as the autoscaler estimates OS overhead."},
+			{Path: "nodeGroups.<name>.osDistribution", Type: "\"ubuntu\" | \"cos\"", Default: "\"ubuntu\"", Kinds: []string{"gce", "gce-static"}, Doc: "Image OS family, as the autoscaler estimates OS overhead: \"ubuntu\" on an image family, which nodegen builds from Ubuntu."},
 			{Path: "nodeGroups.<name>.bootDiskSizeGb", Type: "int & >=10 & <=65536", Default: "100", Kinds: []string{"gce", "gce-static"}, Doc: "Boot disk size in GB. The autoscaler derives ephemeral storage from it."},
 			{Path: "nodeGroups.<name>.bootDiskType", Type: "\"pd-balanced\" | \"pd-standard\" | \"pd-ssd\" | \"hyperdisk-balanced\"", Default: "\"pd-balanced\"", Kinds: []string{"gce", "gce-static"}, Doc: "Boot disk type."},
 			{Path: "nodeGroups.<name>.spot", Type: "bool", Default: "false", Kinds: []string{"gce", "gce-static"}, Doc: "Use Spot VMs. Spot nodes carry cloud.google.com/gke-spot=true (at join and in the autoscaler's template; the autoscaler's price expander reads it), the kubelet shuts them down gracefully within GCE's 30 s preemption notice (kubelet.shutdownGracePeriod), and GCE deletes a preempted VM (the MIG recreates it when it can)."},

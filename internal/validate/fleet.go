@@ -17,7 +17,8 @@ import (
 // project do not share GCE and IAM names (MIGs, instance templates, VM
 // names, service accounts, the join token's secret or metadata key), nor
 // declare one VPC network's subnetworks or HA VPN addresses in ways that
-// cannot all hold (fleetNetworks); and that no cluster's IAM condition
+// cannot all hold (fleetNetworks), nor build one image family into
+// different images (familyImages); and that no cluster's IAM condition
 // on its name's prefix covers another cluster of the fleet
 // (iamPrefixFleet). It
 // returns nothing for a one-cluster source (whose mesh, if any, the
@@ -30,6 +31,7 @@ func Fleet(l *source.Loaded) diag.List {
 	list = append(list, meshClusters(l)...)
 	list = append(list, fleetGCENames(l)...)
 	list = append(list, secretRoles(fleetSecretMembers(l), true)...)
+	list = append(list, familyImages(fleetSecretMembers(l), true)...)
 	list = append(list, iamPrefixFleet(l)...)
 	return list.Sorted()
 }

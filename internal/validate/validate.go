@@ -96,6 +96,7 @@ func check(src *model.Source, pos Positioner, broken source.Broken) diag.List {
 		c.instanceNamePrefixes()
 		c.list = append(c.list, secretRoles([]secretMember{{src, pos}}, false)...)
 		c.imageFamilies()
+		c.list = append(c.list, familyImages([]secretMember{{src, pos}}, false)...)
 	}
 	c.startupTaintFlags()
 	return c.list.Sorted()
@@ -289,6 +290,7 @@ func (c *checker) group(g *model.NodeGroup) {
 	}
 	if g.Cloud() {
 		c.cloudGroup(g, base, keys)
+		c.familyOS(g)
 	}
 	c.autohealing(g, base)
 	c.locality(g, base)

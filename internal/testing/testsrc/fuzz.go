@@ -59,6 +59,14 @@ func FuzzedSource(t testing.TB, example []byte, labels, taints, startupKey strin
 		// The Arm GPU shape: A4X (NVIDIA Grace CPUs) with its 4 GB200s.
 		g.Arch, g.MachineType = "arm64", "a4x-highgpu-4g"
 		g.GPU = &model.GPU{Type: "nvidia-gb200", Count: 4}
+		// An image family of its own, with the same settings: the
+		// family's image is built for one architecture.
+		if p, f, ok := model.ImageFamily(g.Image); ok {
+			g.Image = "projects/" + p + "/global/images/family/" + f + "-arm64"
+			if fs, ok := src.Cluster.ImageFamilies[f]; ok {
+				src.Cluster.ImageFamilies[f+"-arm64"] = fs
+			}
+		}
 	}
 	src.Resolve()
 	return src, g, len(validate.Source(src, NoPos{})) == 0
