@@ -18,6 +18,11 @@ const (
 	AutoscalerHelmRelease   = "cluster-autoscaler"
 )
 
+// AutoscalerChartImageRepository is the chart's image.repository at
+// AutoscalerChartVersion (its values.yaml), which nodegen's values keep
+// unless cluster.autoscaler.patchedImage names another.
+const AutoscalerChartImageRepository = "registry.k8s.io/autoscaling/cluster-autoscaler"
+
 // AutoscalerUpgrade is the one-line command that gives the running Cluster
 // Autoscaler, in namespace, the MIGs of the values file (the day-0 step's
 // chart install, on one line): after gen, it stops the autoscaler sizing

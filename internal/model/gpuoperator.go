@@ -7,6 +7,21 @@ import "slices"
 // operand images the GPU image families pull at build.
 const GPUOperatorChartVersion = "v26.7.0"
 
+// GPUOperatorDriverImageRepository is the repository of the GPU
+// Operator's driver container at GPUOperatorChartVersion (its values'
+// driver.repository and driver.image), which nodegen's values keep; the
+// operator tags it <driver.version>-<the node's OS>.
+const GPUOperatorDriverImageRepository = "nvcr.io/nvidia/driver"
+
+// NFDWorkerImageRepository is the repository of the node-feature-discovery
+// worker the GPU Operator chart deploys at GPUOperatorChartVersion: its
+// subchart node-feature-discovery 0.19.0 (the chart's Chart.yaml, from
+// oci://registry.k8s.io/nfd/charts), whose released chart's
+// values.yaml has image.repository set to this by the project's release
+// script (kubernetes-sigs/node-feature-discovery hack/prepare-release.sh),
+// tagged with the chart's appVersion. nodegen's values keep it.
+const NFDWorkerImageRepository = "registry.k8s.io/nfd/node-feature-discovery"
+
 // GPUOperatorImage is one operand image of the GPU Operator chart that a
 // GPU node runs before its GPUs validate, as the chart's values name it
 // (repository, image, version) and nodegen renders it (the version

@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "39924c59c3489436390d00431095487b02c0d3e3b8a6895b15592d127b95fd52",
+	Schema: "1e3724934c54122f0ea4d63ec7a68c07ef2dc7bc2c4f7915133290e607a322c7",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -39,7 +39,7 @@ var walked = Walked{
 			{Path: "cluster.gcp.network.metricsPorts", Type: "[...=~\"^tcp/[0-9]{1,5}(-[0-9]{1,5})?$\"]", Default: "[]", Doc: "The TCP ports of the exporters that listen on the cloud nodes' own network (a DaemonSet with hostNetwork), as \"tcp/9100\" (Prometheus's node exporter) or \"tcp/9400\" (NVIDIA's DCGM exporter): admitted from onpremRanges, so that a Prometheus on the on-prem side scrapes them (docs/monitoring.md). The kubelet's 10250 is admitted already."},
 			{Path: "cluster.gcp.network.mtu", Type: "int & >=1300 & <=8896", Default: "1460", Doc: "The VPC network's MTU (Google's default 1460; 1300 to 8896): the cloud nodes' NIC MTU."},
 			{Path: "cluster.gcp.network.onpremNodeMTU", Type: "int & >=1280 & <=9216", Default: "1500", Doc: "The on-prem nodes' NIC MTU (Ethernet's 1500 by default)."},
-			{Path: "cluster.gcp.network.egress", Type: "\"cloud-nat\" | \"private-google-access\"", Default: "\"cloud-nat\"", Doc: "How the nodes, which have no external IP, reach image registries and Google APIs. \"cloud-nat\": nodegen renders a Cloud Router and a Cloud NAT for the subnetwork. \"private-google-access\": Google APIs and Artifact Registry only, through the subnetwork's Private Google Access, which you turn on where the subnetwork is managed; nodegen renders no egress (every image must then come from Artifact Registry or a mirror in reach)."},
+			{Path: "cluster.gcp.network.egress", Type: "\"cloud-nat\" | \"private-google-access\"", Default: "\"cloud-nat\"", Doc: "How the nodes, which have no external IP, reach image registries and Google APIs. \"cloud-nat\": nodegen renders a Cloud Router and a Cloud NAT for the subnetwork. \"private-google-access\": Google APIs and Artifact Registry only, through the subnetwork's Private Google Access, which you turn on where the subnetwork is managed; nodegen renders no egress (every image must then come from Artifact Registry or a mirror in reach; vet refuses an image from a registry on the internet that a node booted from nodegen's image families runs and its build script does not pull at build)."},
 			{Path: "cluster.gcp.network.subnetworkRange", Type: "=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"", Optional: true, Doc: "The subnetwork's primary IPv4 range (CIDR), where the cloud nodes' addresses come from. Required with vpn: the Cloud Router advertises it to the on-prem side by default, and vet checks that what the cloud side advertises covers it."},
 			{Path: "cluster.gcp.network.vpn", Type: "#VPN", Optional: true, Doc: "The HA VPN between the on-prem side and this network, both ends rendered from here: out/terraform/vpn.tf (the HA VPN gateway, the on-prem peer as an external VPN gateway, two tunnels, a Cloud Router with BGP) and out/onprem/vpn/<peer gateway>/ (strongSwan, FRR and systemd-networkd files for each on-prem gateway host). docs/vpn.md describes the topology and every setting."},
 			{Path: "cluster.gcp.network.vpn.cloudRouterASN", Type: "int", Required: true, Doc: "The Cloud Router's BGP ASN: a private ASN, 64512-65534 or 4200000000-4294967294. It differs from onpremASN (eBGP)."},

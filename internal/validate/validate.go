@@ -183,6 +183,7 @@ func (c *checker) cluster() {
 	c.caCertHashes(cl.CACertHashes)
 	c.endpoint(cl.ControlPlaneEndpoint)
 	c.network()
+	c.egressImages()
 	c.podNetwork()
 	c.nodeLifecycle()
 	c.rollout()

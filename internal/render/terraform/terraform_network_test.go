@@ -29,6 +29,21 @@ func networkCUE(egress, cniPorts string) string {
 	}`
 }
 
+// privateGoogleAccess is a source with egress "private-google-access"
+// that vet takes: under it, vet refuses an image from the internet that a
+// node booted from an image family would pull, so the autoscaler's and
+// the tools image are in Artifact Registry and the GPU group boots a
+// fixed image (the others still boot a family, whose builder VM needs
+// the firewall rule image_builder_ssh).
+func privateGoogleAccess() testsrc.Spec {
+	return testsrc.Spec{
+		Cluster: networkCUE("private-google-access", "") + `
+	autoscaler: patchedImage: repository: "us-central1-docker.pkg.dev/acme-hybrid-ai/infra/cluster-autoscaler"`,
+		TaintRemoverImage: "us-central1-docker.pkg.dev/acme-hybrid-ai/tools/k8s:1.34.5",
+		Image:             "projects/acme-hybrid-ai/global/images/k8s-node-gpu-1-35-v1",
+	}
+}
+
 // parseTF parses one rendered .tf file with Terraform's parser.
 func parseTF(t *testing.T, files layout.Files, p string) *hclsyntax.Body {
 	t.Helper()
@@ -82,7 +97,7 @@ func stringList(v cty.Value) []string {
 func TestTerraformNetworkMatchesProviderSchema(t *testing.T) {
 	for name, spec := range map[string]testsrc.Spec{
 		"cloud nat, cni ports":        {Cluster: networkCUE("cloud-nat", `"udp/4789", "tcp/179", "tcp/30000-32767"`)},
-		"private google access, none": {Cluster: networkCUE("private-google-access", "")},
+		"private google access, none": privateGoogleAccess(),
 	} {
 		_, files := spec.MustRender(t)
 		if _, ok := files[layout.TerraformNetworkPath]; !ok {
@@ -223,7 +238,7 @@ func TestTerraformNetworkRules(t *testing.T) {
 		t.Errorf("metricsPorts: %v", problems)
 	}
 
-	_, files = testsrc.Spec{Cluster: networkCUE("private-google-access", "")}.MustRender(t)
+	_, files = privateGoogleAccess().MustRender(t)
 	nw = parseTF(t, files, layout.TerraformNetworkPath)
 	if n := len(blocksOf(nw, "resource", gce.TFRouterNAT)) + len(blocksOf(nw, "resource", gce.TFRouter)); n != 0 {
 		t.Errorf("private-google-access: %d router and NAT resources", n)
