@@ -17,12 +17,12 @@ import (
 // project do not share GCE and IAM names (MIGs, instance templates, VM
 // names, service accounts, the join token's secret or metadata key), nor
 // declare one VPC network's subnetworks or HA VPN addresses in ways that
-// cannot all hold (fleetNetworks), nor build one image family into
-// different images (familyImages); and that no cluster's IAM condition
-// on its name's prefix covers another cluster of the fleet
-// (iamPrefixFleet). It
-// returns nothing for a one-cluster source (whose mesh, if any, the
-// loader already rejected).
+// cannot all hold (fleetNetworks), nor route one's on-prem prefixes
+// into another's subnetwork (fleetOnpremRoutes), nor build one image
+// family into different images (familyImages); and that no cluster's
+// IAM condition on its name's prefix covers another cluster of the
+// fleet (iamPrefixFleet). It returns nothing for a one-cluster source
+// (whose mesh, if any, the loader already rejected).
 func Fleet(l *source.Loaded) diag.List {
 	if l.Fleet == nil || l.Fleet.Single {
 		return nil
@@ -33,6 +33,7 @@ func Fleet(l *source.Loaded) diag.List {
 	list = append(list, secretRoles(fleetSecretMembers(l), true)...)
 	list = append(list, familyImages(fleetSecretMembers(l), true)...)
 	list = append(list, iamPrefixFleet(l)...)
+	list = append(list, fleetOnpremRoutes(l)...)
 	return list.Sorted()
 }
 
