@@ -55,6 +55,10 @@ mutations=(
 	"gpus-onprem|^TestCapsBind$/^gpus$|--gpu-total adds the declared nodes' GPUs of the type|./internal/render ^TestCapFlagsCountDeclaredNodes$"
 	"alert-needs-failed-metric|^TestPendingWithoutScaleUpAlert$|NodegenPendingWithoutScaleUp made to require a failed scale-up in the last 10 minutes, as the community's alerts do"
 	"letgo-off|^TestZoneLeavesInPrintedOrder$|rollout --yes no longer refuses while the running autoscaler's arguments name a leaving MIG (internal/rollout checkAutoscalerLetGo)|./internal/rollout ^TestRolloutRefusesWhileAutoscalerNamesLeavingMIG$"
+	"noid-inverted|^TestPendingWithoutScaleUpAlert$|NodegenNodeWithoutProviderID selects the Nodes with a providerID|./internal/render ^TestMonitoringRulesPromtool$"
+	"pending-whole-window|^TestUpcomingNodeFreezeAlert$|NodegenPendingWithoutScaleUp silenced for the fixture's whole scale-up window (35m) after any node added, as it was|./internal/render ^TestMonitoringRulesPromtool$"
+	"pending-no-tried-term|^TestAlertsBesideHealthyScaleUp$|NodegenPendingWithoutScaleUp without its condition on the autoscaler's scale-up tries (pods waiting for their upcoming node long enough fire it)|./internal/render ^TestMonitoringRulesPromtool$"
+	"csr-alert-gone|^TestAlertsBesideHealthyScaleUp$|NodegenKubeletCSRPending not rendered"
 )
 
 # subst FILE OLD NEW: replaces the one occurrence of OLD in FILE by NEW;
@@ -127,9 +131,21 @@ mut_letgo_off() {
 }
 
 mut_alert_needs_failed_metric() {
-	subst internal/render/monitoring/alerts.go 'expr:     "(" + pending + ") unless on() (sum(increase("' \
-		'expr:     "(" + pending + ") and on() (sum(increase(" + ca("failed_scale_ups_total") + "[10m])) > 0) unless on() (sum(increase("'
+	subst internal/render/monitoring/alerts.go 'expr: "(" + pending + ") and on() (time() - max("' \
+		'expr: "(" + pending + ") and on() (sum(increase(" + ca("failed_scale_ups_total") + "[10m])) > 0) and on() (time() - max("'
 }
+
+alerts=internal/render/monitoring/alerts.go
+mut_noid_inverted() { subst "$alerts" '(kube_node_info{provider_id=""})' '(kube_node_info{provider_id!=""})'; }
+# Go source text, with its backquotes and no shell expansion.
+# shellcheck disable=SC2016
+tried='"(" + pending + ") and on() (time() - max(" + ca("last_activity", `activity="scaleUp"`) + ") < " + seconds(scaleUpTried) + ")" +'
+mut_pending_no_tried_term() { subst "$alerts" "$tried" '"(" + pending + ")" +'; }
+mut_pending_whole_window() {
+	subst "$alerts" "$tried" '"(" + pending + ")" +'
+	subst "$alerts" '"[" + string(promDuration(scaleUpTried)) + "]))' '"[35m]))'
+}
+mut_csr_alert_gone() { subst "$alerts" 'if budget > 0 {' 'if false && budget > 0 {'; }
 
 dry=""
 skip=""

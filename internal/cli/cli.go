@@ -106,7 +106,8 @@ cluster under out/<cluster>/):
                         manifest-install.yaml (Calico's own manifest): one of the two
   cluster-autoscaler/   flags.txt, values.yaml, priority-expander.yaml
   monitoring/           rules.yaml (Prometheus alerting rules), prometheusrule.yaml,
-                        servicemonitor.yaml (prometheus-operator)
+                        servicemonitor.yaml (prometheus-operator), dashboard.yaml
+                        (the Grafana dashboard, a ConfigMap for Grafana's sidecar)
   onprem/               set-provider-id.sh, label-onprem-nodes.sh (onprem groups' nodes)
   onprem/join/          <group>.sh, the kubeadm join of a new server of each onprem group
   onprem/vpn/<gateway>/ a VPN's on-prem gateway: install.sh, swanctl.conf, frr.conf, and

@@ -66,13 +66,14 @@ const (
 )
 
 // Monitoring artifacts: the alerting rules as a Prometheus rule file and
-// as a prometheus-operator PrometheusRule, and the autoscaler's
-// ServiceMonitor.
+// as a prometheus-operator PrometheusRule, the autoscaler's
+// ServiceMonitor, and the cluster's Grafana dashboard in a ConfigMap.
 const (
 	MonitoringDir                = "monitoring"
 	MonitoringRulesPath          = MonitoringDir + "/rules.yaml"
 	MonitoringPrometheusRulePath = MonitoringDir + "/prometheusrule.yaml"
 	MonitoringServiceMonitorPath = MonitoringDir + "/servicemonitor.yaml"
+	MonitoringDashboardPath      = MonitoringDir + "/dashboard.yaml"
 )
 
 // Terraform module paths. The module is out/terraform; its metadata reads

@@ -412,23 +412,21 @@ func monitoringScenarios(p *promCase) {
 	}})
 
 	// Pending pods: the silent failure, a cap, a group at its max, and a
-	// healthy scale-up. A scale-up at 30s, then nothing while pods pend.
+	// healthy scale-up. A scale-up at 30s, then, while pods pend, the
+	// autoscaler tries one in every loop (each scrape sees a new
+	// last_activity{activity="scaleUp"}) and adds nothing, or waits for
+	// the upcoming node (it tries none).
 	migs := src.AutoscaledMIGs()
-	window := 0 * time.Minute
-	for _, g := range src.Groups() {
-		if g.Autoscaled() {
-			window = max(window, c.MaxNodeProvisionTime(g))
-		}
-	}
-	window += model.DefaultMaxNodeStartupTime
+	const tried = 2 * time.Minute // the rule's window, scaleUpTried
 	pendFor := forOfAlert("NodegenPendingWithoutScaleUp")
-	span := window + pendFor + 20*time.Minute
+	span := tried + pendFor + 40*time.Minute
 	base := func() []promSeries {
 		out := []promSeries{
 			{ca("unschedulable_pods_count", "type", "unschedulable"), flat(2, span)},
 			{ca("unschedulable_pods_count", "type", "scheduler_unprocessed"), flat(0, span)},
 			{ca("nodes_count", "state", "ready"), flat(3, span)},
 			{ca("nodes_count", "state", "notStarted"), flat(1, span)},
+			{ca("last_activity", "activity", "scaleUp"), clock(span)},
 		}
 		for _, m := range migs {
 			out = append(out, promSeries{ca("node_group_target_count", "node_group", m.URL), flat(0, span)})
@@ -439,28 +437,40 @@ func monitoringScenarios(p *promCase) {
 		promSeries{ca("scaled_up_nodes_total"), "0 " + flat(1, span)},
 		promSeries{ca("skipped_scale_events_count", "direction", "up", "reason", "CpuResourceLimit"), flat(0, span)},
 	)
+	// The scale-up at 30s leaves the window at 2m30s (the range's first
+	// sample is then the 1 of 30s).
 	p.add(scenario{name: "pending, no scale-up (freeze)", input: frozen, checks: []check{
-		{at: window + pendFor - promEval, alert: "NodegenPendingWithoutScaleUp"},
-		{at: window + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp", firing: []expect{{}}},
-		{at: window + pendFor + 2*promEval, alert: "NodegenPendingCapped"},
-		{at: window + pendFor + 2*promEval, alert: "NodegenPendingGroupAtMax"},
+		{at: tried + pendFor - promEval, alert: "NodegenPendingWithoutScaleUp"},
+		{at: tried + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp", firing: []expect{{}}},
+		{at: tried + pendFor + 2*promEval, alert: "NodegenPendingCapped"},
+		{at: tried + pendFor + 2*promEval, alert: "NodegenPendingGroupAtMax"},
 	}})
-	// A node added every 10 minutes while pods keep coming.
-	var growing []string
-	for i := 0; i*20 <= samples(span); i++ {
-		growing = append(growing, fmt.Sprintf("%dx19", i))
+	// The same pods wait for their upcoming node: no try after the
+	// scale-up at 30s, for as long as the node takes.
+	waiting := base()[:4]
+	waiting = append(waiting, promSeries{ca("last_activity", "activity", "scaleUp"), "0 30x" + strconv.Itoa(samples(span))},
+		promSeries{ca("scaled_up_nodes_total"), "0 " + flat(1, span)})
+	for _, m := range migs {
+		waiting = append(waiting, promSeries{ca("node_group_target_count", "node_group", m.URL), flat(0, span)})
 	}
+	p.add(scenario{name: "pending, waiting for the upcoming node", input: waiting, checks: []check{
+		{at: tried + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp"},
+		{at: span - promEval, alert: "NodegenPendingWithoutScaleUp"},
+	}})
+	// A node added every scrape while pods keep coming and the autoscaler
+	// tries every loop.
 	p.add(scenario{name: "pending, scaling up", input: append(base(),
-		promSeries{ca("scaled_up_nodes_total"), strings.Join(growing, " ")},
+		promSeries{ca("scaled_up_nodes_total"), fmt.Sprintf("0+1x%d", samples(span))},
 	), checks: []check{
-		{at: window + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp"},
+		{at: tried + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp"},
+		{at: span - promEval, alert: "NodegenPendingWithoutScaleUp"},
 	}})
 	p.add(scenario{name: "pending, CPU cap", input: append(base(),
 		promSeries{ca("scaled_up_nodes_total"), flat(0, span)},
 		promSeries{ca("skipped_scale_events_count", "direction", "up", "reason", "CpuResourceLimit"), fmt.Sprintf("0+1x%d", samples(span))},
 	), checks: []check{
-		{at: window + pendFor + 2*promEval, alert: "NodegenPendingCapped", firing: []expect{{}}},
-		{at: window + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp"},
+		{at: tried + pendFor + 2*promEval, alert: "NodegenPendingCapped", firing: []expect{{}}},
+		{at: tried + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp"},
 	}})
 	for _, g := range src.Groups() {
 		if !g.Autoscaled() {
@@ -482,8 +492,8 @@ func monitoringScenarios(p *promCase) {
 		}
 		gl := map[string]string{"nodegen_group": g.Name}
 		p.add(scenario{name: "pending, " + g.Name + " at max", input: in, checks: []check{
-			{at: window + pendFor + 2*promEval, alert: "NodegenPendingGroupAtMax", firing: []expect{{labels: with(with(job, "node_group", url), "nodegen_group", g.Name)}}},
-			{at: window + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp"},
+			{at: tried + pendFor + 2*promEval, alert: "NodegenPendingGroupAtMax", firing: []expect{{labels: with(with(job, "node_group", url), "nodegen_group", g.Name)}}},
+			{at: tried + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp"},
 		}})
 		backoff := forOfAlert("NodegenMIGBackedOff")
 		unhealthy := forOfAlert("NodegenMIGUnhealthy")
@@ -506,8 +516,8 @@ func monitoringScenarios(p *promCase) {
 	p.add(scenario{name: "no pending pods", input: append(base()[1:],
 		promSeries{ca("unschedulable_pods_count", "type", "unschedulable"), flat(0, span)},
 		promSeries{ca("scaled_up_nodes_total"), flat(0, span)}), checks: []check{
-		{at: window + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp"},
-		{at: window + pendFor + 2*promEval, alert: "NodegenPendingCapped"},
+		{at: tried + pendFor + 2*promEval, alert: "NodegenPendingWithoutScaleUp"},
+		{at: tried + pendFor + 2*promEval, alert: "NodegenPendingCapped"},
 	}})
 
 	// The caps, in flags.txt's numbers.
@@ -564,7 +574,7 @@ func monitoringScenarios(p *promCase) {
 		taint := func(node string) string {
 			return sel("kube_node_spec_taint", map[string]string{"node": node, "key": tk.Key, "value": tk.Value, "effect": tk.Effect})
 		}
-		budget := model.DefaultMaxNodeStartupTime
+		budget := src.InitBudget(g).Startup
 		p.add(scenario{name: g.Name + " startup taint stays", input: []promSeries{
 			{sel("kube_node_created", map[string]string{"node": node}), flat(0, time.Hour)},
 			{taint(node), flat(1, time.Hour)},

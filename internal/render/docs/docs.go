@@ -114,6 +114,9 @@ func provenance(src *model.Source, paths []string) []edge {
 			add(o, layout.MonitoringRulesPath)
 			add(o, layout.MonitoringPrometheusRulePath)
 		}
+		if g.Autoscaled() || (g.Cloud() && g.StartupTaint != nil) {
+			add(o, layout.MonitoringDashboardPath) // its MIGs, max and startup taint's panels
+		}
 		if g.Kind == model.KindOnPrem && len(g.Nodes) > 0 {
 			add(o, layout.OnpremLabelNodesPath) // its nodes, labels and taints
 			add(o, layout.Day0DocsPath)         // the step that runs it

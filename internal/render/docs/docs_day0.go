@@ -798,6 +798,7 @@ func (d *day0Doc) monitoring() {
 	d.p("Once prometheus-operator runs in the cluster (its CRDs installed), apply the alerting rules and the autoscaler's ServiceMonitor; the Prometheus's `ruleSelector` and `serviceMonitorSelector` must select `app.kubernetes.io/managed-by: nodegen` (docs/monitoring.md in nodegen's repository):\n\n")
 	d.p("```sh\nkubectl apply -f %s%s -f %s%s\n```\n\n", out, layout.MonitoringPrometheusRulePath, out, layout.MonitoringServiceMonitorPath)
 	d.p("A Prometheus without the operator takes `%s%s` among its `rule_files`, with a scrape job named `%s` for the autoscaler's Service.", out, layout.MonitoringRulesPath, model.AutoscalerFullname)
+	d.p(" The cluster's Grafana dashboard is the ConfigMap `%s%s` (label `grafana_dashboard`, which Grafana's dashboard sidecar loads when it watches namespace `%s`), its Prometheus chosen with the dashboard's `datasource` variable.", out, layout.MonitoringDashboardPath, d.c.Autoscaler.Namespace)
 	if n := d.c.GCP.Network; n != nil && len(n.MetricsPorts) > 0 {
 		d.p(" A Prometheus on the on-prem side reaches the cloud nodes' exporters on %s through the firewall rule `%s` of `%s%s`.", strings.Join(n.MetricsPorts, ", "), "metrics_from_onprem", out, layout.TerraformNetworkPath)
 	}

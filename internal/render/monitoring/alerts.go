@@ -17,6 +17,9 @@ import (
 // under the namespace cluster_autoscaler_):
 //   - unschedulable_pods_count{type="unschedulable"}: the pods the loop
 //     found unschedulable (core/static_autoscaler.go, every loop);
+//   - last_activity{activity="scaleUp"}: when the leader last tried a
+//     scale-up, which it does in each loop that leaves pods no node,
+//     upcoming ones included, takes (core/static_autoscaler.go, preScaleUp);
 //   - scaled_up_nodes_total: nodes added (core/scaleup/orchestrator/executor.go);
 //     a scale-up that fails in the orchestrator adds nothing here and
 //     nothing to errors_total (postScaleUp logs it; RunOnce returns nil);
@@ -69,24 +72,8 @@ func migMatcher(src *model.Source, g *model.NodeGroup) string {
 	return "node_group=~" + q(anyOf(urls))
 }
 
-// scaleUpWindow is how long a healthy scale-up may leave pods pending:
-// from the scale-up until the node is ready, at most the slowest group's
-// maxNodeProvisionTime and then --max-node-startup-time (the groups' init
-// budgets, model.InitBudget).
-func scaleUpWindow(src *model.Source) time.Duration {
-	var longest time.Duration
-	for _, g := range src.Groups() {
-		if g.Autoscaled() {
-			longest = max(longest, src.Cluster.MaxNodeProvisionTime(g))
-		}
-	}
-	startup, _ := src.MaxNodeStartupTime()
-	return longest + startup
-}
-
 func autoscalerAlerts(src *model.Source) ([]alert, error) {
 	pending := "max(" + ca("unschedulable_pods_count", `type="unschedulable"`) + ") > 0"
-	window := scaleUpWindow(src)
 	caps, hasCaps := src.Caps()
 	capped := "sum(increase(" + ca("skipped_scale_events_count", `direction="up"`) + "[10m])) > 0"
 	if hasCaps && caps.MaxNodes > 0 {
@@ -123,12 +110,22 @@ func autoscalerAlerts(src *model.Source) ([]alert, error) {
 			desc:     "The cloud refused a scale-up or it timed out in the last 10 minutes; the MIG is backed off.",
 		},
 		{
-			name:     "NodegenPendingWithoutScaleUp",
-			expr:     "(" + pending + ") unless on() (sum(increase(" + ca("scaled_up_nodes_total") + "[" + string(promDuration(window)) + "])) > 0) unless on() (" + capped + ")" + unlessAtMax(atMax),
+			name: "NodegenPendingWithoutScaleUp",
+			// The autoscaler tries a scale-up (and sets
+			// last_activity{activity="scaleUp"}) in every loop that leaves
+			// pods no node takes, upcoming nodes included: after a healthy
+			// scale-up the pods wait for their upcoming node and it tries
+			// none (core/static_autoscaler.go, RunOnce: PodListProcessor,
+			// then preScaleUp before ScaleUp, at cluster-autoscaler-1.35.2).
+			// So pods pending while it keeps trying and adds nothing is
+			// the silent failure, however long after another scale-up
+			// (the upcoming-node freeze follows the autoscaler's own).
+			expr: "(" + pending + ") and on() (time() - max(" + ca("last_activity", `activity="scaleUp"`) + ") < " + seconds(scaleUpTried) + ")" +
+				" unless on() (sum(increase(" + ca("scaled_up_nodes_total") + "[" + string(promDuration(scaleUpTried)) + "])) > 0) unless on() (" + capped + ")" + unlessAtMax(atMax),
 			forDur:   5 * time.Minute,
 			severity: "critical",
-			summary:  "Pods are unschedulable and the autoscaler adds no node, with no cap or group maximum reached.",
-			desc:     fmt.Sprintf("Pods have been unschedulable while no node was added for %s (the slowest group's maxNodeProvisionTime plus the autoscaler's max-node-startup-time), and neither a cluster cap nor a group's max explains it: the silent scale-up failure (a node without providerID, the upcoming-node freeze).", model.FormatDuration(window)),
+			summary:  "Pods are unschedulable and the autoscaler keeps trying to scale up but adds no node, with no cap or group maximum reached.",
+			desc:     fmt.Sprintf("For 5 minutes pods have been unschedulable while the autoscaler kept trying to scale up (a try in the last %[1]s: pods remain that no node, upcoming ones included, takes) and added no node (none in the last %[1]s), and neither a cluster cap nor a group's max explains it: the silent scale-up failure (a node without providerID, the upcoming-node freeze), or pods no group fits.", model.FormatDuration(scaleUpTried)),
 		},
 		{
 			name:     "NodegenPendingCapped",

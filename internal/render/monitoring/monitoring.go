@@ -1,7 +1,8 @@
 // Package monitoring writes out/monitoring: the alerting rules of a
 // cluster, in the names and numbers of its source, as a Prometheus rule
-// file and as a prometheus-operator PrometheusRule, and the
-// ServiceMonitor that scrapes the Cluster Autoscaler.
+// file and as a prometheus-operator PrometheusRule, the ServiceMonitor
+// that scrapes the Cluster Autoscaler, and a Grafana dashboard (built with
+// Grafana's foundation SDK) in a ConfigMap for Grafana's sidecar.
 package monitoring
 
 import (
@@ -35,6 +36,11 @@ const (
 	// starting a loop (--scan-interval is 10s by default) before none is
 	// taken to lead.
 	loopStale = 3 * time.Minute
+	// scaleUpTried is how recent the autoscaler's last scale-up try must
+	// be for it to be still trying (it tries once a loop, every 10s by
+	// default), and how long it must have added no node: the window of
+	// NodegenPendingWithoutScaleUp, four scrapes.
+	scaleUpTried = 2 * time.Minute
 )
 
 // Files renders out/monitoring.
@@ -60,6 +66,15 @@ func Files(src *model.Source, files layout.Files) error {
 		return err
 	}
 	files[layout.MonitoringServiceMonitorPath] = b
+	cm, err := dashboardConfigMap(src)
+	if err != nil {
+		return err
+	}
+	b, err = manifest.MarshalObjects(header, []runtime.Object{cm})
+	if err != nil {
+		return err
+	}
+	files[layout.MonitoringDashboardPath] = b
 	return nil
 }
 

@@ -1,25 +1,134 @@
 package systest
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/promql/parser"
+	certv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodegen/nodegen/internal/model"
+	"github.com/nodegen/nodegen/internal/testing/gcefake"
 	"github.com/nodegen/nodegen/internal/testing/testca"
 )
 
+// exporter is a running metrics endpoint (host:port) that Prometheus
+// scrapes as job.
+type exporter struct {
+	job, addr string
+}
+
+// ksm serialises the kube-state-metrics builds of one test binary.
+var ksm struct {
+	sync.Mutex
+	bin, err string
+}
+
+// ksmBinary returns kube-state-metrics, built by hack/testksm/build.sh from
+// the Go module proxy into a cache outside the repository (minutes the
+// first time on a machine). Without the module proxy the test is skipped,
+// or failed where the system tests are required (NODEGEN_REQUIRE_CA).
+func ksmBinary(t *testing.T) string {
+	t.Helper()
+	ksm.Lock()
+	defer ksm.Unlock()
+	if ksm.bin == "" && ksm.err == "" {
+		cmd := exec.Command("bash", filepath.Join("..", "..", "..", "hack", "testksm", "build.sh"))
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			ksm.err = fmt.Sprintf("hack/testksm/build.sh: %v\n%s", err, stderr.String())
+		} else {
+			lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+			ksm.bin = lines[len(lines)-1]
+			t.Logf("%s", strings.TrimSpace(stderr.String()))
+		}
+	}
+	if ksm.err != "" {
+		if os.Getenv(testca.EnvRequire) != "" {
+			t.Fatal(ksm.err)
+		}
+		t.Skip(ksm.err)
+	}
+	return ksm.bin
+}
+
+// startKSM runs kube-state-metrics against the cluster's API server with
+// the collectors the rules read (Nodes, CertificateSigningRequests,
+// CronJobs; each on by default in a deployment of it), as the admin.
+func startKSM(t *testing.T, c *Cluster) *exporter {
+	t.Helper()
+	bin := ksmBinary(t)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	log, err := os.Create(filepath.Join(dir, "kube-state-metrics.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Flags of kube-state-metrics v2 (pkg/options/options.go).
+	cmd := exec.Command(bin, "--kubeconfig="+c.CP.Kubeconfig, "--host=127.0.0.1", "--port="+port,
+		"--telemetry-host=127.0.0.1", "--telemetry-port="+self, "--resources=certificatesigningrequests,cronjobs,nodes")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		log.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("kube-state-metrics's log, its last lines:\n%s", tail(string(b), 30))
+		}
+	})
+	e := &exporter{job: "kube-state-metrics", addr: "127.0.0.1:" + port}
+	if !eventually(30*time.Second, func() bool {
+		r, err := http.Get("http://" + e.addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		return r.StatusCode == http.StatusOK && strings.Contains(string(b), "kube_node_info{")
+	}) {
+		t.Fatal("kube-state-metrics served no kube_node_info in 30s")
+	}
+	return e
+}
+
 // prometheus is a real Prometheus server (Debian's prometheus package)
-// scraping the autoscaler with the rendered alerting rules.
+// scraping the autoscaler, and kube-state-metrics where given, with the
+// rendered alerting rules.
 type prometheus struct {
 	url string
 }
@@ -27,8 +136,9 @@ type prometheus struct {
 // startPrometheus runs Prometheus with out/monitoring/rules.yaml of c,
 // scraping the autoscaler's metrics as the job the rules name
 // (cluster-autoscaler, the chart's Service, which the rendered
-// ServiceMonitor selects) at the ServiceMonitor's interval.
-func startPrometheus(t *testing.T, c *Cluster, ca *Autoscaler) *prometheus {
+// ServiceMonitor selects) and the other exporters, all at the
+// ServiceMonitor's interval, which is also the rule groups'.
+func startPrometheus(t *testing.T, c *Cluster, ca *Autoscaler, more ...*exporter) *prometheus {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -57,10 +167,10 @@ func startPrometheus(t *testing.T, c *Cluster, ca *Autoscaler) *prometheus {
 rule_files:
 - %[2]s
 scrape_configs:
-- job_name: cluster-autoscaler
-  static_configs:
-  - targets: ["%[3]s"]
-`, interval, filepath.Join(c.Out, "monitoring", "rules.yaml"), ca.Addr)
+`, interval, filepath.Join(c.Out, "monitoring", "rules.yaml"))
+	for _, e := range append([]*exporter{{job: "cluster-autoscaler", addr: ca.Addr}}, more...) {
+		cfg += fmt.Sprintf("- job_name: %s\n  static_configs:\n  - targets: [%q]\n", e.job, e.addr)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +270,57 @@ func ruleTiming(t *testing.T, c *Cluster, name string) (forDur, interval time.Du
 	return 0, 0
 }
 
-// TestPendingWithoutScaleUpAlert: with the stock build and a node without
-// providerID, a scale-up fails in the orchestrator (the quotas tracker),
-// which moves no metric of failed scale-ups and emits no event; a real
-// Prometheus scraping the real autoscaler with the rendered rules fires
+// alertKey names an alert by its rule and the object it is about: the node
+// or the CSR, where its labels name one.
+func alertKey(a alert) string {
+	for _, l := range []string{"node", "certificatesigningrequest"} {
+		if v := a.Labels[l]; v != "" {
+			return a.Labels["alertname"] + " " + v
+		}
+	}
+	return a.Labels["alertname"]
+}
+
+// watch reads Prometheus's alerts every 5 seconds until done holds for
+// the alerts seen firing so far or deadline passes; it returns when each
+// was first seen firing (by alertKey) and every alert and state seen.
+func (p *prometheus) watch(t *testing.T, deadline time.Time, done func(firing map[string]time.Time) bool) (map[string]time.Time, []string) {
+	t.Helper()
+	firing := map[string]time.Time{}
+	var seen []string
+	for {
+		for _, a := range p.alerts(t) {
+			k := alertKey(a)
+			if s := k + " " + a.State; !slices.Contains(seen, s) {
+				seen = append(seen, s)
+			}
+			if _, ok := firing[k]; !ok && a.State == "firing" {
+				firing[k] = time.Now()
+			}
+		}
+		if done(firing) || time.Now().After(deadline) {
+			t.Logf("alerts seen: %s", strings.Join(seen, ", "))
+			return firing, seen
+		}
+		time.Sleep(5 * time.Second)
+	}
+}
+
+// within is the longest a rule may take to fire once its expression holds
+// from t on: the next scrape, the next evaluation, its for, the evaluation
+// that ends it, and the 5 seconds between two reads of the alerts.
+func within(forDur, interval time.Duration) time.Duration {
+	return forDur + 3*interval + 10*time.Second
+}
+
+// TestPendingWithoutScaleUpAlert: with the stock build and the nodes
+// outside the MIGs without providerID, a scale-up fails in the orchestrator
+// (the quotas tracker), which moves no metric of failed scale-ups and emits
+// no event; a real Prometheus scraping the real autoscaler and
+// kube-state-metrics with the rendered rules fires
 // NodegenPendingWithoutScaleUp within the rule's for plus two evaluations
 // and a scrape after the pod became unschedulable, and
+// NodegenNodeWithoutProviderID for each of those nodes and no other;
 // NodegenScaleUpFailed, which counts failed scale-ups, stays silent: the
 // silent failure has an alert.
 func TestPendingWithoutScaleUpAlert(t *testing.T) {
@@ -173,9 +328,11 @@ func TestPendingWithoutScaleUpAlert(t *testing.T) {
 	bin := testca.Binary(t, nil)
 	c := hybrid(t, Options{Register: 2 * time.Second, GPUInit: 5 * time.Second, GPUValidated: time.Second})
 	ca := c.StartAutoscaler(bin)
-	prom := startPrometheus(t, c, ca)
-	const name = "NodegenPendingWithoutScaleUp"
+	prom := startPrometheus(t, c, ca, startKSM(t, c))
+	scraped := time.Now()
+	const name, noID = "NodegenPendingWithoutScaleUp", "NodegenNodeWithoutProviderID"
 	forDur, interval := ruleTiming(t, c, name)
+	idFor, idInterval := ruleTiming(t, c, noID)
 	c.Create(gpuPod("train"))
 	created := time.Now()
 	if !eventually(90*time.Second, func() bool { return ca.Count(trackerError) >= 1 }) {
@@ -183,31 +340,402 @@ func TestPendingWithoutScaleUpAlert(t *testing.T) {
 	}
 	// The autoscaler counts the pod unschedulable from its first loop
 	// (--scan-interval 5s here); Prometheus sees it at its next scrape,
-	// the rule at its next evaluation, and fires after for.
-	bound := forDur + 3*interval + 10*time.Second
-	var firing time.Duration
-	var seen []string
-	deadline := created.Add(bound)
-	for time.Now().Before(deadline) && firing == 0 {
-		for _, a := range prom.alerts(t) {
-			if s := a.Labels["alertname"] + " " + a.State; !slices.Contains(seen, s) {
-				seen = append(seen, s)
-			}
-			if a.Labels["alertname"] == "NodegenScaleUpFailed" {
-				t.Errorf("NodegenScaleUpFailed is %s: the failure this test makes moves no failed-scale-up metric, or the test does not make it", a.State)
-			}
-			if a.Labels["alertname"] == name && a.State == "firing" {
-				firing = time.Since(created)
+	// the rule at its next evaluation, and fires after for. The nodes
+	// without providerID were there before Prometheus's first scrape.
+	bound := within(forDur, interval)
+	idBound := within(idFor, idInterval)
+	declared := c.Source.DeclaredNodeNames()
+	firing, seen := prom.watch(t, latest(created.Add(bound), scraped.Add(idBound)), func(f map[string]time.Time) bool {
+		for _, n := range declared {
+			if _, ok := f[noID+" "+n]; !ok {
+				return false
 			}
 		}
-		time.Sleep(5 * time.Second)
+		_, ok := f[name]
+		return ok
+	})
+	for _, s := range seen {
+		if strings.HasPrefix(s, "NodegenScaleUpFailed ") {
+			t.Errorf("%s: the failure this test makes moves no failed-scale-up metric, or the test does not make it", s)
+		}
 	}
-	t.Logf("alerts seen: %s", strings.Join(seen, ", "))
-	if firing == 0 {
+	at, ok := firing[name]
+	if !ok {
 		t.Fatalf("%s did not fire within %s (for %s, evaluated every %s) of the pod's creation", name, bound, forDur, interval)
 	}
-	t.Logf("%s fired %s after the pod was created (for %s, evaluated every %s)", name, firing.Round(time.Second), forDur, interval)
+	t.Logf("%s fired %s after the pod was created (for %s, evaluated every %s)", name, at.Sub(created).Round(time.Second), forDur, interval)
+	for k := range firing {
+		node, ok := strings.CutPrefix(k, noID+" ")
+		if ok && !slices.Contains(declared, node) {
+			t.Errorf("%s fired for %s, which has a providerID", noID, node)
+		}
+	}
+	for _, n := range declared {
+		if at, ok := firing[noID+" "+n]; !ok {
+			t.Errorf("%s did not fire for %s within %s of the first scrape (for %s)", noID, n, idBound, idFor)
+		} else {
+			t.Logf("%s fired for %s %s after the first scrape", noID, n, at.Sub(scraped).Round(time.Second))
+		}
+	}
 	if m := c.Compute.Mutations(); len(m) > 0 {
 		t.Errorf("the autoscaler changed MIGs although a node has no providerID:\n%s", mutated(c))
+	}
+}
+
+// TestUpcomingNodeFreezeAlert: the stock build in the upcoming-node freeze
+// that follows its own scale-up. With set-provider-id.sh run (every node
+// outside the MIGs has its providerID), a GPU pod makes the autoscaler
+// scale spot-gpu-t4 up; the node registers and its GPUs are never
+// reported, so it stays upcoming for --max-node-startup-time (15m) after
+// it registered (clusterstate/clusterstate.go, updateReadinessStats and
+// GetUpcomingNodes, at cluster-autoscaler-1.35.2) and every other
+// scale-up fails on its stand-in, which has no providerID. A CPU pod
+// created two minutes into the freeze gets no node, and a real Prometheus
+// scraping the autoscaler with the rendered rules fires
+// NodegenPendingWithoutScaleUp within the rule's for plus three
+// evaluations and 10 s of the CPU pod's creation, while the GPU node is
+// still upcoming and although the autoscaler added a node minutes
+// before; NodegenScaleUpFailed stays silent.
+func TestUpcomingNodeFreezeAlert(t *testing.T) {
+	t.Parallel()
+	bin := testca.Binary(t, nil)
+	c := hybrid(t, Options{Register: 2 * time.Second, GPUInit: time.Hour})
+	setProviderID(t, c)
+	ca := c.StartAutoscaler(bin)
+	prom := startPrometheus(t, c, ca)
+	const name = "NodegenPendingWithoutScaleUp"
+	forDur, interval := ruleTiming(t, c, name)
+	spot, burst := group(t, c, "spot-gpu-t4"), group(t, c, "cpu-burst")
+	c.Create(gpuPod("train"))
+	var gpuVM gcefake.Instance
+	if !eventually(2*time.Minute, func() bool {
+		v := created(c, spot)
+		if len(v) == 0 || c.Node(v[0].Name) == nil {
+			return false
+		}
+		gpuVM = v[0]
+		return true
+	}) {
+		t.Fatalf("no spot-gpu-t4 node registered in 2m; calls:\n%s", mutated(c))
+	}
+	// The CPU pod comes once the GPU scale-up is out of the rule's
+	// window: from then on the freeze alone keeps it pending.
+	time.Sleep(time.Until(gpuVM.Created.Add(pendingWindow)))
+	c.Create(cpuPod("batch"))
+	podCreated := time.Now()
+	bound := within(forDur, interval)
+	firing, seen := prom.watch(t, podCreated.Add(bound), func(f map[string]time.Time) bool {
+		_, ok := f[name]
+		return ok
+	})
+	for _, s := range seen {
+		if strings.HasPrefix(s, "NodegenScaleUpFailed ") {
+			t.Errorf("%s: the freeze moves no failed-scale-up metric, or the test does not make it", s)
+		}
+	}
+	// The freeze held throughout: no cpu-burst VM, the GPU node still
+	// initialising, the quotas tracker failing on an upcoming node.
+	if v := created(c, burst); len(v) > 0 {
+		t.Fatalf("the stock autoscaler scaled cpu-burst up while the GPU node initialised: no freeze; calls:\n%s", mutated(c))
+	}
+	if n := c.Node(gpuVM.Name); n == nil || !n.Status.Allocatable.Name(corev1.ResourceName(model.GPUResource), resource.DecimalSI).IsZero() {
+		t.Fatalf("the GPU node %s finished initialising during the test: it must last longer", gpuVM.Name)
+	}
+	if n := ca.Count(trackerError); n == 0 || !strings.Contains(ca.Output(), "upcoming") {
+		t.Errorf("the autoscaler did not log %q for the upcoming node (%d lines)", trackerError, n)
+	}
+	var added struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	prom.get(t, "/api/v1/query?query="+url.QueryEscape(`sum(cluster_autoscaler_scaled_up_nodes_total{job="cluster-autoscaler"})`), &added)
+	if len(added.Data.Result) != 1 || added.Data.Result[0].Value[1] != "1" {
+		t.Errorf("scaled_up_nodes_total is %v, want 1: the GPU node must be the autoscaler's own scale-up", added.Data.Result)
+	}
+	at, ok := firing[name]
+	if !ok {
+		t.Fatalf("%s did not fire within %s (for %s, evaluated every %s) of the CPU pod's creation, %s after the GPU scale-up",
+			name, bound, forDur, interval, podCreated.Sub(gpuVM.Created).Round(time.Second))
+	}
+	if at.Before(podCreated.Add(forDur)) {
+		t.Errorf("%s fired %s after the CPU pod was created, before its for (%s)", name, at.Sub(podCreated).Round(time.Second), forDur)
+	}
+	t.Logf("%s fired %s after the CPU pod was created (for %s, evaluated every %s), %s after the GPU scale-up",
+		name, at.Sub(podCreated).Round(time.Second), forDur, interval, at.Sub(gpuVM.Created).Round(time.Second))
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// kubeletCSR creates a kubelet client CSR for node, as a kubelet's TLS
+// bootstrap makes it (CN system:node:<node>, O system:nodes, the kubelet
+// client signer; an ECDSA key), and approves it when approve is set, as the
+// node CSR approver does once it has verified the VM.
+func kubeletCSR(t *testing.T, c *Cluster, name, node string, approve bool) *certv1.CertificateSigningRequest {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csrs := c.Client.CertificatesV1().CertificateSigningRequests()
+	csr, err := csrs.Create(context.Background(), &certv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: certv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: model.KubeletClientSigner,
+			Usages:     []certv1.KeyUsage{certv1.UsageDigitalSignature, certv1.UsageClientAuth},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating CSR %s: %v", name, err)
+	}
+	if approve {
+		csr.Status.Conditions = append(csr.Status.Conditions, certv1.CertificateSigningRequestCondition{
+			Type: certv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved", Message: "the VM runs its group's template"})
+		if csr, err = csrs.UpdateApproval(context.Background(), name, csr, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("approving CSR %s: %v", name, err)
+		}
+	}
+	return csr
+}
+
+// Timings of TestAlertsBesideHealthyScaleUp's fixture: a short join
+// budget in the source, so that the CSR alert fires in minutes, and a
+// cpu-burst VM that takes longer to register than
+// NodegenPendingWithoutScaleUp's window and for, within its
+// maxNodeProvisionTime.
+const (
+	heldProvisionTime = "10m" // every group's maxNodeProvisionTime: a join budget of 6m
+	slowRegister      = 9*time.Minute + 30*time.Second
+	// pendingWindow is NodegenPendingWithoutScaleUp's window as the
+	// alert is designed: the autoscaler has tried a scale-up and added no
+	// node within it (scaleUpTried of internal/render/monitoring). The
+	// tests take it as a requirement, not from the rendered rules.
+	pendingWindow = 2 * time.Minute
+)
+
+// TestAlertsBesideHealthyScaleUp: a real Prometheus scrapes the real
+// autoscaler (nodegen's patched build, which scales up while another node
+// is upcoming) and kube-state-metrics with the rendered rules, in a
+// cluster whose source sets every group's maxNodeProvisionTime to 10m, so
+// a join budget of 6m. At once:
+//   - a healthy scale-up: a CPU pod waits longer than
+//     NodegenPendingWithoutScaleUp's window and for (plus a scrape and two
+//     evaluations) for its cpu-burst VM, which the autoscaler requested at
+//     once and which registers within its provision time; the autoscaler
+//     tries no other scale-up meanwhile and the alert never fires, where
+//     pods pending that long while it keeps trying fire it
+//     (TestPendingWithoutScaleUpAlert, TestUpcomingNodeFreezeAlert);
+//   - a spot-gpu-t4 node whose GPUs are never validated keeps its startup
+//     taint, an upcoming node beside the scale-up (its alert waits for
+//     the group's init budget, 15m and more, longer than this test);
+//   - the node CSR approver is not running (the system tests run none):
+//     a kubelet client CSR stays pending and NodegenKubeletCSRPending fires
+//     for it, not before the join budget and for and within a scrape and
+//     two evaluations after, while one that was approved stays silent.
+func TestAlertsBesideHealthyScaleUp(t *testing.T) {
+	t.Parallel()
+	c := hybrid(t, Options{Register: 2 * time.Second, RegisterGroup: map[string]time.Duration{"cpu-burst": slowRegister}, GPUInit: time.Hour},
+		patchedSource,
+		edit{"cluster.cue", `maxNodeProvisionTime:             "15m"`, `maxNodeProvisionTime:             "` + heldProvisionTime + `"`},
+		edit{"gpu-t4.cue", `maxNodeProvisionTime:  "20m"`, `maxNodeProvisionTime:  "` + heldProvisionTime + `"`},
+		edit{"spot-gpu-t4.cue", `maxNodeProvisionTime:  "20m"`, `maxNodeProvisionTime:  "` + heldProvisionTime + `"`})
+	bin := patchedBinary(t, c)
+	const pendingName, taintName, csrName = "NodegenPendingWithoutScaleUp", "NodegenStartupTaintStuck", "NodegenKubeletCSRPending"
+	pendFor, interval := ruleTiming(t, c, pendingName)
+	csrFor, _ := ruleTiming(t, c, csrName)
+	burst, spot := group(t, c, "cpu-burst"), group(t, c, "spot-gpu-t4")
+	tried := pendingWindow
+	if mnpt := c.Source.Cluster.MaxNodeProvisionTime(burst); slowRegister < tried+within(pendFor, interval)+15*time.Second || slowRegister+30*time.Second > mnpt {
+		t.Fatalf("a cpu-burst VM registers after %s: it must take longer than %s's window %s, for and 3 intervals and 10s (%s) and the scale-up's 15s, and register 30s within its maxNodeProvisionTime %s", slowRegister, pendingName, tried, tried+within(pendFor, interval), mnpt)
+	}
+	startup := c.Source.InitBudget(spot).Startup
+	var joinBudget time.Duration
+	for _, g := range c.Source.CloudGroups() {
+		d, err := c.Source.Cluster.JoinDeadline(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		joinBudget = max(joinBudget, d)
+	}
+
+	// The held node: a spot-gpu-t4 VM (the MIG resized by hand), whose
+	// Node registers with the startup taint and never reports its GPUs.
+	c.Compute.Resize(spot.Zones[0], c.Source.Cluster.MIGName(spot, spot.Zones[0]), 1)
+	var held *corev1.Node
+	if !eventually(30*time.Second, func() bool {
+		v := created(c, spot)
+		if len(v) == 1 {
+			held = c.Node(v[0].Name)
+		}
+		return held != nil
+	}) {
+		t.Fatal("the spot-gpu-t4 VM registered no node in 30s")
+	}
+	if !slices.ContainsFunc(held.Spec.Taints, func(t corev1.Taint) bool { return strings.HasPrefix(t.Key, model.StartupTaintPrefix) }) {
+		t.Fatalf("node %s registered without the startup taint: %v", held.Name, held.Spec.Taints)
+	}
+	pending := kubeletCSR(t, c, "node-csr-held", "hybrid-ai-cpu-burst-held", false)
+	approved := kubeletCSR(t, c, "node-csr-approved", "hybrid-ai-cpu-burst-fine", true)
+
+	ca := c.StartAutoscaler(bin)
+	prom := startPrometheus(t, c, ca, startKSM(t, c))
+	c.Create(cpuPod("batch"))
+	podCreated := time.Now()
+	var bound time.Time
+	taintAt, csrAt := held.CreationTimestamp.Time, pending.CreationTimestamp.Time
+	deadline := latest(podCreated.Add(slowRegister+time.Minute), csrAt.Add(joinBudget+within(csrFor, interval)))
+	if !deadline.Before(taintAt.Add(startup)) {
+		t.Fatalf("the test lasts until %s after the held node registered, past its startup budget %s", deadline.Sub(taintAt).Round(time.Second), startup)
+	}
+	firing, seen := prom.watch(t, deadline, func(f map[string]time.Time) bool {
+		if bound.IsZero() && c.NodeOf("default", "batch") != "" {
+			bound = time.Now()
+		}
+		_, b := f[csrName+" "+pending.Name]
+		return !bound.IsZero() && b
+	})
+
+	// The healthy scale-up.
+	if bound.IsZero() {
+		t.Fatalf("the CPU pod was not bound within %s; calls:\n%s", deadline.Sub(podCreated).Round(time.Second), mutated(c))
+	}
+	waited := bound.Sub(podCreated)
+	t.Logf("the CPU pod waited %s for its cpu-burst node (%s's for %s)", waited.Round(time.Second), pendingName, pendFor)
+	if waited < tried+within(pendFor, interval) {
+		t.Fatalf("the CPU pod waited %s, not longer than %s's window, for and 3 intervals: the scale-up does not tell the alert's conditions apart", waited.Round(time.Second), pendingName)
+	}
+	if v := created(c, burst); len(v) != 1 || v[0].Created.Sub(podCreated) > time.Minute {
+		t.Errorf("cpu-burst VMs %v: want one, requested within a minute of the pod; calls:\n%s", v, mutated(c))
+	}
+	if at, ok := firing[pendingName]; ok {
+		t.Errorf("%s fired %s after the pod was created, during a healthy scale-up", pendingName, at.Sub(podCreated).Round(time.Second))
+	}
+	for _, s := range seen {
+		if strings.HasPrefix(s, "NodegenScaleUpFailed ") {
+			t.Errorf("%s in a healthy scale-up", s)
+		}
+	}
+
+	// The pending CSR.
+	for _, a := range []struct {
+		key      string
+		since    time.Time
+		earliest time.Duration
+	}{
+		{csrName + " " + pending.Name, csrAt, joinBudget + csrFor},
+	} {
+		at, ok := firing[a.key]
+		switch {
+		case !ok:
+			t.Errorf("%s did not fire within %s", a.key, a.earliest+3*interval+10*time.Second)
+		case at.Sub(a.since) < a.earliest:
+			t.Errorf("%s fired %s after its object was created, before its budget and for (%s)", a.key, at.Sub(a.since).Round(time.Second), a.earliest)
+		default:
+			t.Logf("%s fired %s after its object was created (budget and for %s)", a.key, at.Sub(a.since).Round(time.Second), a.earliest)
+		}
+	}
+	for k := range firing {
+		if strings.HasPrefix(k, taintName+" ") {
+			t.Errorf("%s fired before the node was its startup budget (%s) old", k, startup)
+		}
+		if strings.HasPrefix(k, csrName+" ") && k != csrName+" "+pending.Name {
+			t.Errorf("%s fired: only %s is pending (%s was approved)", k, pending.Name, approved.Name)
+		}
+	}
+	if n := ca.Count(trackerError); n > 0 {
+		t.Errorf("the patched autoscaler logged %q %d times", trackerError, n)
+	}
+	dashboardSeen(t, c, prom)
+}
+
+// dashboardSeen: every query of the rendered dashboard runs on the real
+// Prometheus, and every metric it names is one Prometheus scraped from the
+// real autoscaler or kube-state-metrics.
+func dashboardSeen(t *testing.T, c *Cluster, prom *prometheus) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.Out, "monitoring", "dashboard.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.SplitN(string(b), "\n---\n", 3)
+	var cm corev1.ConfigMap
+	if len(parts) != 2 {
+		t.Fatalf("dashboard.yaml: want one object after the header")
+	}
+	if err := yaml.Unmarshal([]byte(parts[1]), &cm); err != nil {
+		t.Fatal(err)
+	}
+	var exprs []string
+	for _, j := range cm.Data {
+		var d struct {
+			Panels []struct {
+				Targets []struct {
+					Expr string `json:"expr"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal([]byte(j), &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range d.Panels {
+			for _, q := range p.Targets {
+				exprs = append(exprs, q.Expr)
+			}
+		}
+	}
+	var names struct {
+		Status string   `json:"status"`
+		Data   []string `json:"data"`
+	}
+	prom.get(t, "/api/v1/label/__name__/values", &names)
+	pql := parser.NewParser(parser.Options{})
+	for _, e := range exprs {
+		var res struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		}
+		prom.get(t, "/api/v1/query?query="+url.QueryEscape(e), &res)
+		if res.Status != "success" {
+			t.Errorf("the dashboard's query %q: Prometheus says %s: %s", e, res.Status, res.Error)
+		}
+		expr, err := pql.ParseExpr(e)
+		if err != nil {
+			t.Errorf("the dashboard's query %q: %v", e, err)
+			continue
+		}
+		parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+			if vs, ok := n.(*parser.VectorSelector); ok && !slices.Contains(names.Data, vs.Name) {
+				t.Errorf("the dashboard's query %q reads %s, which neither the autoscaler nor kube-state-metrics served", e, vs.Name)
+			}
+			return nil
+		})
+	}
+	t.Logf("the dashboard's %d queries ran on Prometheus; every metric they name was scraped", len(exprs))
+}
+
+// get decodes the JSON answer of a GET of Prometheus's API.
+func (p *prometheus) get(t *testing.T, path string, v any) {
+	t.Helper()
+	r, err := http.Get(p.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		t.Fatalf("prometheus %s: %v", path, err)
 	}
 }

@@ -62,8 +62,10 @@ import (
 
 // Options shape a Cluster.
 type Options struct {
-	// Register is how long a RUNNING VM takes to register its Node.
-	Register time.Duration
+	// Register is how long a RUNNING VM takes to register its Node;
+	// RegisterGroup how long one of the named groups' takes instead.
+	Register      time.Duration
+	RegisterGroup map[string]time.Duration
 	// GPUInit is how long a GPU node takes, after it registered, to report
 	// its GPUs; GPUValidated how long after that its startup taint goes.
 	GPUInit, GPUValidated time.Duration
@@ -199,13 +201,30 @@ func (c *Cluster) boot(inst *gcefake.Instance) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		if !c.sleep(c.opts.Register) {
+		if !c.sleep(c.registerDelay(inst)) {
 			return
 		}
 		if err := c.join(inst); err != nil && c.ctx.Err() == nil {
 			c.Logf("VM %s: join failed: %v", inst.Name, err)
 		}
 	}()
+}
+
+// registerDelay is how long inst takes to register: its group's
+// RegisterGroup, else Register.
+func (c *Cluster) registerDelay(inst *gcefake.Instance) time.Duration {
+	for _, g := range c.Source.CloudGroups() {
+		d, ok := c.opts.RegisterGroup[g.Name]
+		if !ok {
+			continue
+		}
+		for _, z := range g.Zones {
+			if c.Source.Cluster.MIGName(g, z) == inst.MIG {
+				return d
+			}
+		}
+	}
+	return c.opts.Register
 }
 
 // join registers inst's Node as its startup script's JoinConfiguration
