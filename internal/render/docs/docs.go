@@ -98,6 +98,9 @@ func provenance(src *model.Source, paths []string) []edge {
 		if gpu[g] {
 			add(o, layout.TaintRemoverPath)
 			add(o, layout.GPUOperatorValuesPath)
+			if g.Autoscaled() {
+				add(o, layout.NodeLifecyclePath) // the collector's stuck GPU nodes: its MIGs, GPUs and startup taint
+			}
 		}
 		if g.Cloud() {
 			add(o, layout.Day0DocsPath) // the quota; the autoscaler's group, its MIGs
