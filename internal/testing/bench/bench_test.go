@@ -155,13 +155,13 @@ func TestCLI(t *testing.T) {
 	// (the taint remover, the GPU Operator's values, the node garbage
 	// collector, the node CSR approver, the join-token renewer: the
 	// token is in Secret Manager, and the autoscaler node's admission
-	// policy), two for the autoscaler, three in monitoring/ (the rule
-	// file, the PrometheusRule, the ServiceMonitor), six Terraform files
+	// policy), two for the autoscaler, four in monitoring/ (the rule
+	// file, the PrometheusRule, the ServiceMonitor, the dashboard), six Terraform files
 	// (main, variables, outputs, versions, iam, join-secret), two docs
 	// (nodegroups, day0), the on-prem providerID script, a build script
 	// per image family (a CPU one and a GPU one); and the record of what
 	// gen wrote (.nodegen-manifest.json).
-	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+20+2+1; got != want {
+	if got, want := bytes.Count(stdout.Bytes(), []byte("added ")), 3*100+21+2+1; got != want {
 		t.Errorf("gen added %d files, want %d\n%s", got, want, stdout.String())
 	}
 	if code := run("gen", "--source", dir, "--out", out); code != 0 || stdout.Len() != 0 {

@@ -13,7 +13,7 @@ import (
 // WriteVaried writes a source of groups node groups into dir (created if
 // missing) whose groups differ in almost every way a group can: one to
 // three zones, machine types and GPU shapes (some time-sliced), Spot,
-// boot disk size and type, OS image family, local SSDs, zero to eight
+// boot disk size and type, OS and image, local SSDs, zero to eight
 // labels and zero to three taints drawn from pools, kubelet reservations,
 // eviction thresholds and maxPods, autoscaling options, descriptions. Few
 // of its groups share a Terraform layout, unlike Write's. The first group
@@ -77,12 +77,14 @@ func variedGroup(r *rand.Rand, i int) (string, string) {
 	}
 	fmt.Fprintf(&b, "\tzones: [%s]\n", strings.Join(zones, ", "))
 	fmt.Fprintf(&b, "\tmachineType: %q\n", mt)
-	family := "k8s-node-1-35"
+	// Half boot Container-Optimized OS from an image of the team's own
+	// (nodegen builds its families from Ubuntu only).
+	image := "family/k8s-node-1-35"
 	if r.IntN(2) == 0 {
 		b.WriteString("\tosDistribution: \"cos\"\n")
-		family = "k8s-node-cos-1-35"
+		image = "cos-node-1-35-v1"
 	}
-	fmt.Fprintf(&b, "\timage: \"projects/acme-bench-fleet/global/images/family/%s\"\n", family)
+	fmt.Fprintf(&b, "\timage: \"projects/acme-bench-fleet/global/images/%s\"\n", image)
 	fmt.Fprintf(&b, "\tbootDiskSizeGb: %d\n", 50+10*r.IntN(46))
 	// A disk type the machine's series takes (C3 and G2 take no
 	// pd-standard), from the same draw.
