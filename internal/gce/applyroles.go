@@ -14,6 +14,7 @@ import (
 const (
 	IAMReferenceCompute         = "https://cloud.google.com/iam/docs/roles-permissions/compute"
 	IAMReferenceIAM             = "https://cloud.google.com/iam/docs/roles-permissions/iam"
+	IAMReferenceMonitoring      = "https://cloud.google.com/iam/docs/roles-permissions/monitoring"
 	IAMReferenceResourceManager = "https://cloud.google.com/iam/docs/roles-permissions/resourcemanager"
 	IAMReferenceSecretManager   = "https://cloud.google.com/iam/docs/roles-permissions/secretmanager"
 	IAMReferenceStorage         = "https://cloud.google.com/iam/docs/roles-permissions/storage"
@@ -56,6 +57,8 @@ var (
 		[]string{"resourcemanager.projects.setIamPolicy"}, IAMReferenceResourceManager}
 	roleSecretAdmin = ApplyRole{"roles/secretmanager.admin", "the join token's secret and who may read it",
 		[]string{"secretmanager.secrets.create", "secretmanager.secrets.setIamPolicy"}, IAMReferenceSecretManager}
+	roleAlertPolicyEditor = ApplyRole{"roles/monitoring.alertPolicyEditor", "the VPN's Cloud Monitoring alert policies (in the VPN's project)",
+		[]string{"monitoring.alertPolicies.create", "monitoring.alertPolicies.update", "monitoring.alertPolicies.delete"}, IAMReferenceMonitoring}
 	roleSecretAccessor = ApplyRole{"roles/secretmanager.secretAccessor", "read the VPN tunnels' pre-shared keys at apply (on those secrets is enough)",
 		[]string{"secretmanager.versions.access"}, IAMReferenceSecretManager}
 )
@@ -78,6 +81,7 @@ var applyRoles = map[string][]ApplyRole{
 	TFVPNTunnel:          {roleNetworkAdmin},
 	TFRouterInterface:    {roleNetworkAdmin},
 	TFRouterPeer:         {roleNetworkAdmin},
+	TFAlertPolicy:        {roleAlertPolicyEditor},
 	TFServiceAccount:     {roleServiceAccountAdmin},
 	TFCustomRole:         {roleRoleAdmin},
 	TFProjectIAMMember:   {roleProjectIAMAdmin},
@@ -123,7 +127,7 @@ func ApplyRoles(types []string) ([]RoleCovering, error) {
 		sort.Strings(rc.Types)
 		out = append(out, *rc)
 	}
-	order := []ApplyRole{roleInstanceAdmin, roleServiceAccountUser, roleNetworkAdmin, roleSecurityAdmin, roleServiceAccountAdmin, roleRoleAdmin, roleProjectIAMAdmin, roleSecretAdmin, roleSecretAccessor}
+	order := []ApplyRole{roleInstanceAdmin, roleServiceAccountUser, roleNetworkAdmin, roleSecurityAdmin, roleServiceAccountAdmin, roleRoleAdmin, roleProjectIAMAdmin, roleSecretAdmin, roleSecretAccessor, roleAlertPolicyEditor}
 	rank := func(role string) int {
 		return slices.IndexFunc(order, func(r ApplyRole) bool { return r.Role == role })
 	}

@@ -23,6 +23,8 @@ const (
 	TFVPNTunnel          = "google_compute_vpn_tunnel"
 	TFRouterInterface    = "google_compute_router_interface"
 	TFRouterPeer         = "google_compute_router_peer"
+	// The VPN's Cloud Monitoring alert policies.
+	TFAlertPolicy = "google_monitoring_alert_policy"
 
 	// The identity and the join secret.
 	TFServiceAccount   = "google_service_account"

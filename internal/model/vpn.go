@@ -25,6 +25,9 @@ type VPN struct {
 	// TunnelLossToleration is the tolerationSeconds of the pods nodegen
 	// renders for cloud nodes, for the unreachable and not-ready taints.
 	TunnelLossToleration Duration `json:"tunnelLossToleration"`
+	// NotificationChannels are the resource names of the Cloud Monitoring
+	// notification channels of the VPN's alert policies; nil for none.
+	NotificationChannels []string `json:"notificationChannels,omitempty"`
 	// SiteBGP is the gateways' BGP toward the site's routers; nil for
 	// none.
 	SiteBGP *VPNSiteBGP `json:"siteBGP,omitempty"`

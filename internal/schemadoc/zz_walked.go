@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "1e3724934c54122f0ea4d63ec7a68c07ef2dc7bc2c4f7915133290e607a322c7",
+	Schema: "516967a8e2064e3f9d55e0b5037070510e5e3c70490b64f86c6cecade0b17bab",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -62,6 +62,7 @@ var walked = Walked{
 			{Path: "cluster.gcp.network.vpn.advertise.onprem", Type: "[_, ...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"]", Optional: true, Doc: "What the on-prem gateways advertise (FRR's network lines). Defaults to onpremRanges; it must cover the control plane's address and every on-prem range."},
 			{Path: "cluster.gcp.network.vpn.advertise.cloud", Type: "[_, ...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"]", Optional: true, Doc: "What the Cloud Router advertises (custom mode). Defaults to [subnetworkRange]; it must cover subnetworkRange."},
 			{Path: "cluster.gcp.network.vpn.tunnelLossToleration", Type: "#Duration", Default: "\"10m\"", Doc: "How long a cloud node may be unreachable from the control plane (both tunnels lost) before the pods nodegen renders for cloud nodes are evicted: their tolerationSeconds for node.kubernetes.io/unreachable and not-ready (Kubernetes' default is 300s). At least 2m."},
+			{Path: "cluster.gcp.network.vpn.notificationChannels", Type: "[...=~\"^projects/([a-z][-a-z0-9]{4,28}[a-z0-9]|[0-9]{1,20})/notificationChannels/[0-9]{1,20}$\"]", Default: "[]", Optional: true, Doc: "Notification channels of the VPN's alert policies, each an existing channel's resource name projects/<project ID or number>/notificationChannels/<channel ID> (gcloud beta monitoring channels list prints them). The Cloud Monitoring alert policies of out/terraform/vpn.tf notify each (docs/monitoring.md); without any, they still open incidents, which the console shows, and notify no one."},
 			{Path: "cluster.gcp.network.vpn.siteBGP", Type: "#VPNSiteBGP", Optional: true, Doc: "The site's routers that take the cloud prefixes from the on-prem gateways over BGP (docs/vpn.md, \"The site's routing\"). Each gateway's FRR then peers with each router: it sends them the cloud prefixes it has from the Cloud Router, and only while it has them (its tunnels' sessions up), with a 3 s keepalive and a 9 s hold time, and accepts nothing from them. A gateway that is lost, or has lost its tunnels, so leaves the site's routing within 9 s, where a static route to it would keep sending it the flows. Needed with two peer gateways unless the site withdraws a gateway's static routes by a check of its own."},
 			{Path: "cluster.gcp.network.vpn.siteBGP.asn", Type: "int", Required: true, Doc: "The routers' ASN: onpremASN (iBGP, the gateways then send themselves as the next hop) or another private ASN (eBGP), never cloudRouterASN."},
 			{Path: "cluster.gcp.network.vpn.siteBGP.routers", Type: "[_, ...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}$\"]", Required: true, Doc: "The routers' IPv4 addresses, each reached directly from every gateway (one hop, on the gateways' LAN)."},

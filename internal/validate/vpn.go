@@ -225,6 +225,16 @@ func (c *checker) vpn(n *model.GCPNetwork, subnet netip.Prefix, subnetOK bool) {
 		c.at(join(p, "tunnelLossToleration"), "%s is shorter than 2m: the pods it applies to would be evicted during a two-minute loss of both tunnels, which docs/vpn.md's runbook expects them to survive", v.TunnelLossToleration)
 	}
 	c.vpnTimers(p, v)
+	// The schema checks each notification channel's form; a channel
+	// named twice is a slip of the source, refused where it repeats.
+	seenChannel := map[string]int{}
+	for i, ch := range v.NotificationChannels {
+		if j, dup := seenChannel[ch]; dup {
+			c.at(join(p, "notificationChannels", i), "%s is also notificationChannels[%d]: name each channel once", ch, j)
+			continue
+		}
+		seenChannel[ch] = i
+	}
 	if v.SiteBGP != nil {
 		c.vpnSiteBGP(p, n)
 	}

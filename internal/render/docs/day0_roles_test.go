@@ -68,9 +68,10 @@ func TestRoleTableCoversRenderedTerraform(t *testing.T) {
 			}
 		}
 	}
-	// The sources render the network, the firewall rules, the VPN, the mesh's load balancer
-	// and the VPN's keys read at apply.
-	for _, typ := range []string{gce.TFNetwork, gce.TFSubnetwork, gce.TFFirewall, gce.TFVPNTunnel, gce.TFForwardingRule, gce.TFSecretVersion} {
+	// The sources render the network, the firewall rules, the VPN and its
+	// alert policies, the mesh's load balancer and the VPN's keys read at
+	// apply.
+	for _, typ := range []string{gce.TFNetwork, gce.TFSubnetwork, gce.TFFirewall, gce.TFVPNTunnel, gce.TFAlertPolicy, gce.TFForwardingRule, gce.TFSecretVersion} {
 		if !seen[typ] {
 			t.Errorf("no source of the test renders %s", typ)
 		}

@@ -3,6 +3,7 @@ package terraform
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
@@ -145,10 +146,173 @@ func terraformVPN(src *model.Source, header string) ([]byte, error) {
 		w.close()
 	}
 
+	vpnAlertPolicies(w, c, v, project)
+
 	w.blank()
 	w.open("output", layout.VPNAddressesOutput)
 	w.attr("description", hclString("The HA VPN gateway's public addresses, by interface: cluster.gcp.network.vpn.haVpnAddresses, which the on-prem gateways' files need."))
 	w.attr("value", fmt.Sprintf("%s.vpn.vpn_interfaces[*].ip_address", gce.TFHAVPNGateway))
 	w.close()
 	return w.file(header)
+}
+
+// The Cloud Monitoring metrics the VPN's alert policies read, as Google's
+// metrics list names them (https://cloud.google.com/monitoring/api/metrics_gcp_p_z,
+// sections "vpn" and "router"), with the monitored resource each is
+// written against (https://cloud.google.com/monitoring/api/resources:
+// vpn_gateway, gce_router) and the metric labels the policies select on.
+// Both are gauges sampled every 60 s: tunnel_established is above 0 while
+// the tunnel is established, bgp/session_up is 1 while the BGP session is
+// up.
+const (
+	metricTunnelEstablished = "vpn.googleapis.com/tunnel_established"
+	resourceVPNGateway      = "vpn_gateway"
+	labelGatewayName        = "gateway_name"
+	labelTunnelName         = "tunnel_name"
+
+	metricBGPSessionUp = "router.googleapis.com/bgp/session_up"
+	resourceRouter     = "gce_router"
+	labelBGPPeerName   = "bgp_peer_name"
+)
+
+// The names of the VPN's alerts, as docs/monitoring.md's runbook sections
+// are titled.
+const (
+	AlertVPNTunnelDown     = "NodegenVPNTunnelDown"
+	AlertVPNBGPSessionDown = "NodegenVPNBGPSessionDown"
+	AlertVPNDown           = "NodegenVPNDown"
+)
+
+// monitoringFilter is a Cloud Monitoring filter that selects the metric
+// type on the resource type with the metric labels equal to the values
+// (https://cloud.google.com/monitoring/api/v3/filters: selectors joined by
+// AND, metric.labels.KEY = "value"); labels are in pairs, key then value.
+// The values are GCE resource names (lower-case letters, digits and '-'),
+// which need no escape in the filter's quoted strings.
+func monitoringFilter(metric, resource string, labels ...string) string {
+	f := fmt.Sprintf("metric.type = %q AND resource.type = %q", metric, resource)
+	for i := 0; i+1 < len(labels); i += 2 {
+		f += fmt.Sprintf(" AND metric.labels.%s = %q", labels[i], labels[i+1])
+	}
+	return f
+}
+
+// vpnAlertDuration is how long, in seconds, a tunnel or a BGP session must
+// be down before its alert policy opens an incident: the BGP hold time,
+// the longest a silently lost tunnel keeps its routes and so the longest
+// loss the VPN rides out by design (docs/vpn.md, "Measured failover"),
+// rounded up to the whole minute Cloud Monitoring's threshold conditions
+// take (google_monitoring_alert_policy's condition_threshold.duration).
+// A Cloud Router's maintenance restarts its BGP sessions for a few seconds
+// and keeps the routes for the timers
+// (https://cloud.google.com/network-connectivity/docs/router/how-to/identifying-router-events):
+// shorter than that, it opens no incident. vet holds the hold time below
+// tunnelLossToleration, so with every tunnel down the alerts come before
+// nodegen's pods on the cloud nodes are evicted (Cloud Monitoring's own
+// delay in showing a sample comes on top).
+func vpnAlertDuration(v *model.VPN) int {
+	return (v.BGPHoldTime() + 59) / 60 * 60
+}
+
+// vpnAlertCondition writes a condition block: the series the filter
+// selects below 1 (down) in every 60-second sample for the duration, or
+// absent that long (a tunnel or peer that stopped reporting carries
+// nothing either).
+func vpnAlertCondition(w *hclText, display, filter string, duration int) {
+	w.blank()
+	w.open("conditions")
+	w.attr("display_name", hclString(display))
+	w.blank()
+	w.open("condition_threshold")
+	w.attr("filter", hclString(filter))
+	w.attr("comparison", hclString("COMPARISON_LT"))
+	w.attr("threshold_value", "1")
+	w.attr("duration", hclString(fmt.Sprintf("%ds", duration)))
+	w.attr("evaluation_missing_data", hclString("EVALUATION_MISSING_DATA_ACTIVE"))
+	w.blank()
+	w.open("aggregations")
+	w.attr("alignment_period", hclString("60s"))
+	w.attr("per_series_aligner", hclString("ALIGN_MAX"))
+	w.close()
+	w.close()
+	w.close()
+}
+
+// vpnAlertPolicy opens an alert policy block with its project, name,
+// severity, labels and notification channels.
+func vpnAlertPolicy(w *hclText, c *model.Cluster, v *model.VPN, project, label, alert, subject, combiner, severity string) {
+	w.open("resource", gce.TFAlertPolicy, label)
+	w.attr("project", project)
+	w.attr("display_name", hclString(alert+": "+subject))
+	w.attr("combiner", hclString(combiner))
+	w.attr("severity", hclString(severity))
+	if len(v.NotificationChannels) > 0 {
+		w.attr("notification_channels", hclStrings(v.NotificationChannels))
+	}
+	w.object("user_labels", []hclLine{{"nodegen_cluster", hclString(c.Name)}, {"nodegen_alert", hclString(strings.ToLower(alert))}})
+}
+
+// vpnAlertDoc writes the policy's documentation: what is down, what it
+// means, and its runbook section.
+func vpnAlertDoc(w *hclText, alert, text string) {
+	w.blank()
+	w.open("documentation")
+	w.attr("mime_type", hclString("text/markdown"))
+	w.attr("content", hclString(text+" Runbook: nodegen's docs/monitoring.md, section "+alert+"."))
+	w.close()
+}
+
+// vpnAlertPolicies writes the VPN's Cloud Monitoring alert policies: one
+// per tunnel (NodegenVPNTunnelDown) and one per BGP session
+// (NodegenVPNBGPSessionDown), each naming its tunnel or peer as vpn.tf
+// names it, so that an incident names what is down and each can be
+// muted or snoozed alone; and one for every BGP session down at once
+// (NodegenVPNDown), when the cloud nodes have no route to the on-prem
+// side. They live in the VPN's project, whose metrics they read.
+func vpnAlertPolicies(w *hclText, c *model.Cluster, v *model.VPN, project string) {
+	d := vpnAlertDuration(v)
+	hold := fmt.Sprintf("%ds", d)
+	gateway := vpnGatewayName(c)
+	w.blank()
+	w.comment("Cloud Monitoring alert policies (docs/monitoring.md): each tunnel and each BGP",
+		fmt.Sprintf("session down for %s (the BGP hold time, %ds, in whole minutes), and every", hold, v.BGPHoldTime()),
+		"session down at once. The metrics and their resources are those of Google's",
+		"metrics list (https://cloud.google.com/monitoring/api/metrics_gcp_p_z, \"vpn\",",
+		"\"router\"). Incidents open with or without notification channels",
+		"(cluster.gcp.network.vpn.notificationChannels); the console lists them.")
+	var sessions []struct{ display, filter string }
+	for i := range v.Tunnels {
+		name := model.TunnelName(i)
+		tunnel := vpnTunnelName(c, i)
+		peer := v.PeerGateways[v.PeerGatewayOf(i)].Name
+
+		w.blank()
+		vpnAlertPolicy(w, c, v, project, name+"_down", AlertVPNTunnelDown, tunnel, "OR", "WARNING")
+		vpnAlertCondition(w, fmt.Sprintf("%s not established for %s", tunnel, hold),
+			monitoringFilter(metricTunnelEstablished, resourceVPNGateway, labelGatewayName, gateway, labelTunnelName, tunnel), d)
+		vpnAlertDoc(w, AlertVPNTunnelDown, fmt.Sprintf("The VPN tunnel %s of cluster %s (HA VPN gateway %s, interface %d, to the on-prem gateway %s) has not been established for %s. "+
+			"The other tunnel carries the traffic; the VPN has lost its redundancy.", tunnel, c.Name, gateway, i, peer, hold))
+		w.close()
+
+		session := struct{ display, filter string }{
+			fmt.Sprintf("BGP session %s down for %s", tunnel, hold),
+			monitoringFilter(metricBGPSessionUp, resourceRouter, labelBGPPeerName, tunnel),
+		}
+		sessions = append(sessions, session)
+		w.blank()
+		vpnAlertPolicy(w, c, v, project, name+"_bgp_down", AlertVPNBGPSessionDown, tunnel, "OR", "WARNING")
+		vpnAlertCondition(w, session.display, session.filter, d)
+		vpnAlertDoc(w, AlertVPNBGPSessionDown, fmt.Sprintf("The BGP session %s of cluster %s between the Cloud Router %s and the on-prem gateway %s has been down for %s: "+
+			"no route of either side goes through the tunnel %s. The other tunnel carries the traffic; the VPN has lost its redundancy.", tunnel, c.Name, vpnRouterName(c), peer, hold, tunnel))
+		w.close()
+	}
+
+	w.blank()
+	vpnAlertPolicy(w, c, v, project, "vpn_down", AlertVPNDown, c.Name, "AND", "CRITICAL")
+	for _, s := range sessions {
+		vpnAlertCondition(w, s.display, s.filter, d)
+	}
+	vpnAlertDoc(w, AlertVPNDown, fmt.Sprintf("Every BGP session of cluster %s's VPN has been down for %s: the cloud nodes and the control plane cannot reach each other. "+
+		"The pods nodegen renders for the cloud nodes are evicted after tunnelLossToleration (%s) of it.", c.Name, hold, v.TunnelLossToleration))
+	w.close()
 }

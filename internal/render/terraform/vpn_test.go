@@ -55,8 +55,9 @@ func vpnCUE(gateways int, addresses bool) string {
 }
 
 // TestVPNMatchesProviderSchema: vpn.tf, with one peer gateway and two,
-// holds to the provider's schema (the secret's data source included), and
-// the check catches a wrong attribute in each resource type it uses.
+// holds to the provider's schema (the secret's data source and the alert
+// policies included), and the check catches a wrong attribute in each
+// resource type it uses.
 func TestVPNMatchesProviderSchema(t *testing.T) {
 	for _, gws := range []int{1, 2} {
 		_, files := testsrc.Spec{Cluster: vpnCUE(gws, false)}.MustRender(t)
@@ -96,6 +97,12 @@ func TestVPNMatchesProviderSchema(t *testing.T) {
 		{`  version = "1"`, `  versions = "1"`},
 		{`shared_secret_wo_version        = "1"`, `shared_secret_wo_versions       = "1"`},
 		{"ike_version                     = 2", `ike_version                     = "two"`},
+		{"per_series_aligner", "aligner"},
+		{"evaluation_missing_data", "missing_data"},
+		{"threshold_value", "threshold"},
+		{"mime_type", "mimetype"},
+		{"  user_labels = {", "  labels = {"},
+		{"  conditions {", "  condition {"},
 	} {
 		broken := maps.Clone(files)
 		broken[layout.TerraformVPNPath] = []byte(strings.Replace(string(files[layout.TerraformVPNPath]), c.old, c.new, 1))

@@ -148,6 +148,195 @@ resource "google_compute_router_peer" "tunnel1" {
   }
 }
 
+# Cloud Monitoring alert policies (docs/monitoring.md): each tunnel and each BGP
+# session down for 60s (the BGP hold time, 60s, in whole minutes), and every
+# session down at once. The metrics and their resources are those of Google's
+# metrics list (https://cloud.google.com/monitoring/api/metrics_gcp_p_z, "vpn",
+# "router"). Incidents open with or without notification channels
+# (cluster.gcp.network.vpn.notificationChannels); the console lists them.
+
+resource "google_monitoring_alert_policy" "tunnel0_down" {
+  project      = coalesce(var.subnetwork_project, local.project)
+  display_name = "NodegenVPNTunnelDown: cloud-serve-tunnel0"
+  combiner     = "OR"
+  severity     = "WARNING"
+  user_labels = {
+    nodegen_cluster = "cloud-serve"
+    nodegen_alert   = "nodegenvpntunneldown"
+  }
+
+  conditions {
+    display_name = "cloud-serve-tunnel0 not established for 60s"
+
+    condition_threshold {
+      filter                  = "metric.type = \"vpn.googleapis.com/tunnel_established\" AND resource.type = \"vpn_gateway\" AND metric.labels.gateway_name = \"cloud-serve-vpn\" AND metric.labels.tunnel_name = \"cloud-serve-tunnel0\""
+      comparison              = "COMPARISON_LT"
+      threshold_value         = 1
+      duration                = "60s"
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_ACTIVE"
+
+      aggregations {
+        alignment_period   = "60s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "The VPN tunnel cloud-serve-tunnel0 of cluster cloud-serve (HA VPN gateway cloud-serve-vpn, interface 0, to the on-prem gateway dc1-vpn) has not been established for 60s. The other tunnel carries the traffic; the VPN has lost its redundancy. Runbook: nodegen's docs/monitoring.md, section NodegenVPNTunnelDown."
+  }
+}
+
+resource "google_monitoring_alert_policy" "tunnel0_bgp_down" {
+  project      = coalesce(var.subnetwork_project, local.project)
+  display_name = "NodegenVPNBGPSessionDown: cloud-serve-tunnel0"
+  combiner     = "OR"
+  severity     = "WARNING"
+  user_labels = {
+    nodegen_cluster = "cloud-serve"
+    nodegen_alert   = "nodegenvpnbgpsessiondown"
+  }
+
+  conditions {
+    display_name = "BGP session cloud-serve-tunnel0 down for 60s"
+
+    condition_threshold {
+      filter                  = "metric.type = \"router.googleapis.com/bgp/session_up\" AND resource.type = \"gce_router\" AND metric.labels.bgp_peer_name = \"cloud-serve-tunnel0\""
+      comparison              = "COMPARISON_LT"
+      threshold_value         = 1
+      duration                = "60s"
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_ACTIVE"
+
+      aggregations {
+        alignment_period   = "60s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "The BGP session cloud-serve-tunnel0 of cluster cloud-serve between the Cloud Router cloud-serve-vpn and the on-prem gateway dc1-vpn has been down for 60s: no route of either side goes through the tunnel cloud-serve-tunnel0. The other tunnel carries the traffic; the VPN has lost its redundancy. Runbook: nodegen's docs/monitoring.md, section NodegenVPNBGPSessionDown."
+  }
+}
+
+resource "google_monitoring_alert_policy" "tunnel1_down" {
+  project      = coalesce(var.subnetwork_project, local.project)
+  display_name = "NodegenVPNTunnelDown: cloud-serve-tunnel1"
+  combiner     = "OR"
+  severity     = "WARNING"
+  user_labels = {
+    nodegen_cluster = "cloud-serve"
+    nodegen_alert   = "nodegenvpntunneldown"
+  }
+
+  conditions {
+    display_name = "cloud-serve-tunnel1 not established for 60s"
+
+    condition_threshold {
+      filter                  = "metric.type = \"vpn.googleapis.com/tunnel_established\" AND resource.type = \"vpn_gateway\" AND metric.labels.gateway_name = \"cloud-serve-vpn\" AND metric.labels.tunnel_name = \"cloud-serve-tunnel1\""
+      comparison              = "COMPARISON_LT"
+      threshold_value         = 1
+      duration                = "60s"
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_ACTIVE"
+
+      aggregations {
+        alignment_period   = "60s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "The VPN tunnel cloud-serve-tunnel1 of cluster cloud-serve (HA VPN gateway cloud-serve-vpn, interface 1, to the on-prem gateway dc1-vpn) has not been established for 60s. The other tunnel carries the traffic; the VPN has lost its redundancy. Runbook: nodegen's docs/monitoring.md, section NodegenVPNTunnelDown."
+  }
+}
+
+resource "google_monitoring_alert_policy" "tunnel1_bgp_down" {
+  project      = coalesce(var.subnetwork_project, local.project)
+  display_name = "NodegenVPNBGPSessionDown: cloud-serve-tunnel1"
+  combiner     = "OR"
+  severity     = "WARNING"
+  user_labels = {
+    nodegen_cluster = "cloud-serve"
+    nodegen_alert   = "nodegenvpnbgpsessiondown"
+  }
+
+  conditions {
+    display_name = "BGP session cloud-serve-tunnel1 down for 60s"
+
+    condition_threshold {
+      filter                  = "metric.type = \"router.googleapis.com/bgp/session_up\" AND resource.type = \"gce_router\" AND metric.labels.bgp_peer_name = \"cloud-serve-tunnel1\""
+      comparison              = "COMPARISON_LT"
+      threshold_value         = 1
+      duration                = "60s"
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_ACTIVE"
+
+      aggregations {
+        alignment_period   = "60s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "The BGP session cloud-serve-tunnel1 of cluster cloud-serve between the Cloud Router cloud-serve-vpn and the on-prem gateway dc1-vpn has been down for 60s: no route of either side goes through the tunnel cloud-serve-tunnel1. The other tunnel carries the traffic; the VPN has lost its redundancy. Runbook: nodegen's docs/monitoring.md, section NodegenVPNBGPSessionDown."
+  }
+}
+
+resource "google_monitoring_alert_policy" "vpn_down" {
+  project      = coalesce(var.subnetwork_project, local.project)
+  display_name = "NodegenVPNDown: cloud-serve"
+  combiner     = "AND"
+  severity     = "CRITICAL"
+  user_labels = {
+    nodegen_cluster = "cloud-serve"
+    nodegen_alert   = "nodegenvpndown"
+  }
+
+  conditions {
+    display_name = "BGP session cloud-serve-tunnel0 down for 60s"
+
+    condition_threshold {
+      filter                  = "metric.type = \"router.googleapis.com/bgp/session_up\" AND resource.type = \"gce_router\" AND metric.labels.bgp_peer_name = \"cloud-serve-tunnel0\""
+      comparison              = "COMPARISON_LT"
+      threshold_value         = 1
+      duration                = "60s"
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_ACTIVE"
+
+      aggregations {
+        alignment_period   = "60s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+    }
+  }
+
+  conditions {
+    display_name = "BGP session cloud-serve-tunnel1 down for 60s"
+
+    condition_threshold {
+      filter                  = "metric.type = \"router.googleapis.com/bgp/session_up\" AND resource.type = \"gce_router\" AND metric.labels.bgp_peer_name = \"cloud-serve-tunnel1\""
+      comparison              = "COMPARISON_LT"
+      threshold_value         = 1
+      duration                = "60s"
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_ACTIVE"
+
+      aggregations {
+        alignment_period   = "60s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "Every BGP session of cluster cloud-serve's VPN has been down for 60s: the cloud nodes and the control plane cannot reach each other. The pods nodegen renders for the cloud nodes are evicted after tunnelLossToleration (10m) of it. Runbook: nodegen's docs/monitoring.md, section NodegenVPNDown."
+  }
+}
+
 output "vpn_interface_addresses" {
   description = "The HA VPN gateway's public addresses, by interface: cluster.gcp.network.vpn.haVpnAddresses, which the on-prem gateways' files need."
   value       = google_compute_ha_vpn_gateway.vpn.vpn_interfaces[*].ip_address
