@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
@@ -206,12 +207,19 @@ func monitoringFilter(metric, resource string, labels ...string) string {
 // A Cloud Router's maintenance restarts its BGP sessions for a few seconds
 // and keeps the routes for the timers
 // (https://cloud.google.com/network-connectivity/docs/router/how-to/identifying-router-events):
-// shorter than that, it opens no incident. vet holds the hold time below
-// tunnelLossToleration, so with every tunnel down the alerts come before
-// nodegen's pods on the cloud nodes are evicted (Cloud Monitoring's own
-// delay in showing a sample comes on top).
+// shorter than that, it opens no incident. It is at most
+// tunnelLossToleration in whole minutes (rounded down): with every tunnel
+// down the alerts must not wait longer than nodegen's pods on the cloud
+// nodes are tolerated there (vet holds the hold time itself below
+// tunnelLossToleration, but the hold time rounded up may reach it, as 135
+// s does 150 s). Cloud Monitoring's own delay in showing a sample comes on
+// top.
 func vpnAlertDuration(v *model.VPN) int {
-	return (v.BGPHoldTime() + 59) / 60 * 60
+	d := (v.BGPHoldTime() + 59) / 60 * 60
+	if t := int(v.TunnelLossToleration.Duration()/time.Minute) * 60; t > 0 && d > t {
+		d = t
+	}
+	return d
 }
 
 // vpnAlertCondition writes a condition block: the series the filter
@@ -275,10 +283,11 @@ func vpnAlertPolicies(w *hclText, c *model.Cluster, v *model.VPN, project string
 	gateway := vpnGatewayName(c)
 	w.blank()
 	w.comment("Cloud Monitoring alert policies (docs/monitoring.md): each tunnel and each BGP",
-		fmt.Sprintf("session down for %s (the BGP hold time, %ds, in whole minutes), and every", hold, v.BGPHoldTime()),
-		"session down at once. The metrics and their resources are those of Google's",
-		"metrics list (https://cloud.google.com/monitoring/api/metrics_gcp_p_z, \"vpn\",",
-		"\"router\"). Incidents open with or without notification channels",
+		fmt.Sprintf("session down for %s (the BGP hold time, %ds, in whole minutes, at most", hold, v.BGPHoldTime()),
+		fmt.Sprintf("tunnelLossToleration %s), and every session down at once. The metrics and", v.TunnelLossToleration),
+		"their resources are those of Google's metrics list",
+		"(https://cloud.google.com/monitoring/api/metrics_gcp_p_z, \"vpn\", \"router\").",
+		"Incidents open with or without notification channels",
 		"(cluster.gcp.network.vpn.notificationChannels); the console lists them.")
 	var sessions []struct{ display, filter string }
 	for i := range v.Tunnels {

@@ -365,3 +365,24 @@ func TestVPNAlertNotificationChannels(t *testing.T) {
 		}
 	}
 }
+
+// TestVPNAlertDurationBeforeEviction: a hold time whose whole minutes
+// reach tunnelLossToleration (135 s, rounded up 180 s, against 150 s)
+// waits tunnelLossToleration in whole minutes instead (120 s), so that
+// with every tunnel down the alerts do not wait longer than nodegen's pods
+// are tolerated on the cut-off nodes.
+func TestVPNAlertDurationBeforeEviction(t *testing.T) {
+	cue := strings.Replace(vpnCUE(2, false), "bgpKeepaliveInterval: 30", `bgpKeepaliveInterval: 45, tunnelLossToleration: "150s"`, 1)
+	_, files := testsrc.Spec{Cluster: cue}.MustRender(t)
+	policies, _, _, _, _, keepalive := tfAlertPolicies(t, files)
+	if keepalive != 45 || len(policies) == 0 {
+		t.Fatalf("keepalive %d, %d policies", keepalive, len(policies))
+	}
+	for _, p := range policies {
+		for _, d := range p.durations {
+			if d != "120s" {
+				t.Errorf("policy %s waits %s, want 120s (tunnelLossToleration 150s in whole minutes)", p.label, d)
+			}
+		}
+	}
+}

@@ -153,10 +153,11 @@ resource "google_compute_router_peer" "tunnel1" {
 }
 
 # Cloud Monitoring alert policies (docs/monitoring.md): each tunnel and each BGP
-# session down for 60s (the BGP hold time, 60s, in whole minutes), and every
-# session down at once. The metrics and their resources are those of Google's
-# metrics list (https://cloud.google.com/monitoring/api/metrics_gcp_p_z, "vpn",
-# "router"). Incidents open with or without notification channels
+# session down for 60s (the BGP hold time, 60s, in whole minutes, at most
+# tunnelLossToleration 10m), and every session down at once. The metrics and
+# their resources are those of Google's metrics list
+# (https://cloud.google.com/monitoring/api/metrics_gcp_p_z, "vpn", "router").
+# Incidents open with or without notification channels
 # (cluster.gcp.network.vpn.notificationChannels); the console lists them.
 
 resource "google_monitoring_alert_policy" "tunnel0_down" {
