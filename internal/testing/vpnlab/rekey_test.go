@@ -44,11 +44,25 @@ func TestRenderedVPNRekey(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	down := time.Since(start)
+	// Each side's hold timer runs on its own, from the last keepalive it
+	// had over tunnel0: the flow's replies cross tunnel1 once both sides
+	// have withdrawn tunnel0's routes and their kernels have the change.
 	if err := lab.WaitRoutes(1, onpremRange, 1, 30*time.Second); err != nil {
 		t.Fatalf("with tunnel0 down: %v", err)
 	}
-	if n, _ := probe.Replies(time.Now().Add(-time.Second)); n == 0 {
-		t.Errorf("with tunnel0 down and tunnel1 up, the cloud node does not reach the control plane's address")
+	if err := lab.WaitRoutes(0, cloudRange, 1, 30*time.Second); err != nil {
+		t.Fatalf("with tunnel0 down: %v", err)
+	}
+	withdrawn := time.Now()
+	for {
+		if n, _ := probe.Replies(withdrawn); n > 0 {
+			break
+		}
+		if time.Since(withdrawn) > 5*time.Second {
+			t.Errorf("with tunnel0 down and tunnel1 up, the cloud node does not reach the control plane's address %s in the 5s after both sides withdrew tunnel0's routes", r.cp)
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	rekeyed := time.Now()
