@@ -40,11 +40,12 @@ func initBudgets(src *model.Source) []GroupInitBudget {
 	freezes := upcomingFreezes(src)
 	tag := src.Cluster.AutoscalerImageTag()
 	var out []GroupInitBudget
-	for _, g := range src.CloudGroups() {
+	budgets := src.InitBudgets()
+	for i, g := range src.CloudGroups() {
 		if !g.Autoscaled() {
 			continue
 		}
-		b := src.InitBudget(g)
+		b := budgets[i]
 		gb := GroupInitBudget{
 			Group: g.Name, Provision: model.FormatDuration(b.Provision), Startup: model.FormatDuration(b.Startup),
 			Needs: model.FormatDuration(b.Needs), Steps: b.Steps, Total: model.FormatDuration(b.Total()), Freezes: freezes,

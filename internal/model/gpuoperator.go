@@ -87,8 +87,8 @@ const ContainerToolkitPackageVersion = "1.20.0-1"
 func (s *Source) PrePulledImages(im NodeImage) []string {
 	out := []string{"registry.k8s.io/kube-proxy:v" + s.Cluster.ControlPlane()}
 	if im.GPU {
-		for _, g := range s.CloudGroups() {
-			if slices.Contains(im.Groups, g.Name) && g.StartupTaint != nil && g.HasGPUs() {
+		for _, name := range im.Groups {
+			if g := s.NodeGroups[name]; g != nil && g.Cloud() && g.StartupTaint != nil && g.HasGPUs() {
 				out = append(out, s.Cluster.TaintRemover.Image)
 				break
 			}

@@ -85,10 +85,27 @@ func (s *Source) MaxNodeStartupTime() (d time.Duration, rendered bool) {
 	return d, rendered
 }
 
-// InitBudget is the init budget of cloud group g.
+// InitBudget is the init budget of cloud group g. For many groups use
+// InitBudgets: the startup time is decided from every group.
 func (s *Source) InitBudget(g *NodeGroup) InitBudget {
-	needs, steps := s.startupNeeds(g)
 	startup, _ := s.MaxNodeStartupTime()
+	return s.initBudget(g, startup)
+}
+
+// InitBudgets are the init budgets of the cloud groups, in CloudGroups'
+// order, the autoscaler's startup time decided once for all of them.
+func (s *Source) InitBudgets() []InitBudget {
+	startup, _ := s.MaxNodeStartupTime()
+	groups := s.CloudGroups()
+	out := make([]InitBudget, len(groups))
+	for i, g := range groups {
+		out[i] = s.initBudget(g, startup)
+	}
+	return out
+}
+
+func (s *Source) initBudget(g *NodeGroup, startup time.Duration) InitBudget {
+	needs, steps := s.startupNeeds(g)
 	return InitBudget{Provision: s.Cluster.MaxNodeProvisionTime(g), Startup: startup, Needs: needs, Steps: steps}
 }
 

@@ -108,6 +108,15 @@ func familyImages(members []secretMember, across bool) diag.List {
 	var keys []string
 	for _, m := range members {
 		images := m.src.NodeImages()
+		// What each image's build pulls, decided once per image, not per
+		// group that boots it.
+		pulls := make([][]string, len(images))
+		imageOf := map[string]int{} // "<project>/<family>/<group>": its image
+		for i, im := range images {
+			for _, name := range im.Groups {
+				imageOf[im.Project+"/"+im.Family+"/"+name] = i
+			}
+		}
 		for _, g := range m.src.CloudGroups() {
 			project, family, ok := model.ImageFamily(g.Image)
 			if !ok {
@@ -118,10 +127,11 @@ func familyImages(members []secretMember, across bool) diag.List {
 				keys = append(keys, k)
 			}
 			u := familyUse{m: m, cluster: m.src.Cluster.Name, group: g.Name, version: m.src.Cluster.NodeVersion(g), arch: g.Arch}
-			if i := slices.IndexFunc(images, func(im model.NodeImage) bool {
-				return im.Project == project && im.Family == family && slices.Contains(im.Groups, g.Name)
-			}); i >= 0 {
-				u.baked, u.pulls = bakedContents(images[i]), m.src.PrePulledImages(images[i])
+			if i, ok := imageOf[k+"/"+g.Name]; ok {
+				if pulls[i] == nil {
+					pulls[i] = m.src.PrePulledImages(images[i])
+				}
+				u.baked, u.pulls = bakedContents(images[i]), pulls[i]
 			}
 			uses[k] = append(uses[k], u)
 		}
@@ -130,19 +140,43 @@ func familyImages(members []secretMember, across bool) diag.List {
 	for _, k := range keys {
 		project, family, _ := strings.Cut(k, "/")
 		us := uses[k]
+		// The uses of one cluster, version, architecture and contents
+		// compare alike: each use is compared with the first of each such
+		// kind, and with every use only to name the groups of another
+		// version or architecture, so a family of many groups costs
+		// groups × kinds, not groups squared.
+		var kinds []familyUse
+		seen := map[string]bool{}
+		for _, u := range us {
+			key := strings.Join(append([]string{u.cluster, u.variant(), u.baked}, u.pulls...), "\x00")
+			if !seen[key] {
+				seen[key] = true
+				kinds = append(kinds, u)
+			}
+		}
+		inScope := func(u, o familyUse) bool {
+			return (across && o.cluster != u.cluster) || (!across && o.cluster == u.cluster)
+		}
 		for _, u := range us {
 			var others, contents []string
-			for _, o := range us {
-				if (across && o.cluster == u.cluster) || (!across && o.cluster != u.cluster) {
-					continue
-				}
+			mixed := false
+			for _, o := range kinds {
 				switch {
+				case !inScope(u, o):
 				case o.variant() != u.variant():
-					others = append(others, fmt.Sprintf("%s (Kubernetes %s, %s)", o.where(u.cluster), o.version, o.arch))
+					mixed = true
 				case across:
 					if d := contentDiff(u, o); d != "" && !slices.Contains(contents, d) {
 						contents = append(contents, d)
 					}
+				}
+			}
+			for _, o := range us {
+				if !mixed {
+					break
+				}
+				if inScope(u, o) && o.variant() != u.variant() {
+					others = append(others, fmt.Sprintf("%s (Kubernetes %s, %s)", o.where(u.cluster), o.version, o.arch))
 				}
 			}
 			build := "out/" + u.m.src.Tree + layout.ImageBuildPath(family)

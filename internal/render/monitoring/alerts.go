@@ -264,21 +264,23 @@ func cronJobStale(w model.Workload, after time.Duration) string {
 
 func nodeAlerts(src *model.Source) ([]alert, error) {
 	var out []alert
+	// The startup time is the autoscaler's, one for every group: the
+	// Startup of each group's init budget.
+	startup, _ := src.MaxNodeStartupTime()
 	for _, g := range src.CloudGroups() {
 		if g.StartupTaint == nil {
 			continue
 		}
 		nodes := "node=~" + q(src.Cluster.InstanceNamePattern(g))
-		budget := src.InitBudget(g).Startup
 		out = append(out, alert{
 			name: "NodegenStartupTaintStuck",
-			expr: "((time() - max by (node) (kube_node_created{" + nodes + "})) > " + seconds(budget) + ")" +
+			expr: "((time() - max by (node) (kube_node_created{" + nodes + "})) > " + seconds(startup) + ")" +
 				" and on(node) max by (node) (kube_node_spec_taint{" + nodes + ",key=" + q(g.StartupTaint.Key) + "})",
 			forDur:   time.Minute,
 			severity: "warning",
 			labels:   map[string]string{"nodegen_group": g.Name},
-			summary:  fmt.Sprintf("Node {{ $labels.node }} of group %s still has its startup taint %s.", g.Name, model.FormatDuration(budget)+" after it registered"),
-			desc:     fmt.Sprintf("The startup taint %s stays until the GPU Operator validated the node; past the autoscaler's max-node-startup-time (%s) the node counts as unready, and with the stock build every other scale-up waits meanwhile.", g.StartupTaint.Key, model.FormatDuration(budget)),
+			summary:  fmt.Sprintf("Node {{ $labels.node }} of group %s still has its startup taint %s.", g.Name, model.FormatDuration(startup)+" after it registered"),
+			desc:     fmt.Sprintf("The startup taint %s stays until the GPU Operator validated the node; past the autoscaler's max-node-startup-time (%s) the node counts as unready, and with the stock build every other scale-up waits meanwhile.", g.StartupTaint.Key, model.FormatDuration(startup)),
 		})
 	}
 	budget, err := joinBudget(src)

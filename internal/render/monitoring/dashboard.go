@@ -80,6 +80,7 @@ func Dashboard(src *model.Source) (*dashboard.Dashboard, error) {
 		WithPanel(panel("Upcoming nodes", "short",
 			"Nodes the autoscaler waits for: VMs not registered yet (unregistered) and registered nodes not ready yet (notStarted, a GPU node while its startup taint stays).",
 			query{"sum by (state) (" + ca("nodes_count", `state=~"notStarted|unregistered"`) + ")", "{{state}}"}))
+	startup, _ := src.MaxNodeStartupTime() // each group's init budget's Startup
 	for _, g := range src.CloudGroups() {
 		if !g.Autoscaled() && g.StartupTaint == nil {
 			continue
@@ -98,9 +99,9 @@ func Dashboard(src *model.Source) (*dashboard.Dashboard, error) {
 		if g.StartupTaint != nil {
 			nodes := "node=~" + q(c.InstanceNamePattern(g))
 			b.WithPanel(panel(g.Name+": startup-taint age", "s",
-				fmt.Sprintf("How long each node of the group has had its startup taint %s since it registered; past %s (the autoscaler's startup time, the group's init budget) NodegenStartupTaintStuck fires.", g.StartupTaint.Key, model.FormatDuration(src.InitBudget(g).Startup)),
+				fmt.Sprintf("How long each node of the group has had its startup taint %s since it registered; past %s (the autoscaler's startup time, the group's init budget) NodegenStartupTaintStuck fires.", g.StartupTaint.Key, model.FormatDuration(startup)),
 				query{"(time() - max by (node) (kube_node_created{" + nodes + "})) and on(node) max by (node) (kube_node_spec_taint{" + nodes + ",key=" + q(g.StartupTaint.Key) + "})", "{{node}}"},
-				query{"vector(" + seconds(src.InitBudget(g).Startup) + ")", "startup time"}))
+				query{"vector(" + seconds(startup) + ")", "startup time"}))
 		}
 	}
 	if caps, ok := src.Caps(); ok {
