@@ -18,7 +18,7 @@ var scaleSizes = []int{1000, 5000, 10000}
 // command runs a nodegen command in process on the n-group source; gen
 // writes into a fresh output directory each time (as gen into an empty
 // out/ does), check compares with an up-to-date one.
-func command(b *testing.B, name string, n int) func() {
+func command(b testing.TB, name string, n int) func() {
 	dir := sourceDir(b, n)
 	tmp := b.TempDir()
 	run := func(args ...string) {
@@ -88,6 +88,31 @@ func BenchmarkLinear(b *testing.B) {
 				b.ReportMetric(float64(l.allocs)/float64(s.allocs), "allocs-growth")
 			}
 		})
+	}
+}
+
+// TestLinear is BenchmarkLinear's guard at a size every test run can
+// afford: vet (load, validate, render and verify) at 100 and at 1000
+// groups. Work that grows with the square of the groups allocates 100×
+// for 10× the groups; a command whose work is linear allocates less than
+// 10×, as the fixed part weighs more at 100. What it counts are
+// allocations, not time, so the machine's load does not move it.
+func TestLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("vet at 1000 groups: not in -short")
+	}
+	small, large := command(t, "vet", 100), command(t, "vet", 1000)
+	small() // the first run pays for what is built once per process
+	s, l := measure(small), measure(large)
+	t.Logf("vet at 1000 groups: %.1f× the bytes and %.1f× the allocations of vet at 100 (CPU %.1f×)",
+		float64(l.bytes)/float64(s.bytes), float64(l.allocs)/float64(s.allocs), float64(l.cpu)/float64(s.cpu))
+	// The objects, not the bytes: a file that grows with the groups is
+	// one buffer grown by doubling, whose bytes weigh more at 1000 groups
+	// than its one object does (the bytes measured 10.2× here, the
+	// objects 9.1×; with each group's startup-taint alert deciding the
+	// startup time from every group, the objects 11.9×).
+	if g := float64(l.allocs) / float64(s.allocs); g > 11 {
+		t.Errorf("vet allocates %.1f× the objects at 1000 groups as at 100 (%d, %d): some work grows faster than the groups", g, l.allocs, s.allocs)
 	}
 }
 
