@@ -238,9 +238,17 @@ func TestGPUOperatorToleratesGPUNodes(t *testing.T) {
 		Driver       any `json:"driver"`
 		Toolkit      any `json:"toolkit"`
 		Validator    any `json:"validator"`
+		MIG          struct {
+			Strategy string `json:"strategy"`
+		} `json:"mig"`
 	}
 	if err := yaml.UnmarshalStrict(files[layout.GPUOperatorValuesPath], &v); err != nil {
 		t.Fatal(err)
+	}
+	// Every GPU node advertises nvidia.com/gpu, as the autoscaler's
+	// template does: "mixed" would leave it an unready GPU node.
+	if v.MIG.Strategy != "single" {
+		t.Errorf("mig.strategy %q, want single", v.MIG.Strategy)
 	}
 	if !slices.ContainsFunc(v.Daemonsets.Tolerations, func(t corev1.Toleration) bool {
 		return t.Key == model.GPUResource && t.Operator == corev1.TolerationOpExists

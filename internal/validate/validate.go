@@ -289,6 +289,7 @@ func (c *checker) group(g *model.NodeGroup) {
 	if g.GPU == nil {
 		c.gpuOperatorLabels(g, base)
 	}
+	c.migLabels(g, base)
 	if g.Cloud() {
 		c.cloudGroup(g, base, keys)
 		c.familyOS(g)
@@ -316,6 +317,43 @@ func (c *checker) gpuOperatorLabels(g *model.NodeGroup, base []cue.Selector) {
 	for _, k := range model.SortedKeys(g.Labels) {
 		if strings.HasPrefix(k, gpuOperatorLabelPrefix) {
 			c.atKey(join(base, "labels", k), "label %q is the NVIDIA GPU Operator's, for nodes with GPUs, and node group %q has none: the operator's DaemonSets and the pods that select GPU nodes by it would land on these nodes; remove it (the operator sets its labels itself on the nodes it finds GPUs on)", k, g.Name)
+		}
+	}
+}
+
+// migLabelPrefix is the namespace of the GPU Operator's MIG labels:
+// nvidia.com/mig.config, which a person sets to choose the partitioning
+// the MIG manager applies to a node's GPUs, and the ones the operator sets
+// itself (GPU Feature Discovery's nvidia.com/mig.capable and
+// nvidia.com/mig.strategy, the MIG manager's nvidia.com/mig.config.state).
+const (
+	migLabelPrefix = "nvidia.com/mig."
+	migConfigLabel = "nvidia.com/mig.config"
+)
+
+// migLabels refuses the GPU Operator's MIG labels on a group. nodegen
+// does not model MIG: it declares a group's whole GPUs to the autoscaler
+// (guestAccelerators, or kube-env's extended_resources: count, times the
+// time-slicing replicas) and renders the operator's MIG strategy
+// "single". The MIG manager is on in the chart (NVIDIA/gpu-operator
+// v26.7.0 deployments/gpu-operator/values.yaml, migManager.enabled) and
+// partitions the GPUs of a node labelled nvidia.com/mig.config: under
+// "single" the node then advertises one nvidia.com/gpu per MIG instance,
+// which the template the autoscaler scales a group from zero by does not
+// (a pod asking for more than the group's count never scales it up), and
+// under "mixed" it advertises none, only nvidia.com/mig-<profile>: a node
+// with the GPU label and no GPU allocatable is an unready GPU node to the
+// autoscaler for ever (kubernetes/autoscaler cluster-autoscaler-1.35.2
+// processors/customresources/gpu_processor.go
+// FilterOutNodesWithUnreadyResources, utils/gpu/gpu.go
+// NodeHasGpuAllocatable).
+func (c *checker) migLabels(g *model.NodeGroup, base []cue.Selector) {
+	for _, k := range model.SortedKeys(g.Labels) {
+		switch {
+		case k == migConfigLabel:
+			c.atKey(join(base, "labels", k), "label %q has the GPU Operator's MIG manager partition the group's GPUs, which nodegen does not model: under the MIG strategy nodegen renders (\"single\") each node would advertise one nvidia.com/gpu per MIG instance while the autoscaler sizes the group from its whole GPUs (gpu.count), and under \"mixed\" no nvidia.com/gpu at all, so the autoscaler would take every such node for an unready GPU node for ever (cluster-autoscaler-1.35.2 processors/customresources/gpu_processor.go); remove it: give pods whole GPUs, or share them with gpu.sharing.timeSlicing", k)
+		case strings.HasPrefix(k, migLabelPrefix):
+			c.atKey(join(base, "labels", k), "label %q is one the GPU Operator sets itself on the nodes it finds GPUs on (GPU Feature Discovery's nvidia.com/mig.capable and nvidia.com/mig.strategy, the MIG manager's nvidia.com/mig.config.state); remove it", k)
 		}
 	}
 }

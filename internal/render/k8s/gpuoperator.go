@@ -40,6 +40,15 @@ func gpuOperatorValues(src *model.Source, header string) ([]byte, error) {
 	values := map[string]any{
 		"daemonsets":             map[string]any{"tolerations": tols},
 		"node-feature-discovery": map[string]any{"worker": map[string]any{"tolerations": nfd}},
+		// Written out, not left to the chart's default: every GPU node
+		// advertises nvidia.com/gpu, as the autoscaler's template for its
+		// group does ("mixed" would advertise nvidia.com/mig-<profile>
+		// only, and the autoscaler takes a node with the GPU label and
+		// no nvidia.com/gpu for an unready GPU node for ever:
+		// cluster-autoscaler-1.35.2 processors/customresources/
+		// gpu_processor.go). vet refuses the MIG labels nodegen does not
+		// model (validate.migLabels).
+		"mig": map[string]any{"strategy": "single"},
 	}
 	// The driver and the toolkit: the operator's when an image does not
 	// hold them; off when every GPU family bakes them (the chart's
