@@ -1,6 +1,9 @@
 package diag
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDistance(t *testing.T) {
 	for _, c := range []struct {
@@ -60,5 +63,41 @@ func TestPath(t *testing.T) {
 		if got := Path(c.labels...); got != c.want {
 			t.Errorf("Path(%q) = %s, want %s", c.labels, got, c.want)
 		}
+	}
+}
+
+func TestSuggestNames(t *testing.T) {
+	accelerators := []string{"nvidia-tesla-t4", "nvidia-tesla-t4-vws", "nvidia-tesla-a100", "nvidia-a100-80gb",
+		"nvidia-h100-80gb", "nvidia-h100-mega-80gb", "nvidia-l4", "nvidia-l4-vws", "nvidia-b200", "nvidia-gb200"}
+	caps := []string{"maxNodesTotal", "cores", "memoryGiB", "gpus"}
+	groups := []string{"autoscaler", "cpu-burst", "gpu-t4", "spot-gpu-t4"}
+	for _, c := range []struct {
+		word  string
+		cands []string
+		want  string
+	}{
+		{"nvidia-tesla-t5", accelerators, "nvidia-tesla-t4"},           // a slip, as Suggest
+		{"nvidia-t4", accelerators, "nvidia-l4 nvidia-tesla-t4"},       // a word less, or a slip
+		{"nvidia-tesla-l4", accelerators, "nvidia-l4 nvidia-tesla-t4"}, // a word more, or a slip
+		{"nvidia-h100-mega", accelerators, "nvidia-h100-mega-80gb"},    // a word less
+		{"nvidia-h100", accelerators, "nvidia-h100-80gb"},              // the fewest words apart
+		{"nvidia-a100", accelerators, "nvidia-a100-80gb nvidia-tesla-a100"},
+		{"nvidia", accelerators, ""},          // too many fit
+		{"nvidia-tesla-t4", accelerators, ""}, // a candidate itself
+		{"nvidia-rtx-6000", accelerators, ""}, // nothing holds the other's words
+		{"maxNodes", caps, "maxNodesTotal"},   // camelCase words
+		{"memory", caps, "memoryGiB"},
+		{"totalNodes", caps, "maxNodesTotal"},
+		{"autoscaler-nodes", groups, "autoscaler"},
+		{"gpu", groups, "gpu-t4"},
+		{"t4-gpu", groups, "gpu-t4"}, // the same words in another order
+	} {
+		got := strings.Join(SuggestNames(c.word, c.cands), " ")
+		if got != c.want {
+			t.Errorf("SuggestNames(%q) = %q, want %q", c.word, got, c.want)
+		}
+	}
+	if got := QuotedOrList([]string{"a", "b", "c"}); got != `"a", "b" or "c"` {
+		t.Errorf("QuotedOrList = %s", got)
 	}
 }

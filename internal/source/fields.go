@@ -148,8 +148,8 @@ func fieldNames(s cue.Value) []string {
 // list of known fields otherwise.
 func (l *Loaded) notAllowed(parent []cue.Selector, field cue.Selector) string {
 	names := fieldNames(l.schemaAt(parent))
-	if s := diag.Suggest(label(field), names); s != "" {
-		return fmt.Sprintf("field not allowed; did you mean %s?", s)
+	if s := diag.SuggestNames(label(field), names); len(s) > 0 {
+		return fmt.Sprintf("field not allowed; did you mean %s?", diag.OrList(s))
 	}
 	msg := "field not allowed"
 	// A field of another kind of group: say whose it is.

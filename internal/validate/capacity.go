@@ -193,8 +193,8 @@ func (c *checker) unusedGPUCap(res capResource) {
 		}
 	}
 	msg := fmt.Sprintf("no cloud node group has GPU type %s: the cap would limit nothing", t)
-	if s := diag.Suggest(t, types); s != "" {
-		msg += fmt.Sprintf("; did you mean %q?", s)
+	if s := diag.SuggestNames(t, types); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %s?", diag.QuotedOrList(s))
 	}
 	c.atKey(res.path, "%s", msg)
 }

@@ -54,8 +54,8 @@ func meshClusters(l *source.Loaded) diag.List {
 			continue
 		}
 		p := sel("mesh", "clusters", name)
-		if s := diag.Suggest(name, keys); s != "" {
-			c.atKey(p, "no cluster %q in clusters; did you mean %q?", name, s)
+		if s := diag.SuggestNames(name, keys); len(s) > 0 {
+			c.atKey(p, "no cluster %q in clusters; did you mean %s?", name, diag.QuotedOrList(s))
 		} else {
 			c.atKey(p, "no cluster %q in clusters: every cluster of the mesh must be a cluster of the fleet", name)
 		}

@@ -94,8 +94,8 @@ func MeshOf(f *model.Fleet, pos Positioner, broken func(cluster string) *source.
 			p := m.Clusters[mc.Primary]
 			switch {
 			case p == nil:
-				if s := diag.Suggest(mc.Primary, m.Names()); s != "" {
-					c.at(base(name, "primary"), "no cluster %q in the mesh; did you mean %q?", mc.Primary, s)
+				if s := diag.SuggestNames(mc.Primary, m.Names()); len(s) > 0 {
+					c.at(base(name, "primary"), "no cluster %q in the mesh; did you mean %s?", mc.Primary, diag.QuotedOrList(s))
 				} else {
 					c.at(base(name, "primary"), "no cluster %q in the mesh: a remote's primary must be a primary of the mesh (%s)", mc.Primary, orNone(primaries))
 				}
@@ -226,8 +226,8 @@ func (c *checker) gatewayGroup(src *model.Source, gw *model.EastWestGateway, p [
 	g := src.NodeGroups[gw.NodeGroup]
 	if g == nil {
 		names := model.SortedKeys(src.NodeGroups)
-		if s := diag.Suggest(gw.NodeGroup, names); s != "" {
-			c.at(p, "no node group %q in cluster %q; did you mean %q?", gw.NodeGroup, src.Cluster.Name, s)
+		if s := diag.SuggestNames(gw.NodeGroup, names); len(s) > 0 {
+			c.at(p, "no node group %q in cluster %q; did you mean %s?", gw.NodeGroup, src.Cluster.Name, diag.QuotedOrList(s))
 		} else {
 			c.at(p, "no node group %q in cluster %q (groups: %s)", gw.NodeGroup, src.Cluster.Name, strings.Join(names, ", "))
 		}

@@ -27,8 +27,8 @@ func (c *checker) rollout() {
 		case seen[name]:
 			c.at(p, "node group %q is excluded twice", name)
 		case !ok:
-			if s := diag.Suggest(name, cloud); s != "" {
-				c.at(p, "no node group %q; did you mean %q?", name, s)
+			if s := diag.SuggestNames(name, cloud); len(s) > 0 {
+				c.at(p, "no node group %q; did you mean %s?", name, diag.QuotedOrList(s))
 			} else {
 				c.at(p, "no node group %q", name)
 			}

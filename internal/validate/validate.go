@@ -202,8 +202,8 @@ func (c *checker) cluster() {
 	case c.broken.Groups[name]:
 		// Its own findings say what is wrong with it.
 	case !ok:
-		if s := diag.Suggest(name, model.SortedKeys(c.src.NodeGroups)); s != "" {
-			c.at(p, "no node group %q; did you mean %q?", name, s)
+		if s := diag.SuggestNames(name, model.SortedKeys(c.src.NodeGroups)); len(s) > 0 {
+			c.at(p, "no node group %q; did you mean %s?", name, diag.QuotedOrList(s))
 		} else {
 			c.at(p, "no node group %q: the autoscaler needs a dedicated gce-static node group", name)
 		}
@@ -504,8 +504,8 @@ func (c *checker) gpu(g *model.NodeGroup, base []cue.Selector) {
 		return
 	}
 	if _, ok := gce.Accelerator(g.GPU.Type); !ok {
-		if s := diag.Suggest(g.GPU.Type, gce.AcceleratorNames()); s != "" {
-			c.at(join(base, "gpu", "type"), "unknown accelerator type %q; did you mean %q?", g.GPU.Type, s)
+		if s := diag.SuggestNames(g.GPU.Type, gce.AcceleratorNames()); len(s) > 0 {
+			c.at(join(base, "gpu", "type"), "unknown accelerator type %q; did you mean %s?", g.GPU.Type, diag.QuotedOrList(s))
 		} else {
 			c.at(join(base, "gpu", "type"), "unknown accelerator type %q; known: %s", g.GPU.Type, strings.Join(gce.AcceleratorNames(), ", "))
 		}
