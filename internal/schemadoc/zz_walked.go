@@ -4,7 +4,7 @@ package schemadoc
 
 // walked is the description of the schema whose SHA-256 is its Schema.
 var walked = Walked{
-	Schema: "516967a8e2064e3f9d55e0b5037070510e5e3c70490b64f86c6cecade0b17bab",
+	Schema: "82d9162b4738c698375167129c4d93f711d68e30d6afb0d2e3ddfd56214e5f43",
 	Description: &Schema{
 		Fields: []Field{
 			{Path: "cluster", Type: "#Cluster", Required: true, Doc: "The cluster the node groups join."},
@@ -56,7 +56,7 @@ var walked = Walked{
 			{Path: "cluster.gcp.network.vpn.tunnels[].sharedSecret.version", Type: "int & >=1", Default: "1", Doc: "The secret's version that holds the key, pinned (never \"latest\"): both ends read this version, so a rotation is a change of the source. 1 is the version gcloud secrets create makes."},
 			{Path: "cluster.gcp.network.vpn.tunnels[].advertisedRoutePriority", Type: "int", Default: "100", Doc: "The MED the Cloud Router gives the routes it advertises over this tunnel (advertised_route_priority): equal on both tunnels, the on-prem side uses both (active/active); lower wins. 0-65535."},
 			{Path: "cluster.gcp.network.vpn.ikeProposal", Type: "string", Default: "\"aes256gcm16-prfsha512-modp2048\"", Doc: "The IKEv2 proposal of both tunnels, in strongSwan's syntax (encryption-[integrity-]prf-dh, e.g. \"aes256gcm16-prfsha512-modp2048\" or \"aes256-sha256-prfsha256-ecp256\"): one algorithm per role, as Google recommends. vet accepts only what the supported IKE ciphers page lists for IKEv2 phase 1, less the weak entries (see docs/vpn.md)."},
-			{Path: "cluster.gcp.network.vpn.espProposal", Type: "string", Default: "\"aes256gcm16-modp2048\"", Doc: "The ESP (phase 2) proposal of both tunnels, strongSwan's syntax (encryption[-integrity]-dh, the DH group for PFS), e.g. \"aes256gcm16-modp2048\"; checked as ikeProposal against phase 2."},
+			{Path: "cluster.gcp.network.vpn.espProposal", Type: "string", Default: "\"aes256gcm16-modp2048\"", Doc: "The ESP (phase 2) proposal of both tunnels, strongSwan's syntax (encryption[-integrity]-dh, the DH group for PFS, which Cloud VPN requires), e.g. \"aes256gcm16-modp2048\"; checked as ikeProposal against phase 2."},
 			{Path: "cluster.gcp.network.vpn.bgpKeepaliveInterval", Type: "int", Default: "20", Doc: "Seconds between BGP keepalives on both sides, Cloud Router's 20-60 (google_compute_router's bgp.keepalive_interval); the hold time is three times it. A tunnel that stops carrying packets loses its routes when the hold time runs out: the longest a single tunnel's loss interrupts the flows it carried."},
 			{Path: "cluster.gcp.network.vpn.advertise", Type: "struct", Doc: "The prefixes each side advertises over BGP. Neither side accepts more than the other's list."},
 			{Path: "cluster.gcp.network.vpn.advertise.onprem", Type: "[_, ...=~\"^[0-9]{1,3}(\\\\.[0-9]{1,3}){3}/[0-9]{1,2}$\"]", Optional: true, Doc: "What the on-prem gateways advertise (FRR's network lines). Defaults to onpremRanges; it must cover the control plane's address and every on-prem range."},

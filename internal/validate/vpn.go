@@ -10,6 +10,8 @@ import (
 
 	"cuelang.org/go/cue"
 
+	"github.com/nodegen/nodegen/internal/diag"
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 	"github.com/nodegen/nodegen/internal/model"
 	"github.com/nodegen/nodegen/internal/source"
@@ -24,51 +26,71 @@ var (
 	metadataServer = netip.MustParseAddr("169.254.169.254")
 )
 
-// vpnProposalRoles are the algorithms vet accepts in the source's
-// proposals, in strongSwan's names (strongSwan's docs, "IKEv2 cipher
-// suites"), by role: the entries of Cloud VPN's supported IKE ciphers page
-// (https://cloud.google.com/network-connectivity/docs/vpn/concepts/supported-ike-ciphers,
-// and its cipher changes page, which lists the IKEv2 DH and PRF orders)
-// for IKEv2 phase 1 and phase 2, less those below 112 bits of security or
-// built on MD5 and SHA-1 (3DES, HMAC-MD5, HMAC-SHA1, the PRFs on them,
-// MODP 1024 and 1536 and the RFC 5114 groups), which that page still
-// lists for old peers and vet refuses as weak.
-var vpnProposalRoles = map[string]string{
-	"aes128": "encryption", "aes192": "encryption", "aes256": "encryption",
-	"aes128gcm16": "aead", "aes192gcm16": "aead", "aes256gcm16": "aead",
-	"sha256": "integrity", "sha384": "integrity", "sha512": "integrity",
-	"prfsha256": "prf", "prfsha384": "prf", "prfsha512": "prf",
-	"modp2048": "dh", "modp3072": "dh", "modp4096": "dh", "modp6144": "dh", "modp8192": "dh",
-	"ecp256": "dh", "ecp384": "dh", "ecp521": "dh", "curve25519": "dh",
-}
-
 // vpnWeak are algorithms Cloud VPN accepts and vet refuses as weak, with
-// the reason.
+// the reason: below 112 bits of security, or built on MD5 or SHA-1.
 var vpnWeak = map[string]string{
 	"3des": "3DES has a 64-bit block", "md5": "HMAC-MD5", "sha1": "HMAC-SHA1",
 	"prfmd5": "a PRF on MD5", "prfsha1": "a PRF on SHA-1", "prfaesxcbc": "PRF-AES128-XCBC (128-bit, legacy)",
 	"prfaescmac": "PRF-AES128-CMAC (128-bit, legacy)", "aesxcbc": "AES-XCBC-96", "aescmac": "AES-CMAC-96",
 	"modp1024": "MODP 1024 (group 2)", "modp1536": "MODP 1536 (group 5)",
-	"modp1024s160": "the RFC 5114 group 22, which Cloud VPN dropped",
+	"modp1024s160": "the RFC 5114 group 22, which Cloud VPN drops (its cipher changes page)",
 	"modp2048s224": "the RFC 5114 group 23", "modp2048s256": "the RFC 5114 group 24",
+}
+
+// vpnPhase names a proposal's phase for people.
+func vpnPhase(ike bool) (int, string) {
+	if ike {
+		return 1, "phase 1 (IKE)"
+	}
+	return 2, "phase 2 (ESP)"
+}
+
+// vpnRole is the role of strongSwan's keyword a in a proposal of the
+// phase, by Cloud VPN's table of supported IKEv2 ciphers (gce.
+// CloudVPNCiphers: Google, Cloud VPN, "Supported IKE ciphers"): an AEAD
+// cipher's is "aead", a Diffie-Hellman group's "dh" in either phase. ok
+// is false when the table lists a in neither phase; inPhase when it lists
+// it in this one.
+func vpnRole(a string, phase int) (role string, inPhase, ok bool) {
+	for _, ph := range []int{phase, 3 - phase} {
+		for _, c := range gce.CloudVPNCipher(ph, a) {
+			role = c.Role
+			switch {
+			case c.Role == "encryption" && c.AEAD:
+				role = "aead"
+			case c.Role == "pfs":
+				role = "dh"
+			}
+			return role, ph == phase, true
+		}
+	}
+	return "", false, false
 }
 
 // vpnProposal checks one proposal, IKE (phase 1) or ESP (phase 2), and
 // returns what is wrong with it ("" when nothing): every algorithm one
-// vet accepts, exactly one per role (Google's advice: one cipher per
-// role, so that both ends always select the same), an AEAD cipher without
-// integrity, a CBC cipher with one, IKE's PRF where strongSwan needs it
-// (with an AEAD cipher), no PRF in ESP, IKE's DH group and at most one for
-// ESP's PFS.
+// Cloud VPN's table lists for the phase and vet does not refuse as weak,
+// exactly one per role (Google's advice: one cipher per role, so that
+// both ends always select the same), an AEAD cipher without integrity, a
+// CBC cipher with one, IKE's PRF where strongSwan needs it (with an AEAD
+// cipher), no PRF in ESP, and a DH group in both: IKE's, and ESP's PFS
+// group, which Cloud VPN requires in phase 2 (the page's "PFS Algorithm
+// (required)"; strongSwan negotiates the first CHILD SA without one, so a
+// proposal without a group fails only at the first rekey).
 func vpnProposal(p string, ike bool) string {
+	phase, phaseName := vpnPhase(ike)
 	count := map[string]int{}
 	for _, a := range strings.Split(p, "-") {
-		role, ok := vpnProposalRoles[a]
-		if !ok {
-			if why, weak := vpnWeak[a]; weak {
-				return fmt.Sprintf("%q is weak (%s): vet accepts %s", a, why, vpnAccepted(ike))
-			}
-			return fmt.Sprintf("%q is not an algorithm Cloud VPN supports for IKEv2 (in strongSwan's name): vet accepts %s", a, vpnAccepted(ike))
+		role, inPhase, ok := vpnRole(a, phase)
+		switch {
+		case !ok:
+			return fmt.Sprintf("%q is not an algorithm Cloud VPN supports for IKEv2 (in strongSwan's name; Google, Cloud VPN, \"Supported IKE ciphers\"): vet accepts %s", a, vpnAccepted(ike))
+		case !ike && role == "prf":
+			return "ESP has no PRF: drop it"
+		case !inPhase:
+			return fmt.Sprintf("Cloud VPN does not negotiate %s (%q) in %s (Google, Cloud VPN, \"Supported IKE ciphers\"): vet accepts %s", vpnCipherName(a), a, phaseName, vpnAccepted(ike))
+		case vpnWeak[a] != "":
+			return fmt.Sprintf("%q is weak (%s): vet accepts %s", a, vpnWeak[a], vpnAccepted(ike))
 		}
 		count[role]++
 	}
@@ -81,22 +103,55 @@ func vpnProposal(p string, ike bool) string {
 	case count["aead"] == 1 && count["integrity"] == 1:
 		return "an AES-GCM cipher authenticates itself: drop the integrity algorithm"
 	case count["encryption"] == 1 && count["integrity"] == 0:
-		return "an AES-CBC cipher needs an integrity algorithm (sha256, sha384 or sha512)"
+		return fmt.Sprintf("an AES-CBC cipher needs an integrity algorithm (%s)", diag.OrList(vpnAcceptedKeywords(phase, "integrity", false)))
 	case ike && count["aead"] == 1 && count["prf"] == 0:
-		return "an AES-GCM cipher in IKE needs a PRF (prfsha256, prfsha384 or prfsha512)"
+		return fmt.Sprintf("an AES-GCM cipher in IKE needs a PRF (%s)", diag.OrList(vpnAcceptedKeywords(phase, "prf", true)))
 	case ike && count["dh"] == 0:
 		return "IKE needs a Diffie-Hellman group"
-	case !ike && count["prf"] > 0:
-		return "ESP has no PRF: drop it"
+	case !ike && count["dh"] == 0:
+		return fmt.Sprintf("Cloud VPN requires a PFS group in phase 2 (Google, Cloud VPN, \"Supported IKE ciphers\": \"PFS Algorithm (required)\"), so the tunnel would fail at its first rekey: add one, e.g. %q", p+"-modp2048")
 	}
 	return ""
 }
 
+// vpnCipherName is Google's name for strongSwan's keyword a.
+func vpnCipherName(a string) string {
+	for _, c := range gce.CloudVPNCiphers() {
+		if c.Keyword == a {
+			return c.Name
+		}
+	}
+	return a
+}
+
+// vpnAcceptedKeywords are the keywords of a phase's role in one table
+// that vet accepts (the table's, less the weak), encryption sorted.
+func vpnAcceptedKeywords(phase int, role string, aead bool) []string {
+	var out []string
+	for _, k := range gce.CloudVPNKeywords(phase, role, aead) {
+		if vpnWeak[k] == "" {
+			out = append(out, k)
+		}
+	}
+	if role == "encryption" {
+		slices.Sort(out)
+	}
+	return out
+}
+
 func vpnAccepted(ike bool) string {
-	enc := "aes128, aes192, aes256 (with sha256, sha384 or sha512) or aes128gcm16, aes192gcm16, aes256gcm16"
-	dh := "modp2048, modp3072, modp4096, modp6144, modp8192, ecp256, ecp384, ecp521, curve25519"
+	phase, _ := vpnPhase(ike)
+	dhRole := "dh"
+	if !ike {
+		dhRole = "pfs"
+	}
+	enc := fmt.Sprintf("%s (with %s) or %s",
+		strings.Join(vpnAcceptedKeywords(phase, "encryption", false), ", "),
+		diag.OrList(vpnAcceptedKeywords(phase, "integrity", false)),
+		strings.Join(vpnAcceptedKeywords(phase, "encryption", true), ", "))
+	dh := strings.Join(vpnAcceptedKeywords(phase, dhRole, false), ", ")
 	if ike {
-		return enc + "; prfsha256, prfsha384, prfsha512; " + dh
+		return enc + "; " + strings.Join(vpnAcceptedKeywords(phase, "prf", false), ", ") + "; " + dh
 	}
 	return enc + "; for PFS " + dh
 }

@@ -308,6 +308,8 @@ func TestRenderedVPNDisagree(t *testing.T) {
 	}{
 		{"the Cloud Router's ASN", "frr.conf", asn, "remote-as " + itoa(r.vpn.CloudRouterASN+1)},
 		{"an IKE proposal Cloud VPN does not support", "conf.d/tunnel0.conf", "proposals = " + r.vpn.IKEProposal, "proposals = chacha20poly1305-prfsha256-curve25519"},
+		// Google's table lists HMAC-SHA2-384-192 for phase 1 only.
+		{"an ESP proposal Cloud VPN does not negotiate", "conf.d/tunnel0.conf", "esp_proposals = " + r.vpn.ESPProposal, "esp_proposals = aes256-sha384-modp2048"},
 		{"the on-prem inside address", "systemd-network/vpn-tunnel0.network", "Address=", "Address=169.254.99.2/30\n#"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

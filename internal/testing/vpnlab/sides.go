@@ -14,39 +14,32 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 )
 
-// Cloud VPN's IKEv2 algorithms in strongSwan's keywords, from Google's
-// "Supported IKE ciphers" page
-// (https://cloud.google.com/network-connectivity/docs/vpn/concepts/supported-ike-ciphers)
-// and its cipher-order change page
-// (https://cloud.google.com/network-connectivity/docs/vpn/deprecations/cipher-changes),
-// which drops DH group 22. The stand-in for Cloud VPN accepts exactly
-// these: an on-prem proposal outside them fails in the lab as it would
-// against Cloud VPN.
-var (
-	cloudVPNAEAD      = []string{"aes128gcm16", "aes192gcm16", "aes256gcm16", "aes128gcm12", "aes192gcm12", "aes256gcm12", "aes128gcm8", "aes192gcm8", "aes256gcm8"}
-	cloudVPNCipher    = []string{"aes128", "aes192", "aes256", "3des"}
-	cloudVPNIntegrity = []string{"sha256", "sha384", "sha512", "sha1", "md5", "aesxcbc", "aescmac"}
-	cloudVPNPRF       = []string{"prfsha256", "prfsha384", "prfsha512", "prfsha1", "prfaesxcbc", "prfaescmac", "prfmd5"}
-	cloudVPNDH        = []string{"curve25519", "ecp256", "ecp384", "ecp521", "modp3072", "modp4096", "modp6144", "modp8192", "modp2048", "modp2048s224", "modp2048s256", "modp1536", "modp1024"}
-)
-
+// cloudVPNProposals are the proposals of the stand-in for Cloud VPN, in
+// strongSwan's syntax: every IKEv2 cipher of Google's "Supported IKE
+// ciphers" page for the phase, kept as data in the gce package
+// (gce.CloudVPNCiphers), one proposal per table (AEAD or not), and in
+// phase 2 always with a PFS group, which the page requires. An on-prem
+// proposal outside them fails in the lab as it would against Cloud VPN.
 func cloudVPNProposals(esp bool) string {
-	join := func(parts ...[]string) string {
+	phase := 1
+	if esp {
+		phase = 2
+	}
+	proposal := func(aead bool, roles ...string) string {
 		var all []string
-		for _, p := range parts {
-			all = append(all, p...)
+		for _, r := range roles {
+			all = append(all, gce.CloudVPNKeywords(phase, r, aead)...)
 		}
 		return strings.Join(all, "-")
 	}
 	if esp {
-		// Phase 2: with a PFS group, or without one.
-		return join(cloudVPNAEAD, cloudVPNDH) + "," + join(cloudVPNCipher, cloudVPNIntegrity, cloudVPNDH) + "," +
-			join(cloudVPNAEAD) + "," + join(cloudVPNCipher, cloudVPNIntegrity)
+		return proposal(true, "encryption", "pfs") + "," + proposal(false, "encryption", "integrity", "pfs")
 	}
-	return join(cloudVPNAEAD, cloudVPNPRF, cloudVPNDH) + "," + join(cloudVPNCipher, cloudVPNIntegrity, cloudVPNPRF, cloudVPNDH)
+	return proposal(true, "encryption", "prf", "dh") + "," + proposal(false, "encryption", "integrity", "prf", "dh")
 }
 
 // cloudSide is the stand-in for Cloud VPN and the Cloud Router, built
