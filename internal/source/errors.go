@@ -55,6 +55,8 @@ func (l *Loaded) addErr(err error) {
 		ce.pos, ce.schemaPos = pickPos(e)
 		if hint := hashCommentHint(ce.pos); hint != "" {
 			ce.format, ce.args = format+"%s", append(slices.Clone(args), hint)
+		} else if hint := unquotedLabelHint(ce.pos, fmt.Sprintf(format, args...)); hint != "" {
+			ce.format, ce.args = format+"%s", append(slices.Clone(args), hint)
 		}
 		errs = append(errs, ce)
 	}

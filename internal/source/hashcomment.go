@@ -2,7 +2,9 @@ package source
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -41,4 +43,32 @@ func hashComment(line string) bool {
 	}
 	rest := strings.TrimRight(line[1:], "\r")
 	return rest == "" || strings.ContainsAny(rest[:1], " \t#!")
+}
+
+// unquotedLabel matches a line that starts with a label CUE would have
+// quoted, a name with ".", "/" or "-" in it (a Kubernetes label key, an
+// annotation, a node group's name), and the colon after it.
+var unquotedLabel = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_]*(?:[./-][A-Za-z0-9_]+)+)\s*:[^:=]`)
+
+// unquotedLabelHint says, for CUE's "missing ','" on a line that starts
+// with such a label (CUE parses example.com/pool: as a division, then
+// misses the comma the field's end needs), how the label is written; ""
+// for any other error.
+func unquotedLabelHint(pos token.Pos, msg string) string {
+	if !strings.HasPrefix(msg, "missing ','") || !pos.IsValid() || pos.Filename() == "" {
+		return ""
+	}
+	b, err := os.ReadFile(pos.Filename())
+	if err != nil {
+		return ""
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	if pos.Line() < 1 || pos.Line() > len(lines) {
+		return ""
+	}
+	m := unquotedLabel.FindStringSubmatch(string(lines[pos.Line()-1]) + " ")
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf(`; a label with ".", "/" or "-" in it is quoted in CUE: write %q:`, m[1])
 }
