@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -106,8 +105,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T, cp *testcp.ControlPlane) *env {
-	_, file, _, _ := runtime.Caller(0)
-	e := &env{cp: cp, root: filepath.Join(filepath.Dir(file), "..", "..", ".."), joined: map[string]*corev1.Node{}}
+	e := &env{cp: cp, root: testsrc.RepoRoot(), joined: map[string]*corev1.Node{}}
 	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Admin().Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

@@ -11,10 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
 // Version is the autoscaler release the system tests build (build.sh's
@@ -90,6 +91,5 @@ func Binary(t testing.TB, patch []byte) string {
 }
 
 func script() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "hack", "testca", "build.sh")
+	return filepath.Join(testsrc.RepoRoot(), "hack", "testca", "build.sh")
 }

@@ -6,6 +6,7 @@
 package testsrc
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,9 +19,35 @@ import (
 )
 
 // here is this package's directory.
-func here() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
+func here() string { return filepath.Join(RepoRoot(), "internal", "testing", "testsrc") }
+
+// root is the repository's root directory, found when the test binary
+// starts, before any test changes the working directory.
+var root, rootErr = findRoot()
+
+// findRoot returns the repository's root: the directory of this source
+// file's module when the binary recorded its absolute path, else (built
+// with -trimpath, where runtime.Caller names the file by its module path)
+// the module's root as go finds it: the nearest directory holding a go.mod
+// at or above the working directory, which go test sets to the package's
+// directory.
+func findRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if ok && filepath.IsAbs(file) {
+		return filepath.Join(filepath.Dir(file), "..", "..", ".."), nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("testsrc: no go.mod at or above %s", wd)
+		}
+	}
 }
 
 // Dir returns the tests' copy of the example source,
@@ -29,8 +56,14 @@ func here() string {
 // changes only with the tests that rely on it.
 func Dir() string { return filepath.Join(here(), "testdata", "nodegroups") }
 
-// RepoRoot returns the repository's root directory.
-func RepoRoot() string { return filepath.Join(here(), "..", "..", "..") }
+// RepoRoot returns the repository's root directory. It panics when the
+// test binary runs outside the repository and was built with -trimpath.
+func RepoRoot() string {
+	if rootErr != nil {
+		panic(rootErr)
+	}
+	return root
+}
 
 // ShippedDir returns the repository's nodegroups/ directory. Only the
 // golden tests of the shipped example may use it.
