@@ -59,6 +59,8 @@ mutations=(
 	"pending-whole-window|^TestUpcomingNodeFreezeAlert$|NodegenPendingWithoutScaleUp silenced for the fixture's whole scale-up window (35m) after any node added, as it was|./internal/render ^TestMonitoringRulesPromtool$"
 	"pending-no-tried-term|^TestAlertsBesideHealthyScaleUp$|NodegenPendingWithoutScaleUp without its condition on the autoscaler's scale-up tries (pods waiting for their upcoming node long enough fire it)|./internal/render ^TestMonitoringRulesPromtool$"
 	"csr-alert-gone|^TestAlertsBesideHealthyScaleUp$|NodegenKubeletCSRPending not rendered"
+	"stuck-alert-late|^TestAlertsBesideHealthyScaleUp$|NodegenStartupTaintStuck's threshold an hour past the group's init budget"
+	"stuck-alert-no-taint|^TestAlertsBesideHealthyScaleUp$|NodegenStartupTaintStuck without its condition on the startup taint (an old validated node fires it)"
 )
 
 # subst FILE OLD NEW: replaces the one occurrence of OLD in FILE by NEW;
@@ -146,6 +148,12 @@ mut_pending_whole_window() {
 	subst "$alerts" '"[" + string(promDuration(scaleUpTried)) + "]))' '"[35m]))'
 }
 mut_csr_alert_gone() { subst "$alerts" 'if budget > 0 {' 'if false && budget > 0 {'; }
+mut_stuck_alert_late() {
+	subst "$alerts" $'\tstartup, _ := src.MaxNodeStartupTime()\n' $'\tstartup, _ := src.MaxNodeStartupTime()\n\tstartup += time.Hour\n'
+}
+mut_stuck_alert_no_taint() {
+	subst "$alerts" '" and on(node) max by (node) (kube_node_spec_taint{" + nodes + ",key=" + q(g.StartupTaint.Key) + "})",' '"",'
+}
 
 dry=""
 skip=""

@@ -9,7 +9,9 @@
 //     template's startup script carries (read as verify reads it, decoded
 //     with kubeadm's types), the capacity the autoscaler's template code
 //     gives its group (nodetemplate), Ready; a GPU node reports its GPUs
-//     after GPUInit, as the device plugin does;
+//     after GPUInit, as the device plugin does; a VM made Backdate's
+//     registers a Node that has been there for long (written into the
+//     API server's etcd with its creationTimestamp that far back);
 //   - the GPU Operator's validation and the taint remover: GPUValidated
 //     after the GPUs are reported, the startup taint goes;
 //   - the node lifecycle controller: the not-ready taint the API server's
@@ -23,9 +25,14 @@
 package systest
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +46,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -93,6 +102,16 @@ type Cluster struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	events []string
+	// backdated holds, by MIG name, how the MIG's next VMs register
+	// (Backdate), in order.
+	backdated map[string][]backdate
+}
+
+// backdate is how a VM's Node registers instead of now: ago before, and
+// with its GPUs initialised and validated since then when validated.
+type backdate struct {
+	ago       time.Duration
+	validated bool
 }
 
 // joinToken is the token put in place of the join script's placeholder;
@@ -276,6 +295,24 @@ func (c *Cluster) join(inst *gcefake.Instance) error {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: joined.Name, Labels: labels},
 		Spec: corev1.NodeSpec{ProviderID: joined.ProviderID, Taints: taints}}
 	n.Status = nodeStatus(capacity, allocatable)
+	if b, ok := c.nextBackdate(inst.MIG); ok {
+		// What the approver, the device plugin and the taint remover did
+		// since, long ago.
+		for k, v := range model.VerifiedLabels(g) {
+			n.Labels[k] = v
+		}
+		if b.validated && !gpus.IsZero() {
+			n.Status.Capacity[corev1.ResourceName(model.GPUResource)] = gpus
+			n.Status.Allocatable[corev1.ResourceName(model.GPUResource)] = gpus
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return strings.HasPrefix(t.Key, model.StartupTaintPrefix) })
+		}
+		at := time.Now().Add(-b.ago)
+		if err := c.createNodeAt(n, at); err != nil {
+			return err
+		}
+		c.Logf("node %s stored as registered at %s (group %s, taints %v)", n.Name, at.Format("15:04:05"), g.Name, n.Spec.Taints)
+		return nil
+	}
 	if err := c.createNode(n); err != nil {
 		return err
 	}
@@ -369,6 +406,165 @@ func (c *Cluster) createNode(n *corev1.Node) error {
 		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 		return len(n.Spec.Taints) != before
 	}, false)
+}
+
+// Backdate makes the next VM that the MIG named mig creates register its
+// Node as a kubelet did ago before, and with validated as one whose GPUs
+// were reported and validated since (its startup taint gone): the state a
+// cluster is in once a node has been there that long, which a test cannot
+// wait for. The API server sets a Node's creationTimestamp itself on
+// create and keeps it on update, so the Node goes into etcd as the API
+// server stores it (createNodeAt).
+func (c *Cluster) Backdate(mig string, ago time.Duration, validated bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.backdated == nil {
+		c.backdated = map[string][]backdate{}
+	}
+	c.backdated[mig] = append(c.backdated[mig], backdate{ago: ago, validated: validated})
+}
+
+func (c *Cluster) nextBackdate(mig string) (backdate, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.backdated[mig]
+	if len(q) == 0 {
+		return backdate{}, false
+	}
+	c.backdated[mig] = q[1:]
+	return q[0], true
+}
+
+// nodeKey is where kube-apiserver keeps a Node in etcd: its default
+// --etcd-prefix, then the resource prefix of nodes, "minions"
+// (kubernetes v1.37.2, pkg/kubeapiserver/default_storage_factory_builder.go,
+// SpecialDefaultResourcePrefixes).
+func nodeKey(name string) string { return "/registry/minions/" + name }
+
+// nodeCodec encodes a Node as kube-apiserver stores it with its default
+// --storage-media-type, application/vnd.kubernetes.protobuf (kubernetes
+// v1.37.2, pkg/controlplane/apiserver/options/options.go NewOptions):
+// the storage version v1, protobuf behind the "k8s\x00" prefix
+// (k8s.io/apimachinery's protobuf serializer).
+var nodeCodec = func() runtime.Encoder {
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		panic("client-go's scheme has no protobuf serializer")
+	}
+	return scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion)
+}()
+
+// createNodeAt registers n as createNode does, but as registered at at:
+// the API server admits it in a server-side dry run of the kubelet's
+// create (validation, defaults, the UID, TaintNodesByCondition's
+// not-ready taint, which the node lifecycle controller has removed since,
+// as for a Ready node), and the admitted Node, its creationTimestamp and
+// field-manager times set to at, goes into etcd at its key, created there
+// only if absent, as the API server's own creates do. The API server's
+// watch of etcd then serves it to every client as any other Node.
+func (c *Cluster) createNodeAt(n *corev1.Node, at time.Time) error {
+	n.Annotations = map[string]string{}
+	for k, v := range kubeletAnnotations {
+		n.Annotations[k] = v
+	}
+	admitted, err := c.Client.CoreV1().Nodes().Create(c.ctx, n, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return err
+	}
+	if admitted.Status.Allocatable == nil {
+		admitted.Status = n.Status
+	}
+	admitted.Spec.Taints = slices.DeleteFunc(admitted.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+	ts := metav1.NewTime(at.Truncate(time.Second))
+	admitted.CreationTimestamp = ts
+	for i := range admitted.ManagedFields {
+		admitted.ManagedFields[i].Time = &ts
+	}
+	for i := range admitted.Status.Conditions {
+		admitted.Status.Conditions[i].LastTransitionTime = ts
+	}
+	admitted.ResourceVersion = ""
+	raw, err := runtime.Encode(nodeCodec, admitted)
+	if err != nil {
+		return err
+	}
+	if err := etcdCreate(c.ctx, c.CP.EtcdURL, nodeKey(n.Name), raw); err != nil {
+		return fmt.Errorf("storing node %s in etcd: %w", n.Name, err)
+	}
+	for c.Node(n.Name) == nil {
+		if !c.sleep(100 * time.Millisecond) {
+			return c.ctx.Err()
+		}
+	}
+	return nil
+}
+
+// etcdCreate stores value at key unless the key exists, in one
+// transaction (a compare of the key's mod revision with 0, then a put),
+// through etcd's gRPC gateway: its KV API as JSON on the client URL, bytes
+// in base64, field names as in the proto (etcd-io/etcd v3.6.16,
+// server/embed/serve.go registerGateway; on by default,
+// --enable-grpc-gateway).
+func etcdCreate(ctx context.Context, etcdURL, key string, value []byte) error {
+	b64 := base64.StdEncoding.EncodeToString
+	body, err := json.Marshal(map[string]any{
+		"compare": []map[string]any{{"target": "MOD", "result": "EQUAL", "key": b64([]byte(key)), "mod_revision": "0"}},
+		"success": []map[string]any{{"request_put": map[string]any{"key": b64([]byte(key)), "value": b64(value)}}},
+	})
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Succeeded bool `json:"succeeded"`
+	}
+	if err := etcdCall(ctx, etcdURL, "/v3/kv/txn", body, &res); err != nil {
+		return err
+	}
+	if !res.Succeeded {
+		return fmt.Errorf("%s exists", key)
+	}
+	return nil
+}
+
+// etcdGet returns the value etcd holds at key, nil when there is none.
+func etcdGet(ctx context.Context, etcdURL, key string) ([]byte, error) {
+	body, err := json.Marshal(map[string]any{"key": base64.StdEncoding.EncodeToString([]byte(key))})
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		KVs []struct {
+			Value []byte `json:"value"`
+		} `json:"kvs"`
+	}
+	if err := etcdCall(ctx, etcdURL, "/v3/kv/range", body, &res); err != nil {
+		return nil, err
+	}
+	if len(res.KVs) == 0 {
+		return nil, nil
+	}
+	return res.KVs[0].Value, nil
+}
+
+func etcdCall(ctx context.Context, etcdURL, path string, body []byte, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, etcdURL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if r.StatusCode != http.StatusOK {
+		return fmt.Errorf("etcd %s: %s: %s", path, r.Status, b)
+	}
+	return json.Unmarshal(b, v)
 }
 
 // patchNode changes a Node (its status with status), retrying on conflicts.
