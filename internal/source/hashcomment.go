@@ -16,15 +16,8 @@ import (
 // comment, not a CUE definition like #Foo), or on the line after one,
 // that CUE comments start with "//". It returns "" for any other error.
 func hashCommentHint(pos token.Pos) string {
-	if !pos.IsValid() || pos.Filename() == "" {
-		return ""
-	}
-	b, err := os.ReadFile(pos.Filename())
-	if err != nil {
-		return ""
-	}
-	lines := bytes.Split(b, []byte("\n"))
-	if pos.Line() < 1 || pos.Line() > len(lines) {
+	lines := linesAt(pos)
+	if lines == nil {
 		return ""
 	}
 	// The error is on the comment's line or, after a "#" alone, the next.
@@ -34,6 +27,23 @@ func hashCommentHint(pos token.Pos) string {
 		}
 	}
 	return ""
+}
+
+// linesAt returns the lines of the file pos is in, nil when it cannot be
+// read or pos is not on one of its lines.
+func linesAt(pos token.Pos) [][]byte {
+	if !pos.IsValid() || pos.Filename() == "" {
+		return nil
+	}
+	b, err := os.ReadFile(pos.Filename())
+	if err != nil {
+		return nil
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	if pos.Line() < 1 || pos.Line() > len(lines) {
+		return nil
+	}
+	return lines
 }
 
 func hashComment(line string) bool {
@@ -55,15 +65,11 @@ var unquotedLabel = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_]*(?:[./-][A-Za
 // misses the comma the field's end needs), how the label is written; ""
 // for any other error.
 func unquotedLabelHint(pos token.Pos, msg string) string {
-	if !strings.HasPrefix(msg, "missing ','") || !pos.IsValid() || pos.Filename() == "" {
+	if !strings.HasPrefix(msg, "missing ','") {
 		return ""
 	}
-	b, err := os.ReadFile(pos.Filename())
-	if err != nil {
-		return ""
-	}
-	lines := bytes.Split(b, []byte("\n"))
-	if pos.Line() < 1 || pos.Line() > len(lines) {
+	lines := linesAt(pos)
+	if lines == nil {
 		return ""
 	}
 	m := unquotedLabel.FindStringSubmatch(string(lines[pos.Line()-1]) + " ")
