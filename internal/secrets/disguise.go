@@ -140,8 +140,17 @@ func wrappedBase64(text string) [][2]int {
 			end = pos + nl
 		}
 		s, e := pos, end
-		for s < e && strings.IndexByte(" \t\"'#/*", text[s]) >= 0 {
-			s++
+		// Indentation, quotes and comment markers; a "/" only as part of
+		// "//" or "/*" before a blank, since a base64 line may start
+		// with "/".
+		for s < e {
+			if strings.IndexByte(" \t\"'#*", text[s]) >= 0 {
+				s++
+			} else if e-s >= 3 && (text[s:s+2] == "//" || text[s:s+2] == "/*") && (text[s+2] == ' ' || text[s+2] == '\t') {
+				s += 2
+			} else {
+				break
+			}
 		}
 		// Trailing blanks, quotes, commas and an escaped newline ("\n"
 		// as two characters, in a JSON or YAML string); never a single
