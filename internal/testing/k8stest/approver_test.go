@@ -570,32 +570,28 @@ func createCSR(t *testing.T, u *testcp.User, request []byte, signer string) stri
 	return createCSRWith(t, u, request, signer, []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth})
 }
 
-// createCSRWith is createCSR with the usages given.
+// createCSRWith is createCSR with the usages given. It files the CSR with
+// client-go, as the kubelet's TLS bootstrap does.
 func createCSRWith(t *testing.T, u *testcp.User, request []byte, signer string, usages []certificatesv1.KeyUsage) string {
 	t.Helper()
-	obj := map[string]any{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
-		"metadata": map[string]any{"generateName": "node-csr-"},
-		"spec":     map[string]any{"request": base64.StdEncoding.EncodeToString(request), "signerName": signer, "usages": usages}}
-	b, _ := json.Marshal(obj)
-	out, _, err := kubectl(t, u, string(b), "create", "-f", "-", "-o", "jsonpath={.metadata.name}")
+	c, err := clientOf(t, u).CertificatesV1().CertificateSigningRequests().Create(t.Context(), &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-"},
+		Spec:       certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: signer, Usages: usages},
+	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("creating a CSR as %s: %v", u.Name, err)
 	}
-	return strings.TrimSpace(out)
+	return c.Name
 }
 
 // csr reads a CSR as the admin.
 func (e *approverEnv) csr(t *testing.T, name string) *certificatesv1.CertificateSigningRequest {
 	t.Helper()
-	out, _, err := kubectl(t, e.cp.Admin(), "", "get", "csr", name, "-o", "json")
+	c, err := clientOf(t, e.cp.Admin()).CertificatesV1().CertificateSigningRequests().Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c certificatesv1.CertificateSigningRequest
-	if err := json.Unmarshal([]byte(out), &c); err != nil {
-		t.Fatal(err)
-	}
-	return &c
+	return c
 }
 
 // decision returns the CSR's Approved or Denied condition, if any.
@@ -1287,11 +1283,11 @@ func (e *approverEnv) testScript(t *testing.T, joiner *testcp.User) {
 	e.renewer.adminCreate(t, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"renew-ca-a1b2"},"spec":{"providerID":"`+gceID(e, zone, "renew-ca-a1b2")+`"}}`)
 	e.renewer.admin(t, "label", "node", "onprem-gpu-1", model.VerifiedGroupLabel+"=work")
 	label := func(name string) string {
-		out, _, err := kubectl(t, e.cp.Admin(), "", "get", "node", name, "-o", "jsonpath={.metadata.labels."+strings.ReplaceAll(model.VerifiedGroupLabel, ".", `\.`)+"}")
+		n, err := clientOf(t, e.cp.Admin()).CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return out
+		return n.Labels[model.VerifiedGroupLabel]
 	}
 	eventually(t, 30*time.Second, "the approver labelling the checked Nodes and unlabelling the on-prem one", func() string {
 		if a, c, o := label("renew-work-ab12"), label("renew-ca-a1b2"), label("onprem-gpu-1"); a != "work" || c != "ca" || o != "" {

@@ -2,8 +2,10 @@ package k8stest
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodegen/nodegen/internal/k8sdecode"
 	"github.com/nodegen/nodegen/internal/layout"
@@ -491,6 +494,7 @@ type day0Person struct {
 	bin  string // the stand-ins' folder
 	dir  string // the working directory ("" for the test's)
 	env  []string
+	cp   *testcp.ControlPlane
 }
 
 // newDay0Person writes the stand-ins and returns the person: with
@@ -505,7 +509,7 @@ func newDay0Person(t *testing.T, cp *testcp.ControlPlane, f *fakeGCP, migs, dir 
 		}
 	}
 	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
-	return &day0Person{path: path, bin: bin, dir: dir, env: []string{
+	return &day0Person{path: path, bin: bin, dir: dir, cp: cp, env: []string{
 		"PATH=" + path, "HOME=" + t.TempDir(), docs.Day0ControlPlaneHostVar + "=" + day0Host, "EXPECT_SSH_HOST=" + day0Host,
 		"KUBECONFIG=" + cp.Admin().Kubeconfig, "STUB_MIGS=" + migs,
 		"CP_ADMIN_KUBECONFIG=" + cp.Admin().Kubeconfig, "GCLOUD_ACCESS_TOKEN=" + f.accessToken, "GCLOUD_SECRET_MANAGER_URL=" + f.SecretManagerURL(),
@@ -543,8 +547,29 @@ func (p *day0Person) run(t *testing.T, command string, env ...string) string {
 func (p *day0Person) approveVM(t *testing.T, list, approve, vm string) {
 	t.Helper()
 	subject := regexp.MustCompile(`CN ?= ?system:node:` + regexp.QuoteMeta(vm) + `(,|$)`)
+	// Until the VM has filed its request the listing cannot show it: wait
+	// for one with client-go (the person's listing, bash, gcloud, kubectl
+	// and openssl, costs far more a try), then list as the person does.
+	began := time.Now()
+	eventually(t, 45*time.Second, "a pending request of VM "+vm+" on the server", func() string {
+		list, err := clientOf(t, p.cp.Admin()).CertificatesV1().CertificateSigningRequests().List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		for _, c := range list.Items {
+			if decision(&c) != nil || !slices.Contains(c.Spec.Groups, model.CloudBootstrapGroup) {
+				continue
+			}
+			if block, _ := pem.Decode(c.Spec.Request); block != nil {
+				if r, err := x509.ParseCertificateRequest(block.Bytes); err == nil && r.Subject.CommonName == "system:node:"+vm {
+					return ""
+				}
+			}
+		}
+		return fmt.Sprintf("none among %d CSRs", len(list.Items))
+	})
 	var csr string
-	eventually(t, 45*time.Second, "the request of VM "+vm+" listed", func() string {
+	eventually(t, 45*time.Second-time.Since(began), "the request of VM "+vm+" listed", func() string {
 		out := p.run(t, list)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if !slices.Contains(lines, vm) {

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -616,13 +615,9 @@ func (d *day0Play) run(t *testing.T, code string) string {
 // then the Job's status as the Job controller writes it.
 func (d *day0Play) runJobs(t *testing.T) {
 	t.Helper()
-	out, err := d.cp.Admin().KubectlCmd(t, "get", "jobs", "-n", model.WorkloadNamespace, "-o", "json").Output()
+	jobs, err := clientOf(t, d.cp.Admin()).BatchV1().Jobs(model.WorkloadNamespace).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing the Jobs: %v", err)
-	}
-	var jobs batchv1.JobList
-	if err := json.Unmarshal(out, &jobs); err != nil {
-		t.Fatal(err)
 	}
 	for _, j := range jobs.Items {
 		if d.jobs[j.Name] || len(j.OwnerReferences) != 1 || j.OwnerReferences[0].Kind != "CronJob" || j.OwnerReferences[0].Name != model.JoinTokenRenewer.Name() {

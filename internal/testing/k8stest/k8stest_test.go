@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,6 +159,33 @@ func (e *env) group(t *testing.T, name string) *model.NodeGroup {
 		t.Fatalf("no group %s in the test source", name)
 	}
 	return g
+}
+
+// clients holds clientOf's clientsets, by user.
+var clients sync.Map // *testcp.User → kubernetes.Interface
+
+// clientOf returns a client-go clientset with u's credentials, for the
+// tests' own setup and reads, which need not start a kubectl process (about
+// 150 ms of CPU each) while they poll; what a user, a pod or a script does
+// still goes through kubectl. Any error fails the test.
+func clientOf(t testing.TB, u *testcp.User) kubernetes.Interface {
+	t.Helper()
+	if c, ok := clients.Load(u); ok {
+		return c.(kubernetes.Interface)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", u.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tests poll several objects at once: client-go's default limit
+	// (5 requests a second) would slow the polls, not the server.
+	cfg.QPS, cfg.Burst = 100, 100
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := clients.LoadOrStore(u, c)
+	return got.(kubernetes.Interface)
 }
 
 // kubectl runs kubectl as u with stdin (if not empty).

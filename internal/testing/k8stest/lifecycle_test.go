@@ -280,11 +280,9 @@ func (e *env) gcIdentity(t *testing.T, node string) *testcp.User {
 		Spec: *tmpl.Spec.DeepCopy(),
 	}
 	pod.Spec.NodeName = node
-	b, err := json.Marshal(pod)
-	if err != nil {
+	if _, err := e.client.CoreV1().Pods(pod.Namespace).Create(t.Context(), &pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.admin(t, string(b), "create", "-f", "-")
 	return e.cp.PodServiceAccount(t, pod.Namespace, pod.Spec.ServiceAccountName, pod.Name)
 }
 
@@ -382,11 +380,9 @@ func (e *env) rawNode(t *testing.T, prefix string, labels map[string]string, pro
 	if providerID != nil {
 		n.Spec.ProviderID = providerID(name)
 	}
-	b, err := json.Marshal(n)
-	if err != nil {
+	if _, err := e.client.CoreV1().Nodes().Create(t.Context(), &n, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.admin(t, string(b), "create", "-f", "-")
 	return name
 }
 

@@ -145,11 +145,9 @@ func (e *env) podIdentity(t *testing.T, group, node string) *testcp.User {
 		Spec: *ds.Spec.Template.Spec.DeepCopy(),
 	}
 	pod.Spec.NodeName = node
-	b, err := json.Marshal(pod)
-	if err != nil {
+	if _, err := e.client.CoreV1().Pods(pod.Namespace).Create(t.Context(), &pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.admin(t, string(b), "create", "-f", "-")
 	return e.cp.PodServiceAccount(t, pod.Namespace, pod.Spec.ServiceAccountName, pod.Name)
 }
 
