@@ -31,7 +31,12 @@
 # ready, the autoscaler's --max-node-startup-time, which the
 # NodegenStartupTaintStuck alert uses too) is stuck initialising: its GPUs
 # never validated, so the taint remover never lifted the taint. It is
-# logged, and with REMOVE_STUCK=true its VM is deleted through its MIG with
+# reported: a Warning Event (reason StuckInitialising) about the Node, in
+# the default namespace where the node controllers write theirs, and the
+# annotation STUCK_ANNOTATION on the Node holding the time it became Ready,
+# both written once per stuck spell (the annotation says which spell was
+# reported) and the annotation removed when the Node is no longer stuck.
+# With REMOVE_STUCK=true its VM is then deleted through its MIG with
 # instanceGroupManagers.deleteInstances, which lowers the MIG's target size
 # so that the MIG does not recreate the VM, leaving the next scale-up to
 # the autoscaler (Compute Engine API v1 reference,
@@ -71,6 +76,9 @@ readonly COMPUTE_URL=https://compute.googleapis.com/compute/v1
 readonly GROUP_LABEL=node-restriction.kubernetes.io/nodegen-node-group
 readonly ZONE_RE='^[a-z]+-[a-z]+[0-9]+-[a-z]$'
 readonly NAME_RE='^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$'
+readonly STUCK_ANNOTATION=nodegen.dev/stuck-initialising
+readonly STUCK_REASON=StuckInitialising
+readonly TIME_RE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$'
 WORK="$(mktemp -d)"
 readonly WORK
 trap 'rm -rf "${WORK}"' EXIT
@@ -130,13 +138,63 @@ delete_instance() {
 			"${COMPUTE_URL}/projects/${PROJECT}/zones/${zone}/instanceGroupManagers/${mig}/deleteInstances" 2>"${WORK}/err"
 }
 
-# stuck NAME GROUP ZONE SINCE TAINT_KEYS ALLOCATABLE handles a Ready Node
-# (its Ready condition True since SINCE) of a group in STUCK_GROUPS whose
-# startup taint outlived the init budget; any other Node it leaves alone.
-# Status 1 when something could not be read or deleted.
+# unmark NAME RV MARK removes STUCK_ANNOTATION (whose value is MARK, ""
+# when it has none) from Node NAME, which is no longer stuck initialising,
+# if its resourceVersion is still RV. Status 1 when the patch failed.
+unmark() {
+	local name="$1" rv="$2" mark="$3" out
+	[[ -n "${mark}" ]] || return 0
+	if ! out="$(kubectl patch node "${name}" --type=merge --request-timeout=10s \
+		-p "{\"metadata\":{\"resourceVersion\":\"${rv}\",\"annotations\":{\"${STUCK_ANNOTATION}\":null}}}" 2>&1)"; then
+		log "node ${name}: removing the annotation ${STUCK_ANNOTATION} failed (the next run looks again): $(summary "${out}")"
+		return 1
+	fi
+	log "node ${name}: no longer stuck initialising; removed the annotation ${STUCK_ANNOTATION}=${mark}"
+}
+
+# report NAME UID RV SINCE WHAT MARK reports Node NAME (uid UID,
+# resourceVersion RV), stuck initialising since it became Ready at SINCE,
+# once per stuck spell: unless its STUCK_ANNOTATION (MARK) already holds
+# SINCE, a Warning Event about it whose message is WHAT, then
+# STUCK_ANNOTATION=SINCE on it (if its resourceVersion is still RV). An
+# Event left by a run whose annotation failed is found by its name.
+# Status 1 when something could not be written.
+report() {
+	local name="$1" uid="$2" rv="$3" since="$4" what="$5" mark="$6" now out
+	[[ "${mark}" != "${since}" ]] || return 0
+	local event="${name}.stuck-initialising.${since//:/-}"
+	event="${event,,}"
+	local msg="${what//\\/\\\\}"
+	msg="${msg//\"/\\\"}"
+	TZ=UTC printf -v now '%(%Y-%m-%dT%H:%M:%SZ)T' -1
+	if ! out="$(printf '{"apiVersion":"v1","kind":"Event","metadata":{"name":"%s","namespace":"default"},"involvedObject":{"apiVersion":"v1","kind":"Node","name":"%s","uid":"%s"},"reason":"%s","message":"%s","type":"Warning","source":{"component":"nodegen-node-lifecycle"},"reportingComponent":"nodegen-node-lifecycle","firstTimestamp":"%s","lastTimestamp":"%s","count":1}' \
+		"${event}" "${name}" "${uid}" "${STUCK_REASON}" "${msg}" "${now}" "${now}" |
+		kubectl create -f - --request-timeout=10s 2>&1)"; then
+		if [[ "${out}" != *AlreadyExists* ]]; then
+			log "node ${name}: creating Event default/${event} failed (the next run tries again): $(summary "${out}")"
+			return 1
+		fi
+	fi
+	if ! out="$(kubectl patch node "${name}" --type=merge --request-timeout=10s \
+		-p "{\"metadata\":{\"resourceVersion\":\"${rv}\",\"annotations\":{\"${STUCK_ANNOTATION}\":\"${since}\"}}}" 2>&1)"; then
+		log "node ${name}: setting the annotation ${STUCK_ANNOTATION} failed (the next run tries again): $(summary "${out}")"
+		return 1
+	fi
+	log "node ${name}: reported stuck initialising: Event default/${event} (${STUCK_REASON}), annotation ${STUCK_ANNOTATION}=${since}"
+}
+
+# stuck NAME UID RV GROUP ZONE SINCE TAINT_KEYS ALLOCATABLE MARK handles a
+# Ready Node (its Ready condition True since SINCE, its STUCK_ANNOTATION
+# MARK) of a group in STUCK_GROUPS whose startup taint outlived the init
+# budget: reported, and removed when REMOVE_STUCK says so; from any other
+# Node it only removes STUCK_ANNOTATION.
+# Status 1 when something could not be read or written.
 stuck() {
-	local name="$1" group="$2" zone="$3" since="$4" taints="$5" alloc="$6"
-	[[ -n "${STUCK_KEY["${group}"]+x}" ]] || return 0
+	local name="$1" uid="$2" rv="$3" group="$4" zone="$5" since="$6" taints="$7" alloc="$8" mark="$9"
+	if [[ -z "${STUCK_KEY["${group}"]+x}" ]]; then
+		unmark "${name}" "${rv}" "${mark}"
+		return
+	fi
 	local key="${STUCK_KEY["${group}"]}" gpus="${STUCK_GPUS["${group}"]}"
 	local mig="${STUCK_MIG["${group}"]}-${zone}" k tainted=""
 	local -a keys
@@ -144,12 +202,18 @@ stuck() {
 	for k in "${keys[@]}"; do
 		[[ "${k}" != "${key}" ]] || tainted=1
 	done
-	[[ -n "${tainted}" ]] || return 0
-	if [[ ! "${since}" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]]; then
+	if [[ -z "${tainted}" ]]; then
+		unmark "${name}" "${rv}" "${mark}"
+		return
+	fi
+	if [[ ! "${since}" =~ ${TIME_RE} ]]; then
 		log "node ${name}: unreadable Ready time ${since@Q}; kept"
 		return 1
 	fi
-	[[ "${since}" < "${STUCK_CUTOFF}" ]] || return 0
+	if [[ ! "${since}" < "${STUCK_CUTOFF}" ]]; then
+		unmark "${name}" "${rv}" "${mark}"
+		return
+	fi
 	local what="startup taint ${key} still on it, Ready since ${since}, past the init budget of ${STARTUP_SECONDS}s to be ready"
 	if [[ ! "${alloc:-0}" =~ ^[0-9]+$ ]]; then
 		log "node ${name}: ${what}, nvidia.com/gpu allocatable ${alloc@Q} unreadable; kept"
@@ -157,9 +221,11 @@ stuck() {
 	fi
 	if ((${alloc:-0} >= gpus)); then
 		log "node ${name}: ${what}, but it advertises ${alloc} nvidia.com/gpu of ${gpus}: its GPUs validated; kept"
-		return 0
+		unmark "${name}" "${rv}" "${mark}"
+		return
 	fi
 	what="stuck initialising: ${what}, nvidia.com/gpu allocatable ${alloc:-0} of ${gpus}"
+	report "${name}" "${uid}" "${rv}" "${since}" "${what}" "${mark}" || return 1
 	if [[ "${REMOVE_STUCK}" != true ]]; then
 		log "node ${name}: ${what}; kept (removing stuck nodes is off)"
 		return 0
@@ -224,10 +290,11 @@ main() {
 
 	# One line per Node of the groups: name uid resourceVersion providerID
 	# group Ready-status Ready-lastTransitionTime creationTimestamp
-	# taint-keys nvidia.com/gpu-allocatable, each field ended by a 0x1f
+	# taint-keys nvidia.com/gpu-allocatable STUCK_ANNOTATION, each field
+	# ended by a 0x1f
 	# (unit separator), which no field can hold.
 	local sep=$'\x1f'
-	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.metadata.uid}{"\x1f"}{.metadata.resourceVersion}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.node-restriction\.kubernetes\.io/nodegen-node-group}{"\x1f"}{.status.conditions[?(@.type=="Ready")].status}{"\x1f"}{.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\x1f"}{.metadata.creationTimestamp}{"\x1f"}{.spec.taints[*].key}{"\x1f"}{.status.allocatable.nvidia\.com/gpu}{"\x1f"}{"\n"}{end}'
+	local fmt='{range .items[*]}{.metadata.name}{"\x1f"}{.metadata.uid}{"\x1f"}{.metadata.resourceVersion}{"\x1f"}{.spec.providerID}{"\x1f"}{.metadata.labels.node-restriction\.kubernetes\.io/nodegen-node-group}{"\x1f"}{.status.conditions[?(@.type=="Ready")].status}{"\x1f"}{.status.conditions[?(@.type=="Ready")].lastTransitionTime}{"\x1f"}{.metadata.creationTimestamp}{"\x1f"}{.spec.taints[*].key}{"\x1f"}{.status.allocatable.nvidia\.com/gpu}{"\x1f"}{.metadata.annotations.nodegen\.dev/stuck-initialising}{"\x1f"}{"\n"}{end}'
 	if ! nodes="$(kubectl get nodes --request-timeout=15s -l "${GROUP_LABEL} in (${NODE_GROUPS})" -o "jsonpath=${fmt}" 2>"${WORK}/err")"; then
 		log "cannot list the nodes: $(summary "$(cat "${WORK}/err")")"
 		return 1
@@ -238,8 +305,8 @@ main() {
 	while IFS= read -r line; do
 		[[ -n "${line}" ]] || continue
 		IFS="${sep}" read -ra f <<<"${line}"
-		if ((${#f[@]} != 10)); then
-			log "skipping a node line of ${#f[@]} fields, want 10"
+		if ((${#f[@]} != 11)); then
+			log "skipping a node line of ${#f[@]} fields, want 11"
 			continue
 		fi
 		name="${f[0]}" uid="${f[1]}" rv="${f[2]}" pid="${f[3]}" group="${f[4]}" ready="${f[5]}" since="${f[6]}" created="${f[7]}"
@@ -250,7 +317,7 @@ main() {
 		local zone="${rest%%/*}" instance="${rest#*/}"
 		[[ "${zone}" =~ ${ZONE_RE} && "${instance}" =~ ${NAME_RE} && "${instance}" == "${name}" ]] || continue
 		if [[ "${ready}" == True ]]; then
-			stuck "${name}" "${group}" "${zone}" "${since}" "${f[8]}" "${f[9]}" || rc=1
+			stuck "${name}" "${uid}" "${rv}" "${group}" "${zone}" "${since}" "${f[8]}" "${f[9]}" "${f[10]}" || rc=1
 			continue
 		fi
 		local registering=""

@@ -62,6 +62,13 @@ const (
 	// The reasons the node CSR approver writes into the conditions it adds.
 	CSRReasonApproved = "NodegenInstanceVerified"
 	CSRReasonDenied   = "NodegenNotAFreshInstance"
+	// StuckAnnotation is the annotation the node collector sets on a GPU
+	// node stuck initialising (to the time its Ready condition last
+	// changed, which names the stuck spell it reported) and removes once
+	// the node is no longer stuck; StuckReason is the reason of the
+	// Warning Event it writes about the node, once per spell.
+	StuckAnnotation = "nodegen.dev/stuck-initialising"
+	StuckReason     = "StuckInitialising"
 )
 
 // GPUValidationsDir is where the GPU Operator's validator writes its

@@ -147,10 +147,13 @@ func TestNodeLifecycleManifest(t *testing.T) {
 		t.Errorf("env %v; want the project, the cloud groups ca,cpu,gpu (not dc) and 2700 s", env)
 	}
 
-	// RBAC: get, list and delete nodes, nothing else.
-	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"nodes"}) ||
-		!slices.Equal(role.Rules[0].Verbs, []string{"get", "list", "delete"}) || !slices.Equal(role.Rules[0].APIGroups, []string{""}) {
-		t.Errorf("ClusterRole rules %+v; want get, list and delete on nodes only", role.Rules)
+	// RBAC: get, list, delete and patch nodes (the policy narrows the
+	// patch to the stuck-initialising annotation), create events, nothing
+	// else.
+	if len(role.Rules) != 2 || !slices.Equal(role.Rules[0].Resources, []string{"nodes"}) ||
+		!slices.Equal(role.Rules[0].Verbs, []string{"get", "list", "delete", "patch"}) || !slices.Equal(role.Rules[0].APIGroups, []string{""}) ||
+		!slices.Equal(role.Rules[1].Resources, []string{"events"}) || !slices.Equal(role.Rules[1].Verbs, []string{"create"}) || !slices.Equal(role.Rules[1].APIGroups, []string{""}) {
+		t.Errorf("ClusterRole rules %+v; want get, list, delete and patch on nodes and create on core events only", role.Rules)
 	}
 	// The policy binds the ServiceAccount RBAC grants, and names the
 	// cloud groups and the project.

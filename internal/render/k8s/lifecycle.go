@@ -49,7 +49,10 @@ func notReadyGraceSeconds(src *model.Source) (int64, error) {
 func nodeLifecycle(src *model.Source) scriptWorkload {
 	return scriptWorkload{
 		Workload: model.NodeCollector, Script: "node-lifecycle.sh", ClusterWide: true,
-		Rules:  []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "delete"}}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "delete", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+		},
 		Policy: nodeLifecyclePolicy(src),
 	}
 }
@@ -102,18 +105,27 @@ func stuckGroups(src *model.Source) []string {
 	return out
 }
 
-// nodeLifecyclePolicy holds the collector's ServiceAccount to deleting,
-// with a pod-bound token whose pod is on one of the autoscaler's nodes
-// (the token names its pod's node: a kubelet gets such a token for any pod
-// bound to it, so a collector pod bound to another node gives that node's
-// kubelet none that deletes), Nodes that carry
-// the verified group label (model.VerifiedGroupLabel, which no kubelet can
-// set) of one of the source's cloud groups and the providerID
-// gce://<project>/<zone>/<the node's name>, and whose one Ready condition
-// is False or Unknown (not Ready: a Ready Node's kubelet is alive, whatever
-// the Compute API says). Every other request that
-// reaches admission (an update, a subresource, a Node of no cloud group, an
-// on-prem Node, another project's VM) is denied, whatever RBAC grants.
+// nodeLifecyclePolicy holds the collector's ServiceAccount, with a
+// pod-bound token whose pod is on one of the autoscaler's nodes (the token
+// names its pod's node: a kubelet gets such a token for any pod bound to
+// it, so a collector pod bound to another node gives that node's kubelet
+// none that writes), to three requests:
+//   - deleting a Node that carries the verified group label
+//     (model.VerifiedGroupLabel, which no kubelet can set) of one of the
+//     source's cloud groups and the providerID
+//     gce://<project>/<zone>/<the node's name>, and whose one Ready
+//     condition is False or Unknown (not Ready: a Ready Node's kubelet is
+//     alive, whatever the Compute API says);
+//   - updating such a Node's model.StuckAnnotation (set to a time, or
+//     removed) and nothing else of it;
+//   - creating, in the default namespace, a Warning Event with the reason
+//     model.StuckReason about a Node whose name is an instance name of the
+//     source's MIGs.
+//
+// Every other request that reaches admission (a status update, another
+// field or annotation, a Node of no cloud group, an on-prem Node, another
+// project's VM, an Event about anything else) is denied, whatever RBAC
+// grants.
 func nodeLifecyclePolicy(src *model.Source) admissionPolicy {
 	rule := denyUnless
 	var groups []string
@@ -122,33 +134,55 @@ func nodeLifecyclePolicy(src *model.Source) admissionPolicy {
 	}
 	prefix := strconv.Quote("gce://" + src.Cluster.GCP.Project + "/")
 	home := strconv.Quote(autoscalerNodePattern(src, src.NodeGroups[src.Cluster.Autoscaler.NodeGroup]))
+	key := strconv.Quote(model.StuckAnnotation)
+	onNode := func(e string) string { return "!(variables.delete || variables.annotate) || " + e }
+	onAnnotate := func(e string) string { return "!variables.annotate || (" + e + ")" }
+	onEvent := func(e string) string { return "!variables.event || (" + e + ")" }
+	spec := []string{celSame("metadata.?labels.orValue({})"), celSame("metadata.?finalizers.orValue([])"), celSame("metadata.?ownerReferences.orValue([])"), celSame("spec.?taints")}
+	for _, f := range nodeSpecFieldsKept {
+		spec = append(spec, celSame("spec.?"+f))
+	}
+	noSub := `request.?subResource.orValue("") == ""`
 	return admissionPolicy{
 		Condition: "node-lifecycle",
-		Match:     coreResource("nodes"),
+		Match:     admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"*"}, Resources: []string{"nodes", "nodes/*", "events", "events/*"}},
 		Variables: []admissionv1.Variable{
-			{Name: "delete", Expression: `request.operation == "DELETE" && request.?subResource.orValue("") == ""`},
+			{Name: "delete", Expression: `request.resource.resource == "nodes" && request.operation == "DELETE" && ` + noSub},
+			{Name: "annotate", Expression: `request.resource.resource == "nodes" && request.operation == "UPDATE" && ` + noSub},
+			{Name: "event", Expression: `request.resource.resource == "events" && request.operation == "CREATE" && ` + noSub},
 			{Name: "cloudGroups", Expression: "[" + strings.Join(groups, ", ") + "]"},
-			{Name: "group", Expression: celGroup},
-			{Name: "providerID", Expression: `oldObject.?spec.?providerID.orValue("")`},
+			{Name: "group", Expression: `variables.delete || variables.annotate ? ` + celGroup + ` : ""`},
+			{Name: "providerID", Expression: `variables.delete || variables.annotate ? oldObject.spec.?providerID.orValue("") : ""`},
 			{Name: "boundNode", Expression: celBoundNode},
 			// The Node's Ready condition as stored ("" without one).
 			{Name: "ready", Expression: `oldObject.?status.?conditions.orValue([]).filter(c, c.type == "Ready").map(c, c.status).join(",")`},
+			{Name: "oldAnnotations", Expression: `variables.annotate ? oldObject.metadata.?annotations.orValue({}) : {}`},
+			{Name: "newAnnotations", Expression: `variables.annotate ? object.metadata.?annotations.orValue({}) : {}`},
 		},
 		Validations: []admissionv1.Validation{
-			rule(`variables.delete`,
-				`"the node garbage collector may only delete nodes, not " + request.operation + " " + request.resource.resource + `+
+			rule(`variables.delete || variables.annotate || variables.event`,
+				`"the node garbage collector may only delete nodes, set or remove their annotation `+model.StuckAnnotation+` and create events about them, not " + request.operation + " " + request.resource.resource + `+
 					`(request.?subResource.orValue("") == "" ? "" : "/" + request.subResource)`),
-			rule(`!variables.delete || variables.boundNode.size() > 0`,
-				`"the node garbage collector may delete a node only with a pod-bound token that names its node (`+nodeNameExtra+`); this request has none"`),
-			rule(`!variables.delete || variables.boundNode.all(n, n.matches(`+home+`))`,
-				`"the node garbage collector may delete a node only from a pod on the autoscaler's nodes, not from one on " + variables.boundNode.join(", ")`),
-			rule(`!variables.delete || variables.group in variables.cloudGroups`,
+			rule(`variables.boundNode.size() > 0`,
+				`"the node garbage collector may write only with a pod-bound token that names its node (`+nodeNameExtra+`); this request has none"`),
+			rule(`variables.boundNode.all(n, n.matches(`+home+`))`,
+				`"the node garbage collector may write only from a pod on the autoscaler's nodes, not from one on " + variables.boundNode.join(", ")`),
+			rule(onNode(`variables.group in variables.cloudGroups`),
 				`"node " + request.name + " is in no nodegen cloud node group (`+model.VerifiedGroupLabel+`=" + variables.group + ")"`),
-			rule(`!variables.delete || (variables.providerID.startsWith(`+prefix+`) && variables.providerID.endsWith("/" + request.name))`,
+			rule(onNode(`(variables.providerID.startsWith(`+prefix+`) && variables.providerID.endsWith("/" + request.name))`),
 				`"node " + request.name + " has providerID " + variables.providerID + ", not " + `+prefix+` + "<zone>/" + request.name`),
 			rule(`!variables.delete || variables.ready in ["False", "Unknown"]`,
 				`"node " + request.name + " is " + (variables.ready == "True" ? "Ready" : (variables.ready == "" ? "without a Ready condition" : "Ready " + variables.ready)) + `+
 					`": the node garbage collector may delete only a node whose Ready condition is False or Unknown"`),
+			rule(onAnnotate(`variables.oldAnnotations.all(k, k == `+key+` || (k in variables.newAnnotations && variables.newAnnotations[k] == variables.oldAnnotations[k])) && `+
+				`variables.newAnnotations.all(k, k == `+key+` || k in variables.oldAnnotations) && `+
+				`variables.newAnnotations[?`+key+`].orValue("2006-01-02T15:04:05Z").matches("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$") && `+
+				strings.Join(spec, " && ")),
+				`"the node garbage collector may change only the annotation `+model.StuckAnnotation+` of node " + request.name + ", to a time or removed"`),
+			rule(onEvent(`request.namespace == "default" && object.?type.orValue("") == "Warning" && object.?reason.orValue("") == "`+model.StuckReason+`" && `+
+				`object.involvedObject.?kind.orValue("") == "Node" && object.involvedObject.?apiVersion.orValue("") == "v1" && object.involvedObject.?namespace.orValue("") == "" && `+
+				`object.involvedObject.?name.orValue("").matches(`+strconv.Quote(instanceNamePattern(src))+`)`),
+				`"the node garbage collector may create only Warning events with the reason `+model.StuckReason+` in the default namespace about a node of the cluster's MIGs"`),
 		},
 	}
 }

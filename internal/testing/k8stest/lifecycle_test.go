@@ -432,6 +432,7 @@ func (e *env) testCollector(t *testing.T) {
 		vm      int           // the Compute API's answer
 		body404 string        // a 404 body that does not name the instance
 		changed bool          // the Node changes while the Compute API is asked
+		stuck   bool          // reported stuck initialising: annotated, one Event
 		deleted bool
 		asked   bool // the Compute API is asked about it
 		log     string
@@ -453,7 +454,7 @@ func (e *env) testCollector(t *testing.T) {
 		// Ready: never deleted. Its startup taint is still on it two hours
 		// after it became Ready, so it is logged as stuck initialising,
 		// and only logged (the test source leaves removeStuckGPUNodes off).
-		{name: "Ready", node: group("gpu-t4"), ready: corev1.ConditionTrue, ago: long, vm: 404,
+		{name: "Ready", node: group("gpu-t4"), ready: corev1.ConditionTrue, ago: long, vm: 404, stuck: true,
 			log: "stuck initialising: startup taint " + e.group(t, "gpu-t4").StartupTaint.Key + " still on it, Ready since TIME, past the init budget of " + startupSeconds(e.src) + "s to be ready, nvidia.com/gpu allocatable 0 of 1; kept (removing stuck nodes is off)"},
 		{name: "ComputeError500", node: group("gpu-t4"), ready: corev1.ConditionUnknown, ago: long, vm: 500, asked: true,
 			log: "the Compute API answered 500 for VM ZONE/NODE"},
@@ -577,6 +578,10 @@ func (e *env) testCollector(t *testing.T) {
 				sameNode(t, "kept after a failed precondition", e.node(t, n.node), want, true)
 				return
 			}
+			e.checkStuckReport(t, n.node, want, n.stuck)
+			if n.stuck {
+				return
+			}
 			sameNode(t, "kept", e.node(t, n.node), want, false) // not even written
 		})
 	}
@@ -673,15 +678,36 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 	idMsg := func(pid string) string {
 		return "node NODE has providerID " + pid + ", not gce://" + project + "/<zone>/NODE"
 	}
+	noClaim := "the node garbage collector may write only with a pod-bound token that names its node (" + nodeNameExtra + "); this request has none"
+	onlyAnnotation := "the node garbage collector may change only the annotation " + model.StuckAnnotation + " of node NODE, to a time or removed"
+	annotated := func(value string) func(t *testing.T, node string) {
+		return func(t *testing.T, node string) {
+			if got, ok := e.node(t, node).Annotations[model.StuckAnnotation]; got != value || ok != (value != "") {
+				t.Errorf("annotation %s is %q (set %v), want %q", model.StuckAnnotation, got, ok, value)
+			}
+		}
+	}
+	event := func(ns, reason, kind, name string) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Event","metadata":{"name":"%s.test","namespace":%q},"involvedObject":{"apiVersion":"v1","kind":%q,"name":%q},"reason":%q,"message":"m","type":"Warning","source":{"component":"c"}}`,
+			name, ns, kind, name, reason)
+	}
+	eventCreated := func(t *testing.T, node string) {
+		if _, err := e.client.CoreV1().Events("default").Get(context.Background(), node+".test", metav1.GetOptions{}); err != nil {
+			t.Error(err)
+		}
+	}
+	eventDenied := "the node garbage collector may create only Warning events with the reason " + model.StuckReason + " in the default namespace about a node of the cluster's MIGs"
 	cases := []struct {
 		name    string
 		node    func() string
 		as      *testcp.User
 		args    []string
 		ready   corev1.ConditionStatus // the Node's Ready condition, set an hour ago; "" none
+		stdin   string                 // NODE: the node's name
 		allowed bool
-		policy  string // PID: the node's providerID
-		rbac    string // the verb RBAC denies
+		check   func(t *testing.T, node string) // when allowed: what it did (default: the Node is gone)
+		policy  string                          // PID: the node's providerID
+		rbac    string                          // the verb RBAC denies
 	}{
 		{name: "DeleteNotReadyCloudNode", node: func() string { return e.newNode(t, "gpu-t4") }, ready: corev1.ConditionUnknown, as: gc, args: []string{"delete", "node", "NODE"}, allowed: true},
 		{name: "DeleteKubeletNotReadyCloudNode", node: func() string { return e.newNode(t, "gpu-t4") }, ready: corev1.ConditionFalse, as: gc, args: []string{"delete", "node", "NODE"}, allowed: true},
@@ -690,7 +716,7 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 		{name: "DeleteCloudNodeWithoutReadyCondition", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, args: []string{"delete", "node", "NODE"},
 			policy: "node NODE is without a Ready condition: the node garbage collector may delete only a node whose Ready condition is False or Unknown"},
 		{name: "DeleteCloudNodeWithoutNodeClaim", node: func() string { return e.newNode(t, "gpu-t4") }, as: plain, args: []string{"delete", "node", "NODE"},
-			policy: "the node garbage collector may delete a node only with a pod-bound token that names its node (" + nodeNameExtra + "); this request has none"},
+			policy: noClaim},
 		{name: "DeleteOnPremNode", node: func() string {
 			return e.rawNode(t, "onprem-a100", map[string]string{model.VerifiedGroupLabel: "onprem-gpu"}, nil)
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: groupMsg("onprem-gpu")},
@@ -718,12 +744,46 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 		{name: "DeleteProviderIDOfAnotherName", node: func() string {
 			return e.rawNode(t, "t4", map[string]string{model.VerifiedGroupLabel: "gpu-t4"}, func(string) string { return gce(project)("someone-else") })
 		}, as: gc, args: []string{"delete", "node", "NODE"}, policy: idMsg("PID")},
-		{name: "Label", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, args: []string{"label", "node", "NODE", "example.com/x=y"}, rbac: "patch"},
-		{name: "BroadenedRBACLabel", node: func() string { return e.newNode(t, "gpu-t4") }, as: broad, args: []string{"label", "node", "NODE", "example.com/x=y"},
-			policy: "the node garbage collector may only delete nodes, not UPDATE nodes"},
+		{name: "Annotate", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc,
+			args: []string{"annotate", "node", "NODE", model.StuckAnnotation + "=2026-12-07T10:00:00Z"}, allowed: true, check: annotated("2026-12-07T10:00:00Z")},
+		{name: "RemoveAnnotation", node: func() string {
+			n := e.newNode(t, "gpu-t4")
+			e.admin(t, "", "annotate", "node", n, model.StuckAnnotation+"=2026-12-07T10:00:00Z")
+			return n
+		}, as: gc, args: []string{"annotate", "node", "NODE", model.StuckAnnotation + "-"}, allowed: true, check: annotated("")},
+		{name: "AnnotateNotATime", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc,
+			args: []string{"annotate", "node", "NODE", model.StuckAnnotation + "=yes"}, policy: onlyAnnotation},
+		{name: "AnnotateOtherKey", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc,
+			args: []string{"annotate", "node", "NODE", "example.com/x=y"}, policy: onlyAnnotation},
+		{name: "AnnotateOnPremNode", node: func() string {
+			return e.rawNode(t, "onprem-a100", map[string]string{model.VerifiedGroupLabel: "onprem-gpu"}, nil)
+		}, as: gc, args: []string{"annotate", "node", "NODE", model.StuckAnnotation + "=2026-12-07T10:00:00Z"}, policy: groupMsg("onprem-gpu")},
+		{name: "AnnotateWithoutNodeClaim", node: func() string { return e.newNode(t, "gpu-t4") }, as: plain,
+			args: []string{"annotate", "node", "NODE", model.StuckAnnotation + "=2026-12-07T10:00:00Z"}, policy: noClaim},
+		{name: "Label", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, args: []string{"label", "node", "NODE", "example.com/x=y"}, policy: onlyAnnotation},
+		{name: "Untaint", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc,
+			args: []string{"taint", "node", "NODE", e.group(t, "gpu-t4").StartupTaint.Key + "-"}, policy: onlyAnnotation},
+		{name: "PatchStatus", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc,
+			args: []string{"patch", "node", "NODE", "--subresource=status", "--type=merge", "-p", `{"status":{"allocatable":{"nvidia.com/gpu":"1"}}}`},
+			rbac: `get resource "nodes/status"`},
+		{name: "BroadenedRBACPatchStatus", node: func() string { return e.newNode(t, "gpu-t4") }, as: broad,
+			args:   []string{"patch", "node", "NODE", "--subresource=status", "--type=merge", "-p", `{"status":{"allocatable":{"nvidia.com/gpu":"1"}}}`},
+			policy: "the node garbage collector may only delete nodes, set or remove their annotation " + model.StuckAnnotation + " and create events about them, not UPDATE nodes/status"},
+		// Without a pod-bound token, whatever RBAC grants.
 		{name: "BroadenedRBACUntaint", node: func() string { return e.newNode(t, "gpu-t4") }, as: broad,
 			args:   []string{"taint", "node", "NODE", e.group(t, "gpu-t4").StartupTaint.Key + "-"},
-			policy: "the node garbage collector may only delete nodes, not UPDATE nodes"},
+			policy: noClaim},
+		{name: "Event", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, stdin: event("default", model.StuckReason, "Node", "NODE"),
+			args: []string{"create", "-f", "-"}, allowed: true, check: eventCreated},
+		{name: "EventWithoutNodeClaim", node: func() string { return e.newNode(t, "gpu-t4") }, as: plain, stdin: event("default", model.StuckReason, "Node", "NODE"),
+			args: []string{"create", "-f", "-"}, policy: noClaim},
+		{name: "EventOtherReason", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, stdin: event("default", "NodeNotReady", "Node", "NODE"),
+			args: []string{"create", "-f", "-"}, policy: eventDenied},
+		{name: "EventAboutPod", node: func() string { return e.newNode(t, "gpu-t4") }, as: gc, stdin: event("default", model.StuckReason, "Pod", "NODE"),
+			args: []string{"create", "-f", "-"}, policy: eventDenied},
+		{name: "EventAboutOnPremNode", node: func() string {
+			return e.rawNode(t, "onprem-a100", map[string]string{model.VerifiedGroupLabel: "onprem-gpu"}, nil)
+		}, as: gc, stdin: event("default", model.StuckReason, "Node", "NODE"), args: []string{"create", "-f", "-"}, policy: eventDenied},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -734,11 +794,15 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 			}
 			before := e.node(t, node)
 			args := subst(c.args, node, "")
-			_, stderr, err := kubectl(t, c.as, "", args...)
+			_, stderr, err := kubectl(t, c.as, strings.ReplaceAll(c.stdin, "NODE", node), args...)
 			switch {
 			case c.allowed:
 				if err != nil {
-					t.Fatalf("denied: %v", err)
+					t.Fatalf("denied: %v: %s", err, stderr)
+				}
+				if c.check != nil {
+					c.check(t, node)
+					return
 				}
 				if e.exists(t, node) {
 					t.Fatalf("node %s still exists", node)
@@ -750,7 +814,7 @@ func (e *env) testCollectorPolicy(t *testing.T) {
 					t.Fatalf("err %v, stderr %q; want a denial by the policy: %q", err, stderr, want)
 				}
 			default:
-				want := fmt.Sprintf("User %q cannot %s resource \"nodes\"", model.NodeCollector.User(), c.rbac)
+				want := fmt.Sprintf("User %q cannot %s", model.NodeCollector.User(), c.rbac)
 				if err == nil || !strings.Contains(stderr, want) {
 					t.Fatalf("err %v, stderr %q; want a denial by RBAC: %q", err, stderr, want)
 				}
@@ -833,6 +897,55 @@ func (e *env) removingCronJob(t *testing.T) *batchv1.CronJob {
 	return c
 }
 
+// checkStuckReport checks how the collector reported node: when stuck,
+// one Warning Event (model.StuckReason) about it in the default namespace
+// and, unless want is nil, the Node as want plus model.StuckAnnotation set
+// to its Ready condition's last change; otherwise no Event, and the Node
+// as want (unless nil).
+func (e *env) checkStuckReport(t *testing.T, node string, want *corev1.Node, stuck bool) {
+	t.Helper()
+	got := e.node(t, node)
+	evs, err := e.client.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stuck {
+		if len(evs.Items) != 0 {
+			t.Errorf("node %s is not stuck, but has events: %v", node, evs.Items)
+		}
+		if want != nil {
+			sameNode(t, "not stuck", got, want, true)
+		}
+		return
+	}
+	var since string
+	for _, c := range got.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			since = c.LastTransitionTime.UTC().Format(time.RFC3339)
+		}
+	}
+	if len(evs.Items) != 1 {
+		t.Fatalf("node %s is stuck: %d events about it, want 1: %v", node, len(evs.Items), evs.Items)
+	}
+	ev := evs.Items[0]
+	ref := ev.InvolvedObject
+	if ev.Namespace != "default" || ev.Type != corev1.EventTypeWarning || ev.Reason != model.StuckReason ||
+		ref.Kind != "Node" || ref.APIVersion != "v1" || ref.Name != node || ref.UID != got.UID ||
+		!strings.Contains(ev.Message, "stuck initialising: startup taint ") || !strings.Contains(ev.Message, "Ready since "+since+",") ||
+		ev.Source.Component != model.NodeCollector.Name() || ev.Count != 1 {
+		t.Errorf("node %s's event: %+v; want a Warning %s in default about the Node (uid %s), Ready since %s, from %s",
+			node, ev, model.StuckReason, got.UID, since, model.NodeCollector.Name())
+	}
+	if want != nil {
+		want = want.DeepCopy()
+		if want.Annotations == nil {
+			want.Annotations = map[string]string{}
+		}
+		want.Annotations[model.StuckAnnotation] = since
+		sameNode(t, "reported stuck", got, want, true)
+	}
+}
+
 // testStuckGPUNode: a Ready node of an autoscaled GPU group whose startup
 // taint stays on it past its init budget's time to be ready (the
 // autoscaler's --max-node-startup-time, which the NodegenStartupTaintStuck
@@ -864,6 +977,7 @@ func (e *env) testStuckGPUNode(t *testing.T) {
 		status  string        // the VM's status ("" RUNNING)
 		mig     string        // the MIG that made the VM ("" the group's)
 		stuck   bool          // reported as stuck initialising
+		marked  bool          // reported stuck earlier: carries the annotation
 		remove  bool          // its VM deleted through the MIG
 		log     string        // with removal on
 	}
@@ -875,6 +989,11 @@ func (e *env) testStuckGPUNode(t *testing.T) {
 		{name: "Validated", group: "gpu-l4", ready: past, gpus: "2",
 			log: "but it advertises 2 nvidia.com/gpu of 2: its GPUs validated; kept"},
 		{name: "WithinBudget", group: "gpu-l4", ready: within},
+		// Reported stuck earlier; it validated since, or became Ready
+		// again after a reboot: no longer stuck, the annotation goes.
+		{name: "ValidatedAfterReport", group: "gpu-l4", ready: past, gpus: "2", marked: true,
+			log: "but it advertises 2 nvidia.com/gpu of 2: its GPUs validated; kept"},
+		{name: "RebootedAfterReport", group: "gpu-l4", ready: within, marked: true},
 		{name: "TaintRemoved", group: "gpu-l4", ready: past, untaint: true},
 		{name: "CPUNode", group: "cpu-burst", ready: past},
 		{name: "VMStopping", group: "gpu-l4", ready: past, status: "STOPPING", stuck: true,
@@ -886,6 +1005,7 @@ func (e *env) testStuckGPUNode(t *testing.T) {
 		stuckCase
 		node   string
 		before *corev1.Node
+		after  *corev1.Node // after the first pass
 	}
 	var nodes []built
 	for _, c := range cases {
@@ -896,6 +1016,9 @@ func (e *env) testStuckGPUNode(t *testing.T) {
 		e.setReady(t, n, corev1.ConditionTrue, c.ready)
 		if c.gpus != "" {
 			e.setGPUs(t, n, c.gpus)
+		}
+		if c.marked {
+			e.admin(t, "", "annotate", "node", n, model.StuckAnnotation+"=2026-01-02T03:04:05Z")
 		}
 		status, by := c.status, c.mig
 		if status == "" {
@@ -914,7 +1037,7 @@ func (e *env) testStuckGPUNode(t *testing.T) {
 	if stderr != "" {
 		t.Errorf("stderr %q", stderr)
 	}
-	for _, n := range nodes {
+	for i, n := range nodes {
 		reported := slices.ContainsFunc(strings.Split(out, "\n"), func(l string) bool {
 			return strings.Contains(l, " node "+n.node+": stuck initialising: startup taint "+key+" still on it, Ready since ") &&
 				strings.HasSuffix(l, "; kept (removing stuck nodes is off)")
@@ -925,7 +1048,16 @@ func (e *env) testStuckGPUNode(t *testing.T) {
 		if slices.Contains(f.askedFor(), n.node) {
 			t.Errorf("%s: the Compute API was asked about %s with removal off", n.name, n.node)
 		}
-		sameNode(t, n.name+" with removal off", e.node(t, n.node), n.before, false)
+		want := n.before
+		if n.marked {
+			want = n.before.DeepCopy()
+			delete(want.Annotations, model.StuckAnnotation)
+		}
+		e.checkStuckReport(t, n.node, want, n.stuck)
+		if !n.stuck && !n.marked {
+			sameNode(t, n.name+" with removal off", e.node(t, n.node), n.before, false)
+		}
+		nodes[i].after = e.node(t, n.node)
 	}
 	if d := f.deletedInstances(); len(d) != 0 {
 		t.Errorf("deleteInstances with removal off: %v", d)
@@ -955,7 +1087,9 @@ func (e *env) testStuckGPUNode(t *testing.T) {
 			if asked := slices.Contains(f.askedFor(), n.node); asked != n.stuck {
 				t.Errorf("the Compute API asked about %s: %v, want %v", n.node, asked, n.stuck)
 			}
-			sameNode(t, n.name+" with removal on", e.node(t, n.node), n.before, false)
+			// Reported once per stuck spell: not written again.
+			sameNode(t, n.name+" with removal on", e.node(t, n.node), n.after, false)
+			e.checkStuckReport(t, n.node, nil, n.stuck)
 		})
 		if n.remove {
 			want = append(want, mig+" zones/"+zone+"/instances/"+n.node)
@@ -983,7 +1117,7 @@ func (e *env) testStuckGPUNode(t *testing.T) {
 			continue
 		}
 		if !n.remove {
-			sameNode(t, n.name+" after the VMs went", e.node(t, n.node), n.before, false)
+			sameNode(t, n.name+" after the VMs went", e.node(t, n.node), n.after, false)
 		}
 	}
 	if got := f.deletedInstances(); !slices.Equal(got, want) {

@@ -295,7 +295,7 @@ func (e *env) testSteering(t *testing.T) {
 	e.setReady(t, notReady, corev1.ConditionUnknown, time.Hour)
 	if _, stderr, err := kubectl(t, stolen, "", "delete", "node", notReady); err == nil {
 		t.Errorf("the stolen collector token deleted the NotReady Node %s", notReady)
-	} else if !strings.Contains(stderr, "may delete a node only from a pod on the autoscaler's nodes, not from one on "+name) {
+	} else if !strings.Contains(stderr, "may write only from a pod on the autoscaler's nodes, not from one on "+name) {
 		t.Errorf("deleting the NotReady Node %s with the stolen token: %v %s; want the collector's policy's denial for the token's node", notReady, err, stderr)
 	}
 	if e.node(t, notReady).Name != notReady {
