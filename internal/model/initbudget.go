@@ -59,7 +59,7 @@ func (s *Source) startupNeeds(g *NodeGroup) (time.Duration, []string) {
 	steps := []string{"node ready " + FormatDuration(NodeReadyAllowance)}
 	if g.HasGPUs() {
 		if _, family, ok := ImageFamily(g.Image); ok && s.Cluster.BakedDriver(family) != nil {
-			steps = append(steps, "driver baked into the image 0s")
+			steps = append(steps, "driver baked into the image (none built at boot)")
 		} else {
 			d += GPUDriverBuildAllowance
 			steps = append(steps, "driver built by the GPU Operator "+FormatDuration(GPUDriverBuildAllowance))
