@@ -25,8 +25,9 @@ check does not render"). --full always renders and compares.
 
 With --by-hand, a check that passes then prints, per cluster, what nodegen
 cannot verify from the source (the network paths the nodes need, what the
-images hold, the join token's secret, the mesh gateways' reachability) and
-a command that verifies each by hand (docs/validation.md, "What vet cannot
+images hold, the join token's secret, the mesh gateways' reachability, the
+zones of a GPU group where nodegen's accelerator table has no source) and a
+command that verifies each by hand (docs/validation.md, "What vet cannot
 know").`
 
 func checkCommand(s *streams) *cli.Command {

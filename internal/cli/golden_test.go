@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/nodegen/nodegen/internal/cli"
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/k8sdecode"
+	"github.com/nodegen/nodegen/internal/source"
 	"github.com/nodegen/nodegen/internal/testing/testsrc"
 )
 
@@ -24,8 +26,9 @@ import (
 // example (or the user's edit of it) and compares the result with the
 // committed out/ byte for byte, so that `go test ./...` alone catches a
 // stale out/ (with --full: the render, never the shortcut of a record a
-// previous run left). Besides it, only TestShippedCopyCurrent reads
-// nodegroups/; every other test uses its own fixtures.
+// previous run left). Besides it, only TestShippedCopyCurrent and
+// TestGoldenShippedGPUZones read nodegroups/; every other test uses its
+// own fixtures.
 func TestGoldenShippedExample(t *testing.T) {
 	root := testsrc.RepoRoot()
 	var out, errb bytes.Buffer
@@ -45,6 +48,45 @@ func TestGoldenMeshExample(t *testing.T) {
 	code := cli.Main([]string{"check", "--source", filepath.Join(dir, "nodegroups"), "--out", filepath.Join(dir, "out")}, strings.NewReader(""), &out, &errb)
 	if code != cli.ExitOK {
 		t.Fatalf("examples/mesh/out does not match the rendering of examples/mesh/nodegroups (exit %d): run go run ./cmd/nodegen gen --source examples/mesh/nodegroups --out examples/mesh/out and commit it\n%s%s", code, out.String(), errb.String())
+	}
+}
+
+// TestGoldenShippedGPUZones holds every GPU group of the shipped examples
+// (nodegroups/ and examples/mesh/nodegroups) to nodegen's accelerator
+// table: a source of the table speaks for the group's accelerator type in
+// its cluster's region, and lists each of the group's zones. An example
+// that only check --by-hand could vouch for, or whose zone the table
+// excludes, fails here.
+func TestGoldenShippedGPUZones(t *testing.T) {
+	checked := 0
+	for _, dir := range []string{testsrc.ShippedDir(), filepath.Join(testsrc.RepoRoot(), "examples", "mesh", "nodegroups")} {
+		l, err := source.Load(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		for _, src := range l.Fleet.Clusters {
+			region := src.Cluster.GCP.Region
+			for _, g := range src.Groups() {
+				acc := g.Accelerator()
+				if !g.Cloud() || acc == "" {
+					continue
+				}
+				checked++
+				offer, ok := gce.AcceleratorOffered(acc, region)
+				if !ok {
+					t.Errorf("%s: cluster %s, group %s: no source of %s lists %s in %s", dir, src.Cluster.Name, g.Name, gce.AcceleratorZonesFile, acc, region)
+					continue
+				}
+				for _, z := range g.Zones {
+					if !slices.Contains(offer.Zones, z) {
+						t.Errorf("%s: cluster %s, group %s: %s does not list %s in zone %s (it lists %s, from %s)", dir, src.Cluster.Name, g.Name, gce.AcceleratorZonesFile, acc, z, strings.Join(offer.Zones, ", "), strings.Join(offer.Sources, "; "))
+					}
+				}
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("%d GPU groups in the shipped examples, want gpu-t4 and spot-gpu-t4 of nodegroups/ and gpu-burst of examples/mesh", checked)
 	}
 }
 

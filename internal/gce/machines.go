@@ -76,7 +76,7 @@ func lastSegment(s string) string {
 
 const gib = 1024 // MiB per GiB ("GB" in Compute Engine docs and the API's description field)
 
-//go:generate go run ../../hack/gcedata -machine-types data/machine-types.json -zones data/zones.json -out zz_generated.go
+//go:generate go run ../../hack/gcedata -machine-types data/machine-types.json -zones data/zones.json -accelerator-zones data/accelerator-zones.csv -out zz_generated.go
 
 // generatedMachineType is one row of zz_generated.go, generated from
 // data/machine-types.json (the shape of `gcloud compute machine-types list

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nodegen/nodegen/internal/gce"
 	"github.com/nodegen/nodegen/internal/layout"
 )
 
@@ -127,6 +128,7 @@ func (src *Source) byHand(mc *MeshCluster, mesh *Mesh) []ByHand {
 		}
 		add(what, "%s", how)
 	}
+	out = append(out, src.acceleratorZonesByHand()...)
 	if img := cl.TaintRemover.Image; img != "" {
 		add(fmt.Sprintf("the taint remover's image %s has bash, kubectl and curl", img),
 			"docker run --rm --entrypoint sh %s -c 'command -v bash kubectl curl'", img)
@@ -138,6 +140,57 @@ func (src *Source) byHand(mc *MeshCluster, mesh *Mesh) []ByHand {
 		}
 		add(fmt.Sprintf("the other clusters of the mesh reach %s's east-west gateway at %s on %s", cl.Name, mc.EastWestGateway.Address, ports),
 			"from a node of each other cluster: nc -vz %s 15443 (and the other ports); istioctl remote-clusters on a primary lists every cluster synced", mc.EastWestGateway.Address)
+	}
+	return out
+}
+
+// acceleratorZonesByHand lists, per accelerator type, the zones of the
+// cloud groups that nodegen's accelerator table cannot judge: no source of
+// it speaks for the type in the cluster's region (where one does, vet
+// refuses a zone it does not list).
+func (src *Source) acceleratorZonesByHand() []ByHand {
+	region := src.Cluster.GCP.Region
+	if _, ok := gce.RegionZones(region); !ok {
+		return nil
+	}
+	type unjudged struct {
+		zones, groups []string
+	}
+	byType := map[string]*unjudged{}
+	var order []string
+	for _, g := range src.Groups() {
+		a, ok := gce.Accelerator(g.Accelerator())
+		if !g.Cloud() || !ok || a.Retired {
+			continue
+		}
+		if _, spoken := gce.AcceleratorOffered(a.Name, region); spoken {
+			continue
+		}
+		u := byType[a.Name]
+		if u == nil {
+			u = &unjudged{}
+			byType[a.Name] = u
+			order = append(order, a.Name)
+		}
+		u.groups = append(u.groups, g.Name)
+		for _, z := range g.Zones {
+			if gce.ZoneRegion(z) == region && !slices.Contains(u.zones, z) {
+				u.zones = append(u.zones, z)
+			}
+		}
+	}
+	var out []ByHand
+	for _, name := range order {
+		u := byType[name]
+		if len(u.zones) == 0 {
+			continue
+		}
+		slices.Sort(u.zones)
+		out = append(out, ByHand{
+			Cluster: src.Cluster.Name,
+			What:    fmt.Sprintf("Compute Engine offers %s in zone(s) %s (groups %s): nodegen's accelerator table has no source for it in %s", name, strings.Join(u.zones, ", "), strings.Join(u.groups, ", "), region),
+			How:     fmt.Sprintf("%s (prints each zone that offers it; then refresh the table with %s)", gce.AcceleratorZonesCommand(name, u.zones), gce.RefreshCommand),
+		})
 	}
 	return out
 }

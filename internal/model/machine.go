@@ -59,3 +59,16 @@ func (g *NodeGroup) HasGPUs() bool {
 	m := g.Shape.Machine
 	return m != nil && (m.HasBuiltInGPUs() || m.GPUFraction != "")
 }
+
+// Accelerator is the accelerator type the group's VMs get: its gpu type,
+// or the type built into its machine type (the fractional G4 shapes
+// included); "" when they get none.
+func (g *NodeGroup) Accelerator() string {
+	if g.GPU != nil {
+		return g.GPU.Type
+	}
+	if m := g.Shape.Machine; m != nil {
+		return m.GPUType
+	}
+	return ""
+}

@@ -434,6 +434,9 @@ func (c *checker) cloudGroup(g *model.NodeGroup, base []cue.Selector, taintKeys 
 		c.names(g, base)
 	}
 	c.gpu(g, base)
+	if !c.broken.Cluster {
+		c.acceleratorZones(g, base)
+	}
 	c.kubelet(g, base)
 	c.joinDeadline(g, base)
 	if st := g.StartupTaint; st != nil {
