@@ -72,8 +72,7 @@ func (m cleanupM) Run() int {
 // A script that runs the rendered scripts against a cluster says
 // "[!testcp] skip" and then "apiserver": it gets KUBECONFIG for the admin
 // of a real kube-apiserver in production mode (internal/testing/testcp),
-// one for the whole test, started only when a script uses it, so its
-// objects take names no other script uses.
+// its own, started by that line and stopped when the script ends.
 func TestScript(t *testing.T) {
 	cp := scriptControlPlane(t, "testdata/script")
 	testscript.Run(t, testscript.Params{
@@ -84,7 +83,7 @@ func TestScript(t *testing.T) {
 		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": exitCode, "refused": refused, "fillrevisions": fillRevisions, "dochook": docHook, "hookednodegen": hookedNodegen, "apiserver": cp.use},
 		Condition: func(cond string) (bool, error) {
 			if cond == "testcp" {
-				return cp.cp != nil, nil
+				return cp.ok, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
@@ -105,13 +104,16 @@ func TestScript(t *testing.T) {
 	})
 }
 
-// scriptCP is the control plane of the scripts that use one.
-type scriptCP struct{ cp *testcp.ControlPlane }
+// scriptCP gives the scripts that use one a test control plane.
+type scriptCP struct {
+	t  *testing.T // TestScript
+	ok bool       // the binaries are there, or their absence fails the scripts
+}
 
-// scriptControlPlane starts the test control plane for the scripts in dir
-// when one of them has an "apiserver" line and its binaries are there (or
-// testcp.EnvRequire makes their absence a failure); the scripts that need
-// it skip otherwise.
+// scriptControlPlane says whether the scripts in dir that have an
+// "apiserver" line can have a test control plane: its binaries are there
+// (or testcp.EnvRequire makes their absence a failure); they skip
+// otherwise.
 func scriptControlPlane(t *testing.T, dir string) scriptCP {
 	files, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
 	if err != nil {
@@ -136,18 +138,51 @@ func scriptControlPlane(t *testing.T, dir string) scriptCP {
 		t.Logf("the scripts that need the test control plane skip: %v", err)
 		return scriptCP{}
 	}
-	return scriptCP{testcp.StartWith(t, testcp.Options{Production: true})}
+	return scriptCP{t: t, ok: true}
 }
 
-// use implements "apiserver": KUBECONFIG names the control plane's admin.
+// use implements "apiserver": it starts a control plane of the script's
+// own, stopped when the script ends (idle, one costs about 1.4 CPU-s a
+// minute here: the scripts that use none do not pay for it), and sets
+// KUBECONFIG to its admin's.
 func (c scriptCP) use(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: apiserver")
 	}
-	if c.cp == nil {
+	if !c.ok {
 		ts.Fatalf("no test control plane: the script must start with [!testcp] skip")
 	}
-	ts.Setenv("KUBECONFIG", c.cp.Admin().Kubeconfig)
+	tb := &scriptTB{TB: c.t, ts: ts}
+	ts.Defer(tb.cleanup)
+	cp := testcp.StartWith(tb, testcp.Options{Production: true})
+	ts.Setenv("KUBECONFIG", cp.Admin().Kubeconfig)
+}
+
+// scriptTB is the testing.TB testcp.StartWith gets from a script: its
+// logs and fatal errors go to the script and its cleanups run when the
+// script ends; the rest (TempDir, Helper, and Errorf, which the cleanups
+// call when a process does not stop) is TestScript's.
+type scriptTB struct {
+	testing.TB
+	ts       *testscript.TestScript
+	cleanups []func()
+}
+
+func (s *scriptTB) Cleanup(f func())                  { s.cleanups = append(s.cleanups, f) }
+func (s *scriptTB) Logf(format string, args ...any)   { s.ts.Logf(format, args...) }
+func (s *scriptTB) Fatalf(format string, args ...any) { s.ts.Fatalf(format, args...) }
+func (s *scriptTB) Skipf(format string, args ...any)  { s.ts.Fatalf(format, args...) }
+
+// Failed reports true: a script cannot tell whether it failed, and the
+// end of the control plane's logs that testcp then writes to the
+// script's log shows only when it did (or with -v).
+func (s *scriptTB) Failed() bool { return true }
+
+// cleanup runs the cleanups, the last registered first.
+func (s *scriptTB) cleanup() {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
 }
 
 // hooked is the tests' nodegen built with the test hooks, made once per
