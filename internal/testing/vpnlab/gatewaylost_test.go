@@ -272,7 +272,7 @@ func cloudTunnelTo(cloud Side, peer netip.Addr) string {
 // the gateway at addr, as FRR negotiated it.
 func (l *Lab) siteHoldTime(addr netip.Addr) time.Duration {
 	l.t.Helper()
-	out, err := l.output(l.site.gw, "vtysh", "--vty_socket", l.site.frrDir, "-c", "show bgp neighbors "+addr.String()+" json")
+	out, err := l.query("vtysh", "--vty_socket", l.site.frrDir, "-c", "show bgp neighbors "+addr.String()+" json")
 	if err != nil {
 		l.t.Fatalf("vpnlab: show bgp neighbors: %v\n%s", err, out)
 	}

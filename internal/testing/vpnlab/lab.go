@@ -728,11 +728,24 @@ func (l *Lab) try(ns string, name string, args ...string) error {
 }
 
 func (l *Lab) output(ns string, name string, args ...string) ([]byte, error) {
-	if ns != "" {
+	switch {
+	case ns != "" && name == "ip":
+		// ip -n is ip netns exec NETNS ip in one process (ip(8)).
+		args = append([]string{"-n", ns}, args...)
+	case ns != "":
 		args = append([]string{"netns", "exec", ns, name}, args...)
 		name = "ip"
 	}
 	return exec.Command(name, args...).CombinedOutput()
+}
+
+// query runs a query of a daemon over its control socket (swanctl's
+// --uri, vtysh's --vty_socket): a file, which the test's own namespace
+// reaches as the gateway's does, so the query runs without ip netns exec
+// (a mount namespace and a process more at every look of the lab's
+// polling loops).
+func (l *Lab) query(name string, args ...string) ([]byte, error) {
+	return l.output("", name, args...)
 }
 
 func (l *Lab) waitLog(f string, re *regexp.Regexp, d time.Duration) string {
@@ -778,12 +791,12 @@ func (l *Lab) State(i int) State {
 	s := l.sides[i]
 	var st State
 	for j, c := range s.charons {
-		out, err := l.output(s.gw, "swanctl", "--list-sas", "--uri", c.vici)
+		out, err := l.query("swanctl", "--list-sas", "--uri", c.vici)
 		if err == nil && bytes.Contains(out, []byte(", INSTALLED, ")) {
 			st.Installed = append(st.Installed, s.Tunnels[j].Conn)
 		}
 	}
-	out, err := l.output(s.gw, "vtysh", "--vty_socket", s.frrDir, "-c", "show bgp summary json")
+	out, err := l.query("vtysh", "--vty_socket", s.frrDir, "-c", "show bgp summary json")
 	if err != nil {
 		l.t.Logf("vpnlab: show bgp summary json: %v\n%s", err, out)
 	} else {
@@ -814,7 +827,7 @@ func (l *Lab) waitInstalled(timeout time.Duration) error {
 		var missing []string
 		for _, s := range l.sides {
 			for j, c := range s.charons {
-				out, err := l.output(s.gw, "swanctl", "--list-sas", "--uri", c.vici)
+				out, err := l.query("swanctl", "--list-sas", "--uri", c.vici)
 				if err != nil || !bytes.Contains(out, []byte(", INSTALLED, ")) {
 					missing = append(missing, s.Name+"/"+s.Tunnels[j].Conn)
 				}
@@ -1409,7 +1422,7 @@ func (l *Lab) IKESAs(i int) map[string]string {
 	m := map[string]string{}
 	s := l.sides[i]
 	for j, c := range s.charons {
-		out, _ := l.output(s.gw, "swanctl", "--list-sas", "--uri", c.vici)
+		out, _ := l.query("swanctl", "--list-sas", "--uri", c.vici)
 		id, ike, alg := ikeID.FindSubmatch(out), ikeAlgorithm.FindSubmatch(out), espAlgorithm.FindSubmatch(out)
 		if id == nil || ike == nil || alg == nil {
 			m[s.Tunnels[j].Conn] = ""
