@@ -33,13 +33,7 @@ func TestGeneratedIsCurrent(t *testing.T) {
 // machine type in two zones (merged) and then with two shapes (an error).
 func TestMergesZonesAndRejectsConflicts(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, s string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := tempWriter(t, dir)
 	zones := write("zones.json", `[{"name":"x-east1-b","region":"https://www.googleapis.com/compute/v1/projects/p/regions/x-east1"},{"name":"x-east1-a","region":"https://www.googleapis.com/compute/v1/projects/p/regions/x-east1"}]`)
 	mt := write("mt.json", `[{"name":"q1-standard-12","guestCpus":12,"memoryMb":49152,"zone":"x-east1-a"},{"name":"q1-standard-12","guestCpus":12,"memoryMb":49152,"zone":"x-east1-b"},{"name":"q1-standard-4","guestCpus":4,"memoryMb":16384},{"name":"q1-old-2","guestCpus":2,"memoryMb":1,"deprecated":{"state":"OBSOLETE"}}]`)
 	az := write("az.csv", "accelerator,region,zones,source\n")
@@ -76,13 +70,7 @@ func TestMergesZonesAndRejectsConflicts(t *testing.T) {
 // no source or are not NVIDIA types.
 func TestAcceleratorZones(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, s string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := tempWriter(t, dir)
 	zones := write("zones.json", `[{"name":"x-east1-a","region":"https://www.googleapis.com/compute/v1/projects/p/regions/x-east1"},{"name":"x-east1-b","region":"https://www.googleapis.com/compute/v1/projects/p/regions/x-east1"},{"name":"x-west2-c","region":"https://www.googleapis.com/compute/v1/projects/p/regions/x-west2"}]`)
 	mt := write("mt.json", `[{"name":"q1-standard-4","guestCpus":4,"memoryMb":16384}]`)
 	live := write("at.json", `[
@@ -139,5 +127,17 @@ nvidia-tesla-t4,x-west2,x-west2-c,"gcloud compute accelerator-types list, live A
 		if err := run(mt, zones, write("bad.csv", bad), out); err == nil {
 			t.Errorf("%s: accepted:\n%s", name, bad)
 		}
+	}
+}
+
+// tempWriter returns a function that writes a file of the given name and
+// contents into dir and returns its path.
+func tempWriter(t *testing.T, dir string) func(name, s string) string {
+	return func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }
