@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -222,7 +221,7 @@ func (w *world) step(ctx context.Context, groups map[string]*model.NodeGroup) er
 			return err
 		}
 	}
-	return w.workload(ctx, nodes)
+	return w.workload(ctx)
 }
 
 func ready(n *corev1.Node) bool {
@@ -260,10 +259,8 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // workload plays the kubelets' side of the pods, the ReplicaSet
-// controller and scheduler, and the disruption controller. nodes is the
-// step's list: a node that changed since becomes a candidate at the next
-// step, as a scheduler's cache catches up.
-func (w *world) workload(ctx context.Context, nodes *corev1.NodeList) error {
+// controller and scheduler, and the disruption controller.
+func (w *world) workload(ctx context.Context) error {
 	all, err := w.kube.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -284,11 +281,12 @@ func (w *world) workload(ctx context.Context, nodes *corev1.NodeList) error {
 			}
 		}
 	}
+	nodes, err := w.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
 	active := 0
 	perNode := map[string]int{}
-	// now are the workload's pods after this step's changes, as the API
-	// server answered them: what the disruption controller counts.
-	var now []corev1.Pod
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		switch {
@@ -303,13 +301,10 @@ func (w *world) workload(ctx context.Context, nodes *corev1.NodeList) error {
 			// The kubelet started it.
 			p.Status.Phase = corev1.PodRunning
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-			updated, err := w.kube.CoreV1().Pods(w.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-			if err != nil {
+			if _, err := w.kube.CoreV1().Pods(w.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 				return err
 			}
-			p = updated
 		}
-		now = append(now, *p)
 		active++
 		perNode[p.Spec.NodeName]++
 	}
@@ -335,16 +330,14 @@ func (w *world) workload(ctx context.Context, nodes *corev1.NodeList) error {
 		node := candidates[0]
 		perNode[node]++
 		sort.SliceStable(candidates, func(i, j int) bool { return perNode[candidates[i]] < perNode[candidates[j]] })
-		created, err := w.createPod(ctx, name, node)
-		if err != nil {
+		if err := w.createPod(ctx, name, node); err != nil {
 			return err
 		}
-		now = append(now, *created)
 	}
-	return w.disruption(ctx, now)
+	return w.disruption(ctx)
 }
 
-func (w *world) createPod(ctx context.Context, name, node string) (*corev1.Pod, error) {
+func (w *world) createPod(ctx context.Context, name, node string) error {
 	yes := true
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns, Labels: map[string]string{"app": w.app},
@@ -352,26 +345,26 @@ func (w *world) createPod(ctx context.Context, name, node string) (*corev1.Pod, 
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}},
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
 	}
-	return w.kube.CoreV1().Pods(w.ns).Create(ctx, p, metav1.CreateOptions{})
+	_, err := w.kube.CoreV1().Pods(w.ns).Create(ctx, p, metav1.CreateOptions{})
+	return err
 }
 
 // disruption keeps the PodDisruptionBudget's status as the disruption
 // controller does: healthy pods are the Ready ones not being deleted and
-// not yet counted as disrupted by an eviction. pods are the workload's
-// pods as this step left them; an eviction since is in the budget's
-// DisruptedPods, read after them, or conflicts with the update (tried
-// again at the next step). Like the controller, it writes the status
-// only when it changed (kubernetes/kubernetes v1.37.2,
-// pkg/controller/disruption/disruption.go, updatePdbStatus).
-func (w *world) disruption(ctx context.Context, pods []corev1.Pod) error {
+// not yet counted as disrupted by an eviction.
+func (w *world) disruption(ctx context.Context) error {
 	pdb, err := w.kube.PolicyV1().PodDisruptionBudgets(w.ns).Get(ctx, w.app, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	pods, err := w.kube.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + w.app})
 	if err != nil {
 		return err
 	}
 	disrupted := map[string]metav1.Time{}
 	healthy := 0
-	for i := range pods {
-		p := &pods[i]
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		if p.DeletionTimestamp != nil {
 			continue
 		}
@@ -386,14 +379,10 @@ func (w *world) disruption(ctx context.Context, pods []corev1.Pod) error {
 	maxUnavailable := pdb.Spec.MaxUnavailable.IntValue()
 	desired := w.replicas - maxUnavailable
 	allowed := max(0, healthy-desired)
-	status := policyv1.PodDisruptionBudgetStatus{
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{
 		ObservedGeneration: pdb.Generation, DisruptedPods: disrupted, DisruptionsAllowed: int32(allowed),
 		CurrentHealthy: int32(healthy), DesiredHealthy: int32(desired), ExpectedPods: int32(w.replicas),
 	}
-	if apiequality.Semantic.DeepEqual(pdb.Status, status) {
-		return nil
-	}
-	pdb.Status = status
 	_, err = w.kube.PolicyV1().PodDisruptionBudgets(w.ns).UpdateStatus(ctx, pdb, metav1.UpdateOptions{})
 	return err
 }
