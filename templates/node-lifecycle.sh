@@ -138,14 +138,21 @@ delete_instance() {
 			"${COMPUTE_URL}/projects/${PROJECT}/zones/${zone}/instanceGroupManagers/${mig}/deleteInstances" 2>"${WORK}/err"
 }
 
+# annotate NAME RV VALUE sets STUCK_ANNOTATION on Node NAME to VALUE (a
+# JSON string, or null to remove it) if its resourceVersion is still RV,
+# and prints the API server's answer. Status 1 when the patch failed.
+annotate() {
+	kubectl patch node "$1" --type=merge --request-timeout=10s \
+		-p "{\"metadata\":{\"resourceVersion\":\"$2\",\"annotations\":{\"${STUCK_ANNOTATION}\":$3}}}" 2>&1
+}
+
 # unmark NAME RV MARK removes STUCK_ANNOTATION (whose value is MARK, ""
 # when it has none) from Node NAME, which is no longer stuck initialising,
 # if its resourceVersion is still RV. Status 1 when the patch failed.
 unmark() {
 	local name="$1" rv="$2" mark="$3" out
 	[[ -n "${mark}" ]] || return 0
-	if ! out="$(kubectl patch node "${name}" --type=merge --request-timeout=10s \
-		-p "{\"metadata\":{\"resourceVersion\":\"${rv}\",\"annotations\":{\"${STUCK_ANNOTATION}\":null}}}" 2>&1)"; then
+	if ! out="$(annotate "${name}" "${rv}" null)"; then
 		log "node ${name}: removing the annotation ${STUCK_ANNOTATION} failed (the next run looks again): $(summary "${out}")"
 		return 1
 	fi
@@ -175,8 +182,7 @@ report() {
 			return 1
 		fi
 	fi
-	if ! out="$(kubectl patch node "${name}" --type=merge --request-timeout=10s \
-		-p "{\"metadata\":{\"resourceVersion\":\"${rv}\",\"annotations\":{\"${STUCK_ANNOTATION}\":\"${since}\"}}}" 2>&1)"; then
+	if ! out="$(annotate "${name}" "${rv}" "\"${since}\"")"; then
 		log "node ${name}: setting the annotation ${STUCK_ANNOTATION} failed (the next run tries again): $(summary "${out}")"
 		return 1
 	fi
