@@ -488,6 +488,11 @@ func (p *prometheus) watch(t *testing.T, deadline time.Time, done func(firing ma
 	}
 }
 
+// scrapeTimeout is Prometheus's default scrape_timeout, which the tests'
+// configuration keeps: a scraped sample, stamped with its scrape's start,
+// may hold what its target learnt up to this much later.
+const scrapeTimeout = 10 * time.Second
+
 // within is the longest a rule may take to fire once its expression holds
 // from t on: the next scrape, the next evaluation, its for, the evaluation
 // that ends it, and the 5 seconds between two reads of the alerts.
@@ -582,7 +587,7 @@ func TestPendingWithoutScaleUpAlert(t *testing.T) {
 // evaluation after its expression began to hold in the scraped data (the
 // expression evaluated on Prometheus's data every second; the firing
 // evaluation read from ALERTS), not before its for after the CPU pod's
-// creation and within for plus three evaluations and 10 s of it, while the
+// creation (less the scrape timeout) and within for plus three evaluations and 10 s of it, while the
 // GPU node is still upcoming and although the autoscaler added a node
 // minutes before; NodegenScaleUpFailed stays silent.
 func TestUpcomingNodeFreezeAlert(t *testing.T) {
@@ -610,6 +615,9 @@ func TestUpcomingNodeFreezeAlert(t *testing.T) {
 	// The CPU pod comes once the GPU scale-up is out of the rule's
 	// window: from then on the freeze alone keeps it pending.
 	time.Sleep(time.Until(gpuVM.Created.Add(pendingWindow)))
+	// The pod exists from some moment between sent and podCreated (a
+	// create can take seconds on a loaded machine).
+	sent := time.Now()
 	c.Create(cpuPod("batch"))
 	podCreated := time.Now()
 	bound := within(forDur, interval)
@@ -654,8 +662,13 @@ func TestUpcomingNodeFreezeAlert(t *testing.T) {
 	if !ok {
 		return
 	}
-	if at.Before(podCreated.Add(forDur)) {
-		t.Errorf("%s fired %s after the CPU pod was created, before its for (%s)", name, at.Sub(podCreated).Round(time.Second), forDur)
+	// A sample is stamped with its scrape's start, and the target answers
+	// with what it knows when it answers, up to the scrape timeout later:
+	// the earliest the alert may fire is its for after the create was
+	// sent, less that timeout.
+	if at.Before(sent.Add(forDur - scrapeTimeout)) {
+		t.Errorf("%s fired %s after the CPU pod's create was sent, before its for (%s) less the scrape timeout (%s)",
+			name, at.Sub(sent).Round(time.Second), forDur, scrapeTimeout)
 	}
 	if began.Before(podCreated) {
 		t.Logf("%s's expression held from %s, before the CPU pod was created (%s)", name, began.Format("15:04:05"), podCreated.Format("15:04:05"))
