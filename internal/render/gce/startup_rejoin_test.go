@@ -21,8 +21,10 @@ import (
 )
 
 // rejoinDeadline is the join deadline of the rejoin runs, far below the
-// rendered one: a rejoin must end joined within it.
-const rejoinDeadline = 30
+// rendered one: a rejoin must end joined within it. A rejoin's five
+// credential looks, reset and join ran past 30 s once on a loaded 2-core
+// machine.
+const rejoinDeadline = 60
 
 // joinedNode runs script once on a fresh VM and returns the run, which
 // must have joined.
